@@ -1,0 +1,67 @@
+//! The one error type of gmcl. Every failure a user can cause (bad input, a bad path, a
+//! product of mismatched shapes) becomes one of these, with the file and line where known.
+
+use std::path::PathBuf;
+
+/// Every error gmcl reports.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// The operating system refused an operation on a path.
+    #[error("{path}: {action}: {source}")]
+    Io {
+        /// The file or directory concerned.
+        path: PathBuf,
+        /// What gmcl was doing ("cannot open", "cannot write", ...).
+        action: &'static str,
+        /// The underlying error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// A line of an input file could not be understood.
+    #[error("{path}:{line}: {message}")]
+    Parse {
+        /// The input file.
+        path: PathBuf,
+        /// 1-based line number.
+        line: u64,
+        /// What is wrong with the line.
+        message: String,
+    },
+    /// An input file is wrong as a whole (header, entry count, format).
+    #[error("{path}: {message}")]
+    Input {
+        /// The input file.
+        path: PathBuf,
+        /// What is wrong.
+        message: String,
+    },
+    /// Options or operands that cannot work together (mismatched shapes, bad parameters).
+    #[error("{0}")]
+    Invalid(String),
+    /// The requested engine cannot run here.
+    #[error("{0}")]
+    EngineUnavailable(String),
+}
+
+/// gmcl's result type.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+impl Error {
+    /// Wraps an I/O error with the path and the action that failed.
+    pub fn io(path: impl Into<PathBuf>, action: &'static str, source: std::io::Error) -> Self {
+        Error::Io {
+            path: path.into(),
+            action,
+            source,
+        }
+    }
+
+    /// The process exit status for this error: 2 for anything the user can fix in the input or
+    /// the command line, 3 when the requested engine is unavailable.
+    pub fn exit_code(&self) -> i32 {
+        match self {
+            Error::EngineUnavailable(_) => 3,
+            _ => 2,
+        }
+    }
+}

@@ -1,0 +1,19 @@
+//! gmcl: Markov clustering and triangle counting on large power-law graphs.
+//!
+//! The library loads edge lists ([`io`]), builds CSR matrices ([`csr`]), generates R-MAT graphs
+//! ([`generate`]) and multiplies sparse matrices ([`spgemm`]).
+
+#![warn(missing_docs)]
+
+pub mod csr;
+pub mod edges;
+pub mod error;
+pub mod graph;
+pub mod output;
+pub mod scalar;
+
+pub use csr::{BuildOptions, Csr, Duplicates};
+pub use edges::EdgeList;
+pub use error::{Error, Result};
+pub use graph::Labels;
+pub use scalar::Scalar;

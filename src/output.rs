@@ -1,0 +1,174 @@
+//! Output files that appear whole or not at all: written to a temporary file beside the target,
+//! flushed to disk, then renamed over it.
+
+use crate::csr::Csr;
+use crate::error::{Error, Result};
+use crate::scalar::Scalar;
+use rayon::prelude::*;
+use std::io::{BufWriter, Write};
+use std::path::{Path, PathBuf};
+
+/// A file being written under a temporary name; [`AtomicOutput::commit`] moves it into place.
+/// Dropped without commit, the temporary file is removed and the target is left untouched.
+pub struct AtomicOutput {
+    path: PathBuf,
+    writer: BufWriter<tempfile::NamedTempFile>,
+}
+
+impl AtomicOutput {
+    /// Starts writing `path` (creating a temporary file in the same directory).
+    pub fn create(path: &Path) -> Result<Self> {
+        let dir = match path.parent() {
+            Some(d) if !d.as_os_str().is_empty() => d,
+            _ => Path::new("."),
+        };
+        if path.is_dir() {
+            return Err(Error::Invalid(format!(
+                "{}: is a directory, not a file",
+                path.display()
+            )));
+        }
+        let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("out");
+        let tmp = tempfile::Builder::new()
+            .prefix(&format!(".{name}."))
+            .suffix(".tmp")
+            .tempfile_in(dir)
+            .map_err(|e| Error::io(path, "cannot create output", e))?;
+        Ok(AtomicOutput {
+            path: path.to_path_buf(),
+            writer: BufWriter::with_capacity(1 << 20, tmp),
+        })
+    }
+
+    /// Appends bytes.
+    pub fn write_all(&mut self, bytes: &[u8]) -> Result<()> {
+        self.writer
+            .write_all(bytes)
+            .map_err(|e| Error::io(&self.path, "cannot write output", e))
+    }
+
+    /// The final path.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Flushes, syncs and renames the file into place.
+    pub fn commit(self) -> Result<()> {
+        let path = self.path;
+        let tmp = self
+            .writer
+            .into_inner()
+            .map_err(|e| Error::io(&path, "cannot write output", e.into_error()))?;
+        tmp.as_file()
+            .sync_all()
+            .map_err(|e| Error::io(&path, "cannot write output", e))?;
+        tmp.persist(&path)
+            .map_err(|e| Error::io(&path, "cannot rename output into place", e.error))?;
+        Ok(())
+    }
+}
+
+/// Formats `items` in parallel blocks and writes the blocks in order, so output is byte-identical
+/// whatever the thread count. `fmt` appends the text of one item.
+pub fn write_formatted<I: Sync>(
+    out: &mut AtomicOutput,
+    items: &[I],
+    fmt: impl Fn(&I, &mut Vec<u8>) + Sync,
+    mut progress: impl FnMut(usize),
+) -> Result<()> {
+    const BLOCK: usize = 1 << 16;
+    // A few blocks per thread at a time bounds the memory held in text.
+    let group = BLOCK * 4 * rayon::current_num_threads().max(1);
+    for part in items.chunks(group) {
+        let texts: Vec<Vec<u8>> = part
+            .par_chunks(BLOCK)
+            .map(|block| {
+                let mut buf = Vec::with_capacity(block.len() * 16);
+                for it in block {
+                    fmt(it, &mut buf);
+                }
+                buf
+            })
+            .collect();
+        for t in &texts {
+            out.write_all(t)?;
+        }
+        progress(part.len());
+    }
+    Ok(())
+}
+
+/// Writes a matrix as Matrix Market `coordinate real general`, 1-based, rows in order.
+pub fn write_mtx<T: Scalar>(path: &Path, m: &Csr<T>) -> Result<()> {
+    let mut out = AtomicOutput::create(path)?;
+    let header = format!(
+        "%%MatrixMarket matrix coordinate real general\n% written by gmcl {}\n{} {} {}\n",
+        env!("CARGO_PKG_VERSION"),
+        m.nrows(),
+        m.ncols(),
+        m.nnz()
+    );
+    out.write_all(header.as_bytes())?;
+    // Entries are formatted row by row; rows are grouped so each group holds many entries.
+    let rows: Vec<u32> = (0..m.nrows() as u32).collect();
+    write_formatted(
+        &mut out,
+        &rows,
+        |&i, buf| {
+            let (cols, vals) = m.row(i as usize);
+            let mut ib = itoa::Buffer::new();
+            let row_text = ib.format(i as u64 + 1).to_owned();
+            for (&c, &v) in cols.iter().zip(vals) {
+                buf.extend_from_slice(row_text.as_bytes());
+                buf.push(b' ');
+                buf.extend_from_slice(ib.format(c as u64 + 1).as_bytes());
+                buf.push(b' ');
+                v.write_to(buf);
+                buf.push(b'\n');
+            }
+        },
+        |_| {},
+    )?;
+    out.commit()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn uncommitted_output_leaves_old_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("x.txt");
+        std::fs::write(&p, "old").unwrap();
+        {
+            let mut o = AtomicOutput::create(&p).unwrap();
+            o.write_all(b"new").unwrap();
+        }
+        assert_eq!(std::fs::read_to_string(&p).unwrap(), "old");
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
+        let mut o = AtomicOutput::create(&p).unwrap();
+        o.write_all(b"new").unwrap();
+        o.commit().unwrap();
+        assert_eq!(std::fs::read_to_string(&p).unwrap(), "new");
+    }
+
+    #[test]
+    fn mtx_text() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("m.mtx");
+        let m = Csr::from_dense(2, 3, &[0.0f64, 1.5, 0.0, 2.0, 0.0, 3.0]);
+        write_mtx(&p, &m).unwrap();
+        let t = std::fs::read_to_string(&p).unwrap();
+        assert!(t.starts_with("%%MatrixMarket matrix coordinate real general\n"));
+        assert!(t.ends_with("2 3 3\n1 2 1.5\n2 1 2\n2 3 3\n"), "{t}");
+    }
+
+    #[test]
+    fn unwritable_directory_is_an_error() {
+        let e = AtomicOutput::create(Path::new("/nonexistent-dir/x.mtx"))
+            .err()
+            .unwrap();
+        assert!(e.to_string().contains("/nonexistent-dir/x.mtx"));
+    }
+}
