@@ -9,8 +9,10 @@ pub mod csr;
 pub mod edges;
 pub mod error;
 pub mod graph;
+pub mod info;
 pub mod output;
 pub mod scalar;
+pub mod spgemm;
 
 pub use csr::{BuildOptions, Csr, Duplicates};
 pub use edges::EdgeList;
