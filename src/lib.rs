@@ -10,9 +10,9 @@ pub mod edges;
 pub mod error;
 pub mod graph;
 pub mod info;
+pub mod io;
 pub mod output;
 pub mod scalar;
-pub mod spgemm;
 
 pub use csr::{BuildOptions, Csr, Duplicates};
 pub use edges::EdgeList;

@@ -29,9 +29,16 @@ impl AtomicOutput {
             )));
         }
         let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("out");
-        let tmp = tempfile::Builder::new()
-            .prefix(&format!(".{name}."))
-            .suffix(".tmp")
+        let prefix = format!(".{name}.");
+        let mut builder = tempfile::Builder::new();
+        builder.prefix(&prefix).suffix(".tmp");
+        // Temporary files are private (0600); the output is an ordinary file.
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            builder.permissions(std::fs::Permissions::from_mode(0o644));
+        }
+        let tmp = builder
             .tempfile_in(dir)
             .map_err(|e| Error::io(path, "cannot create output", e))?;
         Ok(AtomicOutput {
@@ -151,6 +158,12 @@ mod tests {
         o.write_all(b"new").unwrap();
         o.commit().unwrap();
         assert_eq!(std::fs::read_to_string(&p).unwrap(), "new");
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            let mode = std::fs::metadata(&p).unwrap().permissions().mode();
+            assert_eq!(mode & 0o777, 0o644);
+        }
     }
 
     #[test]

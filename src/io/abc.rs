@@ -1,0 +1,334 @@
+//! mcl's label format (`.abc`): `label label [weight]` per line. Labels are any UTF-8 text
+//! without separators (and without NUL bytes); a missing weight is 1. Vertices are numbered in
+//! the order their labels first appear in the file, whatever the number of threads.
+
+use super::reader::{
+    self, is_space, parse_float, put, skip_spaces, token_end, ChunkResult, Stats, Stop,
+};
+use super::{Format, Loaded};
+use crate::edges::EdgeList;
+use crate::error::{Error, Result};
+use crate::graph::Labels;
+use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
+use std::mem::MaybeUninit;
+use std::path::Path;
+
+/// Reads an `.abc` file's bytes.
+pub(crate) fn parse(bytes: &[u8], path: &Path, chunk: usize) -> Result<Loaded> {
+    let start = reader::skip_leading_comments(bytes, 0);
+    let parsed = reader::parse_chunks(bytes, start, chunk, true, parse_chunk)
+        .map_err(|s| reader::stop_error(path, bytes, s, diagnose))?;
+
+    // Intern the labels in file order: each new label gets the next id.
+    let pairs = parsed.items;
+    let mut ids: Ids = HashMap::default();
+    let mut names: Vec<String> = Vec::new();
+    let mut edges: Vec<(u32, u32)> = Vec::new();
+    edges
+        .try_reserve_exact(pairs.len())
+        .map_err(|_| Error::Input {
+            path: path.to_path_buf(),
+            message: format!("not enough memory to hold {} edges", pairs.len()),
+        })?;
+    for &(a, b) in &pairs {
+        match (
+            intern(&mut ids, &mut names, a),
+            intern(&mut ids, &mut names, b),
+        ) {
+            (Some(u), Some(v)) => edges.push((u, v)),
+            _ => {
+                return Err(Error::Input {
+                    path: path.to_path_buf(),
+                    message: format!("more than {} distinct labels", reader::MAX_ID + 1),
+                })
+            }
+        }
+    }
+    drop(pairs);
+    let weights = parsed.stats.weighted.then_some(parsed.weights);
+    Ok(Loaded {
+        edges: EdgeList::square(names.len(), edges, weights),
+        labels: Labels::Names(names),
+        format: Format::Abc,
+        symmetric_storage: false,
+    })
+}
+
+type Ids<'a> = HashMap<&'a [u8], u32, BuildHasherDefault<FxHasher>>;
+
+/// The id of `label`, a new one (the next) if it is new; `None` past the largest id.
+fn intern<'a>(ids: &mut Ids<'a>, names: &mut Vec<String>, label: &'a [u8]) -> Option<u32> {
+    if let Some(&id) = ids.get(label) {
+        return Some(id);
+    }
+    let id = u32::try_from(names.len())
+        .ok()
+        .filter(|&id| id as u64 <= reader::MAX_ID)?;
+    // The chunk parser checked that the label is UTF-8, so nothing is replaced here.
+    names.push(String::from_utf8_lossy(label).into_owned());
+    ids.insert(label, id);
+    Some(id)
+}
+
+/// True when a label is acceptable: UTF-8 without NUL bytes.
+#[inline]
+fn good_label(label: &[u8]) -> bool {
+    !label.contains(&0) && std::str::from_utf8(label).is_ok()
+}
+
+/// The fast path: reads one chunk's lines into label pairs and weights.
+fn parse_chunk<'a>(
+    b: &'a [u8],
+    base: usize,
+    out: &mut [MaybeUninit<(&'a [u8], &'a [u8])>],
+    wout: &mut [MaybeUninit<f64>],
+) -> ChunkResult {
+    let n = b.len();
+    let mut i = 0;
+    let mut k = 0;
+    let mut saw_weight = false;
+    while i < n {
+        let start = i;
+        let bad = Stop::Bad(base + start);
+        i = skip_spaces(b, i);
+        if i == n {
+            break;
+        }
+        let c = b[i];
+        if c == b'\n' {
+            i += 1;
+            continue;
+        }
+        if c == b'#' || c == b'%' {
+            i = reader::next_line(b, i);
+            continue;
+        }
+        let a_end = token_end(b, i);
+        let a = &b[i..a_end];
+        if a_end == n || !is_space(b[a_end]) {
+            return Err(bad);
+        }
+        i = skip_spaces(b, a_end);
+        if i == n || b[i] == b'\n' {
+            return Err(bad);
+        }
+        let b_end = token_end(b, i);
+        let second = &b[i..b_end];
+        i = skip_spaces(b, b_end);
+        let mut w = 1.0;
+        if i < n && b[i] != b'\n' {
+            let e = token_end(b, i);
+            w = match parse_float(&b[i..e]) {
+                Some(x) => x,
+                None => return Err(bad),
+            };
+            saw_weight = true;
+            i = skip_spaces(b, e);
+            if i < n && b[i] != b'\n' {
+                return Err(bad);
+            }
+        }
+        if !good_label(a) || !good_label(second) {
+            return Err(bad);
+        }
+        i += 1;
+        if !put(out, k, (a, second)) || !put(wout, k, w) {
+            return Err(bad);
+        }
+        k += 1;
+    }
+    Ok(Stats {
+        count: k,
+        max_id: 0,
+        weighted: saw_weight,
+        off_diagonal: 0,
+    })
+}
+
+/// The slow path: one line, token by token.
+/// A label line: two labels and the weight, if given.
+type LabelLine<'a> = (&'a [u8], &'a [u8], Option<f64>);
+
+fn parse_line(line: &[u8]) -> std::result::Result<Option<LabelLine<'_>>, String> {
+    if reader::is_blank_or_comment(line) {
+        return Ok(None);
+    }
+    let t = reader::tokens(line);
+    if t.len() != 2 && t.len() != 3 {
+        return Err(format!(
+            "expected 2 or 3 columns (label label [weight]), found {}",
+            t.len()
+        ));
+    }
+    for label in &t[..2] {
+        if std::str::from_utf8(label).is_err() {
+            return Err(format!(
+                "label is not valid UTF-8: {}",
+                reader::quote(label)
+            ));
+        }
+        if label.contains(&0) {
+            return Err(format!(
+                "label contains a NUL byte: {}",
+                reader::quote(label)
+            ));
+        }
+    }
+    let w = match t.get(2) {
+        Some(tok) => Some(reader::weight_token(tok)?),
+        None => None,
+    };
+    Ok(Some((t[0], t[1], w)))
+}
+
+fn diagnose(line: &[u8]) -> Option<String> {
+    parse_line(line).err()
+}
+
+/// The Fx hash (as in rustc): fast for short keys, and the keys here are not chosen to attack it
+/// (the worst case is a slower load).
+#[derive(Default, Clone, Copy)]
+struct FxHasher {
+    hash: u64,
+}
+
+impl FxHasher {
+    #[inline]
+    fn add(&mut self, word: u64) {
+        self.hash = (self.hash.rotate_left(5) ^ word).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
+    }
+}
+
+impl Hasher for FxHasher {
+    #[inline]
+    fn write(&mut self, bytes: &[u8]) {
+        let mut chunks = bytes.chunks_exact(8);
+        for c in &mut chunks {
+            let mut w = [0u8; 8];
+            w.copy_from_slice(c);
+            self.add(u64::from_le_bytes(w));
+        }
+        let rest = chunks.remainder();
+        if !rest.is_empty() {
+            let mut w = [0u8; 8];
+            w[..rest.len()].copy_from_slice(rest);
+            self.add(u64::from_le_bytes(w) ^ ((rest.len() as u64) << 59));
+        }
+    }
+
+    #[inline]
+    fn write_usize(&mut self, i: usize) {
+        self.add(i as u64);
+    }
+
+    #[inline]
+    fn finish(&self) -> u64 {
+        self.hash
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::{parse_bytes, parse_with};
+    use super::*;
+    use proptest::prelude::*;
+
+    fn abc(text: &[u8]) -> Result<Loaded> {
+        parse_bytes(text, Format::Abc, Path::new("l.abc"))
+    }
+
+    #[test]
+    fn labels_in_order_of_first_appearance() {
+        let l =
+            abc("# comment\ncat dog 2.5\r\ndog\tmouse\n\n  cat  cat 1e-3 \nélan cat".as_bytes())
+                .unwrap();
+        assert_eq!(
+            l.labels,
+            Labels::Names(vec![
+                "cat".into(),
+                "dog".into(),
+                "mouse".into(),
+                "élan".into()
+            ])
+        );
+        assert_eq!(l.edges.edges, vec![(0, 1), (1, 2), (0, 0), (3, 0)]);
+        assert_eq!(l.edges.weights, Some(vec![2.5, 1.0, 1e-3, 1.0]));
+        assert_eq!(l.edges.nrows, 4);
+        assert_eq!(l.format, Format::Abc);
+        assert_eq!(l.labels.label(3), "élan");
+    }
+
+    #[test]
+    fn unweighted_labels_have_no_weights() {
+        let l = abc(b"a b\nb c\n").unwrap();
+        assert_eq!(l.edges.weights, None);
+        assert_eq!(l.edges.edges, vec![(0, 1), (1, 2)]);
+        let l = abc(b"").unwrap();
+        assert!(l.edges.is_empty());
+        assert_eq!(l.labels, Labels::Names(vec![]));
+    }
+
+    #[test]
+    fn bad_lines() {
+        let e = |t: &[u8]| abc(t).unwrap_err().to_string();
+        assert!(e(b"a b\nc\n").starts_with("l.abc:2: expected 2 or 3 columns"));
+        assert!(e(b"a b 1 2\n").starts_with("l.abc:1: expected 2 or 3 columns"));
+        assert!(e(b"a b inf\n").contains("weight is not a finite number: 'inf'"));
+        assert!(e(b"a b x\n").contains("weight is not a number: 'x'"));
+        let bad = e(b"a b\n\xff\xfe b\n");
+        assert!(
+            bad.starts_with("l.abc:2: label is not valid UTF-8: '\\xff\\xfe'"),
+            "{bad}"
+        );
+        assert!(e(b"a \x00\n").contains("NUL"));
+    }
+
+    proptest! {
+        #[test]
+        fn interning_does_not_depend_on_chunking(
+            pairs in proptest::collection::vec((0u8..30, 0u8..30), 0..200),
+            chunk in 1usize..300,
+        ) {
+            let mut text = String::new();
+            for (a, b) in &pairs {
+                text.push_str(&format!("v{a} w{b}\n"));
+            }
+            let x = parse_with(text.as_bytes(), Format::Abc, Path::new("l.abc"), chunk).unwrap();
+            let y = parse_bytes(text.as_bytes(), Format::Abc, Path::new("l.abc")).unwrap();
+            prop_assert_eq!(&x.edges, &y.edges);
+            prop_assert_eq!(&x.labels, &y.labels);
+            // Labels map back to the text.
+            for (k, (a, b)) in pairs.iter().enumerate() {
+                let (u, v) = x.edges.edges[k];
+                prop_assert_eq!(x.labels.label(u), format!("v{a}"));
+                prop_assert_eq!(x.labels.label(v), format!("w{b}"));
+            }
+        }
+
+        #[test]
+        fn fast_and_slow_paths_agree(
+            line in proptest::collection::vec(
+                proptest::sample::select(b"ab1. \t\r#%-ni\x00\xff\xc3\xa9".to_vec()),
+                0..16,
+            ),
+        ) {
+            let slow = parse_line(&line);
+            let mut out = vec![MaybeUninit::uninit(); 2];
+            let mut wout = vec![MaybeUninit::uninit(); 2];
+            let fast = parse_chunk(&line, 0, &mut out, &mut wout);
+            match (&slow, fast) {
+                (Ok(None), Ok(s)) => prop_assert_eq!(s.count, 0),
+                (Ok(Some((a, b, w))), Ok(s)) => {
+                    prop_assert_eq!(s.count, 1);
+                    // SAFETY: the parser wrote one pair and one weight.
+                    let (fa, fb) = unsafe { out[0].assume_init() };
+                    prop_assert_eq!((fa, fb), (*a, *b));
+                    prop_assert_eq!(unsafe { wout[0].assume_init() }, w.unwrap_or(1.0));
+                }
+                (Err(_), Err(Stop::Bad(0))) => {}
+                (s, f) => prop_assert!(false, "slow {:?} fast {:?} on {:?}", s, f, line),
+            }
+        }
+    }
+}

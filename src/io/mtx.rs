@@ -1,0 +1,567 @@
+//! Matrix Market coordinate files (`.mtx`).
+//!
+//! The first line is the header `%%MatrixMarket matrix coordinate <field> <symmetry>` (words
+//! case-insensitive) with field `real`, `integer` or `pattern` and symmetry `general`,
+//! `symmetric` or `skew-symmetric`. Comment lines follow, then the size line `rows columns
+//! entries`, then exactly `entries` lines `i j [value]` with 1-based indices. Indices become
+//! 0-based inside gmcl (writers shift them back to 1-based for `.mtx` output only). A symmetric
+//! file stores one triangle: each off-diagonal entry `(i, j, v)` also gives `(j, i, v)`
+//! (`(j, i, -v)` when skew-symmetric).
+
+use super::reader::{
+    self, is_space, parse_float, put, quote, scan_uint, skip_spaces, token_end, ChunkResult, Stats,
+    Stop,
+};
+use super::{Format, Loaded};
+use crate::edges::EdgeList;
+use crate::error::{Error, Result};
+use crate::graph::Labels;
+use rayon::prelude::*;
+use std::mem::MaybeUninit;
+use std::path::Path;
+
+const HEADER_FORM: &str = "'%%MatrixMarket matrix coordinate <real|integer|pattern> \
+                           <general|symmetric|skew-symmetric>'";
+
+/// What the header says.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Header {
+    pattern: bool,
+    symmetry: Symmetry,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Symmetry {
+    General,
+    Symmetric,
+    Skew,
+}
+
+/// The matrix shape the entries must fit, for the chunk parser and the diagnosis.
+#[derive(Clone, Copy, Debug)]
+struct Shape {
+    rows: u64,
+    cols: u64,
+    /// Line number of the size line, for messages.
+    size_line: u64,
+}
+
+/// Reads a Matrix Market file's bytes.
+pub(crate) fn parse(bytes: &[u8], path: &Path, chunk: usize) -> Result<Loaded> {
+    let at_line = |line: u64, message: String| Error::Parse {
+        path: path.to_path_buf(),
+        line,
+        message,
+    };
+    let first_end = reader::line_end(bytes, 0);
+    let header = parse_header(&bytes[..first_end]).map_err(|m| at_line(1, m))?;
+
+    // Comments, then the size line.
+    let mut at = reader::skip_leading_comments(bytes, (first_end + 1).min(bytes.len()));
+    if at >= bytes.len() {
+        return Err(Error::Input {
+            path: path.to_path_buf(),
+            message: "no size line: after the header and comments, a Matrix Market file needs \
+                      a line 'rows columns entries'"
+                .into(),
+        });
+    }
+    let size_line = reader::line_number(bytes, at);
+    let size_end = reader::line_end(bytes, at);
+    let (rows, cols, declared) =
+        parse_size(&bytes[at..size_end]).map_err(|m| at_line(size_line, m))?;
+    if header.symmetry != Symmetry::General && rows != cols {
+        return Err(at_line(
+            size_line,
+            format!("a symmetric matrix must be square, but the size line says {rows} x {cols}"),
+        ));
+    }
+    at = (size_end + 1).min(bytes.len());
+
+    let shape = Shape {
+        rows,
+        cols,
+        size_line,
+    };
+    let weighted = !header.pattern;
+    let parsed = if header.pattern {
+        reader::parse_chunks(bytes, at, chunk, false, |b, base, out, wout| {
+            parse_chunk::<false>(b, base, out, wout, shape)
+        })
+    } else {
+        reader::parse_chunks(bytes, at, chunk, true, |b, base, out, wout| {
+            parse_chunk::<true>(b, base, out, wout, shape)
+        })
+    }
+    .map_err(|s| reader::stop_error(path, bytes, s, |l| diagnose(l, header.pattern, shape)))?;
+
+    let found = parsed.stats.count as u64;
+    if found != declared {
+        let (what, verb) = if found < declared {
+            ("too few", "holds only")
+        } else {
+            ("too many", "holds")
+        };
+        return Err(Error::Input {
+            path: path.to_path_buf(),
+            message: format!(
+                "{what} entries: the size line (line {size_line}) declares {declared}, \
+                 but the file {verb} {found}"
+            ),
+        });
+    }
+
+    let mut edges = parsed.items;
+    let mut weights = parsed.weights;
+    if header.symmetry != Symmetry::General {
+        let sign = if header.symmetry == Symmetry::Skew {
+            -1.0
+        } else {
+            1.0
+        };
+        let extra = parsed.stats.off_diagonal;
+        let total = edges.len() + extra;
+        let no_memory = |_| Error::Input {
+            path: path.to_path_buf(),
+            message: format!("not enough memory to hold {total} entries"),
+        };
+        edges.try_reserve_exact(extra).map_err(no_memory)?;
+        if weighted {
+            weights.try_reserve_exact(extra).map_err(no_memory)?;
+        }
+        let mirrored: Vec<(u32, u32)> = edges
+            .par_iter()
+            .filter(|&&(i, j)| i != j)
+            .map(|&(i, j)| (j, i))
+            .collect();
+        edges.extend_from_slice(&mirrored);
+        drop(mirrored);
+        if weighted {
+            let n = weights.len();
+            let mirrored: Vec<f64> = edges[..n]
+                .par_iter()
+                .zip(&weights[..n])
+                .filter(|(&(i, j), _)| i != j)
+                .map(|(_, &w)| sign * w)
+                .collect();
+            weights.extend_from_slice(&mirrored);
+        }
+    }
+    Ok(Loaded {
+        edges: EdgeList {
+            nrows: rows as usize,
+            ncols: cols as usize,
+            edges,
+            weights: weighted.then_some(weights),
+        },
+        labels: Labels::Identity,
+        format: Format::Mtx,
+        symmetric_storage: header.symmetry != Symmetry::General,
+    })
+}
+
+/// Reads the header line.
+fn parse_header(line: &[u8]) -> std::result::Result<Header, String> {
+    let t = reader::tokens(line);
+    if !t
+        .first()
+        .is_some_and(|b| b.eq_ignore_ascii_case(b"%%MatrixMarket"))
+    {
+        return Err(format!(
+            "missing Matrix Market header: the first line must be {HEADER_FORM}"
+        ));
+    }
+    if t.len() != 5 {
+        return Err(format!(
+            "malformed Matrix Market header {}: expected {HEADER_FORM}",
+            quote(line.trim_ascii())
+        ));
+    }
+    let word = |w: &[u8]| w.to_ascii_lowercase();
+    let (object, format, field, symmetry) = (word(t[1]), word(t[2]), word(t[3]), word(t[4]));
+    if object != b"matrix" {
+        return Err(format!(
+            "malformed Matrix Market header: gmcl reads only matrices, not {}",
+            quote(t[1])
+        ));
+    }
+    match &format[..] {
+        b"coordinate" => {}
+        b"array" => {
+            return Err("gmcl reads only coordinate format (sparse entries), \
+                        not array format (a dense matrix)"
+                .into())
+        }
+        _ => {
+            return Err(format!(
+                "malformed Matrix Market header: unknown format {}; gmcl reads only coordinate \
+                 format",
+                quote(t[2])
+            ))
+        }
+    }
+    let pattern = match &field[..] {
+        b"real" | b"integer" | b"double" => false,
+        b"pattern" => true,
+        b"complex" => {
+            return Err("complex values are not supported (field 'complex'); \
+                        gmcl reads real, integer or pattern matrices"
+                .into())
+        }
+        _ => {
+            return Err(format!(
+                "malformed Matrix Market header: unknown field {}; expected real, integer or \
+                 pattern",
+                quote(t[3])
+            ))
+        }
+    };
+    let symmetry = match &symmetry[..] {
+        b"general" => Symmetry::General,
+        b"symmetric" => Symmetry::Symmetric,
+        b"skew-symmetric" => Symmetry::Skew,
+        b"hermitian" => {
+            return Err("hermitian matrices hold complex values: \
+                        complex values are not supported"
+                .into())
+        }
+        _ => {
+            return Err(format!(
+                "malformed Matrix Market header: unknown symmetry {}; expected general, \
+                 symmetric or skew-symmetric",
+                quote(t[4])
+            ))
+        }
+    };
+    if pattern && symmetry == Symmetry::Skew {
+        return Err(
+            "a pattern matrix cannot be skew-symmetric (it has no values to negate)".into(),
+        );
+    }
+    Ok(Header { pattern, symmetry })
+}
+
+/// Reads the size line `rows columns entries`.
+fn parse_size(line: &[u8]) -> std::result::Result<(u64, u64, u64), String> {
+    let t = reader::tokens(line);
+    if t.len() != 3 {
+        return Err(format!(
+            "the size line must hold 3 integers (rows columns entries), found {} columns",
+            t.len()
+        ));
+    }
+    let rows = reader::uint_token(t[0], "row count")?;
+    let cols = reader::uint_token(t[1], "column count")?;
+    let nnz = reader::uint_token(t[2], "entry count")?;
+    let limit = u32::MAX as u64;
+    for (v, tok, what) in [(rows, t[0], "rows"), (cols, t[1], "columns")] {
+        if v > limit {
+            return Err(format!(
+                "{} {what} is above the largest supported {limit}",
+                reader::shown(tok)
+            ));
+        }
+    }
+    Ok((rows, cols, nnz))
+}
+
+/// The fast path for entry lines; `VALUED` when each line has a value column.
+fn parse_chunk<const VALUED: bool>(
+    b: &[u8],
+    base: usize,
+    out: &mut [MaybeUninit<(u32, u32)>],
+    wout: &mut [MaybeUninit<f64>],
+    shape: Shape,
+) -> ChunkResult {
+    let n = b.len();
+    let mut i = 0;
+    let mut k = 0;
+    let mut off_diagonal = 0;
+    while i < n {
+        let start = i;
+        let bad = Stop::Bad(base + start);
+        i = skip_spaces(b, i);
+        if i == n {
+            break;
+        }
+        let c = b[i];
+        if c == b'\n' {
+            i += 1;
+            continue;
+        }
+        if c == b'#' || c == b'%' {
+            i = reader::next_line(b, i);
+            continue;
+        }
+        let (r, j) = scan_uint(b, i);
+        if j == i || r == 0 || r > shape.rows || j == n || !is_space(b[j]) {
+            return Err(bad);
+        }
+        i = skip_spaces(b, j + 1);
+        let (col, j) = scan_uint(b, i);
+        if j == i || col == 0 || col > shape.cols {
+            return Err(bad);
+        }
+        i = skip_spaces(b, j);
+        let mut w = 1.0;
+        if VALUED {
+            if i == j || i == n || b[i] == b'\n' {
+                return Err(bad);
+            }
+            let e = token_end(b, i);
+            w = match parse_float(&b[i..e]) {
+                Some(x) => x,
+                None => return Err(bad),
+            };
+            i = skip_spaces(b, e);
+        }
+        if i < n && b[i] != b'\n' {
+            return Err(bad);
+        }
+        i += 1;
+        let (r, col) = ((r - 1) as u32, (col - 1) as u32);
+        if !put(out, k, (r, col)) || (VALUED && !put(wout, k, w)) {
+            return Err(bad);
+        }
+        k += 1;
+        off_diagonal += usize::from(r != col);
+    }
+    Ok(Stats {
+        count: k,
+        max_id: 0,
+        weighted: VALUED,
+        off_diagonal,
+    })
+}
+
+/// The slow path for an entry line: the entry (0-based) and value, or what is wrong.
+fn parse_line(
+    line: &[u8],
+    pattern: bool,
+    shape: Shape,
+) -> std::result::Result<Option<(u32, u32, f64)>, String> {
+    if reader::is_blank_or_comment(line) {
+        return Ok(None);
+    }
+    let t = reader::tokens(line);
+    let want = if pattern { 2 } else { 3 };
+    if t.len() != want {
+        return Err(if pattern {
+            format!(
+                "expected 2 columns (row column) in a pattern matrix, found {}",
+                t.len()
+            )
+        } else {
+            format!("expected 3 columns (row column value), found {}", t.len())
+        });
+    }
+    let index = |tok: &[u8], what: &str, plural: &str, max: u64| {
+        let v = reader::uint_token(tok, &format!("{what} index"))?;
+        if v == 0 {
+            Err(format!(
+                "{what} index 0 is out of range: Matrix Market indices start at 1"
+            ))
+        } else if v > max {
+            Err(format!(
+                "{what} index {} is above the {max} {plural} declared on line {}",
+                reader::shown(tok),
+                shape.size_line
+            ))
+        } else {
+            Ok((v - 1) as u32)
+        }
+    };
+    let r = index(t[0], "row", "rows", shape.rows)?;
+    let c = index(t[1], "column", "columns", shape.cols)?;
+    let w = if pattern {
+        1.0
+    } else {
+        reader::weight_token(t[2]).map_err(|m| m.replacen("weight", "value", 1))?
+    };
+    Ok(Some((r, c, w)))
+}
+
+fn diagnose(line: &[u8], pattern: bool, shape: Shape) -> Option<String> {
+    parse_line(line, pattern, shape).err()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::{parse_bytes, parse_with};
+    use super::*;
+    use proptest::prelude::*;
+
+    fn mtx(text: &str) -> Result<Loaded> {
+        parse_bytes(text.as_bytes(), Format::Mtx, Path::new("m.mtx"))
+    }
+
+    fn err(text: &str) -> String {
+        mtx(text).unwrap_err().to_string()
+    }
+
+    #[test]
+    fn general_real() {
+        let l = mtx(
+            "%%MatrixMarket matrix coordinate real general\n% a comment\n%\n\
+                     2 3 3\n1 1 1.5\n2 3 -2\n1 2 1e3\n",
+        )
+        .unwrap();
+        assert_eq!(l.edges.edges, vec![(0, 0), (1, 2), (0, 1)]);
+        assert_eq!(l.edges.weights, Some(vec![1.5, -2.0, 1000.0]));
+        assert_eq!((l.edges.nrows, l.edges.ncols), (2, 3));
+        assert!(!l.symmetric_storage);
+        assert_eq!(l.labels, Labels::Identity);
+        assert_eq!(l.format, Format::Mtx);
+    }
+
+    #[test]
+    fn symmetric_pattern_with_crlf_and_case() {
+        let l = mtx(
+            "%%matrixmarket MATRIX Coordinate Pattern Symmetric\r\n\r\n3 3 3\r\n\
+                     2 1\r\n3 3\r\n3\t1\r\n",
+        )
+        .unwrap();
+        assert_eq!(l.edges.edges, vec![(1, 0), (2, 2), (2, 0), (0, 1), (0, 2)]);
+        assert_eq!(l.edges.weights, None);
+        assert!(l.symmetric_storage);
+    }
+
+    #[test]
+    fn integer_and_skew_symmetric() {
+        let l =
+            mtx("%%MatrixMarket matrix coordinate integer skew-symmetric\n2 2 1\n2 1 4\n").unwrap();
+        assert_eq!(l.edges.edges, vec![(1, 0), (0, 1)]);
+        assert_eq!(l.edges.weights, Some(vec![4.0, -4.0]));
+        assert!(l.symmetric_storage);
+        let l = mtx("%%MatrixMarket matrix coordinate integer symmetric\n2 2 2\n2 1 4\n1 1 7\n")
+            .unwrap();
+        assert_eq!(l.edges.edges, vec![(1, 0), (0, 0), (0, 1)]);
+        assert_eq!(l.edges.weights, Some(vec![4.0, 7.0, 4.0]));
+    }
+
+    #[test]
+    fn empty_matrix_and_trailing_blank_lines() {
+        let l = mtx("%%MatrixMarket matrix coordinate real general\n4 5 0\n\n\n").unwrap();
+        assert!(l.edges.is_empty());
+        assert_eq!((l.edges.nrows, l.edges.ncols), (4, 5));
+        let l = mtx("%%MatrixMarket matrix coordinate pattern general\n1 1 1\n1 1").unwrap();
+        assert_eq!(l.edges.edges, vec![(0, 0)]);
+    }
+
+    #[test]
+    fn header_errors() {
+        assert!(err("").starts_with("m.mtx:1: missing Matrix Market header"));
+        assert!(err("1 1 1\n1 1 1\n").starts_with("m.mtx:1: missing Matrix Market header"));
+        assert!(err("%%MatrixMarket matrix coordinate real\n1 1 0\n")
+            .starts_with("m.mtx:1: malformed Matrix Market header"));
+        assert!(err("%%MatrixMarket matrix array real general\n2 2\n")
+            .contains("m.mtx:1: gmcl reads only coordinate format"));
+        assert!(err("%%MatrixMarket matrix coordinate complex general\n")
+            .contains("m.mtx:1: complex values are not supported"));
+        assert!(err("%%MatrixMarket matrix coordinate real hermitian\n")
+            .contains("complex values are not supported"));
+        assert!(err("%%MatrixMarket vector coordinate real general\n").contains("only matrices"));
+        assert!(
+            err("%%MatrixMarket matrix coordinate real general\n% only comments\n")
+                .contains("no size line")
+        );
+        assert!(
+            err("%%MatrixMarket matrix coordinate real general\n%\n2 2\n")
+                .starts_with("m.mtx:3: the size line must hold 3 integers")
+        );
+        assert!(
+            err("%%MatrixMarket matrix coordinate real symmetric\n2 3 0\n")
+                .contains("must be square")
+        );
+        assert!(
+            err("%%MatrixMarket matrix coordinate real general\n5000000000 1 0\n")
+                .contains("above the largest supported")
+        );
+    }
+
+    #[test]
+    fn entry_errors() {
+        let h = "%%MatrixMarket matrix coordinate real general\n2 2 2\n";
+        let e = err(&format!("{h}1 1 1\n"));
+        assert!(
+            e.contains(
+                "too few entries: the size line (line 2) declares 2, but the file holds only 1"
+            ),
+            "{e}"
+        );
+        let e = err(&format!("{h}1 1 1\n2 2 2\n1 2 3\n"));
+        assert!(
+            e.contains("too many entries") && e.contains("declares 2") && e.contains("holds 3"),
+            "{e}"
+        );
+        assert!(
+            err(&format!("{h}1 1 1\n0 2 1\n")).starts_with("m.mtx:4: row index 0 is out of range")
+        );
+        let e = err(&format!("{h}1 3 1\n"));
+        assert!(
+            e.starts_with("m.mtx:3: column index 3 is above the 2 columns declared on line 2"),
+            "{e}"
+        );
+        assert!(err(&format!("{h}1 1\n")).starts_with("m.mtx:3: expected 3 columns"));
+        assert!(err(&format!("{h}1 1 nan\n")).contains("value is not a finite number"));
+        assert!(err(&format!("{h}1 -1 2\n")).contains("negative column index"));
+        let p = "%%MatrixMarket matrix coordinate pattern general\n2 2 1\n";
+        assert!(err(&format!("{p}1 1 1\n")).starts_with("m.mtx:3: expected 2 columns"));
+    }
+
+    proptest! {
+        /// The fast chunk parser and the slow line parser agree on every line.
+        #[test]
+        fn fast_and_slow_paths_agree(
+            line in proptest::collection::vec(
+                proptest::sample::select(b"0123 \t\r-#%.e+nif\x00".to_vec()),
+                0..16,
+            ),
+            pattern in any::<bool>(),
+        ) {
+            let shape = Shape { rows: 12, cols: 3, size_line: 2 };
+            let slow = parse_line(&line, pattern, shape);
+            let mut out = vec![MaybeUninit::uninit(); 2];
+            let mut wout = vec![MaybeUninit::uninit(); 2];
+            let fast = if pattern {
+                parse_chunk::<false>(&line, 0, &mut out, &mut wout, shape)
+            } else {
+                parse_chunk::<true>(&line, 0, &mut out, &mut wout, shape)
+            };
+            match (&slow, fast) {
+                (Ok(None), Ok(s)) => prop_assert_eq!(s.count, 0),
+                (Ok(Some((r, c, w))), Ok(s)) => {
+                    prop_assert_eq!(s.count, 1);
+                    // SAFETY: the parser wrote one item (and one value when valued).
+                    prop_assert_eq!(unsafe { out[0].assume_init() }, (*r, *c));
+                    if !pattern {
+                        prop_assert_eq!(unsafe { wout[0].assume_init() }, *w);
+                    }
+                }
+                (Err(_), Err(Stop::Bad(0))) => {}
+                (s, f) => prop_assert!(false, "slow {:?} fast {:?} on {:?}", s, f, line),
+            }
+        }
+
+        #[test]
+        fn chunking_does_not_matter(
+            entries in proptest::collection::vec((1u32..20, 1u32..20, -5i32..5), 0..60),
+            chunk in 1usize..100,
+            sym in any::<bool>(),
+        ) {
+            let mut text = format!(
+                "%%MatrixMarket matrix coordinate integer {}\n% c\n20 20 {}\n",
+                if sym { "symmetric" } else { "general" },
+                entries.len()
+            );
+            for (i, j, v) in &entries {
+                text.push_str(&format!("{i} {j} {v}\n"));
+            }
+            let a = parse_with(text.as_bytes(), Format::Mtx, Path::new("m.mtx"), chunk).unwrap();
+            let b = parse_bytes(text.as_bytes(), Format::Mtx, Path::new("m.mtx")).unwrap();
+            prop_assert_eq!(&a.edges, &b.edges);
+            let off = entries.iter().filter(|e| e.0 != e.1).count();
+            prop_assert_eq!(a.edges.len(), entries.len() + if sym { off } else { 0 });
+        }
+    }
+}

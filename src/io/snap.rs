@@ -1,0 +1,131 @@
+//! SNAP text edge lists (`.txt`, `.snap`): `#` comments, `u v` per line with an optional weight
+//! column, and ids that need not be contiguous. The ids that occur are renumbered `0..k` in
+//! increasing order and kept as [`Labels::Ids`].
+
+use super::el::{self, TWO_OR_THREE, TWO_SIGNAL};
+use super::reader::{self, Stop};
+use super::{Format, Loaded};
+use crate::edges::EdgeList;
+use crate::error::Result;
+use crate::graph::Labels;
+use rayon::prelude::*;
+use std::path::Path;
+
+/// Reads a SNAP file's bytes.
+pub(crate) fn parse(bytes: &[u8], path: &Path, chunk: usize) -> Result<Loaded> {
+    // Read unweighted first (most SNAP files are); a weight column anywhere means reading again
+    // with weights, where lines without one weigh 1.
+    let (parsed, weighted) = match el::parse_edges(bytes, TWO_SIGNAL, chunk) {
+        Ok(p) => (Ok(p), false),
+        Err(Stop::Weighted(_)) => (el::parse_edges(bytes, TWO_OR_THREE, chunk), true),
+        Err(e) => (Err(e), false),
+    };
+    let parsed = parsed
+        .map_err(|s| reader::stop_error(path, bytes, s, |l| el::diagnose(l, TWO_OR_THREE)))?;
+    let mut edges = EdgeList::square(
+        parsed.stats.vertices(),
+        parsed.items,
+        weighted.then_some(parsed.weights),
+    );
+    let ids = compact(&mut edges);
+    Ok(Loaded {
+        edges,
+        labels: Labels::Ids(ids),
+        format: Format::Snap,
+        symmetric_storage: false,
+    })
+}
+
+/// Renumbers the ids in use to `0..k` in increasing order and returns the original of each new
+/// id. Dense id ranges use [`EdgeList::compact_ids`] (a flag and a new id per possible id);
+/// sparse ones (a few edges among ids up to 4e9) sort the ids instead, which needs memory in
+/// proportion to the edges, not to the largest id.
+pub(crate) fn compact(edges: &mut EdgeList) -> Vec<u32> {
+    let n = edges.nrows.max(edges.ncols);
+    if n <= 3 * edges.edges.len() + (1 << 24) {
+        return edges.compact_ids();
+    }
+    let mut ids: Vec<u32> = edges
+        .edges
+        .par_iter()
+        .flat_map_iter(|&(u, v)| [u, v])
+        .collect();
+    ids.par_sort_unstable();
+    ids.dedup();
+    ids.shrink_to_fit();
+    // Every id of an edge is in `ids`, so the search always succeeds (`Ok`).
+    let find = |x: u32| ids.binary_search(&x).unwrap_or_else(|i| i) as u32;
+    edges
+        .edges
+        .par_iter_mut()
+        .for_each(|e| *e = (find(e.0), find(e.1)));
+    edges.nrows = ids.len();
+    edges.ncols = ids.len();
+    ids
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::parse_bytes;
+    use super::*;
+
+    fn snap(text: &str) -> Loaded {
+        parse_bytes(text.as_bytes(), Format::Snap, Path::new("g.txt")).unwrap()
+    }
+
+    #[test]
+    fn compacts_ids_and_keeps_the_originals() {
+        let l = snap(
+            "# Directed graph (each unordered pair of nodes is saved once): g.txt\n\
+             # Nodes: 3 Edges: 3\n# FromNodeId\tToNodeId\n1000\t7\n7\t42\n42\t1000\n",
+        );
+        assert_eq!(l.edges.edges, vec![(2, 0), (0, 1), (1, 2)]);
+        assert_eq!(l.edges.nrows, 3);
+        assert_eq!(l.labels, Labels::Ids(vec![7, 42, 1000]));
+        assert_eq!(l.labels.label(2), "1000");
+        assert_eq!(l.edges.weights, None);
+        assert_eq!(l.format, Format::Snap);
+    }
+
+    #[test]
+    fn sparse_huge_ids_compact_by_sorting() {
+        let l = snap("4294967294 3\n3 4000000000\n");
+        assert_eq!(l.edges.edges, vec![(2, 0), (0, 1)]);
+        assert_eq!(l.labels, Labels::Ids(vec![3, 4000000000, 4294967294]));
+        // Both compactions agree.
+        let mut a = EdgeList::square(50, vec![(9, 3), (3, 40), (40, 40)], None);
+        let mut b = a.clone();
+        assert_eq!(compact(&mut a), b.compact_ids());
+        assert_eq!(a, b);
+    }
+
+    #[test]
+    fn an_optional_weight_column() {
+        let l = snap("1 2\n2 3 0.5\r\n3 1\n");
+        assert_eq!(l.edges.edges, vec![(0, 1), (1, 2), (2, 0)]);
+        assert_eq!(l.edges.weights, Some(vec![1.0, 0.5, 1.0]));
+        let e = parse_bytes(b"1 2\n2 3 0.5\n3 1 nan\n", Format::Snap, Path::new("g.txt"))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.starts_with("g.txt:3: weight is not a finite number: 'nan'"),
+            "{e}"
+        );
+        let e = parse_bytes(b"1 2\n2 3 4 5\n", Format::Snap, Path::new("g.txt"))
+            .unwrap_err()
+            .to_string();
+        assert!(e.starts_with("g.txt:2: expected 2 or 3 columns"), "{e}");
+        // An error before the first weighted line is reported as such.
+        let e = parse_bytes(b"1 x\n2 3 4\n", Format::Snap, Path::new("g.txt"))
+            .unwrap_err()
+            .to_string();
+        assert!(e.starts_with("g.txt:1: not an integer: 'x'"), "{e}");
+    }
+
+    #[test]
+    fn empty_snap_file() {
+        let l = snap("# nothing\n");
+        assert!(l.edges.is_empty());
+        assert_eq!(l.labels, Labels::Ids(vec![]));
+    }
+}
