@@ -8,6 +8,7 @@
 pub mod csr;
 pub mod edges;
 pub mod error;
+pub mod generate;
 pub mod graph;
 pub mod info;
 pub mod io;
