@@ -14,6 +14,7 @@ pub mod info;
 pub mod io;
 pub mod output;
 pub mod scalar;
+pub mod spgemm;
 
 pub use csr::{BuildOptions, Csr, Duplicates};
 pub use edges::EdgeList;

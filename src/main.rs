@@ -1,3 +1,364 @@
+//! The `gmcl` command line: parses arguments, dispatches to the library, prints results.
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use gmcl::generate::{self, RmatParams};
+use gmcl::info::GraphInfo;
+use gmcl::io::{self, Format, Loaded};
+use gmcl::spgemm::{self, EngineKind, SpgemmOptions};
+use gmcl::{BuildOptions, Csr, Duplicates, Error, Result, Scalar};
+use indicatif::{ProgressBar, ProgressStyle};
+use std::io::IsTerminal;
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+#[derive(Parser)]
+#[command(
+    name = "gmcl",
+    version,
+    about = "Markov clustering and triangle counting on large power-law graphs, on a GPU SpGEMM engine (gMAGNUS) or a multithreaded CPU engine."
+)]
+struct Cli {
+    /// Worker threads (default: all cores).
+    #[arg(long, global = true, value_name = "N")]
+    threads: Option<usize>,
+    /// Print no progress and no notices on stderr (errors still print).
+    #[arg(long, short, global = true)]
+    quiet: bool,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Generate an R-MAT graph (PaRMAT-compatible options), written as .el, .wel or .mtx.
+    Generate(GenerateArgs),
+    /// Print a graph's vertices, edges, self loops, duplicates, symmetry and degrees.
+    Info(InfoArgs),
+    /// Multiply sparse matrices: C = A·B, or A² when B is left out. Writes Matrix Market.
+    Spgemm(SpgemmArgs),
+}
+
+#[derive(Args)]
+struct InputArgs {
+    /// Input format (default: from the extension: .el .wel .mtx .abc, .txt/.snap for SNAP).
+    #[arg(long, value_name = "el|wel|snap|mtx|abc")]
+    format: Option<Format>,
+}
+
+#[derive(Args)]
+struct GenerateArgs {
+    /// log2 of the number of vertices.
+    #[arg(
+        long,
+        short = 's',
+        required_unless_present = "vertices",
+        conflicts_with = "vertices"
+    )]
+    scale: Option<u32>,
+    /// Number of vertices (need not be a power of two).
+    #[arg(long, short = 'n')]
+    vertices: Option<u64>,
+    /// Number of edges.
+    #[arg(
+        long,
+        short = 'm',
+        required_unless_present = "edge_factor",
+        conflicts_with = "edge_factor"
+    )]
+    edges: Option<u64>,
+    /// Edges per vertex: edges = edge-factor × vertices.
+    #[arg(long, short = 'e')]
+    edge_factor: Option<u64>,
+    /// R-MAT probability of the top-left quadrant (Graph500 and the gMAGNUS paper: 0.57;
+    /// PaRMAT's own default is 0.45).
+    #[arg(short = 'a', default_value_t = 0.57)]
+    a: f64,
+    /// Top-right quadrant (Graph500: 0.19; PaRMAT's default 0.22).
+    #[arg(short = 'b', default_value_t = 0.19)]
+    b: f64,
+    /// Bottom-left quadrant (Graph500: 0.19; PaRMAT's default 0.22). d = 1 - a - b - c.
+    #[arg(short = 'c', default_value_t = 0.19)]
+    c: f64,
+    /// Exactly `edges` distinct edges (the first distinct ones of the random stream).
+    #[arg(long)]
+    no_duplicates: bool,
+    /// No edge from a vertex to itself.
+    #[arg(long)]
+    no_self_loops: bool,
+    /// Undirected: each edge written once, as `min max`.
+    #[arg(long)]
+    undirected: bool,
+    /// Write edges sorted by source, then target.
+    #[arg(long)]
+    sorted: bool,
+    /// A weight per edge, uniform in [0.5, 1.5) (written as .wel, or real .mtx).
+    #[arg(long)]
+    weights: bool,
+    /// Random seed: the same seed gives byte-identical output whatever the thread count.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Output file; its extension picks the format (.el, .wel, .mtx).
+    #[arg(long, short = 'o')]
+    output: PathBuf,
+}
+
+#[derive(Args)]
+struct InfoArgs {
+    /// The graph file.
+    input: PathBuf,
+    #[command(flatten)]
+    input_args: InputArgs,
+    /// Print one JSON object to stdout.
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum Precision {
+    F32,
+    F64,
+}
+
+#[derive(Args)]
+struct SpgemmArgs {
+    /// Matrix A (any input format; an edge list is the matrix it lists).
+    a: PathBuf,
+    /// Matrix B (default: A, giving A²).
+    b: Option<PathBuf>,
+    #[command(flatten)]
+    input_args: InputArgs,
+    /// Write C here as Matrix Market (1-based).
+    #[arg(long, short = 'o')]
+    output: Option<PathBuf>,
+    /// Engine: cpu, gpu (gMAGNUS) or auto (the GPU when usable, else the CPU).
+    #[arg(long, default_value = "auto")]
+    engine: EngineKind,
+    /// Make the inputs symmetric first (A + Aᵀ pattern, duplicate values summed).
+    #[arg(long)]
+    symmetrize: bool,
+    /// Value type of the product.
+    #[arg(long, value_enum, default_value = "f64")]
+    precision: Precision,
+    /// Print one JSON object to stdout.
+    #[arg(long)]
+    json: bool,
+}
+
+/// Where notices and progress go: stderr, unless --quiet.
+#[derive(Clone, Copy)]
+struct Ui {
+    quiet: bool,
+}
+
+impl Ui {
+    fn notice(&self, msg: &str) {
+        if !self.quiet {
+            eprintln!("gmcl: {msg}");
+        }
+    }
+
+    /// A progress bar on stderr when it is a terminal; hidden otherwise.
+    fn bar(&self, len: u64, what: &str) -> ProgressBar {
+        if self.quiet || !std::io::stderr().is_terminal() {
+            return ProgressBar::hidden();
+        }
+        let bar = ProgressBar::new(len);
+        let style =
+            ProgressStyle::with_template("{msg} [{bar:40}] {human_pos}/{human_len} ({eta})")
+                .unwrap_or_else(|_| ProgressStyle::default_bar());
+        bar.set_style(style.progress_chars("=> "));
+        bar.set_message(what.to_string());
+        bar
+    }
+}
+
 fn main() {
-    println!("gmcl");
+    let cli = Cli::parse();
+    let ui = Ui { quiet: cli.quiet };
+    if let Some(n) = cli.threads {
+        if n == 0 {
+            exit_with(&Error::Invalid("--threads must be at least 1".into()));
+        }
+        if let Err(e) = rayon::ThreadPoolBuilder::new()
+            .num_threads(n)
+            .build_global()
+        {
+            exit_with(&Error::Invalid(format!("cannot start {n} threads: {e}")));
+        }
+    }
+    let result = match cli.command {
+        Command::Generate(a) => run_generate(a, ui),
+        Command::Info(a) => run_info(a),
+        Command::Spgemm(a) => match a.precision {
+            Precision::F32 => run_spgemm::<f32>(a, ui),
+            Precision::F64 => run_spgemm::<f64>(a, ui),
+        },
+    };
+    if let Err(e) = result {
+        exit_with(&e);
+    }
+}
+
+fn exit_with(e: &Error) -> ! {
+    eprintln!("gmcl: error: {e}");
+    std::process::exit(e.exit_code());
+}
+
+fn run_generate(a: GenerateArgs, ui: Ui) -> Result<()> {
+    let n = match (a.vertices, a.scale) {
+        (Some(n), _) => n,
+        (None, Some(s)) if s < 64 => 1u64 << s,
+        (None, s) => {
+            return Err(Error::Invalid(format!(
+                "--scale {s:?} is too large (at most 32)"
+            )))
+        }
+    };
+    let edges = match (a.edges, a.edge_factor) {
+        (Some(m), _) => m,
+        (None, Some(ef)) => ef
+            .checked_mul(n)
+            .ok_or_else(|| Error::Invalid(format!("{ef} × {n} edges overflow a 64-bit count")))?,
+        (None, None) => return Err(Error::Invalid("give --edges or --edge-factor".into())),
+    };
+    let mut p = RmatParams::new(a.scale.unwrap_or(0), edges);
+    p.vertices = a.vertices;
+    (p.a, p.b, p.c) = (a.a, a.b, a.c);
+    p.no_duplicates = a.no_duplicates;
+    p.no_self_loops = a.no_self_loops;
+    p.undirected = a.undirected;
+    p.sorted = a.sorted;
+    p.weights = a.weights;
+    p.seed = a.seed;
+    let start = Instant::now();
+    let el = generate::generate(&p)?;
+    let bar = ui.bar(el.len() as u64, "writing");
+    generate::write_edges(&a.output, &el, &|done| bar.set_position(done))?;
+    bar.finish_and_clear();
+    ui.notice(&format!(
+        "wrote {} edges over {} vertices to {} in {:.2} s",
+        el.len(),
+        p.n_vertices(),
+        a.output.display(),
+        start.elapsed().as_secs_f64()
+    ));
+    Ok(())
+}
+
+fn run_info(a: InfoArgs) -> Result<()> {
+    let loaded = io::load(&a.input, a.input_args.format)?;
+    let info = GraphInfo::of(&loaded.edges, loaded.symmetric_storage)?;
+    if a.json {
+        println!("{}", to_json(&info)?);
+    } else {
+        println!("file            {}", a.input.display());
+        println!("format          {}", loaded.format);
+        println!("vertices        {}", info.vertices);
+        println!("edges           {}", info.edges);
+        println!("self loops      {}", info.self_loops);
+        println!("duplicate edges {}", info.duplicate_edges);
+        println!(
+            "symmetric       {}",
+            if info.symmetric { "yes" } else { "no" }
+        );
+        println!("max degree      {}", info.max_degree);
+        println!("avg degree      {:.3}", info.avg_degree);
+    }
+    Ok(())
+}
+
+/// Loads a matrix for `spgemm`: entries as listed, duplicates summed.
+fn load_matrix<T: Scalar>(
+    path: &Path,
+    format: Option<Format>,
+    symmetrize: bool,
+) -> Result<(Loaded, Csr<T>)> {
+    let loaded = io::load(path, format)?;
+    let opts = BuildOptions {
+        symmetrize,
+        drop_self_loops: false,
+        duplicates: Duplicates::Sum,
+    };
+    let m = Csr::from_edges(&loaded.edges, &opts).map_err(|e| match e {
+        Error::Invalid(msg) => Error::Input {
+            path: path.to_path_buf(),
+            message: msg,
+        },
+        other => other,
+    })?;
+    Ok((loaded, m))
+}
+
+#[derive(serde::Serialize)]
+struct SpgemmReport {
+    engine: String,
+    rows: usize,
+    cols: usize,
+    nnz: usize,
+    intermediate_products: u64,
+    seconds: f64,
+    gflops: f64,
+}
+
+fn run_spgemm<T: Scalar>(a: SpgemmArgs, ui: Ui) -> Result<()> {
+    let fmt = a.input_args.format;
+    let (la, ma) = load_matrix::<T>(&a.a, fmt, a.symmetrize)?;
+    let mb = match &a.b {
+        Some(pb) => {
+            let (lb, mb) = load_matrix::<T>(pb, fmt, a.symmetrize)?;
+            if la.labels != gmcl::Labels::Identity || lb.labels != gmcl::Labels::Identity {
+                return Err(Error::Invalid(
+                    "A·B of two files needs numeric ids (el, wel, mtx): label and SNAP ids are \
+                     renumbered per file, so their rows and columns would not match"
+                        .into(),
+                ));
+            }
+            Some(mb)
+        }
+        None => None,
+    };
+    let b = mb.as_ref().unwrap_or(&ma);
+    let engine = resolve_engine(a.engine, ui)?;
+    let (c, stats) = spgemm::multiply(engine, &ma, b, &SpgemmOptions::default())?;
+    if let Some(out) = &a.output {
+        gmcl::output::write_mtx(out, &c)?;
+    }
+    let report = SpgemmReport {
+        engine: engine.to_string(),
+        rows: c.nrows(),
+        cols: c.ncols(),
+        nnz: c.nnz(),
+        intermediate_products: stats.intermediate_products,
+        seconds: stats.seconds,
+        gflops: if stats.seconds > 0.0 {
+            2.0 * stats.intermediate_products as f64 / stats.seconds / 1e9
+        } else {
+            0.0
+        },
+    };
+    if a.json {
+        println!("{}", to_json(&report)?);
+    } else {
+        println!(
+            "C: {} x {}, {} nonzeros, {} intermediate products, {:.4} s on the {} engine ({:.3} GFLOP/s)",
+            report.rows, report.cols, report.nnz, report.intermediate_products, report.seconds, report.engine, report.gflops
+        );
+    }
+    Ok(())
+}
+
+/// Picks the engine to run: `auto` becomes the CPU engine, with one notice, until a usable GPU
+/// engine is found.
+fn resolve_engine(kind: EngineKind, ui: Ui) -> Result<EngineKind> {
+    match kind {
+        EngineKind::Auto => {
+            ui.notice("no GPU engine in this build: running on the CPU engine");
+            Ok(EngineKind::Cpu)
+        }
+        other => Ok(other),
+    }
+}
+
+fn to_json<S: serde::Serialize>(v: &S) -> Result<String> {
+    serde_json::to_string(v).map_err(|e| Error::Invalid(format!("cannot format JSON: {e}")))
 }

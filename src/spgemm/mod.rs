@@ -1,0 +1,326 @@
+//! Sparse matrix-matrix multiplication: the engine boundary.
+//!
+//! [`multiply`] computes `C = A·B` (pass the same matrix twice for `A²`) with the engine the
+//! caller picks. Every engine gives the same result:
+//!
+//! - **Structure.** `C` has an entry `(i, j)` exactly when some intermediate product
+//!   `A[i,k]·B[k,j]` exists, that is when row `i` of `A` and column `j` of `B` share a stored index
+//!   `k`. The structure depends on the stored entries only, never on their values: an entry whose
+//!   products cancel to `0.0` is *kept* as an explicit zero (GraphBLAS does the same). With a
+//!   mask, only the entries the mask also has are kept.
+//! - **Order.** Rows of `C` are sorted by column.
+//! - **Values.** Each entry is `0 + p₁ + p₂ + …` where the products `p` come in the order of `k`
+//!   in row `i` of `A`. The order never depends on the thread count, so results are bitwise
+//!   identical whatever the number of threads.
+//!
+//! Offsets and product counts are 64-bit: on real graphs both pass 2³¹.
+
+pub mod cpu;
+mod cpu_accum;
+mod cpu_ordered;
+pub mod params;
+
+use crate::csr::Csr;
+use crate::error::{Error, Result};
+use crate::scalar::Scalar;
+use rayon::prelude::*;
+use std::fmt;
+use std::ops::Range;
+use std::str::FromStr;
+use std::time::Instant;
+
+/// Which engine computes a product.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum EngineKind {
+    /// The multithreaded CPU engine ([`cpu`]).
+    Cpu,
+    /// The GPU engine (gMAGNUS).
+    Gpu,
+    /// The GPU engine when a GPU is usable, the CPU engine otherwise.
+    #[default]
+    Auto,
+}
+
+impl EngineKind {
+    /// The name used on the command line and in reports: "cpu", "gpu" or "auto".
+    pub fn name(self) -> &'static str {
+        match self {
+            EngineKind::Cpu => "cpu",
+            EngineKind::Gpu => "gpu",
+            EngineKind::Auto => "auto",
+        }
+    }
+}
+
+impl fmt::Display for EngineKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl FromStr for EngineKind {
+    type Err = Error;
+    fn from_str(s: &str) -> Result<Self> {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "cpu" => Ok(EngineKind::Cpu),
+            "gpu" => Ok(EngineKind::Gpu),
+            "auto" => Ok(EngineKind::Auto),
+            _ => Err(Error::Invalid(format!(
+                "unknown engine '{s}': expected cpu, gpu or auto"
+            ))),
+        }
+    }
+}
+
+/// The structure of a sparse matrix without its values: what a mask needs.
+#[derive(Clone, Copy, Debug)]
+pub struct Pattern<'a> {
+    nrows: usize,
+    ncols: usize,
+    row_ptr: &'a [u64],
+    col_idx: &'a [u32],
+}
+
+impl<'a> Pattern<'a> {
+    /// The structure of `m` (its values are ignored; stored zeros count as entries).
+    pub fn of<T: Scalar>(m: &'a Csr<T>) -> Self {
+        Pattern {
+            nrows: m.nrows(),
+            ncols: m.ncols(),
+            row_ptr: m.row_ptr(),
+            col_idx: m.col_idx(),
+        }
+    }
+    /// Number of rows.
+    pub fn nrows(&self) -> usize {
+        self.nrows
+    }
+    /// Number of columns.
+    pub fn ncols(&self) -> usize {
+        self.ncols
+    }
+    /// Number of entries.
+    pub fn nnz(&self) -> usize {
+        self.col_idx.len()
+    }
+    /// The sorted columns of row `i`.
+    #[inline]
+    pub fn row(&self, i: usize) -> &'a [u32] {
+        &self.col_idx[self.row_ptr[i] as usize..self.row_ptr[i + 1] as usize]
+    }
+}
+
+/// What to compute of `C = A·B`.
+#[derive(Clone, Debug, Default)]
+pub struct SpgemmOptions<'a> {
+    /// Keep only the entries `(i, j)` of `C` that this pattern has (for triangle counting: `A`
+    /// masked by itself). The mask has the shape of the whole `C` (`A.nrows × B.ncols`), also
+    /// when `rows` asks for a batch: rows of the batch are masked by the same rows of the mask.
+    pub mask: Option<Pattern<'a>>,
+    /// Compute only these rows of `C` (a row batch). The result then has `rows.len()` rows
+    /// (its row 0 is row `rows.start` of `C`) and all of `C`'s columns.
+    pub rows: Option<Range<usize>>,
+}
+
+/// Figures about one product.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct ProductStats {
+    /// Number of intermediate products `A[i,k]·B[k,j]` of the rows computed (before any mask).
+    pub intermediate_products: u64,
+    /// Entries in the result.
+    pub nnz: u64,
+    /// Wall time of the multiplication (both phases, allocation of the result included).
+    pub seconds: f64,
+}
+
+impl ProductStats {
+    /// Floating-point operations: one multiply and one add per intermediate product.
+    pub fn flops(&self) -> u64 {
+        2 * self.intermediate_products
+    }
+    /// Billions of floating-point operations per second (0 when no time was measured).
+    pub fn gflops(&self) -> f64 {
+        if self.seconds > 0.0 {
+            self.flops() as f64 / self.seconds / 1e9
+        } else {
+            0.0
+        }
+    }
+}
+
+/// Checks that `A·B` can be formed with these options; returns the rows of `A` to compute.
+pub(crate) fn check_operands<T: Scalar>(
+    a: &Csr<T>,
+    b: &Csr<T>,
+    opts: &SpgemmOptions,
+) -> Result<Range<usize>> {
+    if a.ncols() != b.nrows() {
+        return Err(Error::Invalid(format!(
+            "cannot multiply: A is {} x {} but B is {} x {} (A's columns must equal B's rows)",
+            a.nrows(),
+            a.ncols(),
+            b.nrows(),
+            b.ncols()
+        )));
+    }
+    let rows = opts.rows.clone().unwrap_or(0..a.nrows());
+    if rows.start > rows.end || rows.end > a.nrows() {
+        return Err(Error::Invalid(format!(
+            "row batch {}..{} is not within the {} rows of A",
+            rows.start,
+            rows.end,
+            a.nrows()
+        )));
+    }
+    if let Some(m) = &opts.mask {
+        if m.nrows() != a.nrows() || m.ncols() != b.ncols() {
+            return Err(Error::Invalid(format!(
+                "the mask is {} x {} but the product A·B is {} x {}",
+                m.nrows(),
+                m.ncols(),
+                a.nrows(),
+                b.ncols()
+            )));
+        }
+    }
+    Ok(rows)
+}
+
+/// The number of intermediate products of each row of `A·B`: for row `i`, the sum over the
+/// columns `k` of row `i` of `A` of the length of row `k` of `B`.
+pub fn intermediate_products_per_row<T: Scalar>(a: &Csr<T>, b: &Csr<T>) -> Result<Vec<u64>> {
+    check_operands(a, b, &SpgemmOptions::default())?;
+    Ok((0..a.nrows())
+        .into_par_iter()
+        .with_min_len(1024)
+        .map(|i| row_products(a, b, i))
+        .collect())
+}
+
+/// The total number of intermediate products of `A·B` (half its flop count).
+pub fn intermediate_products<T: Scalar>(a: &Csr<T>, b: &Csr<T>) -> Result<u64> {
+    check_operands(a, b, &SpgemmOptions::default())?;
+    Ok((0..a.nrows())
+        .into_par_iter()
+        .with_min_len(1024)
+        .map(|i| row_products(a, b, i))
+        .sum())
+}
+
+/// Intermediate products of row `i` (shapes already checked).
+#[inline]
+pub(crate) fn row_products<T: Scalar>(a: &Csr<T>, b: &Csr<T>, i: usize) -> u64 {
+    let bp = b.row_ptr();
+    a.row(i)
+        .0
+        .iter()
+        .map(|&k| bp[k as usize + 1] - bp[k as usize])
+        .sum()
+}
+
+/// Computes `C = A·B` (or the rows and entries `opts` asks for) with the chosen engine.
+///
+/// `Auto` runs the CPU engine in this version. `Gpu` fails with [`Error::EngineUnavailable`]
+/// until the GPU engine is built. Mismatched shapes, a bad row batch or a mask of the wrong shape
+/// fail with [`Error::Invalid`].
+pub fn multiply<T: Scalar>(
+    engine: EngineKind,
+    a: &Csr<T>,
+    b: &Csr<T>,
+    opts: &SpgemmOptions,
+) -> Result<(Csr<T>, ProductStats)> {
+    match engine {
+        EngineKind::Gpu => Err(Error::EngineUnavailable(
+            "the GPU engine (gMAGNUS) is not built yet in this version of gmcl; \
+             use --engine cpu or auto"
+                .into(),
+        )),
+        EngineKind::Cpu | EngineKind::Auto => {
+            let start = Instant::now();
+            let (c, products) = cpu::CpuEngine::default().multiply_counted(a, b, opts)?;
+            let stats = ProductStats {
+                intermediate_products: products,
+                nnz: c.nnz() as u64,
+                seconds: start.elapsed().as_secs_f64(),
+            };
+            Ok((c, stats))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn m(r: usize, c: usize, d: &[f64]) -> Csr<f64> {
+        Csr::from_dense(r, c, d)
+    }
+
+    #[test]
+    fn engine_names_round_trip() {
+        for e in [EngineKind::Cpu, EngineKind::Gpu, EngineKind::Auto] {
+            assert_eq!(e.to_string().parse::<EngineKind>().unwrap(), e);
+        }
+        assert_eq!(" CPU ".parse::<EngineKind>().unwrap(), EngineKind::Cpu);
+        let err = "tpu".parse::<EngineKind>().unwrap_err().to_string();
+        assert!(err.contains("unknown engine 'tpu'"), "{err}");
+    }
+
+    #[test]
+    fn mismatched_shapes_are_refused() {
+        let a = Csr::<f64>::empty(3, 4);
+        let b = Csr::<f64>::empty(5, 2);
+        let err = multiply(EngineKind::Cpu, &a, &b, &SpgemmOptions::default())
+            .unwrap_err()
+            .to_string();
+        assert_eq!(
+            err,
+            "cannot multiply: A is 3 x 4 but B is 5 x 2 (A's columns must equal B's rows)"
+        );
+        assert!(intermediate_products(&a, &b).is_err());
+        assert!(intermediate_products_per_row(&a, &b).is_err());
+    }
+
+    #[test]
+    fn gpu_is_unavailable_and_auto_runs() {
+        let a = m(2, 2, &[1.0, 2.0, 0.0, 3.0]);
+        let e = multiply(EngineKind::Gpu, &a, &a, &SpgemmOptions::default()).unwrap_err();
+        assert!(matches!(e, Error::EngineUnavailable(_)));
+        assert_eq!(e.exit_code(), 3);
+        let (c, st) = multiply(EngineKind::Auto, &a, &a, &SpgemmOptions::default()).unwrap();
+        assert_eq!(c.to_dense(), vec![1.0, 8.0, 0.0, 9.0]);
+        assert_eq!(st.intermediate_products, 4);
+        assert_eq!(st.nnz, 3);
+        assert_eq!(st.flops(), 8);
+    }
+
+    #[test]
+    fn product_counts() {
+        let a = m(3, 2, &[1.0, 1.0, 0.0, 0.0, 0.0, 1.0]);
+        let b = m(2, 3, &[1.0, 1.0, 1.0, 0.0, 1.0, 0.0]);
+        assert_eq!(
+            intermediate_products_per_row(&a, &b).unwrap(),
+            vec![4, 0, 1]
+        );
+        assert_eq!(intermediate_products(&a, &b).unwrap(), 5);
+    }
+
+    #[test]
+    fn bad_batches_and_masks_are_refused() {
+        let a = m(2, 2, &[1.0, 2.0, 0.0, 3.0]);
+        let opts = SpgemmOptions {
+            rows: Some(1..3),
+            ..Default::default()
+        };
+        assert!(multiply(EngineKind::Cpu, &a, &a, &opts).is_err());
+        let wrong = Csr::<f64>::empty(2, 3);
+        let opts = SpgemmOptions {
+            mask: Some(Pattern::of(&wrong)),
+            ..Default::default()
+        };
+        let err = multiply(EngineKind::Cpu, &a, &a, &opts)
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("mask is 2 x 3"), "{err}");
+    }
+}

@@ -1,0 +1,253 @@
+//! The real `gmcl` binary: subcommands, JSON output, exit statuses, and clean failures.
+//! Paths to repository files are relative to the current directory (the package root).
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+fn gmcl(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_gmcl"))
+        .args(args)
+        .output()
+        .expect("the gmcl binary runs")
+}
+
+fn ok(args: &[&str]) -> String {
+    let out = gmcl(args);
+    assert!(
+        out.status.success(),
+        "gmcl {args:?} failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).expect("utf-8 stdout")
+}
+
+fn json(args: &[&str]) -> serde_json::Value {
+    let text = ok(args);
+    serde_json::from_str(text.trim()).unwrap_or_else(|e| panic!("not JSON ({e}): {text}"))
+}
+
+/// Runs a command expected to fail with status 2; returns stderr.
+fn fails(args: &[&str]) -> String {
+    let out = gmcl(args);
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert_eq!(out.status.code(), Some(2), "gmcl {args:?}: {err}");
+    assert!(!err.contains("panicked"), "gmcl {args:?} panicked: {err}");
+    err
+}
+
+fn s(p: &Path) -> &str {
+    p.to_str().unwrap()
+}
+
+#[test]
+fn info_of_karate_in_two_formats() {
+    let el = json(&["info", "graphs/karate.el", "--json"]);
+    assert_eq!(el["vertices"], 34);
+    assert_eq!(el["edges"], 78);
+    assert_eq!(el["self_loops"], 0);
+    assert_eq!(el["duplicate_edges"], 0);
+    assert_eq!(el["symmetric"], false);
+    assert_eq!(el["max_degree"], 17);
+    assert!((el["avg_degree"].as_f64().unwrap() - 156.0 / 34.0).abs() < 1e-9);
+    let mtx = json(&["info", "graphs/karate.mtx", "--json"]);
+    assert_eq!(mtx["symmetric"], true);
+    assert_eq!(mtx["edges"], 78);
+    assert_eq!(mtx["max_degree"], 17);
+    let text = ok(&["info", "graphs/karate.el"]);
+    assert!(text.contains("vertices        34"), "{text}");
+}
+
+#[test]
+fn info_of_les_miserables_labels() {
+    let v = json(&["info", "graphs/lesmis.abc", "--json"]);
+    assert_eq!(v["vertices"], 77);
+    assert_eq!(v["edges"], 254);
+    assert_eq!(v["max_degree"], 36);
+}
+
+#[test]
+fn karate_cubed_counts_45_triangles() {
+    let dir = tempfile::tempdir().unwrap();
+    let a2 = dir.path().join("a2.mtx");
+    let a3 = dir.path().join("a3.mtx");
+    let r = json(&[
+        "spgemm",
+        "graphs/karate.el",
+        "--symmetrize",
+        "--engine",
+        "cpu",
+        "-o",
+        s(&a2),
+        "--json",
+    ]);
+    assert_eq!(r["engine"], "cpu");
+    assert_eq!(
+        (r["rows"].as_u64(), r["cols"].as_u64()),
+        (Some(34), Some(34))
+    );
+    // Σ_i deg(i)² intermediate products for A².
+    assert_eq!(r["intermediate_products"], 1212);
+    ok(&[
+        "spgemm",
+        s(&a2),
+        "graphs/karate.mtx",
+        "--engine",
+        "cpu",
+        "-o",
+        s(&a3),
+        "-q",
+    ]);
+    let text = std::fs::read_to_string(&a3).unwrap();
+    let mut trace = 0.0;
+    for line in text.lines().filter(|l| !l.starts_with('%')).skip(1) {
+        let f: Vec<&str> = line.split_whitespace().collect();
+        if f[0] == f[1] {
+            trace += f[2].parse::<f64>().unwrap();
+        }
+    }
+    assert_eq!(trace / 6.0, 45.0);
+}
+
+#[test]
+fn generate_is_reproducible_across_thread_counts() {
+    let dir = tempfile::tempdir().unwrap();
+    let one = dir.path().join("one.el");
+    let two = dir.path().join("two.el");
+    let args = [
+        "generate",
+        "--scale",
+        "12",
+        "--edge-factor",
+        "8",
+        "--seed",
+        "7",
+        "--undirected",
+        "--no-duplicates",
+    ];
+    ok(&[&args[..], &["--threads", "1", "-o", s(&one)]].concat());
+    ok(&[&["--threads", "2"], &args[..], &["-o", s(&two)]].concat());
+    let (a, b) = (std::fs::read(&one).unwrap(), std::fs::read(&two).unwrap());
+    assert!(!a.is_empty());
+    assert_eq!(a, b);
+    let v = json(&["info", s(&one), "--json"]);
+    assert_eq!(v["edges"], 8 << 12);
+    assert_eq!(v["duplicate_edges"], 0);
+}
+
+#[test]
+fn generated_mtx_multiplies() {
+    let dir = tempfile::tempdir().unwrap();
+    let g = dir.path().join("g.mtx");
+    ok(&[
+        "generate",
+        "-s",
+        "10",
+        "-e",
+        "4",
+        "--weights",
+        "-o",
+        s(&g),
+        "--quiet",
+    ]);
+    let r = json(&["spgemm", s(&g), "--json", "--engine", "auto", "--quiet"]);
+    assert_eq!(r["rows"], 1024);
+    assert!(r["nnz"].as_u64().unwrap() > 1024);
+    assert!(r["intermediate_products"].as_u64().unwrap() >= r["nnz"].as_u64().unwrap());
+}
+
+#[test]
+fn gpu_engine_request_fails_clearly() {
+    let out = gmcl(&["spgemm", "graphs/karate.el", "--engine", "gpu"]);
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.to_lowercase().contains("gpu"), "{err}");
+    assert!(!err.contains("panicked"), "{err}");
+}
+
+#[test]
+fn bad_inputs_exit_2_naming_file_and_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let bad = dir.path().join("bad.el");
+    std::fs::write(&bad, "0 1\n1 x2\n").unwrap();
+    let err = fails(&["info", s(&bad)]);
+    assert!(err.contains(&format!("{}:2", bad.display())), "{err}");
+    let missing = dir.path().join("missing.el");
+    let err = fails(&["info", s(&missing)]);
+    assert!(err.contains("missing.el"), "{err}");
+    let err = fails(&["info", s(dir.path())]);
+    assert!(err.contains("directory"), "{err}");
+}
+
+#[test]
+fn failed_runs_leave_no_output() {
+    let dir = tempfile::tempdir().unwrap();
+    let bad = dir.path().join("bad.mtx");
+    std::fs::write(
+        &bad,
+        "%%MatrixMarket matrix coordinate real general\n2 2 2\n1 1 1\n",
+    )
+    .unwrap();
+    let out = dir.path().join("c.mtx");
+    let err = fails(&["spgemm", s(&bad), "-o", s(&out)]);
+    assert!(err.contains("bad.mtx"), "{err}");
+    assert!(!out.exists());
+    assert_eq!(
+        std::fs::read_dir(dir.path()).unwrap().count(),
+        1,
+        "a temporary file was left"
+    );
+}
+
+#[test]
+fn mismatched_inner_dimensions() {
+    let dir = tempfile::tempdir().unwrap();
+    let a = dir.path().join("a.mtx");
+    let b = dir.path().join("b.mtx");
+    std::fs::write(
+        &a,
+        "%%MatrixMarket matrix coordinate pattern general\n2 3 1\n1 3\n",
+    )
+    .unwrap();
+    std::fs::write(
+        &b,
+        "%%MatrixMarket matrix coordinate pattern general\n2 2 1\n1 1\n",
+    )
+    .unwrap();
+    let err = fails(&["spgemm", s(&a), s(&b)]);
+    assert!(err.contains("cannot multiply"), "{err}");
+    // The other way round the shapes agree: (2x2)·(2x3).
+    let r = json(&["spgemm", s(&b), s(&a), "--json", "-q"]);
+    assert_eq!((r["rows"].as_u64(), r["cols"].as_u64()), (Some(2), Some(3)));
+}
+
+#[test]
+fn unwritable_output_path() {
+    let err = fails(&[
+        "spgemm",
+        "graphs/karate.el",
+        "-q",
+        "-o",
+        "/nonexistent-dir/c.mtx",
+    ]);
+    assert!(err.contains("/nonexistent-dir/c.mtx"), "{err}");
+    let dir = tempfile::tempdir().unwrap();
+    let as_dir = dir.path().join("out.el");
+    std::fs::create_dir(&as_dir).unwrap();
+    let err = fails(&["generate", "-s", "4", "-e", "2", "-o", s(&as_dir)]);
+    assert!(err.contains("directory"), "{err}");
+}
+
+#[test]
+fn global_flags_before_or_after_the_subcommand() {
+    let a = ok(&["--quiet", "--threads", "1", "info", "graphs/karate.el"]);
+    let b = ok(&["info", "graphs/karate.el", "--threads", "1", "--quiet"]);
+    assert_eq!(a, b);
+    let out = gmcl(&["spgemm", "graphs/karate.el", "--quiet"]);
+    assert!(
+        out.stderr.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let out = gmcl(&["spgemm", "graphs/karate.el"]);
+    assert!(String::from_utf8_lossy(&out.stderr).contains("CPU engine"));
+}
