@@ -88,22 +88,9 @@ fn parse_chunk<'a>(
     let mut i = 0;
     let mut k = 0;
     let mut saw_weight = false;
-    while i < n {
-        let start = i;
+    while let Some((start, first)) = reader::next_content_line(b, i) {
         let bad = Stop::Bad(base + start);
-        i = skip_spaces(b, i);
-        if i == n {
-            break;
-        }
-        let c = b[i];
-        if c == b'\n' {
-            i += 1;
-            continue;
-        }
-        if c == b'#' || c == b'%' {
-            i = reader::next_line(b, i);
-            continue;
-        }
+        i = first;
         let a_end = token_end(b, i);
         let a = &b[i..a_end];
         if a_end == n || !is_space(b[a_end]) {

@@ -277,22 +277,9 @@ fn parse_chunk<const VALUED: bool>(
     let mut i = 0;
     let mut k = 0;
     let mut off_diagonal = 0;
-    while i < n {
-        let start = i;
+    while let Some((start, first)) = reader::next_content_line(b, i) {
         let bad = Stop::Bad(base + start);
-        i = skip_spaces(b, i);
-        if i == n {
-            break;
-        }
-        let c = b[i];
-        if c == b'\n' {
-            i += 1;
-            continue;
-        }
-        if c == b'#' || c == b'%' {
-            i = reader::next_line(b, i);
-            continue;
-        }
+        i = first;
         let (r, j) = scan_uint(b, i);
         if j == i || r == 0 || r > shape.rows || j == n || !is_space(b[j]) {
             return Err(bad);

@@ -450,6 +450,21 @@ pub(crate) fn next_line(b: &[u8], i: usize) -> usize {
     (e + 1).min(b.len())
 }
 
+/// From the line start `i`, skips blank and comment (`#`, `%`) lines. Returns the start of the
+/// next line with content and the position of its first non-blank byte, or `None` at the end.
+#[inline]
+pub(crate) fn next_content_line(b: &[u8], mut i: usize) -> Option<(usize, usize)> {
+    loop {
+        let start = i;
+        i = skip_spaces(b, i);
+        match b.get(i)? {
+            b'\n' => i += 1,
+            b'#' | b'%' => i = next_line(b, i),
+            _ => return Some((start, i)),
+        }
+    }
+}
+
 /// Reads the decimal digits at `b[i..]`; returns their value (saturating far above any id) and
 /// where they end. No digits gives `(0, i)`.
 #[inline(always)]
