@@ -404,8 +404,8 @@ fn bucket_rows<P: Copy + Send + Sync>(
     // 2. Scatter the items and their rows within the bucket into bucket order.
     let mut items: Vec<P> = Vec::with_capacity(total);
     let mut local_rows: Vec<u32> = Vec::with_capacity(total);
-    crate::io::advise_huge_pages(&mut items);
-    crate::io::advise_huge_pages(&mut local_rows);
+    crate::mem::advise_huge_pages(&mut items);
+    crate::mem::advise_huge_pages(&mut local_rows);
     {
         let out = SharedSlice::new(items.spare_capacity_mut());
         let rows_out = SharedSlice::new(local_rows.spare_capacity_mut());
@@ -455,8 +455,8 @@ fn bucket_rows<P: Copy + Send + Sync>(
             .windows(2)
             .map(|w| (w[1] - w[0]) as usize)
             .collect();
-        let regions = split_by_lengths(&mut items, &lens);
-        let row_regions = split_by_lengths(&mut local_rows, &lens);
+        let regions = crate::mem::split_by_lengths(&mut items, &lens);
+        let row_regions = crate::mem::split_by_lengths(&mut local_rows, &lens);
         start[..nrows]
             .par_chunks_mut(bucket_rows)
             .zip(kept.par_chunks_mut(bucket_rows))
@@ -524,7 +524,7 @@ fn gather_unweighted<T: Scalar>(b: Bucketed<u32>, dup: Duplicates) -> (Vec<u64>,
     let mut col_idx = b.spare;
     col_idx.clear();
     let mut values: Vec<T> = Vec::with_capacity(nnz);
-    crate::io::advise_huge_pages(&mut values);
+    crate::mem::advise_huge_pages(&mut values);
     {
         let cols = SharedSlice::new(&mut col_idx.spare_capacity_mut()[..nnz]);
         let vals = SharedSlice::new(values.spare_capacity_mut());
@@ -586,7 +586,7 @@ fn gather_weighted<T: Scalar>(b: Bucketed<(u32, T)>) -> (Vec<u64>, Vec<u32>, Vec
     let mut col_idx = b.spare;
     col_idx.clear();
     let mut values: Vec<T> = Vec::with_capacity(nnz);
-    crate::io::advise_huge_pages(&mut values);
+    crate::mem::advise_huge_pages(&mut values);
     if nnz == b.items.len() {
         // Nothing was combined: the items are already in place.
         const PART: usize = 1 << 16;
@@ -624,18 +624,6 @@ fn gather_weighted<T: Scalar>(b: Bucketed<(u32, T)>) -> (Vec<u64>, Vec<u32>, Vec
         values.set_len(nnz);
     }
     (new_ptr, col_idx, values)
-}
-
-/// Cuts `data` into consecutive slices of the given lengths (which must sum to at most its
-/// length).
-fn split_by_lengths<'a, E>(mut data: &'a mut [E], lens: &[usize]) -> Vec<&'a mut [E]> {
-    let mut out = Vec::with_capacity(lens.len());
-    for &n in lens {
-        let (head, tail) = std::mem::take(&mut data).split_at_mut(n);
-        out.push(head);
-        data = tail;
-    }
-    out
 }
 
 /// Sorts a row by column, ties by value: by column first (a cheap key), then each run of equal

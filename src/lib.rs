@@ -12,6 +12,7 @@ pub mod generate;
 pub mod graph;
 pub mod info;
 pub mod io;
+mod mem;
 pub mod output;
 pub mod scalar;
 pub mod spgemm;

@@ -27,8 +27,6 @@ mod mtx;
 mod reader;
 mod snap;
 
-pub(crate) use reader::advise_huge_pages;
-
 use crate::edges::EdgeList;
 use crate::error::{Error, Result};
 use crate::graph::Labels;

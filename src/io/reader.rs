@@ -213,24 +213,25 @@ where
     items
         .try_reserve_exact(total)
         .map_err(|_| Stop::NoMemory(total))?;
-    advise_huge_pages(&mut items);
+    crate::mem::advise_huge_pages(&mut items);
     let mut weights: Vec<f64> = Vec::new();
     if weighted {
         weights
             .try_reserve_exact(total)
             .map_err(|_| Stop::NoMemory(total))?;
-        advise_huge_pages(&mut weights);
+        crate::mem::advise_huge_pages(&mut weights);
     }
 
     let results: Vec<ChunkResult> = {
-        let item_regions = split_regions(&mut items.spare_capacity_mut()[..total], &bounds);
+        let item_regions =
+            crate::mem::split_by_lengths(&mut items.spare_capacity_mut()[..total], &bounds);
         let weight_room = if weighted { total } else { 0 };
         let weight_bounds: Vec<usize> = if weighted {
             bounds.clone()
         } else {
             vec![0; bounds.len()]
         };
-        let weight_regions = split_regions(
+        let weight_regions = crate::mem::split_by_lengths(
             &mut weights.spare_capacity_mut()[..weight_room],
             &weight_bounds,
         );
@@ -291,51 +292,6 @@ where
         weights,
         stats,
     })
-}
-
-/// Asks the kernel to back a large vector's buffer with transparent huge pages, where it allows
-/// them on request (`madvise` mode): far fewer page faults and TLB misses when the buffer is
-/// first filled. Only a hint, which changes no data; does nothing off Linux or for small buffers.
-pub(crate) fn advise_huge_pages<T>(v: &mut Vec<T>) {
-    #[cfg(target_os = "linux")]
-    {
-        const HUGE: usize = 2 << 20;
-        const PAGE: usize = 4096;
-        const MADV_HUGEPAGE: i32 = 14;
-        extern "C" {
-            fn madvise(addr: *mut std::ffi::c_void, len: usize, advice: i32) -> i32;
-        }
-        let bytes = v.capacity().saturating_mul(std::mem::size_of::<T>());
-        if bytes < 4 * HUGE {
-            return;
-        }
-        let start = v.as_mut_ptr() as usize;
-        let first = start.next_multiple_of(PAGE);
-        let last = (start + bytes) & !(PAGE - 1);
-        if last > first {
-            // SAFETY: the range lies inside the vector's own allocation, and MADV_HUGEPAGE only
-            // changes how the kernel backs it, never its contents.
-            unsafe {
-                madvise(first as *mut std::ffi::c_void, last - first, MADV_HUGEPAGE);
-            }
-        }
-    }
-    #[cfg(not(target_os = "linux"))]
-    let _ = v;
-}
-
-/// Cuts `room` into consecutive regions of the given lengths.
-fn split_regions<'s, T>(
-    mut room: &'s mut [MaybeUninit<T>],
-    lens: &[usize],
-) -> Vec<&'s mut [MaybeUninit<T>]> {
-    let mut out = Vec::with_capacity(lens.len());
-    for &n in lens {
-        let (head, tail) = std::mem::take(&mut room).split_at_mut(n);
-        out.push(head);
-        room = tail;
-    }
-    out
 }
 
 /// Writes `value` at position `k` of a parser's room; false when there is no room (which the

@@ -327,8 +327,8 @@ impl<T: Scalar> Job<'_, T> {
             jobs.into_par_iter()
                 .with_max_len(1)
                 .try_for_each(|(r, cols, vals)| {
-                    super::cpu_ordered::prefault(cols);
-                    super::cpu_ordered::prefault(vals);
+                    crate::mem::prefault(cols);
+                    crate::mem::prefault(vals);
                     self.pool.with(|ws| {
                         let base = row_ptr[r.start];
                         for li in r {

@@ -150,8 +150,8 @@ pub(super) fn run<T: Scalar>(
                     unsafe {
                         let dc = out_c.slice_mut(base, base + b.len);
                         let dv = out_v.slice_mut(base, base + b.len);
-                        prefault(dc);
-                        prefault(dv);
+                        crate::mem::prefault(dc);
+                        crate::mem::prefault(dv);
                         stream_copy(dc, &b.cols[..b.len]);
                         stream_copy(dv, &b.vals[..b.len]);
                         for (d, &e) in out_r.slice_mut(r.start, r.end).iter_mut().zip(&b.ends) {
@@ -176,36 +176,6 @@ pub(super) fn run<T: Scalar>(
     col_idx.shrink_to_fit();
     values.shrink_to_fit();
     Some((row_ptr, col_idx, values))
-}
-
-/// Asks the kernel to map the whole pages inside `s` for writing in one call
-/// (`MADV_POPULATE_WRITE`, Linux 5.14 and later), which costs markedly less than taking a page
-/// fault on each of them. The contents are untouched; any failure (an older kernel, another
-/// system) leaves the pages to fault one by one as usual.
-pub(super) fn prefault<E>(s: &mut [E]) {
-    #[cfg(target_os = "linux")]
-    {
-        extern "C" {
-            fn madvise(addr: *mut std::ffi::c_void, len: usize, advice: i32) -> i32;
-        }
-        const MADV_POPULATE_WRITE: i32 = 23;
-        const PAGE: usize = 4096;
-        let start = (s.as_mut_ptr() as usize).next_multiple_of(PAGE);
-        let end = (s.as_mut_ptr() as usize + std::mem::size_of_val(s)) / PAGE * PAGE;
-        if end >= start + 4 * PAGE {
-            // SAFETY: the range lies inside `s`, which this thread may write; populating only
-            // maps pages (zero-filled if they were never touched) and changes no contents.
-            unsafe {
-                madvise(
-                    start as *mut std::ffi::c_void,
-                    end - start,
-                    MADV_POPULATE_WRITE,
-                )
-            };
-        }
-    }
-    #[cfg(not(target_os = "linux"))]
-    let _ = s;
 }
 
 /// Copies `src` into `dst` (of equal length) with non-temporal stores where the platform has

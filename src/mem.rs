@@ -1,0 +1,77 @@
+//! Memory helpers shared by the loaders, the CSR builder and the engines: splitting a buffer into
+//! disjoint regions, and hints to the kernel about how to back large buffers.
+
+/// Cuts `data` into consecutive slices of the given lengths (which must sum to at most its
+/// length), so that each can go to its own thread.
+pub(crate) fn split_by_lengths<'a, E>(mut data: &'a mut [E], lens: &[usize]) -> Vec<&'a mut [E]> {
+    let mut out = Vec::with_capacity(lens.len());
+    for &n in lens {
+        let (head, tail) = std::mem::take(&mut data).split_at_mut(n);
+        out.push(head);
+        data = tail;
+    }
+    out
+}
+
+/// `MADV_HUGEPAGE`: back the range with transparent huge pages where the kernel allows it.
+pub(crate) const HUGE_PAGES: i32 = 14;
+/// `MADV_POPULATE_WRITE` (Linux 5.14+): map the range for writing in one call.
+pub(crate) const POPULATE_WRITE: i32 = 23;
+
+/// Gives the kernel `advice` about the whole pages inside `bytes` bytes from `ptr`, when they
+/// span at least `min_pages` pages. Only a hint: it changes no contents, and a failure (an older
+/// kernel, another system) leaves things as they were. Does nothing off Linux.
+pub(crate) fn advise<T>(ptr: *mut T, bytes: usize, advice: i32, min_pages: usize) {
+    #[cfg(target_os = "linux")]
+    {
+        const PAGE: usize = 4096;
+        extern "C" {
+            fn madvise(addr: *mut std::ffi::c_void, len: usize, advice: i32) -> i32;
+        }
+        let first = (ptr as usize).next_multiple_of(PAGE);
+        let last = (ptr as usize + bytes) & !(PAGE - 1);
+        if last >= first + min_pages.max(1) * PAGE {
+            // SAFETY: the range lies inside the caller's buffer, and the advice used here only
+            // changes how the kernel backs pages, never their contents.
+            unsafe { madvise(first as *mut std::ffi::c_void, last - first, advice) };
+        }
+    }
+    #[cfg(not(target_os = "linux"))]
+    let _ = (ptr, bytes, advice, min_pages);
+}
+
+/// Asks for transparent huge pages behind a large vector's whole buffer (fewer page faults and
+/// TLB misses when it is first filled); buffers under 8 MiB are left alone.
+pub(crate) fn advise_huge_pages<T>(v: &mut Vec<T>) {
+    let bytes = v.capacity().saturating_mul(std::mem::size_of::<T>());
+    advise(v.as_mut_ptr(), bytes, HUGE_PAGES, 4 * 512);
+}
+
+/// Maps the whole pages inside `s` for writing in one call, which costs markedly less than a
+/// page fault on each of them.
+pub(crate) fn prefault<E>(s: &mut [E]) {
+    advise(s.as_mut_ptr(), std::mem::size_of_val(s), POPULATE_WRITE, 4);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn splits_into_the_given_lengths() {
+        let mut v = [1, 2, 3, 4, 5, 6];
+        let parts = split_by_lengths(&mut v, &[2, 0, 3]);
+        assert_eq!(parts.len(), 3);
+        assert_eq!(&*parts[0], &[1, 2]);
+        assert!(parts[1].is_empty());
+        assert_eq!(&*parts[2], &[3, 4, 5]);
+    }
+
+    #[test]
+    fn advice_keeps_contents() {
+        let mut v = vec![7u64; 1 << 21];
+        advise_huge_pages(&mut v);
+        prefault(&mut v);
+        assert!(v.iter().all(|&x| x == 7));
+    }
+}
