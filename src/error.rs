@@ -41,12 +41,28 @@ pub enum Error {
     /// The requested engine cannot run here.
     #[error("{0}")]
     EngineUnavailable(String),
+    /// A GPU operation failed; `stage` names the step of the computation that failed.
+    #[error("GPU engine: {stage}: {message}")]
+    Gpu {
+        /// The step that failed ("upload A", "outer product", ...).
+        stage: String,
+        /// What the driver or the engine reported, and what to do where known.
+        message: String,
+    },
 }
 
 /// gmcl's result type.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
 impl Error {
+    /// A GPU failure at `stage`.
+    pub fn gpu(stage: impl Into<String>, message: impl std::fmt::Display) -> Self {
+        Error::Gpu {
+            stage: stage.into(),
+            message: message.to_string(),
+        }
+    }
+
     /// Wraps an I/O error with the path and the action that failed.
     pub fn io(path: impl Into<PathBuf>, action: &'static str, source: std::io::Error) -> Self {
         Error::Io {
@@ -57,10 +73,11 @@ impl Error {
     }
 
     /// The process exit status for this error: 2 for anything the user can fix in the input or
-    /// the command line, 3 when the requested engine is unavailable.
+    /// the command line, 3 when the requested engine is unavailable, 4 when the GPU failed.
     pub fn exit_code(&self) -> i32 {
         match self {
             Error::EngineUnavailable(_) => 3,
+            Error::Gpu { .. } => 4,
             _ => 2,
         }
     }

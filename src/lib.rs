@@ -1,7 +1,8 @@
 //! gmcl: Markov clustering and triangle counting on large power-law graphs.
 //!
 //! The library loads edge lists ([`io`]), builds CSR matrices ([`csr`]), generates R-MAT graphs
-//! ([`generate`]) and multiplies sparse matrices ([`spgemm`]).
+//! ([`generate`]) and multiplies sparse matrices ([`spgemm`]) on the CPU or, through [`gpu`], on an
+//! NVIDIA GPU.
 
 #![warn(missing_docs)]
 
@@ -9,6 +10,7 @@ pub mod csr;
 pub mod edges;
 pub mod error;
 pub mod generate;
+pub mod gpu;
 pub mod graph;
 pub mod info;
 pub mod io;

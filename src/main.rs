@@ -297,6 +297,7 @@ struct SpgemmReport {
     nnz: usize,
     intermediate_products: u64,
     seconds: f64,
+    device_seconds: f64,
     gflops: f64,
 }
 
@@ -330,8 +331,9 @@ fn run_spgemm<T: Scalar>(a: SpgemmArgs, ui: Ui) -> Result<()> {
         nnz: c.nnz(),
         intermediate_products: stats.intermediate_products,
         seconds: stats.seconds,
-        gflops: if stats.seconds > 0.0 {
-            2.0 * stats.intermediate_products as f64 / stats.seconds / 1e9
+        device_seconds: stats.device_seconds,
+        gflops: if stats.device_seconds > 0.0 {
+            2.0 * stats.intermediate_products as f64 / stats.device_seconds / 1e9
         } else {
             0.0
         },
@@ -340,23 +342,21 @@ fn run_spgemm<T: Scalar>(a: SpgemmArgs, ui: Ui) -> Result<()> {
         println!("{}", to_json(&report)?);
     } else {
         println!(
-            "C: {} x {}, {} nonzeros, {} intermediate products, {:.4} s on the {} engine ({:.3} GFLOP/s)",
-            report.rows, report.cols, report.nnz, report.intermediate_products, report.seconds, report.engine, report.gflops
+            "C: {} x {}, {} nonzeros, {} intermediate products, {:.4} s on the {} engine ({:.4} s computing: {:.3} GFLOP/s)",
+            report.rows, report.cols, report.nnz, report.intermediate_products, report.seconds, report.engine, report.device_seconds, report.gflops
         );
     }
     Ok(())
 }
 
-/// Picks the engine to run: `auto` becomes the CPU engine, with one notice, until a usable GPU
-/// engine is found.
+/// Picks the engine to run: `auto` becomes the GPU engine when a GPU is usable, else the CPU
+/// engine with one notice saying why.
 fn resolve_engine(kind: EngineKind, ui: Ui) -> Result<EngineKind> {
-    match kind {
-        EngineKind::Auto => {
-            ui.notice("no GPU engine in this build: running on the CPU engine");
-            Ok(EngineKind::Cpu)
-        }
-        other => Ok(other),
+    let (engine, why) = spgemm::resolve(kind);
+    if let Some(why) = why {
+        ui.notice(&format!("no usable GPU ({why}): running on the CPU engine"));
     }
+    Ok(engine)
 }
 
 fn to_json<S: serde::Serialize>(v: &S) -> Result<String> {

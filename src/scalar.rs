@@ -15,6 +15,8 @@ pub trait Scalar:
     + Add<Output = Self>
     + AddAssign
     + Mul<Output = Self>
+    + cudarc::driver::DeviceRepr
+    + cudarc::driver::ValidAsZeroBits
     + 'static
 {
     /// The additive identity.

@@ -156,12 +156,23 @@ fn generated_mtx_multiplies() {
 }
 
 #[test]
-fn gpu_engine_request_fails_clearly() {
-    let out = gmcl(&["spgemm", "graphs/karate.el", "--engine", "gpu"]);
-    assert!(!out.status.success());
+fn gpu_engine_runs_or_fails_clearly() {
+    let out = gmcl(&["spgemm", "graphs/karate.el", "--engine", "gpu", "--json"]);
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(err.to_lowercase().contains("gpu"), "{err}");
     assert!(!err.contains("panicked"), "{err}");
+    if gmcl::gpu::unavailable_reason().is_some() {
+        assert_eq!(out.status.code(), Some(3), "{err}");
+        assert!(err.contains("GPU") && err.contains("--engine cpu"), "{err}");
+        // auto falls back to the CPU with one notice.
+        let out = gmcl(&["spgemm", "graphs/karate.el", "--engine", "auto", "--json"]);
+        assert!(out.status.success());
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(err.matches("running on the CPU engine").count(), 1, "{err}");
+        assert!(String::from_utf8_lossy(&out.stdout).contains("\"engine\":\"cpu\""));
+    } else {
+        assert!(out.status.success(), "{err}");
+        assert!(String::from_utf8_lossy(&out.stdout).contains("\"engine\":\"gpu\""));
+    }
 }
 
 #[test]

@@ -236,11 +236,17 @@ fn mismatched_shapes_fail_with_a_clear_message() {
 }
 
 #[test]
-fn gpu_engine_is_reported_unavailable() {
-    let a = Csr::<f64>::empty(2, 2);
-    let e = spgemm::multiply(EngineKind::Gpu, &a, &a, &SpgemmOptions::default()).unwrap_err();
-    assert!(matches!(e, Error::EngineUnavailable(_)));
-    assert!(e.to_string().contains("--engine cpu"));
+fn gpu_engine_runs_or_is_reported_unavailable() {
+    let a = Csr::<f64>::from_dense(2, 2, &[1.0, 2.0, 0.0, 3.0]);
+    let r = spgemm::multiply(EngineKind::Gpu, &a, &a, &SpgemmOptions::default());
+    match gmcl::gpu::unavailable_reason() {
+        Some(_) => {
+            let e = r.unwrap_err();
+            assert!(matches!(e, Error::EngineUnavailable(_)));
+            assert!(e.to_string().contains("--engine cpu"), "{e}");
+        }
+        None => assert_eq!(r.unwrap().0.to_dense(), vec![1.0, 8.0, 0.0, 9.0]),
+    }
 }
 
 #[test]

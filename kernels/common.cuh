@@ -1,0 +1,65 @@
+// Shared helpers of the gMAGNUS kernels. NVRTC has no system headers: only built-in types here.
+// The Rust side concatenates this file in front of the kernel files before compiling.
+
+typedef unsigned int u32;
+typedef unsigned long long u64;
+
+// The empty-slot key of the hash tables; no column index reaches it (columns are < 2^32 - 1).
+#define EMPTY_KEY 0xffffffffu
+#define WARP 32
+
+// First index i in [lo, hi) with a[i] > x (hi when none).
+__device__ __forceinline__ u64 upper_bound_u64(const u64* a, u64 lo, u64 hi, u64 x) {
+    while (lo < hi) {
+        u64 mid = lo + ((hi - lo) >> 1);
+        if (a[mid] <= x) lo = mid + 1; else hi = mid;
+    }
+    return lo;
+}
+
+// Whether the sorted columns cols[lo, hi) hold c (the structural mask test).
+__device__ __forceinline__ bool sorted_contains(const u32* cols, u64 lo, u64 hi, u32 c) {
+    while (lo < hi) {
+        u64 mid = lo + ((hi - lo) >> 1);
+        u32 v = cols[mid];
+        if (v == c) return true;
+        if (v < c) lo = mid + 1; else hi = mid;
+    }
+    return false;
+}
+
+// Inclusive scan of v across the warp.
+__device__ __forceinline__ u64 warp_inclusive_scan_u64(u64 v) {
+    const u32 lane = threadIdx.x & (WARP - 1);
+    #pragma unroll
+    for (u32 d = 1; d < WARP; d <<= 1) {
+        u64 o = __shfl_up_sync(0xffffffffu, v, d);
+        if (lane >= d) v += o;
+    }
+    return v;
+}
+
+// Exclusive scan of one value per thread across the block; `tmp` holds 32 u64 of shared memory.
+// Returns the thread's exclusive prefix; *total receives the block's sum. Every thread must call.
+__device__ __forceinline__ u64 block_exclusive_scan_u64(u64 v, u64* tmp, u64* total) {
+    const u32 lane = threadIdx.x & (WARP - 1), warp = threadIdx.x / WARP;
+    const u32 nwarps = (blockDim.x + WARP - 1) / WARP;
+    u64 inc = warp_inclusive_scan_u64(v);
+    if (lane == WARP - 1 || threadIdx.x == blockDim.x - 1) tmp[warp] = inc;
+    __syncthreads();
+    if (warp == 0) {
+        u64 w = lane < nwarps ? tmp[lane] : 0;
+        u64 wi = warp_inclusive_scan_u64(w);
+        if (lane < nwarps) tmp[lane] = wi - w;
+        if (lane == nwarps - 1) total[0] = wi;
+    }
+    __syncthreads();
+    u64 r = tmp[warp] + inc - v;
+    __syncthreads();
+    return r;
+}
+
+// Next power of two of x (x >= 1).
+__device__ __forceinline__ u32 next_pow2_u32(u32 x) {
+    return x <= 1 ? 1u : 1u << (32 - __clz(x - 1));
+}

@@ -1,0 +1,61 @@
+// Typed entry points: each templated kernel body instantiated for f32 and f64 values, with the
+// value type's name as suffix (the Rust side asks for `<kernel>_f32` or `<kernel>_f64`).
+
+#define GMCL_TYPED_KERNELS(T, S)                                                                  \
+extern "C" __global__ void __launch_bounds__(1024)                                               \
+hash_rows_numeric_##S(const u64* a_ptr, const u32* a_col, const T* a_val, const u64* b_ptr,      \
+                      const u32* b_col, const T* b_val, u64 row0, const u32* rows, u32 table,     \
+                      const u64* m_ptr, const u32* m_col, int has_mask, const u64* c_ptr,         \
+                      u32* c_col, T* c_val) {                                                     \
+    extern __shared__ __align__(16) unsigned char smem_##S[];                                     \
+    hash_rows_numeric<T>(a_ptr, a_col, a_val, b_ptr, b_col, b_val, row0, rows, table, m_ptr,     \
+                         m_col, has_mask, c_ptr, c_col, c_val, smem_##S);                         \
+}                                                                                                 \
+extern "C" __global__ void __launch_bounds__(1024)                                               \
+hash_segs_numeric_##S(const u64* s_ptr, const u32* s_col, const T* s_val, const u32* segs,       \
+                      const u32* s_h, const u32* s_base, u32 table, u32 width_shift, u32 nchunks, \
+                      const u32* heavy_rows, u64 row0, const u64* m_ptr, const u32* m_col,        \
+                      int has_mask, const u64* gs, const u64* c_ptr, u32* c_col, T* c_val) {      \
+    extern __shared__ __align__(16) unsigned char smem_##S[];                                     \
+    hash_segs_numeric<T>(s_ptr, s_col, s_val, segs, s_h, s_base, table, width_shift, nchunks,    \
+                         heavy_rows, row0, m_ptr, m_col, has_mask, gs, c_ptr, c_col, c_val,       \
+                         smem_##S);                                                               \
+}                                                                                                 \
+extern "C" __global__ void __launch_bounds__(1024)                                               \
+dense_segs_numeric_##S(const u64* s_ptr, const u32* s_col, const T* s_val, const u32* segs,      \
+                       const u32* s_h, const u32* s_base, u32 width, u32 width_shift,             \
+                       u32 nchunks, const u32* heavy_rows, u64 row0, const u64* m_ptr,            \
+                       const u32* m_col, int has_mask, const u64* gs, const u64* c_ptr,           \
+                       u32* c_col, T* c_val) {                                                    \
+    extern __shared__ __align__(16) unsigned char smem_##S[];                                     \
+    dense_segs_numeric<T>(s_ptr, s_col, s_val, segs, s_h, s_base, width, width_shift, nchunks,   \
+                          heavy_rows, row0, m_ptr, m_col, has_mask, gs, c_ptr, c_col, c_val,      \
+                          smem_##S);                                                              \
+}                                                                                                 \
+extern "C" __global__ void                                                                        \
+csc_scatter_##S(const u64* a_ptr, const u32* a_col, const T* a_val, const u32* heavy_rows,       \
+                u64 nheavy, u64 row0, const u64* b_ptr, const u64* flag_scan, const u64* at_ptr,  \
+                u32* fill, u32* at_row, T* at_val) {                                              \
+    csc_scatter<T>(a_ptr, a_col, a_val, heavy_rows, nheavy, row0, b_ptr, flag_scan, at_ptr,      \
+                   fill, at_row, at_val);                                                         \
+}                                                                                                 \
+extern "C" __global__ void __launch_bounds__(1024)                                               \
+outer_product_##S(const u64* at_ptr, const u32* at_row, const T* at_val, const u32* slice_k,     \
+                  const u64* slice_off, u64 nslices, const u64* b_ptr, const u32* b_col,          \
+                  const T* b_val, u64* cursor, u32* out_col, T* out_val, u64 group_elems,         \
+                  u64 total) {                                                                    \
+    extern __shared__ __align__(16) unsigned char smem_##S[];                                     \
+    outer_product<T>(at_ptr, at_row, at_val, slice_k, slice_off, nslices, b_ptr, b_col, b_val,   \
+                     cursor, out_col, out_val, group_elems, total, smem_##S);                     \
+}                                                                                                 \
+extern "C" __global__ void __launch_bounds__(1024)                                               \
+multisplit_##S(const u64* in_ptr, u64 nrows, const u32* in_col, const T* in_val, u32 nchunks,    \
+               u32 shift, u64 group_elems, u32 max_rows, const u32* pos, u64* cursor,             \
+               u32* out_col, T* out_val) {                                                        \
+    extern __shared__ __align__(16) unsigned char smem_##S[];                                     \
+    multisplit<T>(in_ptr, nrows, in_col, in_val, nchunks, shift, group_elems, max_rows, pos,     \
+                  cursor, out_col, out_val, smem_##S);                                            \
+}
+
+GMCL_TYPED_KERNELS(float, f32)
+GMCL_TYPED_KERNELS(double, f64)

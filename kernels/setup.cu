@@ -1,0 +1,72 @@
+// Setup phase (paper Alg. 3): intermediate products per row, and the partition of rows (or of
+// chunks) into bins by size: hash bins for light ones, one bin for heavy ones.
+
+// out[r] = intermediate products of row row0 + r of A·B. One thread per row.
+extern "C" __global__ void row_products(const u64* a_ptr, const u32* a_col, const u64* b_ptr,
+                                        u64 row0, u64 nrows, u64* out) {
+    for (u64 r = blockIdx.x * (u64)blockDim.x + threadIdx.x; r < nrows;
+         r += (u64)gridDim.x * blockDim.x) {
+        u64 s = 0;
+        for (u64 e = a_ptr[row0 + r]; e < a_ptr[row0 + r + 1]; ++e) {
+            u32 k = a_col[e];
+            s += b_ptr[k + 1] - b_ptr[k];
+        }
+        out[r] = s;
+    }
+}
+
+// Bins items [0, n) whose sizes are ptr[i+1] - ptr[i]: empty items get no bin (0xffffffff);
+// sizes up to limits[b] go to the first such bin b < nbins; larger ones to bin nbins (heavy).
+// Counts per bin are added to counts[].
+extern "C" __global__ void classify_sizes(const u64* ptr, u64 n, const u64* limits, u32 nbins,
+                                          u32* bin_of, u32* counts) {
+    for (u64 i = blockIdx.x * (u64)blockDim.x + threadIdx.x; i < n;
+         i += (u64)gridDim.x * blockDim.x) {
+        u64 size = ptr[i + 1] - ptr[i];
+        u32 bin = 0xffffffffu;
+        if (size > 0) {
+            bin = nbins;
+            for (u32 b = 0; b < nbins; ++b) {
+                if (size <= limits[b]) { bin = b; break; }
+            }
+            atomicAdd(&counts[bin], 1u);
+        }
+        bin_of[i] = bin;
+    }
+}
+
+// Places each binned item in its bin's list: cursor[b] starts at the bin's offset in `lists`.
+extern "C" __global__ void scatter_bins(const u32* bin_of, u64 n, u32* cursor, u32* lists) {
+    for (u64 i = blockIdx.x * (u64)blockDim.x + threadIdx.x; i < n;
+         i += (u64)gridDim.x * blockDim.x) {
+        u32 b = bin_of[i];
+        if (b != 0xffffffffu) lists[atomicAdd(&cursor[b], 1u)] = (u32)i;
+    }
+}
+
+// out[j] = ptr[idx[j] + 1] - ptr[idx[j]]: the sizes of the listed items (out has n + 1 slots,
+// the last set to 0, ready for an exclusive scan).
+extern "C" __global__ void gather_sizes(const u64* ptr, const u32* idx, u64 n, u64* out) {
+    for (u64 j = blockIdx.x * (u64)blockDim.x + threadIdx.x; j <= n;
+         j += (u64)gridDim.x * blockDim.x) {
+        out[j] = j < n ? ptr[idx[j] + 1] - ptr[idx[j]] : 0;
+    }
+}
+
+// Fills a[i] = i for i < n (the identity map of heavy rows into Ĉ at level 0).
+extern "C" __global__ void iota_u32(u32* a, u64 n) {
+    for (u64 i = blockIdx.x * (u64)blockDim.x + threadIdx.x; i < n;
+         i += (u64)gridDim.x * blockDim.x) {
+        a[i] = (u32)i;
+    }
+}
+
+// row_nnz[heavy_rows[h]] = entries of heavy row h: the sum of its chunks' counts in the grid,
+// read off the grid's exclusive scan `gs` (nchunks slots per heavy row).
+extern "C" __global__ void grid_row_sums(const u64* gs, const u32* heavy_rows, u64 nheavy,
+                                         u32 nchunks, u64* row_nnz) {
+    for (u64 h = blockIdx.x * (u64)blockDim.x + threadIdx.x; h < nheavy;
+         h += (u64)gridDim.x * blockDim.x) {
+        row_nnz[heavy_rows[h]] = gs[(h + 1) * nchunks] - gs[h * nchunks];
+    }
+}

@@ -1,0 +1,69 @@
+#!/usr/bin/env bash
+# Runs on the GPU machine, from the project root, over binaries built here by
+# ../shared/gpu/prepare (in .gpu/): every test binary with the GPU required (huge tests too when
+# GMCL_HUGE=1), compute-sanitizer on CLI runs, and a quick CLI comparison of the engines.
+# Logs go to $OUT (or /tmp/gpu-check).
+set -uo pipefail
+out=${OUT:-/tmp/gpu-check}
+mkdir -p "$out"
+export GMCL_REQUIRE_GPU=1 RUST_BACKTRACE=1
+status=0
+# Test binaries name this project's build paths (env!("CARGO_MANIFEST_DIR"), the gmcl binary):
+# recreate them here when they are missing.
+here=$(pwd)
+for root in /work/main; do
+    if [ ! -e "$root/graphs" ]; then
+        mkdir -p "$root/target/release" && ln -s "$here/graphs" "$root/graphs" &&
+            cp .gpu/gmcl "$root/target/release/gmcl"
+    fi
+done
+nvidia-smi -L | tee "$out/device.txt"
+for t in .gpu/tests/*; do
+    name=$(basename "$t")
+    extra=()
+    [ "${GMCL_HUGE:-0}" = 1 ] && [ "$name" = spgemm_gpu ] && extra=(--include-ignored)
+    if ! timeout 900 "$t" "${extra[@]}" >"$out/test-$name.log" 2>&1; then
+        echo "FAILED: $name"; tail -40 "$out/test-$name.log"; status=1
+    else
+        echo "ok: $name ($(grep -h 'test result' "$out/test-$name.log" | tail -1))"
+    fi
+done
+# compute-sanitizer over small CLI runs (memcheck, racecheck on shared memory).
+tmp=$(mktemp -d)
+.gpu/gmcl generate --scale 11 --edge-factor 16 --undirected --weights --seed 3 -o "$tmp/s11.wel" -q
+for tool in memcheck racecheck synccheck initcheck; do
+    if compute-sanitizer --tool $tool --error-exitcode 9 .gpu/gmcl spgemm "$tmp/s11.wel" --symmetrize \
+        --engine gpu -q >"$out/sanitizer-$tool.log" 2>&1; then
+        echo "ok: compute-sanitizer $tool"
+    else
+        echo "FAILED: compute-sanitizer $tool"; tail -30 "$out/sanitizer-$tool.log"; status=1
+    fi
+done
+# The engines side by side through the CLI, outputs compared.
+for s in 14 16; do
+    .gpu/gmcl generate --scale $s --edge-factor 16 --undirected --seed 7 -o "$tmp/s$s.el" -q
+    for e in cpu gpu; do
+        .gpu/gmcl spgemm "$tmp/s$s.el" --symmetrize --engine $e --json -o "$tmp/c-$e.mtx" | tee -a "$out/cli.log"
+    done
+    if cmp -s "$tmp/c-cpu.mtx" "$tmp/c-gpu.mtx"; then echo "s$s: cpu and gpu outputs identical"; else
+        python3 - "$tmp/c-cpu.mtx" "$tmp/c-gpu.mtx" <<'PY' || status=1
+import sys
+def load(p):
+    d = {}
+    for line in open(p):
+        if line.startswith('%'): continue
+        f = line.split()
+        if len(f) == 3 and '.' not in f[0] and len(d) == 0 and not hasattr(load, 'h'):
+            load.h = 1; continue
+        d[(int(f[0]), int(f[1]))] = float(f[2])
+    return d
+a, b = load(sys.argv[1]), load(sys.argv[2])
+load.h = None
+assert a.keys() == b.keys(), f"structure differs: {len(a)} vs {len(b)} entries"
+worst = max((abs(a[k] - b[k]) / max(abs(a[k]), 1e-30) for k in a), default=0)
+print(f"same structure, {len(a)} entries, worst relative difference {worst:.3g}")
+assert worst < 1e-4
+PY
+    fi
+done
+exit $status

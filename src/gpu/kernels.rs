@@ -1,0 +1,111 @@
+//! The CUDA kernels of `kernels/`: their source, compiled with NVRTC for one architecture.
+//!
+//! The `.cu` files are embedded in the binary and concatenated behind `common.cuh` (NVRTC has no
+//! system headers and no include path to the source tree at run time).
+
+use crate::error::{Error, Result};
+use cudarc::nvrtc::{CompileOptions, Ptx};
+
+/// The kernel files, in the order they are concatenated.
+const SOURCES: [(&str, &str); 6] = [
+    ("common.cuh", include_str!("../../kernels/common.cuh")),
+    ("scan.cu", include_str!("../../kernels/scan.cu")),
+    ("setup.cu", include_str!("../../kernels/setup.cu")),
+    ("accumulate.cu", include_str!("../../kernels/accumulate.cu")),
+    ("heavy.cu", include_str!("../../kernels/heavy.cu")),
+    ("entry.cu", include_str!("../../kernels/entry.cu")),
+];
+
+/// Every entry point the engine launches; a typed kernel `k` exists as `k_f32` and `k_f64`.
+pub const UNTYPED: &[&str] = &[
+    "scan_blocks_u64",
+    "scan_add_u64",
+    "row_products",
+    "classify_sizes",
+    "scatter_bins",
+    "gather_sizes",
+    "iota_u32",
+    "grid_row_sums",
+    "hash_rows_symbolic",
+    "hash_segs_symbolic",
+    "dense_segs_symbolic",
+    "heavy_col_counts",
+    "slice_flags",
+    "slice_build",
+    "multisplit_histogram",
+    "chunk_flags",
+    "chunk_place",
+];
+
+/// Kernels instantiated once per value type (suffix `_f32` / `_f64`).
+pub const TYPED: &[&str] = &[
+    "hash_rows_numeric",
+    "hash_segs_numeric",
+    "dense_segs_numeric",
+    "csc_scatter",
+    "outer_product",
+    "multisplit",
+];
+
+/// The whole translation unit NVRTC compiles, with `#line` markers so that compiler messages
+/// name the original file and line.
+pub fn source() -> String {
+    let mut s = String::new();
+    for (name, text) in SOURCES {
+        s.push_str(&format!("#line 1 \"{name}\"\n"));
+        s.push_str(text);
+        s.push('\n');
+    }
+    s
+}
+
+/// Whether the NVRTC library can be loaded (cudarc panics on a call into a missing library, so
+/// this is asked first).
+pub fn nvrtc_present() -> bool {
+    // SAFETY: only tries to open the shared library by its candidate names.
+    unsafe { cudarc::nvrtc::sys::is_culib_present() }
+}
+
+/// Compiles every kernel to PTX for `arch` (such as `sm_90`).
+pub fn compile(arch: &str) -> Result<Ptx> {
+    if !nvrtc_present() {
+        return Err(Error::EngineUnavailable(
+            "NVRTC (libnvrtc.so.13) was not found: install the CUDA 13 toolkit or \
+             `pip install nvidia-cuda-nvrtc` and put its lib folder on LD_LIBRARY_PATH"
+                .into(),
+        ));
+    }
+    let opts = CompileOptions {
+        options: vec![
+            format!("--gpu-architecture={arch}"),
+            "--std=c++17".into(),
+            "-lineinfo".into(),
+        ],
+        name: Some("gmagnus.cu".into()),
+        ..Default::default()
+    };
+    cudarc::nvrtc::compile_ptx_with_opts(source(), opts)
+        .map_err(|e| Error::gpu(format!("compile kernels for {arch}"), e))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_kernel_file_is_in_the_source() {
+        let s = source();
+        for (name, _) in SOURCES {
+            assert!(s.contains(&format!("#line 1 \"{name}\"")), "{name}");
+        }
+        for k in UNTYPED {
+            assert!(s.contains(&format!("{k}(")), "{k} has no definition");
+        }
+        for k in TYPED {
+            assert!(
+                s.contains(&format!("{k}_##S(")),
+                "{k} has no typed entry point"
+            );
+        }
+    }
+}

@@ -1,0 +1,160 @@
+//! The GPU: finding a usable one, compiling the kernels for it once per process, and the small
+//! device-wide primitives (prefix sums, reads of single values) the engine is built from.
+//!
+//! Nothing here panics when there is no driver, no NVRTC or no GPU: [`device`] reports why the
+//! GPU cannot be used, and the caller falls back to the CPU engine or stops with that message.
+
+pub mod kernels;
+pub(crate) mod prims;
+pub(crate) mod profile;
+
+use crate::error::{Error, Result};
+use cudarc::driver::{sys, CudaContext, CudaFunction, CudaModule, CudaStream};
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, OnceLock};
+
+/// Oldest compute capability the kernels are built for (CUDA 13's NVRTC starts at 7.5).
+const MIN_CAPABILITY: (i32, i32) = (7, 5);
+
+/// A usable GPU with the kernels compiled for it.
+pub struct Gpu {
+    pub(crate) ctx: Arc<CudaContext>,
+    /// Setup work and joins.
+    pub(crate) main: Arc<CudaStream>,
+    /// Light rows of C.
+    pub(crate) light: Arc<CudaStream>,
+    /// Heavy rows of C (outer product, multisplit, chunk accumulation).
+    pub(crate) heavy: Arc<CudaStream>,
+    functions: HashMap<String, CudaFunction>,
+    _module: Arc<CudaModule>,
+    /// Held while a product runs: the streams are shared, so products run one at a time.
+    pub(crate) busy: Mutex<()>,
+    name: String,
+    capability: (i32, i32),
+    shared_per_block: u64,
+    multiprocessors: u32,
+}
+
+impl std::fmt::Debug for Gpu {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}", self.describe())
+    }
+}
+
+static DEVICE: OnceLock<std::result::Result<Arc<Gpu>, String>> = OnceLock::new();
+
+/// The process's GPU (device 0), opened and its kernels compiled on first use, then cached.
+/// Fails with [`Error::EngineUnavailable`] saying why when there is none that gmcl can use.
+pub fn device() -> Result<Arc<Gpu>> {
+    DEVICE
+        .get_or_init(|| Gpu::open(0).map(Arc::new).map_err(|e| e.to_string()))
+        .clone()
+        .map_err(Error::EngineUnavailable)
+}
+
+/// Why no GPU can be used here, or `None` when one can (opens it as a side effect).
+pub fn unavailable_reason() -> Option<String> {
+    device().err().map(|e| e.to_string())
+}
+
+fn driver<T>(stage: &str, r: std::result::Result<T, cudarc::driver::DriverError>) -> Result<T> {
+    r.map_err(|e| Error::gpu(stage, e))
+}
+
+impl Gpu {
+    fn open(ordinal: usize) -> Result<Gpu> {
+        // SAFETY: only tries to open libcuda by its candidate names.
+        if !unsafe { sys::is_culib_present() } {
+            return Err(Error::EngineUnavailable(
+                "no CUDA driver (libcuda.so) on this machine".into(),
+            ));
+        }
+        let count = CudaContext::device_count()
+            .map_err(|e| Error::EngineUnavailable(format!("the CUDA driver found no GPU: {e}")))?;
+        if count <= ordinal as i32 {
+            return Err(Error::EngineUnavailable(
+                "the CUDA driver found no GPU".into(),
+            ));
+        }
+        let ctx = CudaContext::new(ordinal)
+            .map_err(|e| Error::EngineUnavailable(format!("cannot open GPU {ordinal}: {e}")))?;
+        let capability = driver("read the compute capability", ctx.compute_capability())?;
+        let name = ctx.name().unwrap_or_else(|_| "unknown GPU".into());
+        if capability < MIN_CAPABILITY {
+            return Err(Error::EngineUnavailable(format!(
+                "{name} has compute capability {}.{}; gmcl's kernels need {}.{} or later",
+                capability.0, capability.1, MIN_CAPABILITY.0, MIN_CAPABILITY.1
+            )));
+        }
+        let shared_per_block = driver(
+            "read the shared memory per block",
+            ctx.attribute(sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK),
+        )? as u64;
+        let multiprocessors = driver(
+            "read the multiprocessor count",
+            ctx.attribute(sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT),
+        )? as u32;
+        let arch = format!("sm_{}{}", capability.0, capability.1);
+        let ptx = kernels::compile(&arch)?;
+        let module = driver("load the compiled kernels", ctx.load_module(ptx))?;
+        let mut functions = HashMap::new();
+        let typed = kernels::TYPED
+            .iter()
+            .flat_map(|k| [format!("{k}_f32"), format!("{k}_f64")]);
+        for k in kernels::UNTYPED.iter().map(|k| k.to_string()).chain(typed) {
+            let f = driver(&format!("find kernel {k}"), module.load_function(&k))?;
+            functions.insert(k, f);
+        }
+        let main = driver("create a stream", ctx.new_stream())?;
+        let light = driver("create a stream", ctx.new_stream())?;
+        let heavy = driver("create a stream", ctx.new_stream())?;
+        Ok(Gpu {
+            ctx,
+            main,
+            light,
+            heavy,
+            functions,
+            _module: module,
+            busy: Mutex::new(()),
+            name,
+            capability,
+            shared_per_block,
+            multiprocessors,
+        })
+    }
+
+    /// The kernel `name` (typed kernels with their `_f32`/`_f64` suffix).
+    pub(crate) fn function(&self, name: &str) -> Result<&CudaFunction> {
+        self.functions
+            .get(name)
+            .ok_or_else(|| Error::gpu("launch", format!("no kernel named {name}")))
+    }
+
+    /// Shared memory one block may use without opting in, in bytes.
+    pub fn shared_per_block(&self) -> u64 {
+        self.shared_per_block
+    }
+
+    /// Streaming multiprocessors.
+    pub fn multiprocessors(&self) -> u32 {
+        self.multiprocessors
+    }
+
+    /// Free and total device memory, in bytes.
+    pub fn memory(&self) -> Result<(u64, u64)> {
+        let (free, total) = driver("read free memory", self.ctx.mem_get_info())?;
+        Ok((free as u64, total as u64))
+    }
+
+    /// "NVIDIA H200 (sm_90, 132 SMs, 48 KiB shared per block)".
+    pub fn describe(&self) -> String {
+        format!(
+            "{} (sm_{}{}, {} SMs, {} KiB shared per block)",
+            self.name,
+            self.capability.0,
+            self.capability.1,
+            self.multiprocessors,
+            self.shared_per_block / 1024
+        )
+    }
+}

@@ -1,0 +1,1125 @@
+//! gMAGNUS on the GPU (paper Alg. 3): `C = A·B` with light rows in binned shared-memory hash
+//! tables and heavy rows through the outer product, the hierarchical multisplit and dense
+//! shared-memory accumulators. Light and heavy rows run on their own streams.
+//!
+//! Memory-bounded: the rows are processed in batches sized from the free device memory; a batch
+//! that still runs out of memory is split in two and retried. [`GpuEngine::multiply_batches`]
+//! hands each batch to the caller as it is made.
+
+use super::params::{magnus_params, GroupShape, MagnusParams, SizeModel};
+use super::{check_operands, Pattern, ProductStats, SpgemmOptions};
+use crate::csr::Csr;
+use crate::error::{Error, Result};
+use crate::gpu::prims::{
+    check, exclusive_scan, is_out_of_memory, read_at, shape, strided, uninit, upload, zeros,
+};
+use crate::gpu::profile::Profile;
+use crate::gpu::{self, Gpu};
+use crate::scalar::Scalar;
+use cudarc::driver::{CudaSlice, CudaStream, CudaView, PushKernelArg};
+use std::ops::Range;
+use std::sync::Arc;
+use std::time::Instant;
+
+/// Hash-table sizes (slots) of the light bins below the largest; the largest bin's table is
+/// 2τ slots, the whole shared memory. A row goes to the first bin whose table is at least twice
+/// its product count (load factor 1/2, so a table never fills).
+const HASH_TABLES: [u32; 7] = [64, 128, 256, 512, 1024, 2048, 4096];
+/// Shared memory kept back from the parameters for the kernels' own small shared variables
+/// (counters, scan scratch), so that a table sized from the parameters still fits.
+const SHARED_RESERVE: u64 = 256;
+/// Most slots of a hash table (8 per thread of a 1024-thread block; MAX_SLOTS_PER_THREAD in
+/// kernels/accumulate.cu).
+const MAX_TABLE_SLOTS: u64 = 8 * 1024;
+/// Threads of the dense accumulator blocks.
+const DENSE_THREADS: u32 = 512;
+/// Threads of the outer-product and multisplit blocks (32 warps: the paper's n_subGroups).
+const GROUP_THREADS: u32 = 1024;
+
+/// Knobs of the GPU engine; the defaults are what a user wants.
+#[derive(Clone, Debug, Default)]
+pub struct GpuTuning {
+    /// Use at most this many bytes of device memory for a batch's work (default: what is free,
+    /// less a margin). Tests set it low to exercise row batching.
+    pub memory_limit: Option<u64>,
+    /// Fill outputs with 0xFF bytes before the kernels write them, so that a missed write shows.
+    pub poison: bool,
+    /// Print the time of each phase on stderr (waits for the device after each phase).
+    pub profile: bool,
+}
+
+impl GpuTuning {
+    /// The defaults, overridden by `GMCL_GPU_MEMORY_LIMIT` (bytes) and `GMCL_GPU_POISON=1`.
+    pub fn from_env() -> Self {
+        GpuTuning {
+            memory_limit: std::env::var("GMCL_GPU_MEMORY_LIMIT")
+                .ok()
+                .and_then(|v| v.trim().parse().ok()),
+            poison: std::env::var("GMCL_GPU_POISON").is_ok_and(|v| v == "1"),
+            profile: std::env::var("GMCL_GPU_PROFILE").is_ok_and(|v| v == "1"),
+        }
+    }
+}
+
+/// The gMAGNUS engine on one GPU.
+pub struct GpuEngine {
+    gpu: Arc<Gpu>,
+    tuning: GpuTuning,
+}
+
+/// A bin of rows or chunks: the hash table size (0 for the dense bin) and its block size.
+#[derive(Clone, Copy, Debug)]
+struct Bin {
+    table: u32,
+    threads: u32,
+}
+
+/// The parameters the kernels run with: the paper's, from the shared memory less the kernels'
+/// own variables, with τ capped so that the largest hash table has at most
+/// `MAX_TABLE_SLOTS` slots (the compaction before the sort stages 8 slots per thread of 1024).
+fn engine_params(c_cols: u64, shared_per_block: u64, val_bytes: u64) -> MagnusParams {
+    let mut p = magnus_params(
+        c_cols,
+        shared_per_block - SHARED_RESERVE,
+        SizeModel::for_values(val_bytes),
+        GroupShape::default(),
+    );
+    p.tau = p.tau.min(MAX_TABLE_SLOTS / 2);
+    p
+}
+
+/// The bins for a product: hash bins by size, then (implicitly) the heavy/dense bin.
+fn hash_bins(tau: u64) -> Vec<Bin> {
+    let top = (2 * tau) as u32;
+    let mut bins: Vec<Bin> = HASH_TABLES
+        .iter()
+        .copied()
+        .filter(|&t| t < top)
+        .map(|t| Bin {
+            table: t,
+            threads: (t / 2).clamp(32, 1024),
+        })
+        .collect();
+    bins.push(Bin {
+        table: top,
+        threads: (top / 2).clamp(32, 1024),
+    });
+    bins
+}
+
+/// The device copies of the operands, shared by all batches.
+struct Operands<T: Scalar> {
+    a_ptr: CudaSlice<u64>,
+    a_col: CudaSlice<u32>,
+    a_val: CudaSlice<T>,
+    b_ptr: CudaSlice<u64>,
+    b_col: CudaSlice<u32>,
+    b_val: CudaSlice<T>,
+    m_ptr: CudaSlice<u64>,
+    m_col: CudaSlice<u32>,
+    has_mask: i32,
+    k_cols: u64,
+    c_cols: u64,
+}
+
+/// Rows (of Ĉ or of one multisplit level's output) whose chunks are final: they are
+/// accumulated into C. Rows [first, nrows) of `ptr` are final.
+struct FinalChunks<T: Scalar> {
+    buffer: usize,
+    ptr: CudaSlice<u64>,
+    h: CudaSlice<u32>,
+    base: CudaSlice<u32>,
+    first: u64,
+    lists: BinLists,
+    _marker: std::marker::PhantomData<T>,
+}
+
+/// Items sorted into bins: `lists[offsets[b]..offsets[b] + counts[b]]` are bin b's items.
+struct BinLists {
+    lists: CudaSlice<u32>,
+    counts: Vec<u64>,
+    offsets: Vec<u64>,
+}
+
+impl BinLists {
+    fn view(&self, b: usize) -> CudaView<'_, u32> {
+        let o = self.offsets[b] as usize;
+        self.lists.slice(o..o + self.counts[b] as usize)
+    }
+}
+
+/// The Ĉ buffers (double-buffered through the multisplit levels).
+struct Buffers<T: Scalar> {
+    col: [Option<CudaSlice<u32>>; 2],
+    val: [Option<CudaSlice<T>>; 2],
+}
+
+impl GpuEngine {
+    /// Opens the GPU (compiling the kernels on first use in the process), with tuning from the
+    /// environment. Fails with [`Error::EngineUnavailable`] saying why when there is no usable GPU.
+    pub fn open() -> Result<Self> {
+        Ok(GpuEngine {
+            gpu: gpu::device()?,
+            tuning: GpuTuning::from_env(),
+        })
+    }
+
+    /// Replaces the tuning.
+    pub fn with_tuning(mut self, tuning: GpuTuning) -> Self {
+        self.tuning = tuning;
+        self
+    }
+
+    /// The GPU in use.
+    pub fn gpu(&self) -> &Gpu {
+        &self.gpu
+    }
+
+    /// The gMAGNUS parameters for a product of `c_cols` columns with values of type `T`.
+    pub fn params<T: Scalar>(&self, c_cols: u64) -> MagnusParams {
+        engine_params(
+            c_cols,
+            self.gpu.shared_per_block(),
+            std::mem::size_of::<T>() as u64,
+        )
+    }
+
+    /// Computes `C = A·B` (the rows and entries `opts` asks for) and copies it to the host.
+    pub fn multiply<T: Scalar>(
+        &self,
+        a: &Csr<T>,
+        b: &Csr<T>,
+        opts: &SpgemmOptions,
+    ) -> Result<(Csr<T>, ProductStats)> {
+        let rows = check_operands(a, b, opts)?;
+        let mut parts = Vec::new();
+        let stats = self.multiply_batches(a, b, opts, |_, part| {
+            parts.push(part);
+            Ok(())
+        })?;
+        if parts.len() == 1 {
+            if let Some(c) = parts.pop() {
+                return Ok((c, stats));
+            }
+        }
+        // Several batches: one copy into arrays of the final size.
+        let nnz: usize = parts.iter().map(|c| c.nnz()).sum();
+        let mut row_ptr: Vec<u64> = Vec::with_capacity(rows.len() + 1);
+        row_ptr.push(0);
+        let mut col_idx = Vec::with_capacity(nnz);
+        let mut values = Vec::with_capacity(nnz);
+        for part in parts {
+            let base = col_idx.len() as u64;
+            let (_, _, p, c, v) = part.into_parts();
+            row_ptr.extend(p[1..].iter().map(|&x| x + base));
+            col_idx.extend_from_slice(&c);
+            values.extend_from_slice(&v);
+        }
+        let c = Csr::from_parts_unchecked(rows.len(), b.ncols(), row_ptr, col_idx, values);
+        Ok((c, stats))
+    }
+
+    /// Computes `C = A·B` in row batches, handing each batch (its rows of `C`, and those rows as a
+    /// matrix whose row 0 is the batch's first row) to `consume` as soon as it is made, in order.
+    pub fn multiply_batches<T: Scalar>(
+        &self,
+        a: &Csr<T>,
+        b: &Csr<T>,
+        opts: &SpgemmOptions,
+        mut consume: impl FnMut(Range<usize>, Csr<T>) -> Result<()>,
+    ) -> Result<ProductStats> {
+        let rows = check_operands(a, b, opts)?;
+        if b.ncols() >= u32::MAX as usize / 2 {
+            return Err(Error::Invalid(format!(
+                "the GPU engine handles products of up to 2^31 columns; B has {}",
+                b.ncols()
+            )));
+        }
+        let _busy = self.gpu.busy.lock().unwrap_or_else(|p| p.into_inner());
+        let start = Instant::now();
+        let s = &self.gpu.main;
+        let mut prof = Profile::new(&self.gpu.ctx, self.tuning.profile);
+        let ops = self.upload_operands(a, b, opts.mask.as_ref())?;
+        let products = host_products(a, b, &rows);
+        prof.mark("upload A, B; plan batches")?;
+        let p = self.params::<T>(ops.c_cols);
+        let mut stats = ProductStats {
+            intermediate_products: *products.last().unwrap_or(&0),
+            ..Default::default()
+        };
+        let mut pending = self.plan_batches(&products, &rows, &p, &ops)?;
+        pending.reverse();
+        while let Some(batch) = pending.pop() {
+            match self.run_batch(&ops, &p, batch.clone(), &mut prof, &mut stats) {
+                Ok(c) => {
+                    stats.nnz += c.nnz() as u64;
+                    consume(batch, c)?;
+                    prof.mark("hand over the batch")?;
+                }
+                Err(e) if is_out_of_memory(&e) && batch.len() > 1 => {
+                    // Split and retry: the second half is done after the first.
+                    let mid = batch.start + batch.len() / 2;
+                    pending.push(mid..batch.end);
+                    pending.push(batch.start..mid);
+                }
+                Err(e) if is_out_of_memory(&e) => {
+                    return Err(Error::gpu(
+                        format!("row {}", batch.start),
+                        format!(
+                            "one row's product does not fit in the GPU's memory ({e}); \
+                             use --engine cpu"
+                        ),
+                    ))
+                }
+                Err(e) => return Err(e),
+            }
+        }
+        check("finish", s.synchronize())?;
+        stats.seconds = start.elapsed().as_secs_f64();
+        prof.report(&format!(
+            "{} x {} times {} x {}",
+            a.nrows(),
+            a.ncols(),
+            b.nrows(),
+            b.ncols()
+        ));
+        Ok(stats)
+    }
+
+    fn upload_operands<T: Scalar>(
+        &self,
+        a: &Csr<T>,
+        b: &Csr<T>,
+        mask: Option<&Pattern>,
+    ) -> Result<Operands<T>> {
+        let s = &self.gpu.main;
+        let bytes = |m_nnz: usize, m_rows: usize, val: usize| {
+            (m_rows as u64 + 1) * 8 + m_nnz as u64 * (4 + val as u64)
+        };
+        let val = std::mem::size_of::<T>();
+        let need = bytes(a.nnz(), a.nrows(), val)
+            + bytes(b.nnz(), b.nrows(), val)
+            + mask.map_or(0, |m| bytes(m.nnz(), m.nrows(), 0));
+        let (free, _) = self.gpu.memory()?;
+        if need > free {
+            return Err(Error::gpu(
+                "upload the operands",
+                format!(
+                    "A and B need {:.2} GiB on the GPU but {:.2} GiB is free; use --engine cpu",
+                    need as f64 / (1u64 << 30) as f64,
+                    free as f64 / (1u64 << 30) as f64
+                ),
+            ));
+        }
+        let (m_ptr, m_col, has_mask) = match mask {
+            Some(m) => (
+                upload(s, m.row_ptr, "the mask's row offsets")?,
+                upload(s, m.col_idx, "the mask's columns")?,
+                1,
+            ),
+            None => (
+                zeros(s, 1, "an empty mask")?,
+                zeros(s, 1, "an empty mask")?,
+                0,
+            ),
+        };
+        Ok(Operands {
+            a_ptr: upload(s, a.row_ptr(), "A's row offsets")?,
+            a_col: upload(s, a.col_idx(), "A's columns")?,
+            a_val: upload(s, a.values(), "A's values")?,
+            b_ptr: upload(s, b.row_ptr(), "B's row offsets")?,
+            b_col: upload(s, b.col_idx(), "B's columns")?,
+            b_val: upload(s, b.values(), "B's values")?,
+            m_ptr,
+            m_col,
+            has_mask,
+            k_cols: a.ncols() as u64,
+            c_cols: b.ncols() as u64,
+        })
+    }
+
+    /// Splits `rows` into batches whose working memory fits: Ĉ (twice, for the multisplit's double
+    /// buffer) for heavy rows and an estimate of C. A batch that does not fit after all is split
+    /// again when it runs out of memory.
+    fn plan_batches<T: Scalar>(
+        &self,
+        prefix: &[u64],
+        rows: &Range<usize>,
+        p: &MagnusParams,
+        _ops: &Operands<T>,
+    ) -> Result<Vec<Range<usize>>> {
+        let (free, _) = self.gpu.memory()?;
+        let budget = match self.tuning.memory_limit {
+            Some(l) => l.min(free),
+            None => free / 10 * 8,
+        };
+        let entry = 4 + std::mem::size_of::<T>() as u64;
+        let copies = if p.levels.is_empty() { 1 } else { 2 };
+        let mut out = Vec::new();
+        let mut first = rows.start;
+        let mut used = 0u64;
+        for r in rows.clone() {
+            let prods = prefix[r - rows.start + 1] - prefix[r - rows.start];
+            // Heavy rows hold their products in Ĉ; every row's C entries are at most its products.
+            let heavy = if prods > p.tau {
+                copies * prods * entry
+            } else {
+                0
+            };
+            let cost = heavy + prods * entry + 64;
+            if used + cost > budget && r > first {
+                out.push(first..r);
+                first = r;
+                used = 0;
+            }
+            used += cost;
+        }
+        if first < rows.end || out.is_empty() {
+            out.push(first..rows.end);
+        }
+        Ok(out)
+    }
+
+    /// One batch of rows, start to finish: setup, symbolic, C's offsets, numeric, copy back.
+    fn run_batch<T: Scalar>(
+        &self,
+        ops: &Operands<T>,
+        p: &MagnusParams,
+        rows: Range<usize>,
+        prof: &mut Profile,
+        stats: &mut ProductStats,
+    ) -> Result<Csr<T>> {
+        let g = &*self.gpu;
+        let timer = Instant::now();
+        let (main, light, heavy) = (&g.main, &g.light, &g.heavy);
+        let n = rows.len() as u64;
+        let row0 = rows.start as u64;
+        if n == 0 {
+            return Ok(Csr::empty(0, ops.c_cols as usize));
+        }
+        // Setup: products per row and their prefix (Ĉ.rowPtr of the whole batch).
+        let mut prod = zeros::<u64>(main, n as usize + 1, "products per row")?;
+        launch(g, main, "row_products", strided(g, n, 256), |l| {
+            l.arg(&ops.a_ptr)
+                .arg(&ops.a_col)
+                .arg(&ops.b_ptr)
+                .arg(&row0)
+                .arg(&n)
+                .arg(&mut prod);
+        })?;
+        exclusive_scan(g, main, &mut prod, n + 1, "products per row")?;
+        let bins = hash_bins(p.tau);
+        let row_lists = self.bin_items(main, &prod, 0, n, &bins)?;
+        let nheavy = row_lists.counts[bins.len()];
+        let heavy_rows = row_lists.view(bins.len());
+        let mut row_nnz = zeros::<u64>(main, n as usize + 1, "row sizes of C")?;
+        prof.mark("setup: products, bins")?;
+        fork(main, &[light, heavy])?;
+
+        // Symbolic, light rows.
+        for (b, bin) in bins.iter().enumerate() {
+            if row_lists.counts[b] == 0 {
+                continue;
+            }
+            let list = row_lists.view(b);
+            let cfg = shape(row_lists.counts[b], bin.threads, bin.table as u64 * 4)?;
+            launch(g, light, "hash_rows_symbolic", cfg, |l| {
+                l.arg(&ops.a_ptr)
+                    .arg(&ops.a_col)
+                    .arg(&ops.b_ptr)
+                    .arg(&ops.b_col)
+                    .arg(&row0)
+                    .arg(&list)
+                    .arg(&bin.table)
+                    .arg(&ops.m_ptr)
+                    .arg(&ops.m_col)
+                    .arg(&ops.has_mask)
+                    .arg(&mut row_nnz);
+            })?;
+        }
+
+        prof.mark("symbolic: light rows")?;
+        // Heavy rows: outer product, multisplit levels, symbolic of the final chunks.
+        let r_chunks = p.chunks_required;
+        let width_shift = p.chunk_width.trailing_zeros();
+        let mut grid = zeros::<u64>(heavy, (nheavy * r_chunks) as usize + 1, "the chunk grid")?;
+        let mut finals: Vec<FinalChunks<T>> = Vec::new();
+        let mut bufs = Buffers::<T> {
+            col: [None, None],
+            val: [None, None],
+        };
+        if nheavy > 0 {
+            finals = self.heavy_reorder(
+                ops,
+                p,
+                &prod,
+                &heavy_rows,
+                nheavy,
+                row0,
+                &bins,
+                &mut bufs,
+                prof,
+            )?;
+            for f in &finals {
+                for b in 0..=bins.len() {
+                    let count = f.lists.counts[b];
+                    if count == 0 {
+                        continue;
+                    }
+                    let list = f.lists.view(b);
+                    let ptr = f.ptr.slice(f.first as usize..);
+                    let hh = f.h.slice(f.first as usize..);
+                    let base = f.base.slice(f.first as usize..);
+                    let col = buf(&bufs.col, f.buffer)?;
+                    let nch = r_chunks as u32;
+                    if let Some(bin) = bins.get(b) {
+                        let cfg = shape(count, bin.threads, bin.table as u64 * 4)?;
+                        launch(g, heavy, "hash_segs_symbolic", cfg, |l| {
+                            l.arg(&ptr)
+                                .arg(col)
+                                .arg(&list)
+                                .arg(&hh)
+                                .arg(&base)
+                                .arg(&bin.table)
+                                .arg(&width_shift)
+                                .arg(&nch)
+                                .arg(&heavy_rows)
+                                .arg(&row0)
+                                .arg(&ops.m_ptr)
+                                .arg(&ops.m_col)
+                                .arg(&ops.has_mask)
+                                .arg(&mut grid);
+                        })?;
+                    } else {
+                        let width = p.chunk_width as u32;
+                        let cfg = shape(count, DENSE_THREADS, p.chunk_width / 8)?;
+                        launch(g, heavy, "dense_segs_symbolic", cfg, |l| {
+                            l.arg(&ptr)
+                                .arg(col)
+                                .arg(&list)
+                                .arg(&hh)
+                                .arg(&base)
+                                .arg(&width)
+                                .arg(&width_shift)
+                                .arg(&nch)
+                                .arg(&heavy_rows)
+                                .arg(&row0)
+                                .arg(&ops.m_ptr)
+                                .arg(&ops.m_col)
+                                .arg(&ops.has_mask)
+                                .arg(&mut grid);
+                        })?;
+                    }
+                }
+            }
+        }
+        join(main, &[light, heavy])?;
+        prof.mark("symbolic: heavy chunks")?;
+
+        // C's row offsets: heavy rows sum their chunks, then one prefix sum over all rows.
+        if nheavy > 0 {
+            exclusive_scan(g, main, &mut grid, nheavy * r_chunks + 1, "the chunk grid")?;
+            let nch = r_chunks as u32;
+            launch(g, main, "grid_row_sums", strided(g, nheavy, 256), |l| {
+                l.arg(&grid)
+                    .arg(&heavy_rows)
+                    .arg(&nheavy)
+                    .arg(&nch)
+                    .arg(&mut row_nnz);
+            })?;
+        }
+        exclusive_scan(g, main, &mut row_nnz, n + 1, "row sizes of C")?;
+        let nnz = read_at(main, &row_nnz, n as usize, "C's entry count")?;
+        let mut c_col = uninit::<u32>(main, nnz as usize, self.tuning.poison, "C's columns")?;
+        let mut c_val = uninit::<T>(main, nnz as usize, self.tuning.poison, "C's values")?;
+        prof.mark("C's offsets, allocate C")?;
+        fork(main, &[light, heavy])?;
+
+        // Numeric, light rows.
+        let val_bytes = std::mem::size_of::<T>() as u64;
+        for (b, bin) in bins.iter().enumerate() {
+            if row_lists.counts[b] == 0 {
+                continue;
+            }
+            let list = row_lists.view(b);
+            let cfg = shape(
+                row_lists.counts[b],
+                bin.threads,
+                bin.table as u64 * (4 + val_bytes),
+            )?;
+            launch(g, light, &typed::<T>("hash_rows_numeric"), cfg, |l| {
+                l.arg(&ops.a_ptr)
+                    .arg(&ops.a_col)
+                    .arg(&ops.a_val)
+                    .arg(&ops.b_ptr)
+                    .arg(&ops.b_col)
+                    .arg(&ops.b_val)
+                    .arg(&row0)
+                    .arg(&list)
+                    .arg(&bin.table)
+                    .arg(&ops.m_ptr)
+                    .arg(&ops.m_col)
+                    .arg(&ops.has_mask)
+                    .arg(&row_nnz)
+                    .arg(&mut c_col)
+                    .arg(&mut c_val);
+            })?;
+        }
+        prof.mark("numeric: light rows")?;
+        // Numeric, final chunks of heavy rows.
+        for f in &finals {
+            for b in 0..=bins.len() {
+                let count = f.lists.counts[b];
+                if count == 0 {
+                    continue;
+                }
+                let list = f.lists.view(b);
+                let ptr = f.ptr.slice(f.first as usize..);
+                let hh = f.h.slice(f.first as usize..);
+                let base = f.base.slice(f.first as usize..);
+                let col = buf(&bufs.col, f.buffer)?;
+                let val = buf(&bufs.val, f.buffer)?;
+                let nch = r_chunks as u32;
+                if b < bins.len() {
+                    let table = bins[b].table;
+                    let cfg = shape(count, bins[b].threads, table as u64 * (4 + val_bytes))?;
+                    launch(g, heavy, &typed::<T>("hash_segs_numeric"), cfg, |l| {
+                        l.arg(&ptr)
+                            .arg(col)
+                            .arg(val)
+                            .arg(&list)
+                            .arg(&hh)
+                            .arg(&base)
+                            .arg(&table)
+                            .arg(&width_shift)
+                            .arg(&nch)
+                            .arg(&heavy_rows)
+                            .arg(&row0)
+                            .arg(&ops.m_ptr)
+                            .arg(&ops.m_col)
+                            .arg(&ops.has_mask)
+                            .arg(&grid)
+                            .arg(&row_nnz)
+                            .arg(&mut c_col)
+                            .arg(&mut c_val);
+                    })?;
+                } else {
+                    let width = p.chunk_width as u32;
+                    let cfg = shape(
+                        count,
+                        DENSE_THREADS,
+                        p.chunk_width * val_bytes + p.chunk_width / 8,
+                    )?;
+                    launch(g, heavy, &typed::<T>("dense_segs_numeric"), cfg, |l| {
+                        l.arg(&ptr)
+                            .arg(col)
+                            .arg(val)
+                            .arg(&list)
+                            .arg(&hh)
+                            .arg(&base)
+                            .arg(&width)
+                            .arg(&width_shift)
+                            .arg(&nch)
+                            .arg(&heavy_rows)
+                            .arg(&row0)
+                            .arg(&ops.m_ptr)
+                            .arg(&ops.m_col)
+                            .arg(&ops.has_mask)
+                            .arg(&grid)
+                            .arg(&row_nnz)
+                            .arg(&mut c_col)
+                            .arg(&mut c_val);
+                    })?;
+                }
+            }
+        }
+        join(main, &[light, heavy])?;
+        prof.mark("numeric: heavy chunks")?;
+        check("numeric", main.synchronize())?;
+        stats.device_seconds += timer.elapsed().as_secs_f64();
+
+        // Copy C back.
+        let row_ptr = check("copy C's row offsets back", main.clone_dtoh(&row_nnz))?;
+        let (col_idx, values) = if nnz > 0 {
+            (
+                check(
+                    "copy C's columns back",
+                    main.clone_dtoh(&c_col.slice(..nnz as usize)),
+                )?,
+                check(
+                    "copy C's values back",
+                    main.clone_dtoh(&c_val.slice(..nnz as usize)),
+                )?,
+            )
+        } else {
+            (Vec::new(), Vec::new())
+        };
+        prof.mark("copy C to the host")?;
+        Ok(Csr::from_parts_unchecked(
+            n as usize,
+            ops.c_cols as usize,
+            row_ptr,
+            col_idx,
+            values,
+        ))
+    }
+
+    /// Sorts items [first, first + n) of `ptr` (sizes `ptr[i+1] - ptr[i]`) into the hash bins and
+    /// the heavy bin (index `bins.len()`); empty items go nowhere.
+    fn bin_items(
+        &self,
+        s: &Arc<CudaStream>,
+        ptr: &CudaSlice<u64>,
+        first: u64,
+        n: u64,
+        bins: &[Bin],
+    ) -> Result<BinLists> {
+        let g = &*self.gpu;
+        let nb = bins.len();
+        let limits: Vec<u64> = bins.iter().map(|b| b.table as u64 / 2).collect();
+        let limits = upload(s, &limits, "bin limits")?;
+        let mut bin_of = zeros::<u32>(s, n as usize, "bin of each row")?;
+        let mut counts = zeros::<u32>(s, nb + 1, "bin counts")?;
+        let nbins = nb as u32;
+        let view = ptr.slice(first as usize..);
+        launch(g, s, "classify_sizes", strided(g, n, 256), |l| {
+            l.arg(&view)
+                .arg(&n)
+                .arg(&limits)
+                .arg(&nbins)
+                .arg(&mut bin_of)
+                .arg(&mut counts);
+        })?;
+        let counts: Vec<u64> = check("read bin counts", s.clone_dtoh(&counts))?
+            .into_iter()
+            .map(u64::from)
+            .collect();
+        let mut offsets = vec![0u64; nb + 1];
+        for b in 1..=nb {
+            offsets[b] = offsets[b - 1] + counts[b - 1];
+        }
+        let total = offsets[nb] + counts[nb];
+        let cursor: Vec<u32> = offsets.iter().map(|&o| o as u32).collect();
+        let mut cursor = upload(s, &cursor, "bin cursors")?;
+        let mut lists = zeros::<u32>(s, total as usize, "bin lists")?;
+        launch(g, s, "scatter_bins", strided(g, n, 256), |l| {
+            l.arg(&bin_of).arg(&n).arg(&mut cursor).arg(&mut lists);
+        })?;
+        Ok(BinLists {
+            lists,
+            counts,
+            offsets,
+        })
+    }
+
+    /// The heavy-row path up to the final chunks: masked CSR->CSC of A's heavy rows, the outer
+    /// product into Ĉ, then the multisplit levels. Returns the sets of final chunks, each binned.
+    #[allow(clippy::too_many_arguments)]
+    fn heavy_reorder<T: Scalar>(
+        &self,
+        ops: &Operands<T>,
+        p: &MagnusParams,
+        prod: &CudaSlice<u64>,
+        heavy_rows: &CudaView<'_, u32>,
+        nheavy: u64,
+        row0: u64,
+        bins: &[Bin],
+        bufs: &mut Buffers<T>,
+        prof: &mut Profile,
+    ) -> Result<Vec<FinalChunks<T>>> {
+        let g = &*self.gpu;
+        let s = &g.heavy;
+        let poison = self.tuning.poison;
+        // Ĉ.rowPtr of the heavy rows.
+        let mut c_hat_ptr = zeros::<u64>(s, nheavy as usize + 1, "Ĉ's row offsets")?;
+        launch(g, s, "gather_sizes", strided(g, nheavy + 1, 256), |l| {
+            l.arg(prod).arg(heavy_rows).arg(&nheavy).arg(&mut c_hat_ptr);
+        })?;
+        exclusive_scan(g, s, &mut c_hat_ptr, nheavy + 1, "Ĉ's row offsets")?;
+        let total = read_at(s, &c_hat_ptr, nheavy as usize, "Ĉ's size")?;
+
+        // Masked CSR->CSC of the heavy rows of A, one slice per column k that has entries.
+        let k = ops.k_cols;
+        let mut col_cnt = zeros::<u32>(s, k as usize, "Ã's column counts")?;
+        launch(
+            g,
+            s,
+            "heavy_col_counts",
+            strided(g, nheavy * 32, 256),
+            |l| {
+                l.arg(&ops.a_ptr)
+                    .arg(&ops.a_col)
+                    .arg(heavy_rows)
+                    .arg(&nheavy)
+                    .arg(&row0)
+                    .arg(&mut col_cnt);
+            },
+        )?;
+        let mut flags = zeros::<u64>(s, k as usize + 1, "slice flags")?;
+        launch(g, s, "slice_flags", strided(g, k + 1, 256), |l| {
+            l.arg(&col_cnt).arg(&ops.b_ptr).arg(&k).arg(&mut flags);
+        })?;
+        exclusive_scan(g, s, &mut flags, k + 1, "slice flags")?;
+        let nslices = read_at(s, &flags, k as usize, "slice count")?;
+        let mut slice_k = zeros::<u32>(s, nslices as usize, "slice columns")?;
+        let mut at_ptr = zeros::<u64>(s, nslices as usize + 1, "Ã's column offsets")?;
+        let mut slice_off = zeros::<u64>(s, nslices as usize + 1, "slice offsets")?;
+        launch(g, s, "slice_build", strided(g, k, 256), |l| {
+            l.arg(&col_cnt)
+                .arg(&ops.b_ptr)
+                .arg(&flags)
+                .arg(&k)
+                .arg(&mut slice_k)
+                .arg(&mut at_ptr)
+                .arg(&mut slice_off);
+        })?;
+        exclusive_scan(g, s, &mut at_ptr, nslices + 1, "Ã's column offsets")?;
+        exclusive_scan(g, s, &mut slice_off, nslices + 1, "slice offsets")?;
+        let at_nnz = read_at(s, &at_ptr, nslices as usize, "Ã's size")?;
+        let flat = read_at(s, &slice_off, nslices as usize, "the outer product's size")?;
+        if flat != total {
+            return Err(Error::gpu(
+                "outer product setup",
+                format!("the slices hold {flat} products but the heavy rows have {total}"),
+            ));
+        }
+        let mut fill = zeros::<u32>(s, nslices as usize, "slice fill counters")?;
+        let mut at_row = uninit::<u32>(s, at_nnz as usize, poison, "Ã's rows")?;
+        let mut at_val = uninit::<T>(s, at_nnz as usize, poison, "Ã's values")?;
+        launch(
+            g,
+            s,
+            &typed::<T>("csc_scatter"),
+            strided(g, nheavy * 32, 256),
+            |l| {
+                l.arg(&ops.a_ptr)
+                    .arg(&ops.a_col)
+                    .arg(&ops.a_val)
+                    .arg(heavy_rows)
+                    .arg(&nheavy)
+                    .arg(&row0)
+                    .arg(&ops.b_ptr)
+                    .arg(&flags)
+                    .arg(&at_ptr)
+                    .arg(&mut fill)
+                    .arg(&mut at_row)
+                    .arg(&mut at_val);
+            },
+        )?;
+
+        prof.mark("heavy: CSR to CSC of A's rows")?;
+        // The outer product into Ĉ (buffer 0).
+        let mut cursor = check("copy Ĉ's row offsets", s.clone_dtod(&c_hat_ptr))?;
+        let mut col0 = uninit::<u32>(s, total as usize, poison, "Ĉ's columns")?;
+        let mut val0 = uninit::<T>(s, total as usize, poison, "Ĉ's values")?;
+        let ge = p.outer_group_elems;
+        launch(
+            g,
+            s,
+            &typed::<T>("outer_product"),
+            shape(total.div_ceil(ge), GROUP_THREADS, ge * 8)?,
+            |l| {
+                l.arg(&at_ptr)
+                    .arg(&at_row)
+                    .arg(&at_val)
+                    .arg(&slice_k)
+                    .arg(&slice_off)
+                    .arg(&nslices)
+                    .arg(&ops.b_ptr)
+                    .arg(&ops.b_col)
+                    .arg(&ops.b_val)
+                    .arg(&mut cursor)
+                    .arg(&mut col0)
+                    .arg(&mut val0)
+                    .arg(&ge)
+                    .arg(&total);
+            },
+        )?;
+        prof.mark("heavy: outer product")?;
+        drop((
+            at_row, at_val, fill, slice_k, at_ptr, slice_off, flags, col_cnt, cursor,
+        ));
+        bufs.col[0] = Some(col0);
+        bufs.val[0] = Some(val0);
+
+        let mut h = zeros::<u32>(s, nheavy as usize, "heavy row ids")?;
+        launch(g, s, "iota_u32", strided(g, nheavy, 256), |l| {
+            l.arg(&mut h).arg(&nheavy);
+        })?;
+        let base = zeros::<u32>(s, nheavy as usize, "chunk bases")?;
+        let mut finals = Vec::new();
+        if p.levels.is_empty() {
+            let lists = self.bin_items(s, &c_hat_ptr, 0, nheavy, bins)?;
+            finals.push(FinalChunks {
+                buffer: 0,
+                ptr: c_hat_ptr,
+                h,
+                base,
+                first: 0,
+                lists,
+                _marker: Default::default(),
+            });
+            return Ok(finals);
+        }
+
+        // The hierarchical multisplit, double-buffered; heavy chunks first in each output.
+        let entry = 4 + std::mem::size_of::<T>() as u64;
+        let ms_elems = p.multisplit_group_elems;
+        let max_rows = ((ms_elems - 1).div_ceil(p.tau + 1) + 1) as u32;
+        let warps = (GROUP_THREADS / 32) as u64;
+        let mut width = p.chunks_required * p.chunk_width;
+        let (mut in_ptr, mut in_h, mut in_base, mut in_rows, mut in_buf) =
+            (c_hat_ptr, h, base, nheavy, 0usize);
+        for (level, &nch) in p.levels.iter().enumerate() {
+            let last = level + 1 == p.levels.len();
+            width /= nch;
+            let shift = width.trailing_zeros();
+            let nch32 = nch as u32;
+            let in_total = read_at(s, &in_ptr, in_rows as usize, "a level's size")?;
+            let nout = in_rows * nch;
+            if nout >= u32::MAX as u64 {
+                return Err(Error::gpu(
+                    "multisplit",
+                    format!("{nout} chunks in one level"),
+                ));
+            }
+            let mut counts = zeros::<u64>(s, nout as usize, "chunk counts")?;
+            let hist_bytes = max_rows as u64 * nch * warps * 4;
+            let blocks = in_total.div_ceil(ms_elems);
+            {
+                let col = buf(&bufs.col, in_buf)?;
+                launch(
+                    g,
+                    s,
+                    "multisplit_histogram",
+                    shape(blocks, GROUP_THREADS, hist_bytes)?,
+                    |l| {
+                        l.arg(&in_ptr)
+                            .arg(&in_rows)
+                            .arg(col)
+                            .arg(&nch32)
+                            .arg(&shift)
+                            .arg(&ms_elems)
+                            .arg(&max_rows)
+                            .arg(&mut counts);
+                    },
+                )?;
+            }
+            prof.mark("heavy: histogram")?;
+            let mut flags = zeros::<u64>(s, nout as usize + 1, "chunk flags")?;
+            let (tau, last_i) = (p.tau, last as i32);
+            launch(g, s, "chunk_flags", strided(g, nout + 1, 256), |l| {
+                l.arg(&counts)
+                    .arg(&nout)
+                    .arg(&tau)
+                    .arg(&last_i)
+                    .arg(&mut flags);
+            })?;
+            exclusive_scan(g, s, &mut flags, nout + 1, "chunk flags")?;
+            let next_heavy = read_at(s, &flags, nout as usize, "heavy chunk count")?;
+            let mut pos = zeros::<u32>(s, nout as usize, "chunk positions")?;
+            let mut out_ptr = zeros::<u64>(s, nout as usize + 1, "Ĉ_reord's row offsets")?;
+            let mut out_h = zeros::<u32>(s, nout as usize, "chunk rows")?;
+            let mut out_base = zeros::<u32>(s, nout as usize, "chunk bases")?;
+            launch(g, s, "chunk_place", strided(g, nout + 1, 256), |l| {
+                l.arg(&counts)
+                    .arg(&flags)
+                    .arg(&nout)
+                    .arg(&nch32)
+                    .arg(&shift)
+                    .arg(&in_h)
+                    .arg(&in_base)
+                    .arg(&mut pos)
+                    .arg(&mut out_ptr)
+                    .arg(&mut out_h)
+                    .arg(&mut out_base);
+            })?;
+            exclusive_scan(g, s, &mut out_ptr, nout + 1, "Ĉ_reord's row offsets")?;
+            let mut cursor = check("copy Ĉ_reord's row offsets", s.clone_dtod(&out_ptr))?;
+            let out_buf = 1 - in_buf;
+            if bufs.col[out_buf].is_none() {
+                bufs.col[out_buf] = Some(uninit::<u32>(
+                    s,
+                    total as usize,
+                    poison,
+                    "Ĉ_reord's columns",
+                )?);
+                bufs.val[out_buf] =
+                    Some(uninit::<T>(s, total as usize, poison, "Ĉ_reord's values")?);
+            }
+            let local = max_rows as u64 * nch;
+            let shared = local * 8 + warps * local * 4 + (local + 1) * 4 + ms_elems * entry + 8;
+            if shared > g.shared_per_block() {
+                return Err(Error::gpu(
+                    "multisplit",
+                    format!("needs {shared} bytes of shared memory per block"),
+                ));
+            }
+            {
+                let [c0, c1] = &mut bufs.col;
+                let [v0, v1] = &mut bufs.val;
+                let (in_col, out_col) = if in_buf == 0 { (c0, c1) } else { (c1, c0) };
+                let (in_val, out_val) = if in_buf == 0 { (v0, v1) } else { (v1, v0) };
+                let (in_col, in_val) = (some(in_col)?, some(in_val)?);
+                let (out_col, out_val) = (some_mut(out_col)?, some_mut(out_val)?);
+                launch(
+                    g,
+                    s,
+                    &typed::<T>("multisplit"),
+                    shape(blocks, GROUP_THREADS, shared)?,
+                    |l| {
+                        l.arg(&in_ptr)
+                            .arg(&in_rows)
+                            .arg(in_col)
+                            .arg(in_val)
+                            .arg(&nch32)
+                            .arg(&shift)
+                            .arg(&ms_elems)
+                            .arg(&max_rows)
+                            .arg(&pos)
+                            .arg(&mut cursor)
+                            .arg(out_col)
+                            .arg(out_val);
+                    },
+                )?;
+            }
+            prof.mark("heavy: multisplit")?;
+            let first = if last { 0 } else { next_heavy };
+            let lists = self.bin_items(s, &out_ptr, first, nout - first, bins)?;
+            if !last && lists.counts[bins.len()] > 0 {
+                return Err(Error::gpu(
+                    "multisplit",
+                    "a light chunk was binned as heavy",
+                ));
+            }
+            let next_ptr = if next_heavy > 0 && !last {
+                Some(check(
+                    "copy heavy chunk offsets",
+                    s.clone_dtod(&out_ptr.slice(..next_heavy as usize + 1)),
+                )?)
+            } else {
+                None
+            };
+            let (next_h, next_base) = if next_ptr.is_some() {
+                (
+                    Some(check(
+                        "copy heavy chunk rows",
+                        s.clone_dtod(&out_h.slice(..next_heavy as usize)),
+                    )?),
+                    Some(check(
+                        "copy heavy chunk bases",
+                        s.clone_dtod(&out_base.slice(..next_heavy as usize)),
+                    )?),
+                )
+            } else {
+                (None, None)
+            };
+            finals.push(FinalChunks {
+                buffer: out_buf,
+                ptr: out_ptr,
+                h: out_h,
+                base: out_base,
+                first,
+                lists,
+                _marker: Default::default(),
+            });
+            match (next_ptr, next_h, next_base) {
+                (Some(np), Some(nh), Some(nb)) => {
+                    in_ptr = np;
+                    in_h = nh;
+                    in_base = nb;
+                    in_rows = next_heavy;
+                    in_buf = out_buf;
+                }
+                _ => break,
+            }
+        }
+        Ok(finals)
+    }
+}
+
+/// The products per row of the rows asked for, as a prefix (host side, to plan batches).
+fn host_products<T: Scalar>(a: &Csr<T>, b: &Csr<T>, rows: &Range<usize>) -> Vec<u64> {
+    let mut out = Vec::with_capacity(rows.len() + 1);
+    out.push(0u64);
+    let mut run = 0;
+    for r in rows.clone() {
+        run += super::row_products(a, b, r);
+        out.push(run);
+    }
+    out
+}
+
+/// The name of a typed kernel for values of type `T`.
+fn typed<T: Scalar>(kernel: &str) -> String {
+    format!("{kernel}_{}", T::NAME)
+}
+
+fn buf<X>(b: &[Option<CudaSlice<X>>; 2], i: usize) -> Result<&CudaSlice<X>> {
+    some(&b[i])
+}
+
+fn some<X>(b: &Option<CudaSlice<X>>) -> Result<&CudaSlice<X>> {
+    b.as_ref()
+        .ok_or_else(|| Error::gpu("multisplit", "a Ĉ buffer is missing"))
+}
+
+fn some_mut<X>(b: &mut Option<CudaSlice<X>>) -> Result<&mut CudaSlice<X>> {
+    b.as_mut()
+        .ok_or_else(|| Error::gpu("multisplit", "a Ĉ buffer is missing"))
+}
+
+/// Launches kernel `name` on `s`, its arguments pushed by `args`.
+fn launch<'a>(
+    g: &'a Gpu,
+    s: &'a Arc<CudaStream>,
+    name: &str,
+    cfg: cudarc::driver::LaunchConfig,
+    args: impl FnOnce(&mut cudarc::driver::LaunchArgs<'a>),
+) -> Result<()> {
+    let f = g.function(name)?;
+    let mut l = s.launch_builder(f);
+    args(&mut l);
+    // SAFETY: each call site passes the arguments its kernel declares, in order and type, and
+    // sizes the grid and shared memory as the kernel expects.
+    check(name, unsafe { l.launch(cfg) }).map(|_| ())
+}
+
+/// Makes each of `others` wait for the work queued so far on `main`.
+fn fork(main: &Arc<CudaStream>, others: &[&Arc<CudaStream>]) -> Result<()> {
+    for o in others {
+        check("order the streams", o.join(main))?;
+    }
+    Ok(())
+}
+
+/// Makes `main` wait for the work queued so far on each of `others`.
+fn join(main: &Arc<CudaStream>, others: &[&Arc<CudaStream>]) -> Result<()> {
+    for o in others {
+        check("order the streams", main.join(o))?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bins_cover_up_to_tau_and_fit_shared_memory() {
+        for (shared, val) in [(49152u64, 4u64), (49152, 8), (101376, 4)] {
+            let p = engine_params(1 << 20, shared, val);
+            let bins = hash_bins(p.tau);
+            let top = bins.last().unwrap();
+            assert_eq!(top.table as u64 / 2, p.tau);
+            assert!(top.table as u64 * (4 + val) <= shared);
+            for w in bins.windows(2) {
+                assert!(w[0].table < w[1].table);
+            }
+            for b in &bins {
+                assert!(b.table <= b.threads * 8, "at most 8 slots per thread");
+                assert!(b.threads % 32 == 0 && b.threads <= 1024);
+            }
+        }
+    }
+}

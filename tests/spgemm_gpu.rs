@@ -1,0 +1,332 @@
+//! The GPU engine (gMAGNUS) against the CPU engine, the reference: same structure, values within
+//! rounding, on random, R-MAT, empty, one-row, one-dense-row, very wide and (ignored by default)
+//! huge inputs, with masks, row batches and forced memory limits. Outputs are poisoned before the
+//! kernels write them.
+//!
+//! Without a usable GPU these tests say so and pass, unless `GMCL_REQUIRE_GPU=1` (set on the GPU
+//! machine), where a missing GPU fails them.
+
+use gmcl::generate::{self, RmatParams};
+use gmcl::spgemm::gpu::{GpuEngine, GpuTuning};
+use gmcl::spgemm::{cpu::CpuEngine, Pattern, SpgemmOptions};
+use gmcl::{BuildOptions, Csr, Scalar};
+
+/// The engine with poisoned outputs, or `None` (after saying why) where no GPU is usable.
+fn engine(memory_limit: Option<u64>) -> Option<GpuEngine> {
+    match GpuEngine::open() {
+        Ok(e) => Some(e.with_tuning(GpuTuning {
+            memory_limit,
+            poison: true,
+            profile: false,
+        })),
+        Err(why) => {
+            assert!(
+                std::env::var("GMCL_REQUIRE_GPU").map_or(true, |v| v != "1"),
+                "GMCL_REQUIRE_GPU=1 but the GPU engine is unavailable: {why}"
+            );
+            eprintln!("skipped: {why}");
+            None
+        }
+    }
+}
+
+/// SplitMix64.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+    fn unit(&mut self) -> f64 {
+        (self.next() >> 11) as f64 / (1u64 << 53) as f64
+    }
+}
+
+/// A random sparse matrix with about `per_row` entries per row, values in [-2, 2) (never 0).
+fn random<T: Scalar>(nrows: usize, ncols: usize, per_row: usize, seed: u64) -> Csr<T> {
+    let mut rng = Rng(seed);
+    let mut ptr = vec![0u64];
+    let mut cols = Vec::new();
+    let mut vals = Vec::new();
+    for _ in 0..nrows {
+        let mut row: Vec<u32> = (0..per_row)
+            .map(|_| (rng.next() % ncols.max(1) as u64) as u32)
+            .collect();
+        row.sort_unstable();
+        row.dedup();
+        for c in row {
+            cols.push(c);
+            let v = rng.unit() * 4.0 - 2.0;
+            vals.push(T::from_f64(if v == 0.0 { 1.0 } else { v }));
+        }
+        ptr.push(cols.len() as u64);
+    }
+    if ncols == 0 {
+        return Csr::empty(nrows, 0);
+    }
+    Csr::from_parts(nrows, ncols, ptr, cols, vals).unwrap()
+}
+
+/// A symmetric R-MAT graph (weights in [0.5, 1.5)) from gmcl's generator.
+fn rmat<T: Scalar>(scale: u32, edge_factor: u64, seed: u64) -> Csr<T> {
+    let mut p = RmatParams::new(scale, edge_factor << scale);
+    p.seed = seed;
+    p.weights = true;
+    let el = generate::generate(&p).unwrap();
+    let opts = BuildOptions {
+        symmetrize: true,
+        drop_self_loops: true,
+        ..Default::default()
+    };
+    Csr::<f64>::from_edges(&el, &opts).unwrap().cast()
+}
+
+fn abs<T: Scalar>(m: &Csr<T>) -> Csr<f64> {
+    let mut m: Csr<f64> = m.cast();
+    for v in m.values_mut() {
+        *v = v.abs();
+    }
+    m
+}
+
+/// Checks the GPU's C against the CPU engine's: identical structure, and each value within
+/// rounding of the reference, measured against the sum of the magnitudes of its products.
+fn assert_same<T: Scalar>(gpu: &Csr<T>, cpu: &Csr<T>, magnitude: &Csr<f64>, what: &str) {
+    assert_eq!(
+        (gpu.nrows(), gpu.ncols()),
+        (cpu.nrows(), cpu.ncols()),
+        "{what}: shape"
+    );
+    assert_eq!(gpu.row_ptr(), cpu.row_ptr(), "{what}: row offsets");
+    assert_eq!(gpu.col_idx(), cpu.col_idx(), "{what}: columns");
+    let eps = if T::NAME == "f32" {
+        f32::EPSILON as f64
+    } else {
+        f64::EPSILON
+    };
+    for (i, ((g, c), m)) in gpu
+        .values()
+        .iter()
+        .zip(cpu.values())
+        .zip(magnitude.values())
+        .enumerate()
+    {
+        let (g, c) = (g.to_f64(), c.to_f64());
+        assert!(
+            (g - c).abs() <= 64.0 * eps * m.max(f64::MIN_POSITIVE),
+            "{what}: entry {i} (column {}): GPU {g} vs CPU {c} (magnitude {m})",
+            gpu.col_idx()[i]
+        );
+    }
+}
+
+/// Multiplies on both engines (with the options) and compares; returns C's entry count.
+fn check<T: Scalar>(
+    e: &GpuEngine,
+    a: &Csr<T>,
+    b: &Csr<T>,
+    opts: &SpgemmOptions,
+    what: &str,
+) -> usize {
+    let cpu = CpuEngine::default().multiply(a, b, opts).unwrap();
+    let (gpu, stats) = e.multiply(a, b, opts).unwrap();
+    let mag = CpuEngine::default()
+        .multiply(&abs(a), &abs(b), opts)
+        .unwrap();
+    assert_same(&gpu, &cpu, &mag, what);
+    assert_eq!(stats.nnz as usize, gpu.nnz(), "{what}: stats");
+    cpu.nnz()
+}
+
+#[test]
+fn random_products_match_the_cpu_engine() {
+    let Some(e) = engine(None) else { return };
+    for (seed, (m, k, n, per_row)) in [
+        (10, 10, 10, 3),
+        (100, 80, 120, 5),
+        (1000, 1000, 1000, 8),
+        (2000, 500, 3000, 30),
+        (300, 2000, 40000, 60),
+        (5000, 5000, 5000, 2),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let a = random::<f64>(m, k, per_row, seed as u64);
+        let b = random::<f64>(k, n, per_row, seed as u64 + 100);
+        let nnz = check(
+            &e,
+            &a,
+            &b,
+            &SpgemmOptions::default(),
+            &format!("f64 {m}x{k}x{n}"),
+        );
+        assert!(nnz > 0);
+        let (a, b): (Csr<f32>, Csr<f32>) = (a.cast(), b.cast());
+        check(
+            &e,
+            &a,
+            &b,
+            &SpgemmOptions::default(),
+            &format!("f32 {m}x{k}x{n}"),
+        );
+    }
+}
+
+#[test]
+fn rmat_squares_match_the_cpu_engine() {
+    let Some(e) = engine(None) else { return };
+    for (scale, ef) in [(10, 8), (12, 16), (14, 8)] {
+        let a = rmat::<f64>(scale, ef, 7);
+        check(
+            &e,
+            &a,
+            &a,
+            &SpgemmOptions::default(),
+            &format!("f64 rmat s{scale} ef{ef}"),
+        );
+        let a: Csr<f32> = a.cast();
+        check(
+            &e,
+            &a,
+            &a,
+            &SpgemmOptions::default(),
+            &format!("f32 rmat s{scale} ef{ef}"),
+        );
+    }
+}
+
+#[test]
+fn empty_and_tiny_inputs() {
+    let Some(e) = engine(None) else { return };
+    let none = SpgemmOptions::default();
+    let z = Csr::<f32>::empty(0, 0);
+    let (c, _) = e.multiply(&z, &z, &none).unwrap();
+    assert_eq!((c.nrows(), c.ncols(), c.nnz()), (0, 0, 0));
+    let a = Csr::<f32>::empty(5, 7);
+    let b = random::<f32>(7, 9, 3, 1);
+    let (c, _) = e.multiply(&a, &b, &none).unwrap();
+    assert_eq!((c.nrows(), c.ncols(), c.nnz()), (5, 9, 0));
+    // One row, one entry.
+    let a = Csr::<f64>::from_dense(1, 1, &[3.0]);
+    let (c, _) = e.multiply(&a, &a, &none).unwrap();
+    assert_eq!(c.to_dense(), vec![9.0]);
+    // One row times a random B.
+    let a = random::<f64>(1, 50, 20, 3);
+    let b = random::<f64>(50, 70, 10, 4);
+    check(&e, &a, &b, &none, "one row");
+}
+
+#[test]
+fn one_dense_row_takes_the_heavy_path() {
+    let Some(e) = engine(None) else { return };
+    // Row 0 of A is dense: its products far exceed τ, so it goes through the outer product, the
+    // multisplit and the dense accumulators; the other rows are light.
+    for ncols in [5_000usize, 60_000, 1 << 20] {
+        let k = 4000;
+        let mut a = random::<f64>(64, k, 4, 11).to_dense();
+        for x in a.iter_mut().take(k) {
+            *x = 1.5;
+        }
+        let a = Csr::from_dense(64, k, &a);
+        let b = random::<f64>(k, ncols, 12, 12);
+        let p = e.params::<f64>(ncols as u64);
+        check(
+            &e,
+            &a,
+            &b,
+            &SpgemmOptions::default(),
+            &format!("dense row, {ncols} columns, levels {:?}", p.levels),
+        );
+        let (a, b): (Csr<f32>, Csr<f32>) = (a.cast(), b.cast());
+        check(
+            &e,
+            &a,
+            &b,
+            &SpgemmOptions::default(),
+            &format!("f32 dense row, {ncols} columns"),
+        );
+    }
+}
+
+#[test]
+fn masked_products_match_the_cpu_engine() {
+    let Some(e) = engine(None) else { return };
+    let a = rmat::<f64>(12, 16, 3);
+    let opts = SpgemmOptions {
+        mask: Some(Pattern::of(&a)),
+        rows: None,
+    };
+    let nnz = check(&e, &a, &a, &opts, "A² masked by A");
+    assert!(nnz > 0);
+    let a = random::<f32>(500, 500, 40, 9);
+    let opts = SpgemmOptions {
+        mask: Some(Pattern::of(&a)),
+        rows: None,
+    };
+    check(&e, &a, &a, &opts, "random masked");
+}
+
+#[test]
+fn row_batches_and_memory_limits_give_the_same_product() {
+    let Some(full) = engine(None) else { return };
+    let a = rmat::<f32>(13, 16, 5);
+    let (whole, _) = full.multiply(&a, &a, &SpgemmOptions::default()).unwrap();
+    // Rows asked for explicitly.
+    let opts = SpgemmOptions {
+        mask: None,
+        rows: Some(1000..5000),
+    };
+    check(&full, &a, &a, &opts, "rows 1000..5000");
+    // A memory limit far below the product's size forces many batches.
+    let Some(small) = engine(Some(4 << 20)) else {
+        return;
+    };
+    let mut seen = Vec::new();
+    let mut parts = Vec::new();
+    small
+        .multiply_batches(&a, &a, &SpgemmOptions::default(), |rows, c| {
+            assert_eq!(c.nrows(), rows.len());
+            seen.push(rows);
+            parts.push(c);
+            Ok(())
+        })
+        .unwrap();
+    assert!(seen.len() > 4, "only {} batches", seen.len());
+    assert_eq!(seen.first().unwrap().start, 0);
+    assert_eq!(seen.last().unwrap().end, a.nrows());
+    for w in seen.windows(2) {
+        assert_eq!(w[0].end, w[1].start);
+    }
+    let (batched, _) = small.multiply(&a, &a, &SpgemmOptions::default()).unwrap();
+    assert_eq!(batched.row_ptr(), whole.row_ptr());
+    assert_eq!(batched.col_idx(), whole.col_idx());
+    let mag = CpuEngine::default()
+        .multiply(&abs(&a), &abs(&a), &SpgemmOptions::default())
+        .unwrap();
+    assert_same(&batched, &whole, &mag, "batched against whole");
+}
+
+/// A symmetric R-MAT at scale 18, edge factor 8, squared: about 2.9e9 intermediate products,
+/// past 2^31, with Ĉ larger than 2^32 bytes. Run on the GPU machine with --include-ignored.
+#[test]
+#[ignore = "huge: run on a GPU machine with --include-ignored"]
+fn huge_symmetric_rmat_square() {
+    let Some(e) = engine(None) else { return };
+    let a = rmat::<f32>(18, 8, 1);
+    let products = gmcl::spgemm::intermediate_products(&a, &a).unwrap();
+    assert!(products > 1 << 31, "{products} products");
+    let cpu = CpuEngine::default()
+        .multiply(&a, &a, &SpgemmOptions::default())
+        .unwrap();
+    let (gpu, stats) = e.multiply(&a, &a, &SpgemmOptions::default()).unwrap();
+    assert_eq!(stats.intermediate_products, products);
+    let mag = CpuEngine::default()
+        .multiply(&abs(&a), &abs(&a), &SpgemmOptions::default())
+        .unwrap();
+    assert_same(&gpu, &cpu, &mag, "sym s18 ef8");
+}
