@@ -214,28 +214,37 @@ __device__ void hash_segs_numeric(const u64* s_ptr, const u32* s_col, const T* s
     }
 }
 
-// Dense accumulators over a chunk `width` columns wide (a power of two, a multiple of 32).
+// Dense accumulators over a chunk `width` columns wide (a power of two, a multiple of 32). A
+// byte per column marks presence: every writer stores the same 1, so no atomic is needed (a
+// bitmap needs atomicOr, and the consecutive columns of one B row all hit the same word).
+
+// The entries of a chunk: the marked bytes, counted four at a time.
+__device__ __forceinline__ u32 marked_in_word(u32 w) {
+    return __popc(w & 0x01010101u);
+}
+
 extern "C" __global__ void __launch_bounds__(1024)
 dense_segs_symbolic(const u64* s_ptr, const u32* s_col, const u32* segs, const u32* s_h,
                     const u32* s_base, u32 width, u32 width_shift, u32 nchunks,
                     const u32* heavy_rows, u64 row0, const u64* m_ptr, const u32* m_col,
                     int has_mask, u64* grid) {
-    extern __shared__ u32 bits[];
+    extern __shared__ u32 flag_words[];
+    unsigned char* flags = (unsigned char*)flag_words;
     __shared__ u64 tmp[WARP];
     __shared__ u64 total;
     const u32 s = segs[blockIdx.x];
     const u32 h = s_h[s], base = s_base[s];
     const u64 grow = row0 + heavy_rows[h];
-    const u32 words = width / 32;
-    for (u32 w = threadIdx.x; w < words; w += blockDim.x) bits[w] = 0;
+    const u32 words = width / 4;
+    for (u32 w = threadIdx.x; w < words; w += blockDim.x) flag_words[w] = 0;
     __syncthreads();
     for (u64 p = s_ptr[s] + threadIdx.x; p < s_ptr[s + 1]; p += blockDim.x) {
         const u32 c = s_col[p];
-        if (mask_keeps(m_ptr, m_col, has_mask, grow, base + c)) atomicOr(&bits[c >> 5], 1u << (c & 31));
+        if (mask_keeps(m_ptr, m_col, has_mask, grow, base + c)) flags[c] = 1;
     }
     __syncthreads();
     u64 mine = 0;
-    for (u32 w = threadIdx.x; w < words; w += blockDim.x) mine += __popc(bits[w]);
+    for (u32 w = threadIdx.x; w < words; w += blockDim.x) mine += marked_in_word(flag_words[w]);
     block_exclusive_scan_u64(mine, tmp, &total);
     if (threadIdx.x == 0) grid[grid_slot(h, base, width_shift, nchunks)] = total;
 }
@@ -248,40 +257,54 @@ __device__ void dense_segs_numeric(const u64* s_ptr, const u32* s_col, const T* 
                                    const u64* gs, const u64* c_ptr, u32* c_col, T* c_val,
                                    unsigned char* smem) {
     T* vals = (T*)smem;
-    u32* bits = (u32*)(smem + (u64)width * sizeof(T));
-    __shared__ u64 tmp[WARP];
-    __shared__ u64 total;
+    u32* flag_words = (u32*)(smem + (u64)width * sizeof(T));
+    unsigned char* flags = (unsigned char*)flag_words;
     const u32 s = segs[blockIdx.x];
     const u32 h = s_h[s], base = s_base[s];
     const u64 grow = row0 + heavy_rows[h];
-    const u32 words = width / 32;
+    const u32 words = width / 4;
     for (u32 j = threadIdx.x; j < width; j += blockDim.x) vals[j] = (T)0;
-    for (u32 w = threadIdx.x; w < words; w += blockDim.x) bits[w] = 0;
+    for (u32 w = threadIdx.x; w < words; w += blockDim.x) flag_words[w] = 0;
     __syncthreads();
     for (u64 p = s_ptr[s] + threadIdx.x; p < s_ptr[s + 1]; p += blockDim.x) {
         const u32 c = s_col[p];
         if (mask_keeps(m_ptr, m_col, has_mask, grow, base + c)) {
             atomicAdd(&vals[c], s_val[p]);
-            atomicOr(&bits[c >> 5], 1u << (c & 31));
+            flags[c] = 1;
         }
     }
     __syncthreads();
-    // Each thread owns a contiguous run of bitmap words so that the prefix sum orders entries.
-    const u32 per = (words + blockDim.x - 1) / blockDim.x;
-    const u32 w0 = min(words, threadIdx.x * per), w1 = min(words, w0 + per);
-    u64 mine = 0;
-    for (u32 w = w0; w < w1; ++w) mine += __popc(bits[w]);
-    u64 at = block_exclusive_scan_u64(mine, tmp, &total)
-             + chunk_out(gs, c_ptr, heavy_rows, h, base, width_shift, nchunks);
-    for (u32 w = w0; w < w1; ++w) {
-        u32 b = bits[w];
-        while (b) {
-            const u32 bit = __ffs(b) - 1;
-            b &= b - 1;
-            const u32 c = w * 32 + bit;
-            c_col[at] = base + c;
-            c_val[at] = vals[c];
-            ++at;
+    // Write the entries in column order, a round of blockDim columns at a time: each warp ranks
+    // its marked columns with a ballot, warp 0 offsets the warps, and consecutive entries go to
+    // consecutive places in C (coalesced).
+    __shared__ u32 warp_tot[WARP];
+    __shared__ u32 round_tot;
+    const u32 lane = threadIdx.x % WARP, warp = threadIdx.x / WARP, nwarps = blockDim.x / WARP;
+    u64 at = chunk_out(gs, c_ptr, heavy_rows, h, base, width_shift, nchunks);
+    for (u32 c0 = 0; c0 < width; c0 += blockDim.x) {
+        const u32 c = c0 + threadIdx.x;
+        const bool marked = c < width && flags[c];
+        const u32 ballot = __ballot_sync(0xffffffffu, marked);
+        if (lane == 0) warp_tot[warp] = __popc(ballot);
+        __syncthreads();
+        if (warp == 0) {
+            const u32 v = lane < nwarps ? warp_tot[lane] : 0;
+            u32 inc = v;
+            #pragma unroll
+            for (u32 d = 1; d < WARP; d <<= 1) {
+                const u32 o = __shfl_up_sync(0xffffffffu, inc, d);
+                if (lane >= d) inc += o;
+            }
+            if (lane < nwarps) warp_tot[lane] = inc - v;
+            if (lane == WARP - 1) round_tot = inc;
         }
+        __syncthreads();
+        if (marked) {
+            const u64 dest = at + warp_tot[warp] + __popc(ballot & ((1u << lane) - 1));
+            c_col[dest] = base + c;
+            c_val[dest] = vals[c];
+        }
+        at += round_tot;
+        __syncthreads();
     }
 }

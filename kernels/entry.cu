@@ -1,7 +1,7 @@
 // Typed entry points: each templated kernel body instantiated for f32 and f64 values, with the
 // value type's name as suffix (the Rust side asks for `<kernel>_f32` or `<kernel>_f64`).
 
-#define GMCL_TYPED_KERNELS(T, S)                                                                  \
+#define GMCL_TYPED_KERNELS(T, S, MS)                                                                 \
 extern "C" __global__ void __launch_bounds__(1024)                                               \
 hash_rows_numeric_##S(const u64* a_ptr, const u32* a_col, const T* a_val, const u64* b_ptr,      \
                       const u32* b_col, const T* b_val, u64 row0, const u32* rows, u32 table,     \
@@ -41,21 +41,22 @@ csc_scatter_##S(const u64* a_ptr, const u32* a_col, const T* a_val, const u32* h
 }                                                                                                 \
 extern "C" __global__ void __launch_bounds__(1024)                                               \
 outer_product_##S(const u64* at_ptr, const u32* at_row, const T* at_val, const u32* slice_k,     \
-                  const u64* slice_off, u64 nslices, const u64* b_ptr, const u32* b_col,          \
-                  const T* b_val, u64* cursor, u32* out_col, T* out_val, u64 group_elems,         \
-                  u64 total) {                                                                    \
+                  const u64* slice_off, u64 nslices, const u32* group_first,                      \
+                  const u32* group_last, const u64* b_ptr, const u32* b_col, const T* b_val,      \
+                  u64* cursor, u32* out_col, T* out_val, u64 group_elems, u64 total) {            \
     extern __shared__ __align__(16) unsigned char smem_##S[];                                     \
-    outer_product<T>(at_ptr, at_row, at_val, slice_k, slice_off, nslices, b_ptr, b_col, b_val,   \
-                     cursor, out_col, out_val, group_elems, total, smem_##S);                     \
+    outer_product<T>(at_ptr, at_row, at_val, slice_k, slice_off, nslices, group_first,           \
+                     group_last, b_ptr, b_col, b_val, cursor, out_col, out_val, group_elems,      \
+                     total, smem_##S);                                                            \
 }                                                                                                 \
-extern "C" __global__ void __launch_bounds__(1024)                                               \
+extern "C" __global__ void __launch_bounds__(256, 4)                                             \
 multisplit_##S(const u64* in_ptr, u64 nrows, const u32* in_col, const T* in_val, u32 nchunks,    \
-               u32 shift, u64 group_elems, u32 max_rows, const u32* pos, u64* cursor,             \
-               u32* out_col, T* out_val) {                                                        \
+               u32 shift, u64 group_elems, u32 max_rows, const u32* group_row, const u32* pos,    \
+               u64* cursor, u32* out_col, T* out_val) {                                           \
     extern __shared__ __align__(16) unsigned char smem_##S[];                                     \
-    multisplit<T>(in_ptr, nrows, in_col, in_val, nchunks, shift, group_elems, max_rows, pos,     \
-                  cursor, out_col, out_val, smem_##S);                                            \
+    multisplit<T, MS>(in_ptr, nrows, in_col, in_val, nchunks, shift, group_elems, max_rows,          \
+                  group_row, pos, cursor, out_col, out_val, smem_##S);                            \
 }
 
-GMCL_TYPED_KERNELS(float, f32)
-GMCL_TYPED_KERNELS(double, f64)
+GMCL_TYPED_KERNELS(float, f32, MS_PER_THREAD_F32)
+GMCL_TYPED_KERNELS(double, f64, MS_PER_THREAD_F64)

@@ -78,6 +78,7 @@ __device__ __forceinline__ u64 b_len(const u64* b_ptr, const u32* slice_k, u64 s
 template <typename T>
 __device__ void outer_product(const u64* at_ptr, const u32* at_row, const T* at_val,
                               const u32* slice_k, const u64* slice_off, u64 nslices,
+                              const u32* group_first, const u32* group_last,
                               const u64* b_ptr, const u32* b_col, const T* b_val, u64* cursor,
                               u32* out_col, T* out_val, u64 group_elems, u64 total,
                               unsigned char* smem) {
@@ -86,8 +87,8 @@ __device__ void outer_product(const u64* at_ptr, const u32* at_row, const T* at_
     const u64 g1 = min(g0 + group_elems, total);
     if (g0 >= g1) return;
     // The Ã entries this block touches: [e_first, e_last].
-    const u64 s_first = upper_bound_u64(slice_off, 0, nslices + 1, g0) - 1;
-    const u64 s_last = upper_bound_u64(slice_off, 0, nslices + 1, g1 - 1) - 1;
+    const u64 s_first = group_first[blockIdx.x];
+    const u64 s_last = group_last[blockIdx.x];
     const u64 e_first = at_ptr[s_first] + (g0 - slice_off[s_first]) / b_len(b_ptr, slice_k, s_first);
     const u64 e_last = at_ptr[s_last] + (g1 - 1 - slice_off[s_last]) / b_len(b_ptr, slice_k, s_last);
     // Step 2: claim room in Ĉ for each touched Ã entry.
@@ -100,19 +101,37 @@ __device__ void outer_product(const u64* at_ptr, const u32* at_row, const T* at_
         off_local[e - e_first] = atomicAdd(&cursor[at_row[e]], hi - lo);
     }
     __syncthreads();
-    // Step 3: write the products.
+    // Step 3: write the products. Each thread keeps its current slice in registers and divides
+    // in 32 bits when the numbers allow (64-bit division is slow on the GPU).
     s = s_first;
+    u64 s_lo = slice_off[s], s_hi = slice_off[s + 1];
+    u32 k = slice_k[s];
+    u64 b0 = b_ptr[k], bl = b_ptr[k + 1] - b0, a0 = at_ptr[s];
     for (u64 i = g0 + threadIdx.x; i < g1; i += blockDim.x) {
-        while (i >= slice_off[s + 1]) ++s;
-        const u32 k = slice_k[s];
-        const u64 bl = b_ptr[k + 1] - b_ptr[k];
-        const u64 local = i - slice_off[s];
-        const u64 ea = local / bl, eb = local - ea * bl;
-        const u64 e = at_ptr[s] + ea;
-        const u64 start = slice_off[s] + ea * bl;
+        while (i >= s_hi) {
+            ++s;
+            s_lo = s_hi;
+            s_hi = slice_off[s + 1];
+            k = slice_k[s];
+            b0 = b_ptr[k];
+            bl = b_ptr[k + 1] - b0;
+            a0 = at_ptr[s];
+        }
+        const u64 local = i - s_lo;
+        u64 ea, eb;
+        if ((local >> 32) == 0 && (bl >> 32) == 0) {
+            const u32 q = (u32)local / (u32)bl;
+            ea = q;
+            eb = (u32)local - q * (u32)bl;
+        } else {
+            ea = local / bl;
+            eb = local - ea * bl;
+        }
+        const u64 e = a0 + ea;
+        const u64 start = s_lo + ea * bl;
         const u64 first_excess = start < g0 ? g0 - start : 0;
         const u64 dest = off_local[e - e_first] + eb - first_excess;
-        const u64 bj = b_ptr[k] + eb;
+        const u64 bj = b0 + eb;
         out_col[dest] = b_col[bj];
         out_val[dest] = at_val[e] * b_val[bj];
     }
@@ -122,10 +141,37 @@ __device__ void outer_product(const u64* at_ptr, const u32* at_row, const T* at_
 // local to a range of width 2^(shift + log2 nchunks); each row splits into nchunks chunks of
 // 2^shift columns. Blocks take G consecutive elements, which span at most `max_rows` rows. ----
 
+// Warp-aggregated shared-memory counting: the lanes that hit the same chunk (consecutive
+// elements of one B row mostly do) elect one lane to add their number, instead of each lane
+// contending for the same counter.
+__device__ __forceinline__ void warp_count(u32* counter, u32 key) {
+    const u32 peers = __match_any_sync(__activemask(), key);
+    if ((threadIdx.x % WARP) == (u32)(__ffs(peers) - 1)) atomicAdd(counter, (u32)__popc(peers));
+}
+
+// As warp_count, returning each lane's own slot: the counter's old value plus the lane's rank
+// among its peers.
+__device__ __forceinline__ u32 warp_claim(u32* counter, u32 key) {
+    const u32 peers = __match_any_sync(__activemask(), key);
+    const u32 lane = threadIdx.x % WARP;
+    const u32 leader = __ffs(peers) - 1;
+    u32 first = 0;
+    if (lane == leader) first = atomicAdd(counter, (u32)__popc(peers));
+    first = __shfl_sync(peers, first, leader);
+    return first + __popc(peers & ((1u << lane) - 1));
+}
+
 // Histogram: counts[row * nchunks + chunk] += elements, through warp-private shared histograms.
-extern "C" __global__ void __launch_bounds__(1024)
+// Elements one thread of the histogram kernel holds in registers: a block of T threads takes at
+// most MS_PER_THREAD * T elements. The multisplit holds values too, so it takes a per-type count
+// (MS_PER_THREAD_F32 / _F64) to keep its registers within 4 blocks of 256 threads per SM.
+#define MS_PER_THREAD 16
+#define MS_PER_THREAD_F32 12
+#define MS_PER_THREAD_F64 8
+
+extern "C" __global__ void __launch_bounds__(256)
 multisplit_histogram(const u64* in_ptr, u64 nrows, const u32* in_col, u32 nchunks, u32 shift,
-                     u64 group_elems, u32 max_rows, u64* counts) {
+                     u64 group_elems, u32 max_rows, const u32* group_row, u64* counts) {
     extern __shared__ u32 hist[];  // [warps][max_rows * nchunks]
     const u64 total = in_ptr[nrows];
     const u64 g0 = (u64)blockIdx.x * group_elems;
@@ -134,13 +180,22 @@ multisplit_histogram(const u64* in_ptr, u64 nrows, const u32* in_col, u32 nchunk
     const u32 nwarps = blockDim.x / WARP, warp = threadIdx.x / WARP;
     const u32 local = max_rows * nchunks;
     for (u32 j = threadIdx.x; j < local * nwarps; j += blockDim.x) hist[j] = 0;
-    const u64 r0 = upper_bound_u64(in_ptr, 0, nrows + 1, g0) - 1;
-    __syncthreads();
+    const u64 r0 = group_row[blockIdx.x];
+    u32 chunk[MS_PER_THREAD];
     u64 r = r0;
-    for (u64 i = g0 + threadIdx.x; i < g1; i += blockDim.x) {
-        while (i >= in_ptr[r + 1]) ++r;
-        const u32 chunk = (u32)(r - r0) * nchunks + (in_col[i] >> shift);
-        atomicAdd(&hist[warp * local + chunk], 1u);
+    #pragma unroll
+    for (int j = 0; j < MS_PER_THREAD; ++j) {
+        const u64 i = g0 + threadIdx.x + (u64)j * blockDim.x;
+        chunk[j] = EMPTY_KEY;
+        if (i < g1) {
+            while (i >= in_ptr[r + 1]) ++r;
+            chunk[j] = (u32)(r - r0) * nchunks + (in_col[i] >> shift);
+        }
+    }
+    __syncthreads();
+    #pragma unroll
+    for (int j = 0; j < MS_PER_THREAD; ++j) {
+        if (chunk[j] != EMPTY_KEY) warp_count(&hist[warp * local + chunk[j]], chunk[j]);
     }
     __syncthreads();
     for (u32 c = threadIdx.x; c < local; c += blockDim.x) {
@@ -181,10 +236,11 @@ extern "C" __global__ void chunk_place(const u64* counts, const u64* flag_scan, 
     }
 }
 
-template <typename T>
+template <typename T, int PER_THREAD>
 __device__ void multisplit(const u64* in_ptr, u64 nrows, const u32* in_col, const T* in_val,
-                           u32 nchunks, u32 shift, u64 group_elems, u32 max_rows, const u32* pos,
-                           u64* cursor, u32* out_col, T* out_val, unsigned char* smem) {
+                           u32 nchunks, u32 shift, u64 group_elems, u32 max_rows,
+                           const u32* group_row, const u32* pos, u64* cursor, u32* out_col,
+                           T* out_val, unsigned char* smem) {
     const u32 nwarps = blockDim.x / WARP, warp = threadIdx.x / WARP;
     const u32 local = max_rows * nchunks;
     u64* offs_global = (u64*)smem;                                  // [local]
@@ -199,14 +255,27 @@ __device__ void multisplit(const u64* in_ptr, u64 nrows, const u32* in_col, cons
     const u64 g1 = min(g0 + group_elems, total);
     if (g0 >= g1) return;
     for (u32 j = threadIdx.x; j < local * nwarps; j += blockDim.x) hist[j] = 0;
-    const u64 r0 = upper_bound_u64(in_ptr, 0, nrows + 1, g0) - 1;
-    __syncthreads();
-    // Local histogram, one per warp.
+    const u64 r0 = group_row[blockIdx.x];
+    // Load the block's elements into registers (all loads in flight at once), then count them
+    // in the warp's histogram.
+    u32 col[PER_THREAD], chunk[PER_THREAD];
+    T val[PER_THREAD];
     u64 r = r0;
-    for (u64 i = g0 + threadIdx.x; i < g1; i += blockDim.x) {
-        while (i >= in_ptr[r + 1]) ++r;
-        const u32 chunk = (u32)(r - r0) * nchunks + (in_col[i] >> shift);
-        atomicAdd(&hist[warp * local + chunk], 1u);
+    #pragma unroll
+    for (int j = 0; j < PER_THREAD; ++j) {
+        const u64 i = g0 + threadIdx.x + (u64)j * blockDim.x;
+        chunk[j] = EMPTY_KEY;
+        if (i < g1) {
+            while (i >= in_ptr[r + 1]) ++r;
+            col[j] = in_col[i];
+            val[j] = in_val[i];
+            chunk[j] = (u32)(r - r0) * nchunks + (col[j] >> shift);
+        }
+    }
+    __syncthreads();
+    #pragma unroll
+    for (int j = 0; j < PER_THREAD; ++j) {
+        if (chunk[j] != EMPTY_KEY) warp_count(&hist[warp * local + chunk[j]], chunk[j]);
     }
     __syncthreads();
     // Per local chunk: turn the warp counts into each warp's start within the chunk, and claim
@@ -237,15 +306,14 @@ __device__ void multisplit(const u64* in_ptr, u64 nrows, const u32* in_col, cons
     }
     if (threadIdx.x == 0) offs_local[local] = (u32)(g1 - g0);
     __syncthreads();
-    // Local permute into shared memory (same element-to-thread assignment as the histogram).
-    r = r0;
-    for (u64 i = g0 + threadIdx.x; i < g1; i += blockDim.x) {
-        while (i >= in_ptr[r + 1]) ++r;
-        const u32 col = in_col[i];
-        const u32 chunk = (u32)(r - r0) * nchunks + (col >> shift);
-        const u32 dest = offs_local[chunk] + atomicAdd(&hist[warp * local + chunk], 1u);
-        col_buf[dest] = col;
-        val_buf[dest] = in_val[i];
+    // Local permute into shared memory, from the registers.
+    #pragma unroll
+    for (int j = 0; j < PER_THREAD; ++j) {
+        if (chunk[j] != EMPTY_KEY) {
+            const u32 dest = offs_local[chunk[j]] + warp_claim(&hist[warp * local + chunk[j]], chunk[j]);
+            col_buf[dest] = col[j];
+            val_buf[dest] = val[j];
+        }
     }
     __syncthreads();
     // Coalesced writes: local chunks are in row-major order, so a buffer position's row is the

@@ -70,3 +70,18 @@ extern "C" __global__ void grid_row_sums(const u64* gs, const u32* heavy_rows, u
         row_nnz[heavy_rows[h]] = gs[(h + 1) * nchunks] - gs[h * nchunks];
     }
 }
+
+// For each block b of a static partition of [0, total) into groups of group_elems elements:
+// first[b] = the row holding element b * group_elems, last[b] = the row holding the group's last
+// element (rows as laid out by the offsets ptr[0..n]). One thread per block boundary, so that the
+// kernels over the partition start without a binary search of their own.
+extern "C" __global__ void group_starts(const u64* ptr, u64 n, u64 group_elems, u64 total,
+                                        u64 nblocks, u32* first, u32* last) {
+    for (u64 b = blockIdx.x * (u64)blockDim.x + threadIdx.x; b < nblocks;
+         b += (u64)gridDim.x * blockDim.x) {
+        const u64 g0 = b * group_elems;
+        const u64 g1 = min(g0 + group_elems, total);
+        first[b] = (u32)(upper_bound_u64(ptr, 0, n + 1, g0) - 1);
+        last[b] = (u32)(upper_bound_u64(ptr, 0, n + 1, g1 - 1) - 1);
+    }
+}

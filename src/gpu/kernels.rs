@@ -26,6 +26,7 @@ pub const UNTYPED: &[&str] = &[
     "gather_sizes",
     "iota_u32",
     "grid_row_sums",
+    "group_starts",
     "hash_rows_symbolic",
     "hash_segs_symbolic",
     "dense_segs_symbolic",

@@ -11,7 +11,8 @@ use super::{check_operands, Pattern, ProductStats, SpgemmOptions};
 use crate::csr::Csr;
 use crate::error::{Error, Result};
 use crate::gpu::prims::{
-    check, exclusive_scan, is_out_of_memory, read_at, shape, strided, uninit, upload, zeros,
+    check, download, exclusive_scan, is_out_of_memory, read_at, shape, strided, uninit, upload,
+    zeros,
 };
 use crate::gpu::profile::Profile;
 use crate::gpu::{self, Gpu};
@@ -33,8 +34,21 @@ const SHARED_RESERVE: u64 = 256;
 const MAX_TABLE_SLOTS: u64 = 8 * 1024;
 /// Threads of the dense accumulator blocks.
 const DENSE_THREADS: u32 = 512;
-/// Threads of the outer-product and multisplit blocks (32 warps: the paper's n_subGroups).
-const GROUP_THREADS: u32 = 1024;
+/// Threads of the outer-product blocks.
+const OUTER_THREADS: u32 = 512;
+/// Threads of the histogram and multisplit blocks: 8 warps (the paper's n_subGroups), each with
+/// its own histogram; small blocks let several share a multiprocessor and hide each other's
+/// barriers.
+const SPLIT_THREADS: u32 = 256;
+/// Elements a histogram or multisplit thread holds in registers (MS_PER_THREAD in heavy.cu).
+/// (MS_PER_THREAD_F32 / _F64 in heavy.cu.)
+fn split_per_thread(val_bytes: u64) -> u64 {
+    if val_bytes == 4 {
+        12
+    } else {
+        8
+    }
+}
 
 /// Knobs of the GPU engine; the defaults are what a user wants.
 #[derive(Clone, Debug, Default)]
@@ -78,11 +92,19 @@ struct Bin {
 /// own variables, with τ capped so that the largest hash table has at most
 /// `MAX_TABLE_SLOTS` slots (the compaction before the sort stages 8 slots per thread of 1024).
 fn engine_params(c_cols: u64, shared_per_block: u64, val_bytes: u64) -> MagnusParams {
+    // The dense accumulators flag columns with a byte each (plain stores, no atomics).
+    let sizes = SizeModel {
+        flag_bits: 8,
+        ..SizeModel::for_values(val_bytes)
+    };
     let mut p = magnus_params(
         c_cols,
         shared_per_block - SHARED_RESERVE,
-        SizeModel::for_values(val_bytes),
-        GroupShape::default(),
+        sizes,
+        GroupShape {
+            warps: (SPLIT_THREADS / 32) as u64,
+            rows: 2,
+        },
     );
     p.tau = p.tau.min(MAX_TABLE_SLOTS / 2);
     p
@@ -105,6 +127,17 @@ fn hash_bins(tau: u64) -> Vec<Bin> {
         threads: (top / 2).clamp(32, 1024),
     });
     bins
+}
+
+/// The hash bins for chunks of the last level (`width` columns wide): a chunk with more than
+/// width/16 elements is cheaper in the dense accumulator (clearing and scanning `width` columns)
+/// than in a hash table that must be sorted.
+fn final_bins(bins: &[Bin], width: u64) -> Vec<Bin> {
+    let dense_from = (width / 16).max(32);
+    bins.iter()
+        .copied()
+        .filter(|b| b.table as u64 / 2 <= dense_from)
+        .collect()
 }
 
 /// The device copies of the operands, shared by all batches.
@@ -130,6 +163,8 @@ struct FinalChunks<T: Scalar> {
     h: CudaSlice<u32>,
     base: CudaSlice<u32>,
     first: u64,
+    /// The hash bins of these chunks; bigger chunks go to the dense accumulator.
+    bins: Vec<Bin>,
     lists: BinLists,
     _marker: std::marker::PhantomData<T>,
 }
@@ -461,7 +496,7 @@ impl GpuEngine {
                 prof,
             )?;
             for f in &finals {
-                for b in 0..=bins.len() {
+                for b in 0..=f.bins.len() {
                     let count = f.lists.counts[b];
                     if count == 0 {
                         continue;
@@ -472,7 +507,7 @@ impl GpuEngine {
                     let base = f.base.slice(f.first as usize..);
                     let col = buf(&bufs.col, f.buffer)?;
                     let nch = r_chunks as u32;
-                    if let Some(bin) = bins.get(b) {
+                    if let Some(bin) = f.bins.get(b) {
                         let cfg = shape(count, bin.threads, bin.table as u64 * 4)?;
                         launch(g, heavy, "hash_segs_symbolic", cfg, |l| {
                             l.arg(&ptr)
@@ -492,7 +527,7 @@ impl GpuEngine {
                         })?;
                     } else {
                         let width = p.chunk_width as u32;
-                        let cfg = shape(count, DENSE_THREADS, p.chunk_width / 8)?;
+                        let cfg = shape(count, DENSE_THREADS, p.chunk_width)?;
                         launch(g, heavy, "dense_segs_symbolic", cfg, |l| {
                             l.arg(&ptr)
                                 .arg(col)
@@ -568,7 +603,7 @@ impl GpuEngine {
         prof.mark("numeric: light rows")?;
         // Numeric, final chunks of heavy rows.
         for f in &finals {
-            for b in 0..=bins.len() {
+            for b in 0..=f.bins.len() {
                 let count = f.lists.counts[b];
                 if count == 0 {
                     continue;
@@ -580,9 +615,9 @@ impl GpuEngine {
                 let col = buf(&bufs.col, f.buffer)?;
                 let val = buf(&bufs.val, f.buffer)?;
                 let nch = r_chunks as u32;
-                if b < bins.len() {
-                    let table = bins[b].table;
-                    let cfg = shape(count, bins[b].threads, table as u64 * (4 + val_bytes))?;
+                if let Some(bin) = f.bins.get(b) {
+                    let table = bin.table;
+                    let cfg = shape(count, bin.threads, table as u64 * (4 + val_bytes))?;
                     launch(g, heavy, &typed::<T>("hash_segs_numeric"), cfg, |l| {
                         l.arg(&ptr)
                             .arg(col)
@@ -605,11 +640,7 @@ impl GpuEngine {
                     })?;
                 } else {
                     let width = p.chunk_width as u32;
-                    let cfg = shape(
-                        count,
-                        DENSE_THREADS,
-                        p.chunk_width * val_bytes + p.chunk_width / 8,
-                    )?;
+                    let cfg = shape(count, DENSE_THREADS, p.chunk_width * (val_bytes + 1))?;
                     launch(g, heavy, &typed::<T>("dense_segs_numeric"), cfg, |l| {
                         l.arg(&ptr)
                             .arg(col)
@@ -639,21 +670,9 @@ impl GpuEngine {
         stats.device_seconds += timer.elapsed().as_secs_f64();
 
         // Copy C back.
-        let row_ptr = check("copy C's row offsets back", main.clone_dtoh(&row_nnz))?;
-        let (col_idx, values) = if nnz > 0 {
-            (
-                check(
-                    "copy C's columns back",
-                    main.clone_dtoh(&c_col.slice(..nnz as usize)),
-                )?,
-                check(
-                    "copy C's values back",
-                    main.clone_dtoh(&c_val.slice(..nnz as usize)),
-                )?,
-            )
-        } else {
-            (Vec::new(), Vec::new())
-        };
+        let row_ptr = download(g, main, &row_nnz, n as usize + 1, "C's row offsets")?;
+        let col_idx = download(g, main, &c_col, nnz as usize, "C's columns")?;
+        let values = download(g, main, &c_val, nnz as usize, "C's values")?;
         prof.mark("copy C to the host")?;
         Ok(Csr::from_parts_unchecked(
             n as usize,
@@ -813,11 +832,12 @@ impl GpuEngine {
         let mut col0 = uninit::<u32>(s, total as usize, poison, "Ĉ's columns")?;
         let mut val0 = uninit::<T>(s, total as usize, poison, "Ĉ's values")?;
         let ge = p.outer_group_elems;
+        let (first, last) = group_starts(g, s, &slice_off, nslices, ge, total)?;
         launch(
             g,
             s,
             &typed::<T>("outer_product"),
-            shape(total.div_ceil(ge), GROUP_THREADS, ge * 8)?,
+            shape(total.div_ceil(ge), OUTER_THREADS, ge * 8)?,
             |l| {
                 l.arg(&at_ptr)
                     .arg(&at_row)
@@ -825,6 +845,8 @@ impl GpuEngine {
                     .arg(&slice_k)
                     .arg(&slice_off)
                     .arg(&nslices)
+                    .arg(&first)
+                    .arg(&last)
                     .arg(&ops.b_ptr)
                     .arg(&ops.b_col)
                     .arg(&ops.b_val)
@@ -849,13 +871,15 @@ impl GpuEngine {
         let base = zeros::<u32>(s, nheavy as usize, "chunk bases")?;
         let mut finals = Vec::new();
         if p.levels.is_empty() {
-            let lists = self.bin_items(s, &c_hat_ptr, 0, nheavy, bins)?;
+            let fb = final_bins(bins, p.chunk_width);
+            let lists = self.bin_items(s, &c_hat_ptr, 0, nheavy, &fb)?;
             finals.push(FinalChunks {
                 buffer: 0,
                 ptr: c_hat_ptr,
                 h,
                 base,
                 first: 0,
+                bins: fb,
                 lists,
                 _marker: Default::default(),
             });
@@ -866,7 +890,13 @@ impl GpuEngine {
         let entry = 4 + std::mem::size_of::<T>() as u64;
         let ms_elems = p.multisplit_group_elems;
         let max_rows = ((ms_elems - 1).div_ceil(p.tau + 1) + 1) as u32;
-        let warps = (GROUP_THREADS / 32) as u64;
+        let warps = (SPLIT_THREADS / 32) as u64;
+        if ms_elems > split_per_thread(entry - 4) * SPLIT_THREADS as u64 {
+            return Err(Error::gpu(
+                "multisplit",
+                format!("{ms_elems} elements per block is more than its threads can hold"),
+            ));
+        }
         let mut width = p.chunks_required * p.chunk_width;
         let (mut in_ptr, mut in_h, mut in_base, mut in_rows, mut in_buf) =
             (c_hat_ptr, h, base, nheavy, 0usize);
@@ -886,13 +916,14 @@ impl GpuEngine {
             let mut counts = zeros::<u64>(s, nout as usize, "chunk counts")?;
             let hist_bytes = max_rows as u64 * nch * warps * 4;
             let blocks = in_total.div_ceil(ms_elems);
+            let (group_row, _) = group_starts(g, s, &in_ptr, in_rows, ms_elems, in_total)?;
             {
                 let col = buf(&bufs.col, in_buf)?;
                 launch(
                     g,
                     s,
                     "multisplit_histogram",
-                    shape(blocks, GROUP_THREADS, hist_bytes)?,
+                    shape(blocks, SPLIT_THREADS, hist_bytes)?,
                     |l| {
                         l.arg(&in_ptr)
                             .arg(&in_rows)
@@ -901,6 +932,7 @@ impl GpuEngine {
                             .arg(&shift)
                             .arg(&ms_elems)
                             .arg(&max_rows)
+                            .arg(&group_row)
                             .arg(&mut counts);
                     },
                 )?;
@@ -966,7 +998,7 @@ impl GpuEngine {
                     g,
                     s,
                     &typed::<T>("multisplit"),
-                    shape(blocks, GROUP_THREADS, shared)?,
+                    shape(blocks, SPLIT_THREADS, shared)?,
                     |l| {
                         l.arg(&in_ptr)
                             .arg(&in_rows)
@@ -976,6 +1008,7 @@ impl GpuEngine {
                             .arg(&shift)
                             .arg(&ms_elems)
                             .arg(&max_rows)
+                            .arg(&group_row)
                             .arg(&pos)
                             .arg(&mut cursor)
                             .arg(out_col)
@@ -985,8 +1018,13 @@ impl GpuEngine {
             }
             prof.mark("heavy: multisplit")?;
             let first = if last { 0 } else { next_heavy };
-            let lists = self.bin_items(s, &out_ptr, first, nout - first, bins)?;
-            if !last && lists.counts[bins.len()] > 0 {
+            let fb = if last {
+                final_bins(bins, p.chunk_width)
+            } else {
+                bins.to_vec()
+            };
+            let lists = self.bin_items(s, &out_ptr, first, nout - first, &fb)?;
+            if !last && lists.counts[fb.len()] > 0 {
                 return Err(Error::gpu(
                     "multisplit",
                     "a light chunk was binned as heavy",
@@ -1020,6 +1058,7 @@ impl GpuEngine {
                 h: out_h,
                 base: out_base,
                 first,
+                bins: fb,
                 lists,
                 _marker: Default::default(),
             });
@@ -1048,6 +1087,31 @@ fn host_products<T: Scalar>(a: &Csr<T>, b: &Csr<T>, rows: &Range<usize>) -> Vec<
         out.push(run);
     }
     out
+}
+
+/// For a static partition of the `total` elements laid out by `ptr[0..=n]` into groups of
+/// `group_elems`: the row of each group's first and last element.
+fn group_starts(
+    g: &Gpu,
+    s: &Arc<CudaStream>,
+    ptr: &CudaSlice<u64>,
+    n: u64,
+    group_elems: u64,
+    total: u64,
+) -> Result<(CudaSlice<u32>, CudaSlice<u32>)> {
+    let blocks = total.div_ceil(group_elems);
+    let mut first = zeros::<u32>(s, blocks as usize, "group starts")?;
+    let mut last = zeros::<u32>(s, blocks as usize, "group ends")?;
+    launch(g, s, "group_starts", strided(g, blocks, 256), |l| {
+        l.arg(ptr)
+            .arg(&n)
+            .arg(&group_elems)
+            .arg(&total)
+            .arg(&blocks)
+            .arg(&mut first)
+            .arg(&mut last);
+    })?;
+    Ok((first, last))
 }
 
 /// The name of a typed kernel for values of type `T`.
@@ -1113,6 +1177,7 @@ mod tests {
             let top = bins.last().unwrap();
             assert_eq!(top.table as u64 / 2, p.tau);
             assert!(top.table as u64 * (4 + val) <= shared);
+            assert!(p.chunk_width * (val + 1) <= shared - SHARED_RESERVE);
             for w in bins.windows(2) {
                 assert!(w[0].table < w[1].table);
             }
