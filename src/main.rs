@@ -435,6 +435,11 @@ fn run_bench_spgemm<T: Scalar>(a: BenchSpgemmArgs, ui: Ui) -> Result<()> {
     let max_scale = a
         .max_scale
         .unwrap_or_else(|| bench::default_max_scale(engines.device_memory));
+    if max_scale > 30 {
+        return Err(Error::Invalid(format!(
+            "--max-scale {max_scale} is too large (at most 30)"
+        )));
+    }
     let mut cases = bench::suite_cases(suite, max_scale);
     cases.extend(a.files.iter().cloned().map(bench::CaseSpec::file));
     if cases.is_empty() {
@@ -447,7 +452,7 @@ fn run_bench_spgemm<T: Scalar>(a: BenchSpgemmArgs, ui: Ui) -> Result<()> {
         ui.notice(&format!("device: {d}"));
     }
     ui.notice(&format!(
-        "{} cases ({} suite up to scale {max_scale}, {} files), engines {}, {} values, median of {}",
+        "{} cases ({} suite up to scale {max_scale}, {} file(s)), engines {}, {} values, median of {}",
         cases.len(),
         suite.name(),
         a.files.len(),

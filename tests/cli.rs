@@ -286,12 +286,17 @@ fn bench_spgemm_on_the_cpu_prints_a_table() {
     ]);
     let lines: Vec<&str> = out.lines().collect();
     assert!(lines[0].starts_with("case"), "{out}");
-    assert!(lines[0].contains("cpu ms") && lines[0].contains("GFLOP/s"), "{out}");
+    assert!(
+        lines[0].contains("cpu ms") && lines[0].contains("GFLOP/s"),
+        "{out}"
+    );
     assert!(!lines[0].contains("cuSPARSE"), "{out}");
     assert!(lines[2].starts_with("karate.mtx"), "{out}");
-    assert!(out.contains("f32 values, median of 1 after one warm-up"), "{out}");
-    let v: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&j).unwrap()).unwrap();
+    assert!(
+        out.contains("f32 values, median of 1 after one warm-up"),
+        "{out}"
+    );
+    let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&j).unwrap()).unwrap();
     let case = &v["cases"][0];
     assert_eq!(case["name"], "karate.mtx");
     assert_eq!(case["rows"], 34);
@@ -315,7 +320,15 @@ fn bench_spgemm_refuses_bad_options() {
     assert!(err.contains("nothing to run"), "{err}");
     let err = fails(&["bench", "spgemm", "--engines", "cpu", "--repeat", "0"]);
     assert!(err.contains("--repeat"), "{err}");
-    let err = fails(&["bench", "spgemm", "--engines", "cpu", "--suite", "none", "no-such.mtx"]);
+    let err = fails(&[
+        "bench",
+        "spgemm",
+        "--engines",
+        "cpu",
+        "--suite",
+        "none",
+        "no-such.mtx",
+    ]);
     assert!(err.contains("no-such.mtx"), "{err}");
 }
 
@@ -335,17 +348,22 @@ fn bench_spgemm_on_the_gpu_runs_or_fails_clearly() {
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(!err.contains("panicked"), "{err}");
     if out.status.code() == Some(3) {
-        assert!(err.contains("cannot run") && err.contains("--engines cpu"), "{err}");
+        assert!(
+            err.contains("cannot run") && err.contains("--engines cpu"),
+            "{err}"
+        );
         assert!(
             gmcl::gpu::unavailable_reason().is_some()
                 || gmcl::bench::cusparse::library_missing().is_some(),
             "{err}"
         );
     } else {
-        // A GPU with cuSPARSE: both ran on karate and agreed.
+        // A GPU with cuSPARSE: both ran on karate, and no result differs from gMAGNUS's
+        // (a cuSPARSE algorithm may refuse a product: that is a recorded failure, not a bug).
         assert!(out.status.success(), "{err}");
         let row = text.lines().find(|l| l.starts_with("karate.mtx")).unwrap();
-        assert!(row.contains("ALG"), "{text}");
-        assert!(!text.contains("WRONG") && !text.contains("FAILED"), "{text}");
+        assert!(row.contains("ALG") && row.ends_with('x'), "{text}");
+        assert!(!text.contains("WRONG"), "{text}");
+        assert!(!text.contains("karate.mtx: gpu failed"), "{text}");
     }
 }

@@ -76,7 +76,8 @@ impl fmt::Display for Failure {
 }
 
 impl Failure {
-    fn new(stage: &str, status: impl Into<String>) -> Self {
+    /// A failure at `stage` with `status`.
+    pub fn new(stage: &str, status: impl Into<String>) -> Self {
         Failure {
             stage: stage.into(),
             status: status.into(),
@@ -96,7 +97,10 @@ fn check(stage: &str, s: cs::cusparseStatus_t) -> std::result::Result<(), Failur
     }
 }
 
-fn driver<T>(stage: &str, r: std::result::Result<T, DriverError>) -> std::result::Result<T, Failure> {
+fn driver<T>(
+    stage: &str,
+    r: std::result::Result<T, DriverError>,
+) -> std::result::Result<T, Failure> {
     r.map_err(|e| Failure::new(stage, format!("{:?}", e.0)))
 }
 
@@ -117,7 +121,11 @@ struct Allocations {
 }
 
 impl Allocations {
-    fn alloc(&mut self, stage: &str, bytes: usize) -> std::result::Result<dsys::CUdeviceptr, Failure> {
+    fn alloc(
+        &mut self,
+        stage: &str,
+        bytes: usize,
+    ) -> std::result::Result<dsys::CUdeviceptr, Failure> {
         // SAFETY: a plain allocation in the current context; freed by this struct.
         let p = driver(stage, unsafe { drv::malloc_sync(bytes.max(1)) })?;
         self.ptrs.push(p);
@@ -370,8 +378,14 @@ impl Cusparse {
         }
         driver("bind the context", self.gpu.ctx.bind_to_thread())?;
         let events = Events(
-            driver("create events", drv::event::create(dsys::CUevent_flags::CU_EVENT_DEFAULT))?,
-            driver("create events", drv::event::create(dsys::CUevent_flags::CU_EVENT_DEFAULT))?,
+            driver(
+                "create events",
+                drv::event::create(dsys::CUevent_flags::CU_EVENT_DEFAULT),
+            )?,
+            driver(
+                "create events",
+                drv::event::create(dsys::CUevent_flags::CU_EVENT_DEFAULT),
+            )?,
         );
         let stream = self.stream.cu_stream();
         let h = self.handle;
@@ -392,7 +406,10 @@ impl Cusparse {
         // describes (operands from `upload`, buffers from `mem`), or null where cuSPARSE asks
         // for a size; descriptors live in `d` until destroyed.
         unsafe {
-            driver("record the start event", drv::event::record(events.0, stream))?;
+            driver(
+                "record the start event",
+                drv::event::record(events.0, stream),
+            )?;
             let c_ptr = mem.alloc("allocate C offsets", (a.rows as usize + 1) * 4)?;
             let mut create = |rows, cols, nnz, p, c, v| -> std::result::Result<_, Failure> {
                 let mut m: cs::cusparseSpMatDescr_t = null_mut();
@@ -433,7 +450,19 @@ impl Cusparse {
             check(
                 "workEstimation (size)",
                 cs::cusparseSpGEMM_workEstimation(
-                    h, op, op, alpha, ma, mb, beta, mc, ty, algo, sd, &mut size1, null_mut(),
+                    h,
+                    op,
+                    op,
+                    alpha,
+                    ma,
+                    mb,
+                    beta,
+                    mc,
+                    ty,
+                    algo,
+                    sd,
+                    &mut size1,
+                    null_mut(),
                 ),
             )?;
             let buf1 = mem.alloc("allocate buffer 1", size1)?;
@@ -461,7 +490,18 @@ impl Cusparse {
                     check(
                         "compute (size)",
                         cs::cusparseSpGEMM_compute(
-                            h, op, op, alpha, ma, mb, beta, mc, ty, algo, sd, &mut size2,
+                            h,
+                            op,
+                            op,
+                            alpha,
+                            ma,
+                            mb,
+                            beta,
+                            mc,
+                            ty,
+                            algo,
+                            sd,
+                            &mut size2,
                             null_mut(),
                         ),
                     )?;
@@ -469,7 +509,8 @@ impl Cusparse {
                 Algorithm::Alg2 | Algorithm::Alg3(_) => {
                     let fraction = match alg {
                         Algorithm::Alg3(f) => f,
-                        _ => 0.0,
+                        // Read by ALG3 only; a value in (0, 1] for ALG2 all the same.
+                        _ => 1.0,
                     };
                     let mut products = 0i64;
                     check(
@@ -587,10 +628,7 @@ impl Cusparse {
             mem.free_all()?;
             driver("record the end event", drv::event::record(events.1, stream))?;
             driver("wait for the end event", drv::event::synchronize(events.1))?;
-            let ms = driver(
-                "read the events",
-                drv::event::elapsed(events.0, events.1),
-            )?;
+            let ms = driver("read the events", drv::event::elapsed(events.0, events.1))?;
             Ok(Product {
                 seconds: ms as f64 / 1e3,
                 nnz: nnz as u64,

@@ -22,6 +22,7 @@ use crate::spgemm::cpu::CpuEngine;
 use crate::spgemm::gpu::GpuEngine;
 use crate::spgemm::{intermediate_products, SpgemmOptions};
 use check::{compare, default_tolerance, RawCsr, Verdict};
+use cusparse::Failure;
 use serde::Serialize;
 use std::fmt;
 use std::path::PathBuf;
@@ -208,7 +209,8 @@ pub fn suite_cases(suite: Suite, max_scale: u32) -> Vec<CaseSpec> {
         Suite::RmatPaper => PAPER_A_PER_ROW
             .iter()
             .flat_map(|&a| {
-                (PAPER_MIN_SCALE..=max_scale).map(move |s| CaseSpec::rmat_pair(s, a, PAPER_B_PER_ROW))
+                (PAPER_MIN_SCALE..=max_scale)
+                    .map(move |s| CaseSpec::rmat_pair(s, a, PAPER_B_PER_ROW))
             })
             .collect(),
         Suite::Sym => SYM_EDGE_FACTORS
@@ -236,7 +238,9 @@ pub fn default_max_scale(device_memory: Option<u64>) -> u32 {
 
 fn rmat<T: Scalar>(scale: u32, per_row: u32, seed: u64, symmetrize: bool) -> Result<Csr<T>> {
     if scale > 31 {
-        return Err(Error::Invalid(format!("scale {scale} is too large (at most 31)")));
+        return Err(Error::Invalid(format!(
+            "scale {scale} is too large (at most 31)"
+        )));
     }
     let mut p = RmatParams::new(scale, (per_row as u64) << scale);
     p.weights = true;
@@ -609,10 +613,10 @@ fn ms(seconds: f64) -> f64 {
 /// returns C (when asked for) with its on-device and wall seconds.
 fn timed<T>(
     repeat: usize,
-    mut run: impl FnMut(bool) -> std::result::Result<(Option<T>, f64, f64), (String, String)>,
-) -> std::result::Result<(T, Vec<f64>, Vec<f64>), (String, String)> {
+    mut run: impl FnMut(bool) -> std::result::Result<(Option<T>, f64, f64), Failure>,
+) -> std::result::Result<Timed<T>, Failure> {
     let (first, _, _) = run(true)?;
-    let first = first.ok_or_else(|| ("warm-up".to_string(), "no result".to_string()))?;
+    let first = first.ok_or_else(|| Failure::new("warm-up", "no result"))?;
     let mut device = Vec::with_capacity(repeat);
     let mut wall = Vec::with_capacity(repeat);
     for _ in 0..repeat {
@@ -620,7 +624,18 @@ fn timed<T>(
         device.push(ms(d));
         wall.push(ms(w));
     }
-    Ok((first, device, wall))
+    Ok(Timed {
+        c: first,
+        device_ms: device,
+        wall_ms: wall,
+    })
+}
+
+/// What [`timed`] measured: the warm-up's result and the timed runs' milliseconds.
+struct Timed<T> {
+    c: T,
+    device_ms: Vec<f64>,
+    wall_ms: Vec<f64>,
 }
 
 fn counted_run(
@@ -651,11 +666,7 @@ fn counted_run(
 }
 
 /// Checks `got` against the reference, or makes it the reference when there is none yet.
-fn judge<T: Scalar>(
-    reference: &mut Option<(Csr<T>, String)>,
-    got: RawCsr<T>,
-    rel: f64,
-) -> Outcome {
+fn judge<T: Scalar>(reference: &mut Option<(Csr<T>, String)>, got: RawCsr<T>, rel: f64) -> Outcome {
     match reference {
         Some((r, whose)) => match compare(r, &got, rel) {
             Verdict::Equal => Outcome::Ok,
@@ -663,17 +674,15 @@ fn judge<T: Scalar>(
                 reason: format!("differs from the {whose} result: {why}"),
             },
         },
-        None => {
-            match Csr::from_parts(got.nrows, got.ncols, got.row_ptr, got.col_idx, got.values) {
-                Ok(c) => {
-                    *reference = Some((c, "first cuSPARSE".into()));
-                    Outcome::Reference
-                }
-                Err(e) => Outcome::Wrong {
-                    reason: e.to_string(),
-                },
+        None => match Csr::from_parts(got.nrows, got.ncols, got.row_ptr, got.col_idx, got.values) {
+            Ok(c) => {
+                *reference = Some((c, "first cuSPARSE".into()));
+                Outcome::Reference
             }
-        }
+            Err(e) => Outcome::Wrong {
+                reason: e.to_string(),
+            },
+        },
     }
 }
 
@@ -738,10 +747,14 @@ pub fn run_case<T: Scalar>(
         let r = timed(repeat, |_| {
             gpu.multiply(&a, b, &spgemm_opts)
                 .map(|(c, st)| (Some(c), st.device_seconds, st.seconds))
-                .map_err(|e| ("gMAGNUS".to_string(), e.to_string()))
+                .map_err(|e| Failure::new("gMAGNUS", e.to_string()))
         });
         let run = match r {
-            Ok((c, times, wall)) => {
+            Ok(Timed {
+                c,
+                device_ms: times,
+                wall_ms: wall,
+            }) => {
                 let nnz = c.nnz() as u64;
                 reference = Some((c, "gpu".into()));
                 counted_run(
@@ -754,7 +767,7 @@ pub fn run_case<T: Scalar>(
                     products,
                 )
             }
-            Err((stage, status)) => EngineRun::failed(Engine::Gpu, None, &stage, status),
+            Err(f) => EngineRun::failed(Engine::Gpu, None, &f.stage, f.status),
         };
         say(&progress_line(&spec.name, &run));
         result.runs.push(run);
@@ -769,10 +782,14 @@ pub fn run_case<T: Scalar>(
                     let s = start.elapsed().as_secs_f64();
                     (Some(c), s, s)
                 })
-                .map_err(|e| ("CPU engine".to_string(), e.to_string()))
+                .map_err(|e| Failure::new("CPU engine", e.to_string()))
         });
         let run = match r {
-            Ok((c, times, _)) => {
+            Ok(Timed {
+                c,
+                device_ms: times,
+                ..
+            }) => {
                 let nnz = c.nnz() as u64;
                 let outcome = match &reference {
                     None => {
@@ -783,16 +800,23 @@ pub fn run_case<T: Scalar>(
                 };
                 counted_run(Engine::Cpu, None, outcome, nnz, times, None, products)
             }
-            Err((stage, status)) => EngineRun::failed(Engine::Cpu, None, &stage, status),
+            Err(f) => EngineRun::failed(Engine::Cpu, None, &f.stage, f.status),
         };
         say(&progress_line(&spec.name, &run));
         result.runs.push(run);
     }
 
     if let Some(cs) = &engines.cusparse {
-        let uploaded = cs
-            .upload("A", &a)
-            .and_then(|da| Ok((da, if b_own.is_some() { Some(cs.upload("B", b)?) } else { None })));
+        let uploaded = cs.upload("A", &a).and_then(|da| {
+            Ok((
+                da,
+                if b_own.is_some() {
+                    Some(cs.upload("B", b)?)
+                } else {
+                    None
+                },
+            ))
+        });
         match uploaded {
             Err(f) => {
                 for alg in cusparse::ALGORITHMS {
@@ -1022,7 +1046,10 @@ mod tests {
         let Outcome::Wrong { reason } = &o else {
             panic!("{o:?}")
         };
-        assert_eq!(reason, "differs from the gpu result: empty C: 0 of 3 nonzeros");
+        assert_eq!(
+            reason,
+            "differs from the gpu result: empty C: 0 of 3 nonzeros"
+        );
         let run = counted_run(Engine::Cusparse, Some("ALG1".into()), o, 0, vec![], None, 8);
         assert_eq!(run.median_ms, None);
         assert_eq!(run.counted_ms(), None);

@@ -1,6 +1,7 @@
 //! The speedup plot: gMAGNUS's speedup over each cuSPARSE baseline against scale, one panel per
 //! A density (and per edge factor of the `sym` suite), failed or wrong baselines marked with a
-//! cross at the top of the panel, as in the gMAGNUS paper's figure. SVG only.
+//! cross at the top of the panel (as in the gMAGNUS paper's figure), the legend at the bottom
+//! right where speedups above 1 leave room. SVG only.
 
 use super::{CaseResult, Engine, Report};
 use crate::error::{Error, Result};
@@ -136,16 +137,11 @@ pub fn svg(report: &Report) -> Result<String> {
     {
         let root = SVGBackend::with_string(&mut text, (w, h)).into_drawing_area();
         root.fill(&WHITE).map_err(draw_err)?;
-        let mut title = format!(
-            "gMAGNUS speedup over cuSPARSE ({}; × at the top: baseline failed or wrong)",
-            report.precision
-        );
+        let mut title = format!("gMAGNUS speedup over cuSPARSE, {}", report.precision);
         if let Some(d) = &report.device {
-            title = format!("{title} on {}", d.split(" (").next().unwrap_or(d));
+            title = format!("{title}, {}", d.split(" (").next().unwrap_or(d));
         }
-        let body = root
-            .titled(&title, ("sans-serif", 18))
-            .map_err(draw_err)?;
+        let body = root.titled(&title, ("sans-serif", 18)).map_err(draw_err)?;
         if panels.is_empty() {
             body.draw(&Text::new(
                 "no speedup to plot: needs the gpu and cusparse engines on generated cases",
@@ -223,6 +219,11 @@ pub fn svg(report: &Report) -> Result<String> {
                     )
                     .map_err(draw_err)?;
             }
+            chart
+                .draw_series(std::iter::empty::<Cross<(f64, f64), i32>>())
+                .map_err(draw_err)?
+                .label("failed or wrong")
+                .legend(|(x, y)| Cross::new((x + 9, y), 5, BLACK.stroke_width(2)));
             if !panel.gpu_failed.is_empty() {
                 chart
                     .draw_series(panel.gpu_failed.iter().map(|&x| {
@@ -232,7 +233,7 @@ pub fn svg(report: &Report) -> Result<String> {
             }
             chart
                 .configure_series_labels()
-                .position(SeriesLabelPosition::UpperLeft)
+                .position(SeriesLabelPosition::LowerRight)
                 .border_style(BLACK)
                 .background_style(WHITE.mix(0.85))
                 .draw()
@@ -280,10 +281,19 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("p.svg");
         write_svg(&path, &sample()).unwrap();
+        if let Ok(keep) = std::env::var("GMCL_PLOT_SAMPLE") {
+            std::fs::copy(&path, keep).unwrap();
+        }
         let t = std::fs::read_to_string(&path).unwrap();
         assert!(t.starts_with("<svg"), "{}", &t[..t.len().min(200)]);
         assert!(t.trim_end().ends_with("</svg>"));
-        for s in ["A4·B8", "best cuSPARSE", "ALG3", "speedup of gMAGNUS", "NVIDIA H200"] {
+        for s in [
+            "A4·B8",
+            "best cuSPARSE",
+            "ALG3",
+            "speedup of gMAGNUS",
+            "NVIDIA H200",
+        ] {
             assert!(t.contains(s), "{s} missing");
         }
         // Crosses are drawn as two lines each: the failures are there.

@@ -92,11 +92,7 @@ pub fn table(report: &Report) -> String {
         header.extend(["gpu ms".into(), "GFLOP/s".into()]);
     }
     if has(Engine::Cusparse) {
-        header.extend([
-            "cuSPARSE ms".into(),
-            "GFLOP/s".into(),
-            "best alg".into(),
-        ]);
+        header.extend(["cuSPARSE ms".into(), "GFLOP/s".into(), "best alg".into()]);
     }
     if has(Engine::Gpu) && has(Engine::Cusparse) {
         header.push("speedup".into());
@@ -241,12 +237,7 @@ pub(crate) mod tests {
                 b_nnz: 20,
                 products: 1_000_000,
                 c_nnz: Some(100),
-                runs: vec![run(
-                    Engine::Gpu,
-                    None,
-                    Outcome::Reference,
-                    Some(gpu_ms),
-                )],
+                runs: vec![run(Engine::Gpu, None, Outcome::Reference, Some(gpu_ms))],
                 best_cusparse: None,
                 best_cusparse_ms: None,
                 speedup: None,
@@ -269,8 +260,12 @@ pub(crate) mod tests {
                 },
                 None,
             ));
-            c.runs
-                .push(run(Engine::Cusparse, Some("ALG3/0.1"), Outcome::Ok, Some(4.0)));
+            c.runs.push(run(
+                Engine::Cusparse,
+                Some("ALG3/0.1"),
+                Outcome::Ok,
+                Some(4.0),
+            ));
             c.summarise();
             cases.push(c);
         }
@@ -308,7 +303,14 @@ pub(crate) mod tests {
         let t = table(&sample());
         let lines: Vec<&str> = t.lines().collect();
         assert!(lines[0].starts_with("case "), "{t}");
-        for h in ["products", "C.nnz", "gpu ms", "cuSPARSE ms", "best alg", "speedup"] {
+        for h in [
+            "products",
+            "C.nnz",
+            "gpu ms",
+            "cuSPARSE ms",
+            "best alg",
+            "speedup",
+        ] {
             assert!(lines[0].contains(h), "{h}: {t}");
         }
         assert!(!lines[0].contains("cpu ms"));
@@ -317,7 +319,10 @@ pub(crate) mod tests {
             lines[2].starts_with("s15 A4·B8") && lines[2].ends_with("4.00x"),
             "{t}"
         );
-        assert!(lines[2].contains("1,000,000") && lines[2].contains("ALG1"), "{t}");
+        assert!(
+            lines[2].contains("1,000,000") && lines[2].contains("ALG1"),
+            "{t}"
+        );
         assert!(lines[3].contains("ALG3/0.1"), "{t}");
         // Columns line up: every row as wide as the header, counted in characters.
         let w = lines[0].chars().count();
@@ -326,7 +331,9 @@ pub(crate) mod tests {
             "s18 A4·B8: cuSPARSE ALG1 failed: CUSPARSE_STATUS_INSUFFICIENT_RESOURCES (11) in compute"
         ));
         assert!(t.contains("s15 A4·B8: cuSPARSE ALG2 WRONG: differs from the gpu result: empty C"));
-        assert!(t.contains("best cuSPARSE algorithm: 4.00x over 2 cases; scale 18 and above: 4.00x over 1"));
+        assert!(t.contains(
+            "best cuSPARSE algorithm: 4.00x over 2 cases; scale 18 and above: 4.00x over 1"
+        ));
         assert!(t.contains("f32 values, median of 5 after one warm-up; NVIDIA H200"));
     }
 
