@@ -40,6 +40,43 @@ impl<T: Scalar> RawCsr<T> {
     pub fn nnz(&self) -> usize {
         self.col_idx.len()
     }
+
+    /// A checked matrix of these arrays, rows sorted by column first; the reason when they do
+    /// not make a valid CSR (bad offsets, a repeated or out-of-range column).
+    pub fn into_csr(mut self) -> std::result::Result<Csr<T>, String> {
+        let n = self.nnz();
+        let offsets_ok = self.row_ptr.len() == self.nrows + 1
+            && self.values.len() == n
+            && self.row_ptr.first() == Some(&0)
+            && self.row_ptr.last() == Some(&(n as u64))
+            && self.row_ptr.windows(2).all(|w| w[0] <= w[1]);
+        if !offsets_ok {
+            return Err("malformed C: bad offsets or array lengths".into());
+        }
+        for i in 0..self.nrows {
+            let (s, e) = (self.row_ptr[i] as usize, self.row_ptr[i + 1] as usize);
+            if self.col_idx[s..e].windows(2).any(|w| w[0] >= w[1]) {
+                let mut pairs: Vec<(u32, T)> = self.col_idx[s..e]
+                    .iter()
+                    .copied()
+                    .zip(self.values[s..e].iter().copied())
+                    .collect();
+                pairs.sort_by_key(|p| p.0);
+                for (k, (c, v)) in pairs.into_iter().enumerate() {
+                    self.col_idx[s + k] = c;
+                    self.values[s + k] = v;
+                }
+            }
+        }
+        Csr::from_parts(
+            self.nrows,
+            self.ncols,
+            self.row_ptr,
+            self.col_idx,
+            self.values,
+        )
+        .map_err(|e| e.to_string())
+    }
 }
 
 /// The relative tolerance of values: sums taken in another order differ by a few units in the
@@ -257,6 +294,21 @@ mod tests {
             panic!()
         };
         assert_eq!(w, "row 2: a column appears twice");
+    }
+
+    #[test]
+    fn raw_results_become_matrices_when_valid() {
+        let r = reference();
+        let mut g = RawCsr::of(&r);
+        g.col_idx[2..5].reverse();
+        g.values[2..5].reverse();
+        assert_eq!(g.into_csr().unwrap(), r);
+        let mut g = RawCsr::of(&r);
+        g.col_idx[2..4].copy_from_slice(&[1, 1]);
+        assert!(g.into_csr().is_err());
+        let mut g = RawCsr::of(&r);
+        g.row_ptr[3] = 9;
+        assert!(g.into_csr().unwrap_err().starts_with("malformed C"));
     }
 
     #[test]

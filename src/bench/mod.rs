@@ -674,14 +674,12 @@ fn judge<T: Scalar>(reference: &mut Option<(Csr<T>, String)>, got: RawCsr<T>, re
                 reason: format!("differs from the {whose} result: {why}"),
             },
         },
-        None => match Csr::from_parts(got.nrows, got.ncols, got.row_ptr, got.col_idx, got.values) {
+        None => match got.into_csr() {
             Ok(c) => {
                 *reference = Some((c, "first cuSPARSE".into()));
                 Outcome::Reference
             }
-            Err(e) => Outcome::Wrong {
-                reason: e.to_string(),
-            },
+            Err(reason) => Outcome::Wrong { reason },
         },
     }
 }
