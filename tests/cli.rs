@@ -267,3 +267,108 @@ fn global_flags_before_or_after_the_subcommand() {
         assert!(err.is_empty(), "{err}");
     }
 }
+
+#[test]
+fn bench_spgemm_on_the_cpu_prints_a_table() {
+    let dir = tempfile::tempdir().unwrap();
+    let j = dir.path().join("bench.json");
+    let p = dir.path().join("bench.svg");
+    let out = ok(&[
+        "bench",
+        "spgemm",
+        "--engines",
+        "cpu",
+        "--suite",
+        "none",
+        "graphs/karate.mtx",
+        "--repeat",
+        "1",
+        "--json",
+        s(&j),
+        "--plot",
+        s(&p),
+        "-q",
+    ]);
+    let lines: Vec<&str> = out.lines().collect();
+    assert!(lines[0].starts_with("case"), "{out}");
+    assert!(
+        lines[0].contains("cpu ms") && lines[0].contains("GFLOP/s"),
+        "{out}"
+    );
+    assert!(!lines[0].contains("cuSPARSE"), "{out}");
+    assert!(lines[2].starts_with("karate.mtx"), "{out}");
+    assert!(
+        out.contains("f32 values, median of 1 after one warm-up"),
+        "{out}"
+    );
+    let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&j).unwrap()).unwrap();
+    let case = &v["cases"][0];
+    assert_eq!(case["name"], "karate.mtx");
+    assert_eq!(case["rows"], 34);
+    assert_eq!(case["a_nnz"], 156);
+    // A² of an undirected graph: one product per (k, i, j) with i, j neighbours of k.
+    assert_eq!(case["products"], 1_212);
+    let run = &case["runs"][0];
+    assert_eq!(run["engine"], "cpu");
+    assert_eq!(run["outcome"]["kind"], "reference");
+    assert_eq!(run["times_ms"].as_array().unwrap().len(), 1);
+    assert!(run["gflops"].as_f64().unwrap() > 0.0);
+    let svg = std::fs::read_to_string(&p).unwrap();
+    assert!(svg.contains("no speedup to plot"));
+}
+
+#[test]
+fn bench_spgemm_refuses_bad_options() {
+    let err = fails(&["bench", "spgemm", "--engines", "cpu,tpu", "--suite", "none"]);
+    assert!(err.contains("unknown engine 'tpu'"), "{err}");
+    let err = fails(&["bench", "spgemm", "--engines", "cpu", "--suite", "none"]);
+    assert!(err.contains("nothing to run"), "{err}");
+    let err = fails(&["bench", "spgemm", "--engines", "cpu", "--repeat", "0"]);
+    assert!(err.contains("--repeat"), "{err}");
+    let err = fails(&[
+        "bench",
+        "spgemm",
+        "--engines",
+        "cpu",
+        "--suite",
+        "none",
+        "no-such.mtx",
+    ]);
+    assert!(err.contains("no-such.mtx"), "{err}");
+}
+
+#[test]
+fn bench_spgemm_on_the_gpu_runs_or_fails_clearly() {
+    let out = gmcl(&[
+        "bench",
+        "spgemm",
+        "--suite",
+        "none",
+        "graphs/karate.mtx",
+        "--repeat",
+        "1",
+        "-q",
+    ]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(!err.contains("panicked"), "{err}");
+    if out.status.code() == Some(3) {
+        assert!(
+            err.contains("cannot run") && err.contains("--engines cpu"),
+            "{err}"
+        );
+        assert!(
+            gmcl::gpu::unavailable_reason().is_some()
+                || gmcl::bench::cusparse::library_missing().is_some(),
+            "{err}"
+        );
+    } else {
+        // A GPU with cuSPARSE: both ran on karate, and no result differs from gMAGNUS's
+        // (a cuSPARSE algorithm may refuse a product: that is a recorded failure, not a bug).
+        assert!(out.status.success(), "{err}");
+        let row = text.lines().find(|l| l.starts_with("karate.mtx")).unwrap();
+        assert!(row.contains("ALG") && row.ends_with('x'), "{text}");
+        assert!(!text.contains("WRONG"), "{text}");
+        assert!(!text.contains("karate.mtx: gpu failed"), "{text}");
+    }
+}
