@@ -1,7 +1,7 @@
 //! gmcl: Markov clustering and triangle counting on large power-law graphs.
 //!
 //! The library loads edge lists ([`io`]), builds CSR matrices ([`csr`]), generates R-MAT graphs
-//! ([`generate`]) and multiplies sparse matrices ([`spgemm`]).
+//! ([`generate`]), multiplies sparse matrices ([`spgemm`]) and counts triangles ([`tricount`]).
 
 #![warn(missing_docs)]
 
@@ -16,6 +16,7 @@ mod mem;
 pub mod output;
 pub mod scalar;
 pub mod spgemm;
+pub mod tricount;
 
 pub use csr::{BuildOptions, Csr, Duplicates};
 pub use edges::EdgeList;
