@@ -450,11 +450,12 @@ fn run_tricount(a: TricountArgs, ui: Ui) -> Result<()> {
         m => format!("{} kernel", m.name()),
     };
     ui.notice(&format!(
-        "{} vertices, {} edges; loaded in {:.3} s; counted in {:.4} s ({}{}, {:.3e} edges/s)",
+        "{} vertices, {} edges; loaded in {:.3} s; counted in {:.4} s (orientation {:.4} s; {}{}, {:.3e} edges/s)",
         report.vertices,
         report.edges,
         load_seconds,
         report.seconds,
+        t.orient_seconds,
         how,
         if t.relabelled {
             ", relabelled by degree"
