@@ -410,9 +410,13 @@ fn run_tricount(a: TricountArgs, ui: Ui) -> Result<()> {
         form: a.form,
         per_vertex: a.per_vertex.is_some(),
     };
+    // Created before counting, so that a path that cannot be written fails at once.
+    let per_vertex_out = match &a.per_vertex {
+        Some(path) => Some(gmcl::output::AtomicOutput::create(path)?),
+        None => None,
+    };
     let t = tricount::count(&g, &opts)?;
-    if let (Some(path), Some(counts)) = (&a.per_vertex, &t.per_vertex) {
-        let mut out = gmcl::output::AtomicOutput::create(path)?;
+    if let (Some(mut out), Some(counts)) = (per_vertex_out, &t.per_vertex) {
         let ids: Vec<u32> = (0..counts.len() as u32).collect();
         gmcl::output::write_formatted(
             &mut out,

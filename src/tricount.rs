@@ -961,6 +961,31 @@ mod tests {
     }
 
     #[test]
+    fn the_three_cpu_kernels_agree() {
+        // A small skewed graph: hubs 0..8 joined to many, plus a ring; in both orientations.
+        let mut e = Vec::new();
+        let mut x = 12345u64;
+        for _ in 0..3000 {
+            x = x
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            let u = ((x >> 33) % 8) as u32;
+            let v = ((x >> 40) % 400) as u32;
+            e.push((u, v));
+        }
+        e.extend((0..400u32).map(|i| (i, (i + 1) % 400)));
+        let g = graph(400, &e);
+        for relabel in [false, true] {
+            let o = Oriented::new(&g, relabel);
+            let pairs = o.count_pairs();
+            assert_eq!(o.count_marked(), pairs);
+            let pv = o.per_vertex_merge();
+            assert_eq!(pv.iter().sum::<u64>(), 3 * pairs);
+            assert!(pairs > 0);
+        }
+    }
+
+    #[test]
     fn names_parse() {
         assert_eq!("merge".parse::<Method>().unwrap(), Method::Merge);
         assert_eq!(" SpGEMM ".parse::<Method>().unwrap(), Method::Spgemm);
