@@ -89,9 +89,10 @@ pub enum Method {
     Auto,
     /// A masked product computed by the SpGEMM engine ([`spgemm::multiply`]).
     Spgemm,
-    /// The dedicated CPU kernel: for each oriented edge `(u, v)`, the higher-ranked neighbours
-    /// of `u` are marked in a bitmap and those of `v` looked up (with per-vertex counts: a merge
-    /// of the two sorted lists).
+    /// The dedicated CPU kernel, which forms no product: for each vertex `b`, its higher-ranked
+    /// neighbours are marked in a bitmap, and for each lower-ranked neighbour `a`, the
+    /// neighbours of `a` ranked above `b` are looked up (with per-vertex counts: a merge of the
+    /// sorted lists of each oriented edge's ends).
     Merge,
 }
 
