@@ -336,6 +336,8 @@ pub fn count(g: &SimpleGraph, opts: &Options) -> Result<Triangles> {
 struct Oriented {
     ptr: Vec<u64>,
     adj: Vec<u32>,
+    /// The number of lower-ranked neighbours of each row (its in-degree in the DAG).
+    indeg: Vec<u64>,
     order: Option<Vec<u32>>,
 }
 
@@ -354,9 +356,15 @@ impl Oriented {
                 .collect();
             let ptr = prefix(&lens);
             let adj = fill_rows(&ptr, |u, out| out.copy_from_slice(keep(u)));
+            let indeg = lens
+                .par_iter()
+                .enumerate()
+                .map(|(u, &l)| g.degree(u) as u64 - l)
+                .collect();
             return Oriented {
                 ptr,
                 adj,
+                indeg,
                 order: None,
             };
         }
@@ -395,9 +403,15 @@ impl Oriented {
             }
             out.sort_unstable();
         });
+        let indeg = lens
+            .par_iter()
+            .enumerate()
+            .map(|(r, &l)| g.degree(order[r] as usize) as u64 - l)
+            .collect();
         Oriented {
             ptr,
             adj,
+            indeg,
             order: Some(order),
         }
     }
@@ -445,14 +459,7 @@ impl Oriented {
         if self.adj.len() > u32::MAX as usize {
             return None;
         }
-        let indeg: Vec<AtomicU64> = (0..n).map(|_| AtomicU64::new(0)).collect();
-        self.adj.par_chunks(1 << 16).for_each(|part| {
-            for &b in part {
-                indeg[b as usize].fetch_add(1, Relaxed);
-            }
-        });
-        let lens: Vec<u64> = indeg.into_iter().map(AtomicU64::into_inner).collect();
-        let tptr = prefix(&lens);
+        let tptr = prefix(&self.indeg);
         let cursor: Vec<AtomicU64> = tptr[..n].iter().map(|&p| AtomicU64::new(p)).collect();
         let spans: Vec<AtomicU64> = (0..self.adj.len()).map(|_| AtomicU64::new(0)).collect();
         (0..n).into_par_iter().with_min_len(256).for_each(|a| {
@@ -626,13 +633,8 @@ impl Oriented {
 
     /// Intermediate products of each form: `Σ in·out`, `Σ out²`, `Σ in²`.
     fn form_costs(&self) -> [(Form, u64); 3] {
-        let n = self.n();
-        let mut indeg = vec![0u64; n];
-        for &v in &self.adj {
-            indeg[v as usize] += 1;
-        }
         let (mut sandia, mut dot, mut dot_upper) = (0u64, 0u64, 0u64);
-        for (u, &i) in indeg.iter().enumerate() {
+        for (u, &i) in self.indeg.iter().enumerate() {
             let o = self.ptr[u + 1] - self.ptr[u];
             sandia += i * o;
             dot += o * o;
