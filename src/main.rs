@@ -446,9 +446,10 @@ fn run_tricount(a: TricountArgs, ui: Ui) -> Result<()> {
         tricount::Method::Spgemm => {
             let forms: Vec<&str> = t.forms.iter().map(|f| f.name()).collect();
             format!(
-                "masked product ({}) on the {engine} engine, {} intermediate products",
+                "masked product ({}) on the {engine} engine, {} intermediate products in {:.4} s",
                 forms.join(" + "),
-                t.intermediate_products
+                t.intermediate_products,
+                t.product_seconds
             )
         }
         m => format!("{} kernel", m.name()),

@@ -246,6 +246,8 @@ pub struct Triangles {
     pub seconds: f64,
     /// Of which the orientation and relabelling.
     pub orient_seconds: f64,
+    /// Of which the engine's products (as [`ProductStats::seconds`] measures them).
+    pub product_seconds: f64,
 }
 
 /// GAP's rule for relabelling by degree (`WorthRelabelling` in its `tc.cc`): only when the
@@ -672,6 +674,7 @@ impl Oriented {
         let (c, stats) = masked_product(engine, first, &u, l.as_ref())?;
         out.forms.push(first);
         out.intermediate_products += stats.intermediate_products;
+        out.product_seconds += stats.seconds;
         let total = sum_entries(&c);
         if !opts.per_vertex {
             return Ok((total, None));
@@ -685,6 +688,7 @@ impl Oriented {
         let (c2, stats2) = masked_product(engine, second, &u, l.as_ref())?;
         out.forms.push(second);
         out.intermediate_products += stats2.intermediate_products;
+        out.product_seconds += stats2.seconds;
         // The second product gives the missing role through its rows or its columns.
         let (r2, col2) = second.roles();
         if r2 != r1 && r2 != c1 {
