@@ -262,16 +262,24 @@ pub fn worth_relabelling(g: &SimpleGraph) -> bool {
     let samples = n.min(1000);
     let mut rng = SplitMix(27491095);
     let mut degrees = Vec::with_capacity(samples);
-    while degrees.len() < samples {
+    // Vertices with an edge are at least √(20 n) of n here; the bound on draws only guards
+    // against looping long on a huge, nearly empty vertex set.
+    for _ in 0..(1000 * samples as u64) {
+        if degrees.len() == samples {
+            break;
+        }
         let v = (rng.next() % n as u64) as usize;
         let d = g.degree(v);
         if d > 0 {
             degrees.push(d as u64);
         }
     }
+    if degrees.is_empty() {
+        return false;
+    }
     degrees.sort_unstable();
-    let mean = degrees.iter().sum::<u64>() as f64 / samples as f64;
-    let median = degrees[samples / 2] as f64;
+    let mean = degrees.iter().sum::<u64>() as f64 / degrees.len() as f64;
+    let median = degrees[degrees.len() / 2] as f64;
     mean / 1.3 > median
 }
 
