@@ -464,7 +464,7 @@ impl Oriented {
     /// The in-edges of each vertex `b`, grouped by `b` (offsets, then spans): for an edge
     /// `a → b` at position `e` of `adj`, the span `e + 1 .. end of row a` (the entries of row `a`
     /// after `b`), packed as `start << 32 | end`. `None` when positions pass 32 bits.
-    fn in_spans(&self) -> Option<(Vec<u64>, Vec<AtomicU64>)> {
+    fn in_spans(&self) -> Option<(Vec<u64>, Vec<u64>)> {
         let n = self.n();
         if self.adj.len() > u32::MAX as usize {
             return None;
@@ -480,6 +480,13 @@ impl Oriented {
                 spans[at as usize].store(((e + 1) << 32) | end, Relaxed);
             }
         });
+        let mut spans: Vec<u64> = spans.into_iter().map(AtomicU64::into_inner).collect();
+        // In order of position, so that the rows of `a` are visited in memory order.
+        let lens: Vec<usize> = (0..n).map(|b| (tptr[b + 1] - tptr[b]) as usize).collect();
+        crate::mem::split_by_lengths(&mut spans, &lens)
+            .into_par_iter()
+            .with_min_len(256)
+            .for_each(|seg| seg.sort_unstable());
         Some((tptr, spans))
     }
 
@@ -494,7 +501,7 @@ impl Oriented {
         };
         let n = self.n();
         let span = |k: usize| {
-            let x = spans[k].load(Relaxed);
+            let x = spans[k];
             ((x >> 32) as usize, (x & u32::MAX as u64) as usize)
         };
         let in_of = |b: usize| tptr[b] as usize..tptr[b + 1] as usize;
