@@ -298,9 +298,8 @@ impl SplitMix {
 
 /// Counts the triangles of `g`.
 ///
-/// Fails with [`Error::EngineUnavailable`] when the engine path is asked of an engine that cannot
-/// run here, and with [`Error::Invalid`] when the oriented graph has more entries than 32-bit
-/// column indices allow.
+/// The CPU kernel cannot fail. The engine path fails as [`spgemm::multiply`] does, for example
+/// with [`Error::EngineUnavailable`] when the GPU engine is asked for and cannot run here.
 pub fn count(g: &SimpleGraph, opts: &Options) -> Result<Triangles> {
     let start = Instant::now();
     let method = match (opts.method, opts.engine) {
