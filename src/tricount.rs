@@ -957,7 +957,7 @@ mod tests {
 
     #[test]
     fn relabelling_rule() {
-        // A star plus a sparse ring: too few edges per vertex.
+        // A ring: too few edges per vertex.
         let ring: Vec<(u32, u32)> = (0..100).map(|i| (i, (i + 1) % 100)).collect();
         assert!(!worth_relabelling(&graph(100, &ring)));
         // A clique of 30 (29 neighbours each, uniform): dense but not skewed.
