@@ -24,7 +24,7 @@ use crate::scalar::Scalar;
 use crate::spgemm::{self, EngineKind, Pattern, ProductStats, SpgemmOptions};
 use rayon::prelude::*;
 use std::ops::Range;
-use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering::Relaxed};
 use std::time::Instant;
 
 /// An undirected graph with no self loops and no repeated edges, stored as its symmetric
@@ -91,8 +91,9 @@ pub enum Method {
     Spgemm,
     /// The dedicated CPU kernel, which forms no product: for each vertex `b`, its higher-ranked
     /// neighbours are marked in a bitmap, and for each lower-ranked neighbour `a`, the
-    /// neighbours of `a` ranked above `b` are looked up (with per-vertex counts: a merge of the
-    /// sorted lists of each oriented edge's ends).
+    /// neighbours of `a` ranked above `b` are looked up. (Named after GAP's merge-based kernel,
+    /// which it replaces; a merge of sorted rows remains the fallback for per-vertex counts on
+    /// graphs of more than 2³² oriented edges.)
     Merge,
 }
 
@@ -326,7 +327,7 @@ pub fn count(g: &SimpleGraph, opts: &Options) -> Result<Triangles> {
             pv
         }
         _ if opts.per_vertex => {
-            let pv = o.per_vertex_merge();
+            let pv = o.per_vertex_pairs().unwrap_or_else(|| o.per_vertex_merge());
             out.triangles = pv.iter().sum::<u64>() / 3;
             Some(pv)
         }
@@ -550,6 +551,96 @@ impl Oriented {
                 total
             })
             .sum()
+    }
+
+    /// Triangles through each vertex (indexed by rank), walking the wedges as
+    /// [`Oriented::count_pairs`] does. A triangle `a < b < c` is found from the in-edge `a → b`
+    /// and the entry `c` of row `b`: `b`'s count is kept locally, `c`'s per entry of row `b`
+    /// (found by a binary search in the row) and added once per entry, and `a`'s per in-edge,
+    /// stored at the in-edge's position in `adj` and summed row by row at the end. `None` when
+    /// positions pass 32 bits.
+    fn per_vertex_pairs(&self) -> Option<Vec<u64>> {
+        let (tptr, spans) = self.in_spans()?;
+        let n = self.n();
+        let span = |k: usize| {
+            let x = spans[k];
+            ((x >> 32) as usize, (x & u32::MAX as u64) as usize)
+        };
+        let in_of = |b: usize| tptr[b] as usize..tptr[b + 1] as usize;
+        let tasks = balanced(n, |b| {
+            let out = self.row(b).len() as u64;
+            if out == 0 {
+                return 0;
+            }
+            out + in_of(b)
+                .map(|k| {
+                    let (s, e) = span(k);
+                    (e - s) as u64
+                })
+                .sum::<u64>()
+        });
+        let counts: Vec<AtomicU64> = (0..n).map(|_| AtomicU64::new(0)).collect();
+        // Triangles whose lowest two vertices are the edge at each position of `adj`.
+        let low: Vec<AtomicU32> = (0..self.adj.len()).map(|_| AtomicU32::new(0)).collect();
+        let words = n.div_ceil(64);
+        tasks.into_par_iter().for_each(|range| {
+            let mut bits = vec![0u64; words];
+            let mut high: Vec<u64> = Vec::new();
+            for b in range {
+                let nb = self.row(b);
+                let Some(&hi) = nb.last() else {
+                    continue;
+                };
+                for &c in nb {
+                    bits[c as usize >> 6] |= 1u64 << (c & 63);
+                }
+                high.clear();
+                high.resize(nb.len(), 0);
+                let mut mid = 0u64;
+                for k in in_of(b) {
+                    if k + AHEAD < spans.len() {
+                        prefetch(self.adj.as_ptr().wrapping_add(span(k + AHEAD).0));
+                    }
+                    let (s, e) = span(k);
+                    let mut found = 0u32;
+                    for &c in &self.adj[s..e] {
+                        if c > hi {
+                            break;
+                        }
+                        if (bits[c as usize >> 6] >> (c & 63)) & 1 == 1 {
+                            found += 1;
+                            high[nb.partition_point(|&x| x < c)] += 1;
+                        }
+                    }
+                    if found > 0 {
+                        // Position s - 1 holds b in row a: the edge a → b.
+                        low[s - 1].store(found, Relaxed);
+                        mid += found as u64;
+                    }
+                }
+                for &c in nb {
+                    bits[c as usize >> 6] = 0;
+                }
+                if mid > 0 {
+                    counts[b].fetch_add(mid, Relaxed);
+                    for (&c, &h) in nb.iter().zip(&high) {
+                        if h > 0 {
+                            counts[c as usize].fetch_add(h, Relaxed);
+                        }
+                    }
+                }
+            }
+        });
+        Some(
+            counts
+                .into_par_iter()
+                .enumerate()
+                .map(|(a, t)| {
+                    let row = self.ptr[a] as usize..self.ptr[a + 1] as usize;
+                    t.into_inner() + low[row].iter().map(|x| x.load(Relaxed) as u64).sum::<u64>()
+                })
+                .collect(),
+        )
     }
 
     /// The total count: for each vertex `u`, its row is marked in a bitmap, and for each `v` of
@@ -1002,6 +1093,7 @@ mod tests {
             assert_eq!(o.count_marked(), pairs);
             let pv = o.per_vertex_merge();
             assert_eq!(pv.iter().sum::<u64>(), 3 * pairs);
+            assert_eq!(o.per_vertex_pairs(), Some(pv));
             assert!(pairs > 0);
         }
     }
