@@ -1,8 +1,8 @@
 //! gmcl: Markov clustering and triangle counting on large power-law graphs.
 //!
 //! The library loads edge lists ([`io`]), builds CSR matrices ([`csr`]), generates R-MAT graphs
-//! ([`generate`]) and multiplies sparse matrices ([`spgemm`]) on the CPU or, through [`gpu`], on an
-//! NVIDIA GPU.
+//! ([`generate`]), multiplies sparse matrices ([`spgemm`]) on the CPU or, through [`gpu`], on an
+//! NVIDIA GPU, and counts triangles ([`tricount`]).
 
 #![warn(missing_docs)]
 
@@ -19,6 +19,7 @@ mod mem;
 pub mod output;
 pub mod scalar;
 pub mod spgemm;
+pub mod tricount;
 
 pub use csr::{BuildOptions, Csr, Duplicates};
 pub use edges::EdgeList;

@@ -6,6 +6,7 @@ use gmcl::generate::{self, RmatParams};
 use gmcl::info::GraphInfo;
 use gmcl::io::{self, Format, Loaded};
 use gmcl::spgemm::{self, EngineKind, SpgemmOptions};
+use gmcl::tricount::{self, SimpleGraph};
 use gmcl::{BuildOptions, Csr, Duplicates, Error, Result, Scalar};
 use indicatif::{ProgressBar, ProgressStyle};
 use std::io::IsTerminal;
@@ -39,6 +40,8 @@ enum Command {
     Spgemm(SpgemmArgs),
     /// Benchmarks, every result checked before any time counts.
     Bench(BenchArgs),
+    /// Count the triangles of a graph (made simple and undirected first).
+    Tricount(TricountArgs),
 }
 
 #[derive(Args)]
@@ -200,6 +203,36 @@ struct SpgemmArgs {
     json: bool,
 }
 
+#[derive(Args)]
+struct TricountArgs {
+    /// The graph file (directions, self loops, duplicates and weights are ignored).
+    input: PathBuf,
+    #[command(flatten)]
+    input_args: InputArgs,
+    /// Write each vertex's triangle count here: `label<TAB>count` per vertex, in vertex order
+    /// (labels as in the input).
+    #[arg(long, value_name = "FILE")]
+    per_vertex: Option<PathBuf>,
+    /// Engine: cpu, gpu (gMAGNUS) or auto (the GPU when usable, else the CPU).
+    #[arg(long, default_value = "auto")]
+    engine: EngineKind,
+    /// auto (the merge kernel on the CPU, the masked product on the GPU), spgemm (a masked
+    /// product on the engine) or merge (the dedicated CPU kernel).
+    #[arg(long, default_value = "auto", value_name = "auto|spgemm|merge")]
+    method: tricount::Method,
+    /// Renumber vertices by degree first: auto (GAP's rule: when degrees are skewed), always,
+    /// never.
+    #[arg(long, default_value = "auto", value_name = "auto|always|never")]
+    relabel: tricount::Relabel,
+    /// The masked product of the spgemm method: auto (fewest intermediate products), sandia
+    /// (C<U> = U·U), dot (C<L> = L·Lᵀ) or dot-upper (C<U> = U·Uᵀ).
+    #[arg(long, default_value = "auto", value_name = "auto|sandia|dot|dot-upper")]
+    form: tricount::Form,
+    /// Print one JSON object to stdout.
+    #[arg(long)]
+    json: bool,
+}
+
 /// Where notices and progress go: stderr, unless --quiet.
 #[derive(Clone, Copy)]
 struct Ui {
@@ -255,6 +288,7 @@ fn main() {
             Precision::F32 => run_bench_spgemm::<f32>(a, ui),
             Precision::F64 => run_bench_spgemm::<f64>(a, ui),
         },
+        Command::Tricount(a) => run_tricount(a, ui),
     };
     if let Err(e) = result {
         exit_with(&e);
@@ -407,6 +441,102 @@ fn run_spgemm<T: Scalar>(a: SpgemmArgs, ui: Ui) -> Result<()> {
             "C: {} x {}, {} nonzeros, {} intermediate products, {:.4} s on the {} engine ({:.4} s computing: {:.3} GFLOP/s)",
             report.rows, report.cols, report.nnz, report.intermediate_products, report.seconds, report.engine, report.device_seconds, report.gflops
         );
+    }
+    Ok(())
+}
+
+#[derive(serde::Serialize)]
+struct TricountReport {
+    triangles: u64,
+    vertices: u64,
+    edges: u64,
+    seconds: f64,
+    edges_per_second: f64,
+}
+
+fn run_tricount(a: TricountArgs, ui: Ui) -> Result<()> {
+    let start = Instant::now();
+    let loaded = io::load(&a.input, a.input_args.format)?;
+    let labels = loaded.labels;
+    let g = SimpleGraph::from_edges(loaded.edges).map_err(|e| match e {
+        Error::Invalid(msg) => Error::Input {
+            path: a.input.clone(),
+            message: msg,
+        },
+        other => other,
+    })?;
+    let load_seconds = start.elapsed().as_secs_f64();
+    let engine = resolve_engine(a.engine, ui)?;
+    let opts = tricount::Options {
+        engine,
+        method: a.method,
+        relabel: a.relabel,
+        form: a.form,
+        per_vertex: a.per_vertex.is_some(),
+    };
+    // Created before counting, so that a path that cannot be written fails at once.
+    let per_vertex_out = match &a.per_vertex {
+        Some(path) => Some(gmcl::output::AtomicOutput::create(path)?),
+        None => None,
+    };
+    let t = tricount::count(&g, &opts)?;
+    if let (Some(mut out), Some(counts)) = (per_vertex_out, &t.per_vertex) {
+        let ids: Vec<u32> = (0..counts.len() as u32).collect();
+        gmcl::output::write_formatted(
+            &mut out,
+            &ids,
+            |&v, buf| {
+                labels.write_label(v, buf);
+                buf.push(b'\t');
+                buf.extend_from_slice(itoa::Buffer::new().format(counts[v as usize]).as_bytes());
+                buf.push(b'\n');
+            },
+            |_| {},
+        )?;
+        out.commit()?;
+    }
+    let report = TricountReport {
+        triangles: t.triangles,
+        vertices: g.vertices() as u64,
+        edges: g.edges(),
+        seconds: t.seconds,
+        edges_per_second: if t.seconds > 0.0 {
+            g.edges() as f64 / t.seconds
+        } else {
+            0.0
+        },
+    };
+    let how = match t.method {
+        tricount::Method::Spgemm => {
+            let forms: Vec<&str> = t.forms.iter().map(|f| f.name()).collect();
+            format!(
+                "masked product ({}) on the {engine} engine, {} intermediate products in {:.4} s",
+                forms.join(" + "),
+                t.intermediate_products,
+                t.product_seconds
+            )
+        }
+        m => format!("{} kernel", m.name()),
+    };
+    ui.notice(&format!(
+        "{} vertices, {} edges; loaded in {:.3} s; counted in {:.4} s (orientation {:.4} s; {}{}, {:.3e} edges/s)",
+        report.vertices,
+        report.edges,
+        load_seconds,
+        report.seconds,
+        t.orient_seconds,
+        how,
+        if t.relabelled {
+            ", relabelled by degree"
+        } else {
+            ""
+        },
+        report.edges_per_second
+    ));
+    if a.json {
+        println!("{}", to_json(&report)?);
+    } else {
+        println!("{}", report.triangles);
     }
     Ok(())
 }

@@ -372,3 +372,106 @@ fn bench_spgemm_on_the_gpu_runs_or_fails_clearly() {
         assert!(!text.contains("karate.mtx: gpu failed"), "{text}");
     }
 }
+
+#[test]
+fn tricount_prints_the_count() {
+    assert_eq!(ok(&["tricount", "graphs/karate.el", "-q"]), "45\n");
+    assert_eq!(ok(&["tricount", "graphs/karate.mtx", "-q"]), "45\n");
+    assert_eq!(ok(&["tricount", "graphs/lesmis.abc", "-q"]), "467\n");
+    for method in ["merge", "spgemm"] {
+        let out = ok(&[
+            "tricount",
+            "graphs/karate.el",
+            "--engine",
+            "cpu",
+            "--method",
+            method,
+            "--threads",
+            "1",
+        ]);
+        assert_eq!(out, "45\n");
+    }
+    let r = json(&["tricount", "graphs/karate.mtx", "--json", "--engine", "cpu"]);
+    assert_eq!(r["triangles"], 45);
+    assert_eq!(r["vertices"], 34);
+    assert_eq!(r["edges"], 78);
+    assert!(r["seconds"].as_f64().unwrap() >= 0.0);
+    assert!(r["edges_per_second"].as_f64().unwrap() >= 0.0);
+    let keys: Vec<&String> = r.as_object().unwrap().keys().collect();
+    assert_eq!(keys.len(), 5, "{keys:?}");
+}
+
+#[test]
+fn tricount_per_vertex_file_uses_input_labels() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("counts.tsv");
+    let r = json(&[
+        "tricount",
+        "graphs/lesmis.abc",
+        "--per-vertex",
+        s(&out),
+        "--json",
+        "-q",
+    ]);
+    assert_eq!(r["triangles"], 467);
+    let text = std::fs::read_to_string(&out).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.len(), 77);
+    // Labels in order of first appearance; counts from networkx (see tests/tricount.rs).
+    assert_eq!(lines[0], "Napoleon\t0");
+    assert_eq!(lines[1], "Myriel\t3");
+    assert!(lines.contains(&"Valjean\t76"), "{text}");
+    assert!(lines.contains(&"Gavroche\t82"), "{text}");
+    let sum: u64 = lines
+        .iter()
+        .map(|l| l.split('\t').nth(1).unwrap().parse::<u64>().unwrap())
+        .sum();
+    assert_eq!(sum, 3 * 467);
+    // The karate club in Matrix Market: 1-based in the file, 0-based ids as labels, like .el.
+    let out2 = dir.path().join("karate.tsv");
+    ok(&[
+        "tricount",
+        "graphs/karate.mtx",
+        "--per-vertex",
+        s(&out2),
+        "--method",
+        "spgemm",
+        "--engine",
+        "cpu",
+        "-q",
+    ]);
+    let text = std::fs::read_to_string(&out2).unwrap();
+    assert!(text.starts_with("0\t18\n1\t12\n2\t11\n"), "{text}");
+    assert!(text.ends_with("32\t13\n33\t15\n"), "{text}");
+}
+
+#[test]
+fn tricount_bad_input_and_engines() {
+    let dir = tempfile::tempdir().unwrap();
+    let bad = dir.path().join("bad.el");
+    std::fs::write(&bad, "0 1\n1 2\n2 zero\n").unwrap();
+    let err = fails(&["tricount", s(&bad)]);
+    assert!(err.contains(&format!("{}:3", bad.display())), "{err}");
+    let err = fails(&["tricount", s(&dir.path().join("missing.el"))]);
+    assert!(err.contains("missing.el"), "{err}");
+    let err = fails(&["tricount", "graphs/karate.el", "--method", "fast"]);
+    assert!(err.contains("fast"), "{err}");
+    // A per-vertex file that cannot be written: an error, and nothing left behind.
+    let err = fails(&[
+        "tricount",
+        "graphs/karate.el",
+        "--per-vertex",
+        "/nonexistent-dir/t.tsv",
+    ]);
+    assert!(err.contains("/nonexistent-dir/t.tsv"), "{err}");
+    // The GPU engine runs the masked product; without one, exit status 3 and a clear message.
+    let out = gmcl(&["tricount", "graphs/karate.el", "--engine", "gpu"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    if out.status.success() {
+        assert_eq!(String::from_utf8_lossy(&out.stdout), "45\n");
+    } else {
+        assert_eq!(out.status.code(), Some(3), "{err}");
+        assert!(err.to_lowercase().contains("gpu"), "{err}");
+        assert!(!err.contains("panicked"), "{err}");
+    }
+}
