@@ -1,7 +1,7 @@
 //! gmcl: Markov clustering and triangle counting on large power-law graphs.
 //!
 //! The library loads edge lists ([`io`]), builds CSR matrices ([`csr`]), generates R-MAT graphs
-//! ([`generate`]) and multiplies sparse matrices ([`spgemm`]).
+//! ([`generate`]), multiplies sparse matrices ([`spgemm`]) and clusters graphs with MCL ([`mcl`]).
 
 #![warn(missing_docs)]
 
@@ -12,6 +12,7 @@ pub mod generate;
 pub mod graph;
 pub mod info;
 pub mod io;
+pub mod mcl;
 mod mem;
 pub mod output;
 pub mod scalar;
