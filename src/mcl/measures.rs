@@ -5,6 +5,7 @@ use crate::csr::Csr;
 use crate::error::{Error, Result};
 use crate::scalar::Scalar;
 use std::collections::HashMap;
+use std::path::Path;
 
 /// `clm info`'s measures of a clustering of a graph.
 #[derive(Clone, Copy, Debug, Default, PartialEq, serde::Serialize)]
@@ -28,7 +29,9 @@ pub struct ClusterInfo {
 }
 
 /// Computes `clm info`'s measures of `clusters` on `graph` (symmetric, without self loops, as
-/// MCL clustered it). With overlapping clusters a node counts once per cluster, as in clm.
+/// MCL clustered it). As clm info does, efficiency and mass fraction count a loop on every node
+/// weighing its largest edge, and modularity counts no loops. With overlapping clusters a node
+/// counts once per cluster, as in clm.
 pub fn cluster_info<T: Scalar>(graph: &Csr<T>, clusters: &[Vec<u32>]) -> ClusterInfo {
     let n = graph.nrows();
     let mut mark = vec![u32::MAX; n];
@@ -46,7 +49,11 @@ pub fn cluster_info<T: Scalar>(graph: &Csr<T>, clusters: &[Vec<u32>]) -> Cluster
         let (mut internal, mut degsum) = (0.0f64, 0.0f64);
         for &v in members {
             let (cols, vals) = graph.row(v as usize);
-            let (mut sum_i, mut sum_o, mut ssq) = (0.0f64, 0.0f64, 0.0f64);
+            // clm info first gives every node a loop weighing its largest edge (1 if none):
+            // the loop lies inside the node's own cluster.
+            let lp = vals.iter().fold(0.0f64, |m, w| m.max(w.to_f64()));
+            let lp = if lp > 0.0 { lp } else { 1.0 };
+            let (mut sum_i, mut sum_o, mut ssq) = (lp, 0.0f64, lp * lp);
             let mut n_out = 0usize;
             for (&u, &w) in cols.iter().zip(vals) {
                 let w = w.to_f64();
@@ -71,7 +78,7 @@ pub fn cluster_info<T: Scalar>(graph: &Csr<T>, clusters: &[Vec<u32>]) -> Cluster
                     eff += 1.0 - (size as f64 - div / ctr) / join;
                 }
             }
-            internal += sum_i;
+            internal += sum_i - lp;
             degsum += degree[v as usize];
         }
         if total != 0.0 {
@@ -201,6 +208,78 @@ pub fn distance(a: &[Vec<u32>], b: &[Vec<u32>], n: usize) -> Result<Distance> {
     })
 }
 
+/// Reads a clustering written one cluster per line, labels separated by tabs or spaces (mcl's
+/// and gmcl's label output). Blank lines are skipped.
+pub fn read_clusters(path: &Path) -> Result<Vec<Vec<String>>> {
+    let text = std::fs::read(path).map_err(|e| Error::io(path, "cannot read", e))?;
+    let text = String::from_utf8(text).map_err(|_| Error::Input {
+        path: path.to_path_buf(),
+        message: "not UTF-8 text".into(),
+    })?;
+    Ok(text
+        .lines()
+        .map(|l| l.split_whitespace().map(str::to_owned).collect::<Vec<_>>())
+        .filter(|c| !c.is_empty())
+        .collect())
+}
+
+/// Compares two clusterings given by labels ([`read_clusters`]); both must cover the same
+/// labels, each once. `names` name the two clusterings in errors.
+pub fn distance_by_label(
+    a: &[Vec<String>],
+    b: &[Vec<String>],
+    names: (&str, &str),
+) -> Result<Distance> {
+    fn to_ids<'a>(p: &'a [Vec<String>], ids: &mut HashMap<&'a str, u32>) -> Vec<Vec<u32>> {
+        p.iter()
+            .map(|c| {
+                c.iter()
+                    .map(|l| {
+                        let next = ids.len() as u32;
+                        *ids.entry(l.as_str()).or_insert(next)
+                    })
+                    .collect()
+            })
+            .collect()
+    }
+    let mut ids: HashMap<&str, u32> = HashMap::new();
+    let ia = to_ids(a, &mut ids);
+    let n_a = ids.len();
+    let ib = to_ids(b, &mut ids);
+    let n = ids.len();
+    if n > n_a {
+        let extra = b.iter().flatten().find(|l| ids[l.as_str()] as usize >= n_a);
+        return Err(Error::Invalid(format!(
+            "{} has nodes that {} lacks (such as '{}'): both must cluster the same nodes",
+            names.1,
+            names.0,
+            extra.map_or("", |s| s.as_str())
+        )));
+    }
+    let check = |p: &[Vec<u32>], name: &str| -> Result<()> {
+        let mut seen = vec![false; n];
+        for &v in p.iter().flatten() {
+            if std::mem::replace(&mut seen[v as usize], true) {
+                let label = ids.iter().find(|(_, &i)| i == v).map_or("", |(l, _)| *l);
+                return Err(Error::Invalid(format!(
+                    "'{label}' is in more than one cluster of {name}: not a partition"
+                )));
+            }
+        }
+        if let Some(v) = seen.iter().position(|&s| !s) {
+            let label = ids.iter().find(|(_, &i)| i as usize == v).map_or("", |(l, _)| *l);
+            return Err(Error::Invalid(format!(
+                "{name} lacks '{label}', which the other clustering has: both must cluster the \
+                 same nodes"
+            )));
+        }
+        Ok(())
+    };
+    check(&ia, names.0)?;
+    check(&ib, names.1)?;
+    distance(&ia, &ib, n)
+}
+
 fn choose2(m: u64) -> f64 {
     m as f64 * (m as f64 - 1.0) / 2.0
 }
@@ -235,6 +314,23 @@ mod tests {
     }
 
     #[test]
+    fn labelled_clusterings() {
+        let l = |v: &[&[&str]]| -> Vec<Vec<String>> {
+            v.iter().map(|c| c.iter().map(|s| s.to_string()).collect()).collect()
+        };
+        let a = l(&[&["x", "y"], &["z"]]);
+        let b = l(&[&["z", "y"], &["x"]]);
+        let d = distance_by_label(&a, &b, ("a", "b")).unwrap();
+        assert_eq!((d.nodes, d.split_join), (3, 2));
+        let e = distance_by_label(&a, &l(&[&["x", "y"]]), ("a", "b")).unwrap_err();
+        assert!(e.to_string().contains("b lacks 'z'"), "{e}");
+        let e = distance_by_label(&a, &l(&[&["x", "y", "z", "w"]]), ("a", "b")).unwrap_err();
+        assert!(e.to_string().contains("such as 'w'"), "{e}");
+        let e = distance_by_label(&l(&[&["x", "x"]]), &l(&[&["x"]]), ("a", "b")).unwrap_err();
+        assert!(e.to_string().contains("more than one cluster of a"), "{e}");
+    }
+
+    #[test]
     fn bad_partitions_are_refused() {
         assert!(distance(&[vec![0, 1]], &[vec![0], vec![0, 1]], 2).is_err());
         assert!(distance(&[vec![0]], &[vec![0, 1]], 2).is_err());
@@ -252,8 +348,9 @@ mod tests {
         let g = Csr::from_dense(6, 6, &d);
         let info = cluster_info(&g, &[vec![0, 1, 2], vec![3, 4, 5]]);
         assert_eq!((info.clusters, info.nodes, info.singletons, info.largest), (2, 6, 0, 3));
-        // Nodes 0,1,4,5 keep all their weight inside; 2 and 3 keep 2 of 3.
-        assert!((info.mass_fraction - (4.0 + 4.0 / 3.0) / 6.0).abs() < 1e-12);
+        // With their loops (weight 1), nodes 0,1,4,5 keep all their weight inside; 2 and 3
+        // keep 3 of 4.
+        assert!((info.mass_fraction - (4.0 + 1.5) / 6.0).abs() < 1e-12);
         // Modularity: E = 14; each cluster: 6/14 − (7/14)².
         assert!((info.modularity - 2.0 * (6.0 / 14.0 - 0.25)).abs() < 1e-12);
         assert!(info.efficiency > 0.0 && info.efficiency <= 1.0);
