@@ -189,9 +189,9 @@ struct ClusterArgs {
     /// Value type of the matrices (mcl uses f32).
     #[arg(long, value_enum, default_value = "f32")]
     precision: Precision,
-    /// Intermediate products per expansion batch: bounds the memory of one batch.
+    /// Entries of M² per expansion batch (at most): bounds the memory of one batch.
     #[arg(long, default_value_t = 1 << 25, value_name = "N")]
-    batch_products: u64,
+    batch_entries: u64,
     /// Write the clusters here instead of stdout.
     #[arg(long, short = 'o')]
     output: Option<PathBuf>,
@@ -456,7 +456,7 @@ fn run_cluster<T: Scalar>(a: ClusterArgs, ui: Ui) -> Result<()> {
         max_iterations: a.max_iterations,
         overlap: a.overlap,
         engine,
-        batch_products: a.batch_products,
+        batch_entries: a.batch_entries,
         ..Default::default()
     };
     params.validate()?;
@@ -473,8 +473,8 @@ fn run_cluster<T: Scalar>(a: ClusterArgs, ui: Ui) -> Result<()> {
     }
     let result = mcl::cluster(&graph, &params, &mut |it| {
         ui.notice(&format!(
-            "iteration {:>3}  chaos {:>10.4}  kept {:>11}  expanded {:>13}  {:>7.2} s",
-            it.index, it.chaos, it.kept, it.expanded, it.seconds
+            "iteration {:>3}  chaos {:>10.4}  kept {:>11}  expanded {:>13}  products {:>15}  {:>7.2} s ({:.2} s expanding)",
+            it.index, it.chaos, it.kept, it.expanded, it.products, it.seconds, it.expand_seconds
         ))
     })?;
     if !result.converged && result.iterations > 0 {

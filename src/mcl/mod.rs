@@ -13,9 +13,10 @@
 //!
 //! MCL works on columns; gmcl's matrices are row-major, so the driver keeps the transpose `Mᵀ`:
 //! its rows are the columns of `M`, and `(M²)ᵀ = Mᵀ·Mᵀ`. Expansion runs in batches of rows
-//! of about [`MclParams::batch_products`] intermediate products, and each batch is pruned as
-//! soon as it is made, so the full `M²` (on power-law graphs about 190 times the size of `M` in
-//! the first iteration) never exists at once.
+//! whose entries in `M²` are at most [`MclParams::batch_entries`] (bounded before the product by
+//! `min(products, n)` per row), and each batch is pruned as soon as it is made, so the full `M²`
+//! (on power-law graphs about 190 times the size of `M` in the first iteration) never exists
+//! at once.
 //!
 //! Values are `f32` in gmcl's command line, as in mcl (`float` cells).
 
@@ -54,8 +55,9 @@ pub struct MclParams {
     pub overlap: Overlap,
     /// The SpGEMM engine of the expansion.
     pub engine: EngineKind,
-    /// Intermediate products per expansion batch (rows are grouped up to about this many).
-    pub batch_products: u64,
+    /// Entries of `M²` per expansion batch: rows are grouped while the sum of their bounds
+    /// `min(intermediate products, n)` stays under this (a row over it makes a batch alone).
+    pub batch_entries: u64,
 }
 
 impl Default for MclParams {
@@ -68,7 +70,7 @@ impl Default for MclParams {
             chaos_limit: 1e-4,
             overlap: Overlap::Cut,
             engine: EngineKind::Cpu,
-            batch_products: 1 << 25,
+            batch_entries: 1 << 25,
         }
     }
 }
@@ -88,7 +90,7 @@ impl MclParams {
                 self.loop_gain
             )));
         }
-        if self.batch_products == 0 {
+        if self.batch_entries == 0 {
             return Err(Error::Invalid("the batch size must be at least 1".into()));
         }
         self.prune.validate()
@@ -110,6 +112,8 @@ pub struct Iteration {
     pub products: u64,
     /// Expansion batches.
     pub batches: usize,
+    /// Wall time spent in the SpGEMM engine (the rest is pruning, inflation and assembly).
+    pub expand_seconds: f64,
     /// Wall time of the iteration.
     pub seconds: f64,
 }
@@ -193,12 +197,13 @@ pub fn start_matrix<T: Scalar>(graph: &Csr<T>, loop_gain: f64) -> Csr<T> {
     Csr::from_parts_unchecked(n, n, row_ptr, cols, vals)
 }
 
-/// Rows `0..products.len()` cut into consecutive batches of about `budget` products each (a
-/// row with more than `budget` products makes a batch alone).
-fn batches(products: &[u64], budget: u64) -> Vec<Range<usize>> {
+/// Rows `0..products.len()` cut into consecutive batches whose bounds `min(products, n)` sum
+/// to at most `budget` (a row over it makes a batch alone).
+fn batches(products: &[u64], n: u64, budget: u64) -> Vec<Range<usize>> {
     let mut out = Vec::new();
     let (mut start, mut acc) = (0usize, 0u64);
     for (i, &p) in products.iter().enumerate() {
+        let p = p.min(n);
         if acc > 0 && acc + p > budget {
             out.push(start..i);
             start = i;
@@ -275,7 +280,7 @@ pub fn iterate<T: Scalar>(
     let mut cols: Vec<u32> = Vec::new();
     let mut vals: Vec<T> = Vec::new();
     let threads = rayon::current_num_threads().max(1);
-    for batch in batches(&per_row, params.batch_products) {
+    for batch in batches(&per_row, m.ncols() as u64, params.batch_entries) {
         let opts = SpgemmOptions {
             mask: None,
             rows: Some(batch.clone()),
@@ -284,6 +289,7 @@ pub fn iterate<T: Scalar>(
         it.products += stats.intermediate_products;
         it.expanded += c.nnz() as u64;
         it.batches += 1;
+        it.expand_seconds += stats.seconds;
         // Groups of rows of about equal size for the threads, kept in order.
         let rows = c.nrows();
         let group = (rows / (threads * 16)).clamp(16, 4096);
@@ -420,13 +426,15 @@ mod tests {
         let (g, _) = graph_from_edges::<f64>(&two_cliques(7)).unwrap();
         let whole = cluster(&g, &MclParams::default(), &mut |_| {}).unwrap();
         let p = MclParams {
-            batch_products: 10,
+            batch_entries: 10,
             ..Default::default()
         };
         let small = cluster(&g, &p, &mut |_| {}).unwrap();
         assert_eq!(whole, MclResult { seconds: whole.seconds, ..small });
-        assert_eq!(batches(&[5, 5, 20, 1, 1], 10), vec![0..2, 2..3, 3..5]);
-        assert_eq!(batches(&[], 10), Vec::<Range<usize>>::new());
+        assert_eq!(batches(&[5, 5, 20, 1, 1], 100, 10), vec![0..2, 2..3, 3..5]);
+        // Rows count at most n entries.
+        assert_eq!(batches(&[5, 50, 20, 1, 1], 5, 10), vec![0..2, 2..4, 4..5]);
+        assert_eq!(batches(&[], 5, 10), Vec::<Range<usize>>::new());
     }
 
     #[test]
@@ -446,7 +454,7 @@ mod tests {
                 ..Default::default()
             },
             MclParams {
-                batch_products: 0,
+                batch_entries: 0,
                 ..Default::default()
             },
         ] {
