@@ -156,10 +156,20 @@ struct ClusterArgs {
     #[command(flatten)]
     input_args: InputArgs,
     /// Inflation (mcl's -I): greater than 0, at most 30; larger gives finer clusters.
-    #[arg(short = 'I', long, default_value_t = 2.0, allow_negative_numbers = true)]
+    #[arg(
+        short = 'I',
+        long,
+        default_value_t = 2.0,
+        allow_negative_numbers = true
+    )]
     inflation: f64,
     /// Loop gain (mcl's -c): the loop added to each node weighs its largest edge times this.
-    #[arg(short = 'c', long, default_value_t = 1.0, allow_negative_numbers = true)]
+    #[arg(
+        short = 'c',
+        long,
+        default_value_t = 1.0,
+        allow_negative_numbers = true
+    )]
     loop_gain: f64,
     /// mcl's pruning scheme 1..7 (P/S/R/pct presets); -P -S -R --pct override single values.
     #[arg(long, default_value_t = 6)]

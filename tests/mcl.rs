@@ -63,7 +63,11 @@ fn same_partitions_as_mcl() {
     for (graph, inflation, scheme, gold) in cases {
         let (clusters, r) = cluster_file(graph, &with(inflation, scheme));
         assert!(r.converged, "{graph}");
-        assert_eq!(as_partition(&clusters), golden(gold), "{graph} -I {inflation}");
+        assert_eq!(
+            as_partition(&clusters),
+            golden(gold),
+            "{graph} -I {inflation}"
+        );
         // Largest first.
         assert!(clusters.windows(2).all(|w| w[0].len() >= w[1].len()));
     }
@@ -185,13 +189,31 @@ fn cli_options_change_the_clustering() {
     assert_eq!(partition_of_text(&stdout), golden("lesmis.I14.s1.mcl"));
     // Explicit -P -S -R --pct equal to scheme 1 give the same; -L 1 stops early.
     let (stdout, _) = ok(&[
-        "cluster", "-q", "graphs/lesmis.abc", "-I", "1.4", "-P", "3000", "-S", "400", "-R",
-        "500", "--pct", "90",
+        "cluster",
+        "-q",
+        "graphs/lesmis.abc",
+        "-I",
+        "1.4",
+        "-P",
+        "3000",
+        "-S",
+        "400",
+        "-R",
+        "500",
+        "--pct",
+        "90",
     ]);
     assert_eq!(partition_of_text(&stdout), golden("lesmis.I14.s1.mcl"));
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("k.clusters");
-    let (_, stderr) = ok(&["cluster", "graphs/karate.el", "-L", "1", "-o", out.to_str().unwrap()]);
+    let (_, stderr) = ok(&[
+        "cluster",
+        "graphs/karate.el",
+        "-L",
+        "1",
+        "-o",
+        out.to_str().unwrap(),
+    ]);
     assert!(stderr.contains("stopped after 1 iterations"), "{stderr}");
     for mode in ["keep", "cut", "split"] {
         let (stdout, _) = ok(&["cluster", "-q", "graphs/karate.el", "--overlap", mode]);
@@ -231,7 +253,14 @@ fn cli_bad_options_and_input() {
     // A failed run leaves no output file.
     let out = dir.path().join("o.clusters");
     fails(
-        &["cluster", "graphs/karate.el", "-I", "0", "-o", out.to_str().unwrap()],
+        &[
+            "cluster",
+            "graphs/karate.el",
+            "-I",
+            "0",
+            "-o",
+            out.to_str().unwrap(),
+        ],
         2,
     );
     assert!(!out.exists());
@@ -246,7 +275,10 @@ fn cli_dist_compares_clusterings() {
         "tests/golden/karate.mcl",
         "tests/golden/karate.I3.mcl",
     ]);
-    assert!(text.contains("split/join distance       4 (4 + 0)"), "{text}");
+    assert!(
+        text.contains("split/join distance       4 (4 + 0)"),
+        "{text}"
+    );
     assert!(text.contains("adjusted Rand index       0.77453"), "{text}");
     let (json, _) = ok(&[
         "dist",
@@ -259,7 +291,10 @@ fn cli_dist_compares_clusterings() {
     assert_eq!(v["nodes"], 34);
     assert!((v["vi_a"].as_f64().unwrap() - 0.354).abs() < 5e-4);
     let (same, _) = ok(&["dist", "tests/golden/lesmis.mcl", "tests/golden/lesmis.mcl"]);
-    assert!(same.contains("split/join distance       0 (0 + 0)"), "{same}");
+    assert!(
+        same.contains("split/join distance       0 (0 + 0)"),
+        "{same}"
+    );
     let e = fails(
         &["dist", "tests/golden/karate.mcl", "tests/golden/lesmis.mcl"],
         2,

@@ -172,8 +172,8 @@ pub fn interpret<T: Scalar>(limit_t: &Csr<T>, overlap: Overlap) -> Interpretatio
     }
     let mut systems: Vec<Vec<u32>> = Vec::new();
     let mut root_system = vec![u32::MAX; n];
-    for j in 0..n {
-        if is_attr[j] {
+    for (j, &attr) in is_attr.iter().enumerate() {
+        if attr {
             let r = dsu.find(j as u32) as usize;
             if root_system[r] == u32::MAX {
                 root_system[r] = systems.len() as u32;

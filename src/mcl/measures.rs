@@ -178,10 +178,7 @@ pub fn distance(a: &[Vec<u32>], b: &[Vec<u32>], n: usize) -> Result<Distance> {
     let sb = ent(&mut b.iter().map(Vec::len));
     let (vi_a, vi_b) = if n > 0 {
         // H(b|a) = H(a,b) − H(a) = (Σ_a s ln s − Σ m ln m) / n.
-        (
-            ((sa + h_ab) / nf).max(0.0),
-            ((sb + h_ab) / nf).max(0.0),
-        )
+        (((sa + h_ab) / nf).max(0.0), ((sb + h_ab) / nf).max(0.0))
     } else {
         (0.0, 0.0)
     };
@@ -267,7 +264,10 @@ pub fn distance_by_label(
             }
         }
         if let Some(v) = seen.iter().position(|&s| !s) {
-            let label = ids.iter().find(|(_, &i)| i as usize == v).map_or("", |(l, _)| *l);
+            let label = ids
+                .iter()
+                .find(|(_, &i)| i as usize == v)
+                .map_or("", |(l, _)| *l);
             return Err(Error::Invalid(format!(
                 "{name} lacks '{label}', which the other clustering has: both must cluster the \
                  same nodes"
@@ -293,7 +293,9 @@ mod tests {
         // mcl's karate clusterings at -I 2 and -I 3, nodes renumbered 0..34 (clm dist gave
         // d=4 d1=4 d2=0; vi 0.354 0.354 0.000; arand 0.77453).
         let i2 = vec![
-            vec![2, 8, 9, 14, 15, 18, 20, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31, 32, 33],
+            vec![
+                2, 8, 9, 14, 15, 18, 20, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31, 32, 33,
+            ],
             vec![0, 1, 3, 4, 5, 6, 7, 10, 11, 12, 13, 16, 17, 19, 21],
         ];
         let i3 = vec![
@@ -316,7 +318,9 @@ mod tests {
     #[test]
     fn labelled_clusterings() {
         let l = |v: &[&[&str]]| -> Vec<Vec<String>> {
-            v.iter().map(|c| c.iter().map(|s| s.to_string()).collect()).collect()
+            v.iter()
+                .map(|c| c.iter().map(|s| s.to_string()).collect())
+                .collect()
         };
         let a = l(&[&["x", "y"], &["z"]]);
         let b = l(&[&["z", "y"], &["x"]]);
@@ -347,7 +351,10 @@ mod tests {
         }
         let g = Csr::from_dense(6, 6, &d);
         let info = cluster_info(&g, &[vec![0, 1, 2], vec![3, 4, 5]]);
-        assert_eq!((info.clusters, info.nodes, info.singletons, info.largest), (2, 6, 0, 3));
+        assert_eq!(
+            (info.clusters, info.nodes, info.singletons, info.largest),
+            (2, 6, 0, 3)
+        );
         // With their loops (weight 1), nodes 0,1,4,5 keep all their weight inside; 2 and 3
         // keep 3 of 4.
         assert!((info.mass_fraction - (4.0 + 1.5) / 6.0).abs() < 1e-12);

@@ -264,7 +264,10 @@ mod tests {
     fn schemes_match_mcl() {
         assert_eq!(PruneParams::scheme(6).unwrap(), PruneParams::default());
         assert_eq!(PruneParams::scheme(1).unwrap(), params(3000, 400, 500, 90));
-        assert_eq!(PruneParams::scheme(7).unwrap(), params(10000, 1200, 1600, 90));
+        assert_eq!(
+            PruneParams::scheme(7).unwrap(),
+            params(10000, 1200, 1600, 90)
+        );
         assert!(PruneParams::scheme(0).is_err());
         assert!(PruneParams::scheme(8).is_err());
         assert!(params(1, 1, 1, 100).validate().is_err());
