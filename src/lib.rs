@@ -2,7 +2,7 @@
 //!
 //! The library loads edge lists ([`io`]), builds CSR matrices ([`csr`]), generates R-MAT graphs
 //! ([`generate`]), multiplies sparse matrices ([`spgemm`]) on the CPU or, through [`gpu`], on an
-//! NVIDIA GPU, and counts triangles ([`tricount`]).
+//! NVIDIA GPU, counts triangles ([`tricount`]) and clusters graphs with MCL ([`mcl`]).
 
 #![warn(missing_docs)]
 
@@ -15,6 +15,7 @@ pub mod gpu;
 pub mod graph;
 pub mod info;
 pub mod io;
+pub mod mcl;
 mod mem;
 pub mod output;
 pub mod scalar;

@@ -5,6 +5,7 @@ use gmcl::bench;
 use gmcl::generate::{self, RmatParams};
 use gmcl::info::GraphInfo;
 use gmcl::io::{self, Format, Loaded};
+use gmcl::mcl::{self, MclParams, Overlap, PruneParams};
 use gmcl::spgemm::{self, EngineKind, SpgemmOptions};
 use gmcl::tricount::{self, SimpleGraph};
 use gmcl::{BuildOptions, Csr, Duplicates, Error, Result, Scalar};
@@ -38,6 +39,10 @@ enum Command {
     Info(InfoArgs),
     /// Multiply sparse matrices: C = A·B, or A² when B is left out. Writes Matrix Market.
     Spgemm(SpgemmArgs),
+    /// Markov clustering (MCL, as mcl 22-282): one cluster per line, largest first.
+    Cluster(ClusterArgs),
+    /// Distances between two clusterings: split/join, variation of information, adjusted Rand.
+    Dist(DistArgs),
     /// Benchmarks, every result checked before any time counts.
     Bench(BenchArgs),
     /// Count the triangles of a graph (made simple and undirected first).
@@ -202,6 +207,77 @@ struct SpgemmArgs {
     #[arg(long)]
     json: bool,
 }
+#[derive(Args)]
+struct ClusterArgs {
+    /// The graph file (made symmetric; self loops dropped; vertices without edges left out).
+    input: PathBuf,
+    #[command(flatten)]
+    input_args: InputArgs,
+    /// Inflation (mcl's -I): greater than 0, at most 30; larger gives finer clusters.
+    #[arg(
+        short = 'I',
+        long,
+        default_value_t = 2.0,
+        allow_negative_numbers = true
+    )]
+    inflation: f64,
+    /// Loop gain (mcl's -c): the loop added to each node weighs its largest edge times this.
+    #[arg(
+        short = 'c',
+        long,
+        default_value_t = 1.0,
+        allow_negative_numbers = true
+    )]
+    loop_gain: f64,
+    /// mcl's pruning scheme 1..7 (P/S/R/pct presets); -P -S -R --pct override single values.
+    #[arg(long, default_value_t = 6)]
+    scheme: u32,
+    /// Drop entries under 1/P after expansion (0: no threshold).
+    #[arg(short = 'P', long = "prune", value_name = "P")]
+    prune: Option<u32>,
+    /// Keep at most S entries per column (0: no selection).
+    #[arg(short = 'S', long = "select", value_name = "S")]
+    select: Option<u32>,
+    /// Recover up to R entries per column when too much mass was pruned (0: no recovery).
+    #[arg(short = 'R', long = "recover", value_name = "R")]
+    recover: Option<u32>,
+    /// Recover when the kept mass is under this percentage (0..99).
+    #[arg(long)]
+    pct: Option<u32>,
+    /// At most this many iterations (mcl's -L).
+    #[arg(short = 'L', long = "max-iterations", default_value_t = 10000)]
+    max_iterations: usize,
+    /// Nodes found in several clusters: keep them there, cut them (to the first, largest
+    /// cluster) or split them off into clusters of their own.
+    #[arg(long, default_value = "cut", value_name = "keep|cut|split")]
+    overlap: Overlap,
+    /// Engine of the expansion: cpu, gpu (gMAGNUS) or auto.
+    #[arg(long, default_value = "auto")]
+    engine: EngineKind,
+    /// Value type of the matrices (mcl uses f32).
+    #[arg(long, value_enum, default_value = "f32")]
+    precision: Precision,
+    /// Entries of M² per expansion batch (at most): bounds the memory of one batch.
+    #[arg(long, default_value_t = 1 << 25, value_name = "N")]
+    batch_entries: u64,
+    /// Write the clusters here instead of stdout.
+    #[arg(long, short = 'o')]
+    output: Option<PathBuf>,
+    /// Write a JSON report here (clusters, iterations, seconds and clm info's measures).
+    #[arg(long, value_name = "FILE")]
+    json: Option<PathBuf>,
+}
+
+#[derive(Args)]
+struct DistArgs {
+    /// A clustering: one cluster per line, labels separated by tabs or spaces.
+    a: PathBuf,
+    /// Another clustering of the same nodes.
+    b: PathBuf,
+    /// Print one JSON object to stdout.
+    #[arg(long)]
+    json: bool,
+}
 
 #[derive(Args)]
 struct TricountArgs {
@@ -289,6 +365,11 @@ fn main() {
             Precision::F64 => run_bench_spgemm::<f64>(a, ui),
         },
         Command::Tricount(a) => run_tricount(a, ui),
+        Command::Cluster(a) => match a.precision {
+            Precision::F32 => run_cluster::<f32>(a, ui),
+            Precision::F64 => run_cluster::<f64>(a, ui),
+        },
+        Command::Dist(a) => run_dist(a),
     };
     if let Err(e) = result {
         exit_with(&e);
@@ -612,6 +693,179 @@ fn run_bench_spgemm<T: Scalar>(a: BenchSpgemmArgs, ui: Ui) -> Result<()> {
     };
     let report = bench::run_all::<T>(&cases, &engines, engine_list, &opts, &mut save)?;
     print!("{}", bench::report::table(&report));
+    Ok(())
+}
+
+#[derive(serde::Serialize)]
+struct ClusterReport {
+    clusters: usize,
+    iterations: usize,
+    seconds: f64,
+    nodes: usize,
+    singletons: usize,
+    largest: usize,
+    efficiency: f64,
+    modularity: f64,
+    mass_fraction: f64,
+    converged: bool,
+    engine: String,
+}
+
+fn run_cluster<T: Scalar>(a: ClusterArgs, ui: Ui) -> Result<()> {
+    let mut prune = PruneParams::scheme(a.scheme)?;
+    if let Some(p) = a.prune {
+        prune.prune = p;
+    }
+    if let Some(s) = a.select {
+        prune.select = s;
+    }
+    if let Some(r) = a.recover {
+        prune.recover = r;
+    }
+    if let Some(p) = a.pct {
+        prune.pct = p;
+    }
+    let engine = resolve_engine(a.engine, ui)?;
+    let params = MclParams {
+        inflation: a.inflation,
+        loop_gain: a.loop_gain,
+        prune,
+        max_iterations: a.max_iterations,
+        overlap: a.overlap,
+        engine,
+        batch_entries: a.batch_entries,
+        ..Default::default()
+    };
+    params.validate()?;
+    let loaded = io::load(&a.input, a.input_args.format)?;
+    let (graph, ids) = mcl::graph_from_edges::<T>(&loaded.edges).map_err(|e| match e {
+        Error::Invalid(msg) => Error::Input {
+            path: a.input.clone(),
+            message: msg,
+        },
+        other => other,
+    })?;
+    if graph.nrows() == 0 {
+        ui.notice("the graph has no edges: no clusters");
+    }
+    let result = mcl::cluster(&graph, &params, &mut |it| {
+        ui.notice(&format!(
+            "iteration {:>3}  chaos {:>10.4}  kept {:>11}  expanded {:>13}  products {:>15}  {:>7.2} s ({:.2} s expanding)",
+            it.index, it.chaos, it.kept, it.expanded, it.products, it.seconds, it.expand_seconds
+        ))
+    })?;
+    if !result.converged && result.iterations > 0 {
+        ui.notice(&format!(
+            "stopped after {} iterations (-L) before the chaos fell under 1e-4",
+            result.iterations
+        ));
+    }
+    if result.overlap > 0 {
+        ui.notice(&format!(
+            "{} node memberships in overlap ({})",
+            result.overlap, params.overlap
+        ));
+    }
+    if result.missing > 0 {
+        ui.notice(&format!(
+            "{} nodes reached no attractor: put together in one cluster",
+            result.missing
+        ));
+    }
+    let labels = &loaded.labels;
+    let fmt = |c: &Vec<u32>, buf: &mut Vec<u8>| {
+        for (k, &v) in c.iter().enumerate() {
+            if k > 0 {
+                buf.push(b'\t');
+            }
+            labels.write_label(ids[v as usize], buf);
+        }
+        buf.push(b'\n');
+    };
+    match &a.output {
+        Some(path) => {
+            let mut out = gmcl::output::AtomicOutput::create(path)?;
+            gmcl::output::write_formatted(&mut out, &result.clusters, fmt, |_| {})?;
+            out.commit()?;
+        }
+        None => {
+            use std::io::Write;
+            let stdout = std::io::stdout();
+            let mut w = std::io::BufWriter::with_capacity(1 << 20, stdout.lock());
+            let mut buf = Vec::new();
+            for c in &result.clusters {
+                buf.clear();
+                fmt(c, &mut buf);
+                w.write_all(&buf)
+                    .map_err(|e| Error::io("<stdout>", "cannot write output", e))?;
+            }
+            w.flush()
+                .map_err(|e| Error::io("<stdout>", "cannot write output", e))?;
+        }
+    }
+    let info = mcl::measures::cluster_info(&graph, &result.clusters);
+    ui.notice(&format!(
+        "{} clusters of {} nodes ({} singletons, largest {}) in {} iterations, {:.2} s; \
+         efficiency {:.5}, modularity {:.5}, mass fraction {:.5}",
+        info.clusters,
+        info.nodes,
+        info.singletons,
+        info.largest,
+        result.iterations,
+        result.seconds,
+        info.efficiency,
+        info.modularity,
+        info.mass_fraction
+    ));
+    if let Some(path) = &a.json {
+        let report = ClusterReport {
+            clusters: info.clusters,
+            iterations: result.iterations,
+            seconds: result.seconds,
+            nodes: info.nodes,
+            singletons: info.singletons,
+            largest: info.largest,
+            efficiency: info.efficiency,
+            modularity: info.modularity,
+            mass_fraction: info.mass_fraction,
+            converged: result.converged,
+            engine: engine.to_string(),
+        };
+        let mut out = gmcl::output::AtomicOutput::create(path)?;
+        out.write_all(to_json(&report)?.as_bytes())?;
+        out.write_all(b"\n")?;
+        out.commit()?;
+    }
+    Ok(())
+}
+
+fn run_dist(a: DistArgs) -> Result<()> {
+    let ca = mcl::measures::read_clusters(&a.a)?;
+    let cb = mcl::measures::read_clusters(&a.b)?;
+    let (na, nb) = (a.a.display().to_string(), a.b.display().to_string());
+    let d = mcl::measures::distance_by_label(&ca, &cb, (&na, &nb))?;
+    if a.json {
+        println!("{}", to_json(&d)?);
+    } else {
+        let pct = if d.nodes > 0 {
+            100.0 * d.split_join as f64 / d.nodes as f64
+        } else {
+            0.0
+        };
+        println!(
+            "nodes                     {} ({} and {} clusters)",
+            d.nodes, d.clusters_a, d.clusters_b
+        );
+        println!(
+            "split/join distance       {} ({} + {}), {:.3}% of the nodes",
+            d.split_join, d.split_join_a, d.split_join_b, pct
+        );
+        println!(
+            "variation of information  {:.5} ({:.5} + {:.5})",
+            d.variation_of_information, d.vi_a, d.vi_b
+        );
+        println!("adjusted Rand index       {:.5}", d.adjusted_rand);
+    }
     Ok(())
 }
 

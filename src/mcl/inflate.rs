@@ -1,0 +1,63 @@
+//! Inflation and normalisation of one column, as mcl does them: each entry raised to the power
+//! `r` (rounded to the value type), the column then divided by its sum (taken in `f64`).
+
+use crate::scalar::Scalar;
+
+/// Divides `vals` by their sum, so they sum to one; returns the sum. A column summing to zero
+/// (or less) is left as it is.
+pub fn normalise<T: Scalar>(vals: &mut [T]) -> f64 {
+    let sum: f64 = vals.iter().map(|v| v.to_f64()).sum();
+    if sum > 0.0 {
+        for v in vals.iter_mut() {
+            *v = T::from_f64(v.to_f64() / sum);
+        }
+    }
+    sum
+}
+
+/// Raises every entry to the power `r`, then normalises. Returns `false` when the powers sum to
+/// zero (every entry underflowed): mcl then empties the column, and so must the caller.
+pub fn inflate<T: Scalar>(vals: &mut [T], r: f64) -> bool {
+    if vals.is_empty() {
+        return true;
+    }
+    let mut sum = 0.0f64;
+    for v in vals.iter_mut() {
+        *v = T::from_f64(v.to_f64().powf(r));
+        sum += v.to_f64();
+    }
+    if sum <= 0.0 {
+        return false;
+    }
+    for v in vals.iter_mut() {
+        *v = T::from_f64(v.to_f64() / sum);
+    }
+    true
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn inflation_squares_and_renormalises() {
+        let mut v = [0.5f64, 0.25, 0.25];
+        assert!(inflate(&mut v, 2.0));
+        assert!((v[0] - 0.25 / 0.375).abs() < 1e-12);
+        assert!((v[1] - 0.0625 / 0.375).abs() < 1e-12);
+        let mut e: [f32; 0] = [];
+        assert!(inflate(&mut e, 2.0));
+        let mut tiny = [1e-30f32, 1e-30];
+        assert!(!inflate(&mut tiny, 30.0));
+    }
+
+    #[test]
+    fn normalise_sums_to_one() {
+        let mut v = [1.0f32, 3.0];
+        assert_eq!(normalise(&mut v), 4.0);
+        assert_eq!(v, [0.25, 0.75]);
+        let mut z = [0.0f64, 0.0];
+        assert_eq!(normalise(&mut z), 0.0);
+        assert_eq!(z, [0.0, 0.0]);
+    }
+}

@@ -1,0 +1,482 @@
+//! Markov clustering (MCL) as van Dongen's `mcl` 22-282 does it, with expansion on the SpGEMM
+//! engine.
+//!
+//! - **Start.** The graph is made symmetric (the larger weight wins for a pair given twice), its
+//!   self loops dropped, then every node gets a loop weighing the largest weight of its column
+//!   times the loop gain (`-c`, default 1; 1 for a node without edges), and every column is
+//!   made stochastic ([`graph_from_edges`], [`start_matrix`]).
+//! - **Iterate.** Expansion `M²`, pruning of each new column ([`prune`]), inflation ([`inflate`]),
+//!   until the largest chaos of an iteration falls under `1e-4` or `-L` iterations are done.
+//!   After 40 iterations the inflation grows by 0.1% per iteration, as in mcl, to end rare
+//!   oscillations.
+//! - **Interpret** the limit ([`interpret`]).
+//!
+//! MCL works on columns; gmcl's matrices are row-major, so the driver keeps the transpose `Mᵀ`:
+//! its rows are the columns of `M`, and `(M²)ᵀ = Mᵀ·Mᵀ`. Expansion runs in batches of rows
+//! whose entries in `M²` are at most [`MclParams::batch_entries`] (bounded before the product by
+//! `min(products, n)` per row), and each batch is pruned as soon as it is made, so the full `M²`
+//! (on power-law graphs about 190 times the size of `M` in the first iteration) never exists
+//! at once.
+//!
+//! Values are `f32` in gmcl's command line, as in mcl (`float` cells).
+
+pub mod inflate;
+pub mod interpret;
+pub mod measures;
+pub mod prune;
+
+pub use interpret::{Interpretation, Overlap};
+pub use measures::{ClusterInfo, Distance};
+pub use prune::PruneParams;
+
+use crate::csr::{BuildOptions, Csr, Duplicates};
+use crate::edges::EdgeList;
+use crate::error::{Error, Result};
+use crate::scalar::Scalar;
+use crate::spgemm::{self, EngineKind, SpgemmOptions};
+use rayon::prelude::*;
+use std::ops::Range;
+use std::time::Instant;
+
+/// The parameters of a run; [`Default`] gives mcl's defaults.
+#[derive(Clone, Debug, PartialEq)]
+pub struct MclParams {
+    /// Inflation `-I`: greater than 0, at most 30 (mcl's range); default 2.
+    pub inflation: f64,
+    /// Loop gain `-c`: the loops added at the start are multiplied by this (default 1, >= 0).
+    pub loop_gain: f64,
+    /// Pruning (`-P -S -R -pct`, or a `-scheme`); default scheme 6.
+    pub prune: PruneParams,
+    /// At most this many iterations (`-L`, default 10000 as in mcl).
+    pub max_iterations: usize,
+    /// The process has converged when the largest chaos of an iteration is under this (1e-4).
+    pub chaos_limit: f64,
+    /// What interpretation does with overlap (default: cut).
+    pub overlap: Overlap,
+    /// The SpGEMM engine of the expansion.
+    pub engine: EngineKind,
+    /// Entries of `M²` per expansion batch: rows are grouped while the sum of their bounds
+    /// `min(intermediate products, n)` stays under this (a row over it makes a batch alone).
+    pub batch_entries: u64,
+}
+
+impl Default for MclParams {
+    fn default() -> Self {
+        MclParams {
+            inflation: 2.0,
+            loop_gain: 1.0,
+            prune: PruneParams::default(),
+            max_iterations: 10000,
+            chaos_limit: 1e-4,
+            overlap: Overlap::Cut,
+            engine: EngineKind::Cpu,
+            batch_entries: 1 << 25,
+        }
+    }
+}
+
+impl MclParams {
+    /// Checks the ranges mcl accepts (and a positive batch size).
+    pub fn validate(&self) -> Result<()> {
+        if !(self.inflation > 0.0 && self.inflation <= 30.0) {
+            return Err(Error::Invalid(format!(
+                "inflation {} is out of range: mcl accepts values greater than 0 and at most 30",
+                self.inflation
+            )));
+        }
+        if !(self.loop_gain >= 0.0 && self.loop_gain.is_finite()) {
+            return Err(Error::Invalid(format!(
+                "loop gain {} must be a finite number, 0 or more",
+                self.loop_gain
+            )));
+        }
+        if self.batch_entries == 0 {
+            return Err(Error::Invalid("the batch size must be at least 1".into()));
+        }
+        self.prune.validate()
+    }
+}
+
+/// Figures of one iteration, as mcl's progress shows them.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Iteration {
+    /// 1-based iteration number.
+    pub index: usize,
+    /// The largest chaos of a column.
+    pub chaos: f64,
+    /// Entries of `M²` before pruning.
+    pub expanded: u64,
+    /// Entries kept after pruning.
+    pub kept: u64,
+    /// Intermediate products of the expansion.
+    pub products: u64,
+    /// Expansion batches.
+    pub batches: usize,
+    /// Wall time spent in the SpGEMM engine (the rest is pruning, inflation and assembly).
+    pub expand_seconds: f64,
+    /// Wall time of the iteration.
+    pub seconds: f64,
+}
+
+/// The result of [`cluster`].
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct MclResult {
+    /// The clusters (node ids of the graph), largest first.
+    pub clusters: Vec<Vec<u32>>,
+    /// Iterations run.
+    pub iterations: usize,
+    /// Whether the chaos fell under the limit (else `max_iterations` ended the run).
+    pub converged: bool,
+    /// Attractors in the limit.
+    pub attractors: usize,
+    /// Node memberships beyond the first, before the overlap mode applied.
+    pub overlap: usize,
+    /// Nodes that reached no attractor (gathered in one cluster).
+    pub missing: usize,
+    /// Wall time from the start matrix to the clusters.
+    pub seconds: f64,
+}
+
+/// The graph MCL clusters, built from an edge list: only the vertices some edge touches (mcl
+/// knows no others in label input), renumbered in order; symmetric, the larger weight kept for
+/// a pair given twice (either way round), self loops dropped. Returns the graph and, for each
+/// of its nodes, the vertex id it had in `el`. Negative weights are refused.
+pub fn graph_from_edges<T: Scalar>(el: &EdgeList) -> Result<(Csr<T>, Vec<u32>)> {
+    if el.nrows != el.ncols {
+        return Err(Error::Invalid(format!(
+            "cannot cluster a {} x {} matrix: it is not square",
+            el.nrows, el.ncols
+        )));
+    }
+    if let Some(w) = &el.weights {
+        if let Some(i) = w.iter().position(|&x| !(x >= 0.0 && x.is_finite())) {
+            let (u, v) = el.edges[i];
+            return Err(Error::Invalid(format!(
+                "edge ({u}, {v}) weighs {}: MCL needs weights that are finite and not negative",
+                w[i]
+            )));
+        }
+    }
+    let mut compact = el.clone();
+    let ids = compact.compact_ids();
+    let g = Csr::from_edges(
+        &compact,
+        &BuildOptions {
+            symmetrize: true,
+            drop_self_loops: true,
+            duplicates: Duplicates::Max,
+        },
+    )?;
+    Ok((g, ids))
+}
+
+/// The start of the process, transposed: `graph` (symmetric, no loops) with a loop on every node
+/// weighing the largest weight of its row (1 when the row is empty or all zero) times
+/// `loop_gain`, each row then divided by its sum.
+pub fn start_matrix<T: Scalar>(graph: &Csr<T>, loop_gain: f64) -> Csr<T> {
+    let n = graph.nrows();
+    let mut row_ptr = Vec::with_capacity(n + 1);
+    let mut cols = Vec::with_capacity(graph.nnz() + n);
+    let mut vals = Vec::with_capacity(graph.nnz() + n);
+    row_ptr.push(0u64);
+    for i in 0..n {
+        let (c, v) = graph.row(i);
+        let max = v.iter().fold(0.0f64, |m, x| m.max(x.to_f64()));
+        let lp = T::from_f64(if max > 0.0 { max } else { 1.0 } * loop_gain);
+        let at = c.partition_point(|&j| (j as usize) < i);
+        cols.extend_from_slice(&c[..at]);
+        vals.extend_from_slice(&v[..at]);
+        cols.push(i as u32);
+        vals.push(lp);
+        cols.extend_from_slice(&c[at..]);
+        vals.extend_from_slice(&v[at..]);
+        let start = row_ptr[i] as usize;
+        inflate::normalise(&mut vals[start..]);
+        row_ptr.push(cols.len() as u64);
+    }
+    Csr::from_parts_unchecked(n, n, row_ptr, cols, vals)
+}
+
+/// Rows `0..products.len()` cut into consecutive batches whose bounds `min(products, n)` sum
+/// to at most `budget` (a row over it makes a batch alone).
+fn batches(products: &[u64], n: u64, budget: u64) -> Vec<Range<usize>> {
+    let mut out = Vec::new();
+    let (mut start, mut acc) = (0usize, 0u64);
+    for (i, &p) in products.iter().enumerate() {
+        let p = p.min(n);
+        if acc > 0 && acc + p > budget {
+            out.push(start..i);
+            start = i;
+            acc = 0;
+        }
+        acc += p;
+    }
+    if start < products.len() {
+        out.push(start..products.len());
+    }
+    out
+}
+
+/// One pruned and inflated group of rows.
+struct Part<T> {
+    lens: Vec<u32>,
+    cols: Vec<u32>,
+    vals: Vec<T>,
+    chaos: f64,
+}
+
+/// Prunes and inflates rows `rows` of the batch `c` (whose row 0 is row `first` of `M²ᵀ`).
+fn prune_rows<T: Scalar>(
+    c: &Csr<T>,
+    rows: Range<usize>,
+    first: usize,
+    params: &PruneParams,
+    inflation: f64,
+) -> Part<T> {
+    let cutoff = T::from_f64(params.cutoff());
+    let mut part = Part {
+        lens: Vec::with_capacity(rows.len()),
+        cols: Vec::new(),
+        vals: Vec::new(),
+        chaos: 0.0,
+    };
+    let mut scratch = prune::Scratch::default();
+    for li in rows {
+        let (cols, vals) = c.row(li);
+        let start = part.vals.len();
+        let r = prune::prune_column(
+            cols,
+            vals,
+            (first + li) as u32,
+            params,
+            cutoff,
+            &mut part.cols,
+            &mut part.vals,
+            &mut scratch,
+        );
+        part.chaos = part.chaos.max(r.chaos);
+        if !inflate::inflate(&mut part.vals[start..], inflation) {
+            part.cols.truncate(start);
+            part.vals.truncate(start);
+        }
+        part.lens.push((part.vals.len() - start) as u32);
+    }
+    part
+}
+
+/// One MCL iteration on the transposed matrix `m`: expansion in row batches, each pruned and
+/// inflated as it is made. Returns the next matrix and the iteration's figures (`index` 0).
+pub fn iterate<T: Scalar>(
+    m: &Csr<T>,
+    params: &MclParams,
+    inflation: f64,
+) -> Result<(Csr<T>, Iteration)> {
+    let start = Instant::now();
+    let n = m.nrows();
+    let per_row = spgemm::intermediate_products_per_row(m, m)?;
+    let mut it = Iteration::default();
+    let mut row_ptr: Vec<u64> = Vec::with_capacity(n + 1);
+    row_ptr.push(0);
+    let mut cols: Vec<u32> = Vec::new();
+    let mut vals: Vec<T> = Vec::new();
+    let threads = rayon::current_num_threads().max(1);
+    for batch in batches(&per_row, m.ncols() as u64, params.batch_entries) {
+        let opts = SpgemmOptions {
+            mask: None,
+            rows: Some(batch.clone()),
+        };
+        let (c, stats) = spgemm::multiply(params.engine, m, m, &opts)?;
+        it.products += stats.intermediate_products;
+        it.expanded += c.nnz() as u64;
+        it.batches += 1;
+        it.expand_seconds += stats.seconds;
+        // Groups of rows of about equal size for the threads, kept in order.
+        let rows = c.nrows();
+        let group = (rows / (threads * 16)).clamp(16, 4096);
+        let groups: Vec<Range<usize>> = (0..rows)
+            .step_by(group)
+            .map(|s| s..(s + group).min(rows))
+            .collect();
+        let parts: Vec<Part<T>> = groups
+            .into_par_iter()
+            .map(|g| prune_rows(&c, g, batch.start, &params.prune, inflation))
+            .collect();
+        drop(c);
+        for p in parts {
+            it.chaos = it.chaos.max(p.chaos);
+            let mut at = *row_ptr.last().unwrap_or(&0);
+            for l in p.lens {
+                at += l as u64;
+                row_ptr.push(at);
+            }
+            cols.extend_from_slice(&p.cols);
+            vals.extend_from_slice(&p.vals);
+        }
+    }
+    it.kept = vals.len() as u64;
+    it.seconds = start.elapsed().as_secs_f64();
+    let next = Csr::from_parts_unchecked(n, m.ncols(), row_ptr, cols, vals);
+    Ok((next, it))
+}
+
+/// Clusters `graph` (symmetric, without self loops: see [`graph_from_edges`]). `progress` sees
+/// every iteration as it ends.
+pub fn cluster<T: Scalar>(
+    graph: &Csr<T>,
+    params: &MclParams,
+    progress: &mut dyn FnMut(&Iteration),
+) -> Result<MclResult> {
+    params.validate()?;
+    if graph.nrows() != graph.ncols() {
+        return Err(Error::Invalid(format!(
+            "cannot cluster a {} x {} matrix: it is not square",
+            graph.nrows(),
+            graph.ncols()
+        )));
+    }
+    let start = Instant::now();
+    let mut m = start_matrix(graph, params.loop_gain);
+    let mut inflation = params.inflation;
+    let mut converged = false;
+    let mut iterations = 0;
+    while iterations < params.max_iterations {
+        let (next, mut it) = iterate(&m, params, inflation)?;
+        m = next;
+        iterations += 1;
+        it.index = iterations;
+        progress(&it);
+        if iterations >= 40 {
+            inflation *= 1.001;
+        }
+        if it.chaos < params.chaos_limit {
+            converged = true;
+            break;
+        }
+    }
+    let interp = interpret::interpret(&m, params.overlap);
+    Ok(MclResult {
+        clusters: interp.clusters,
+        iterations,
+        converged,
+        attractors: interp.attractors,
+        overlap: interp.overlap,
+        missing: interp.missing,
+        seconds: start.elapsed().as_secs_f64(),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn two_cliques(k: u32) -> EdgeList {
+        let mut e = Vec::new();
+        for base in [0, k] {
+            for i in 0..k {
+                for j in i + 1..k {
+                    e.push((base + i, base + j));
+                }
+            }
+        }
+        e.push((k - 1, k));
+        EdgeList::square(2 * k as usize, e, None)
+    }
+
+    #[test]
+    fn start_matrix_adds_max_loops_and_normalises() {
+        let el = EdgeList::square(3, vec![(0, 1), (1, 2), (1, 1)], Some(vec![2.0, 4.0, 9.0]));
+        let (g, ids) = graph_from_edges::<f64>(&el).unwrap();
+        assert_eq!(ids, vec![0, 1, 2]);
+        assert_eq!(
+            g.to_dense(),
+            vec![0.0, 2.0, 0.0, 2.0, 0.0, 4.0, 0.0, 4.0, 0.0]
+        );
+        let m = start_matrix(&g, 1.0);
+        // Row 1: loop 4 (the max), neighbours 2 and 4: sum 10.
+        assert_eq!(m.row(1).0, &[0, 1, 2]);
+        assert_eq!(m.row(1).1, &[0.2, 0.4, 0.4]);
+        assert_eq!(m.row(0).1, &[0.5, 0.5]);
+        let m2 = start_matrix(&g, 2.0);
+        assert_eq!(m2.row(0).1, &[4.0 / 6.0, 2.0 / 6.0]);
+    }
+
+    #[test]
+    fn isolated_vertices_are_left_out() {
+        let el = EdgeList::square(6, vec![(1, 4), (4, 5)], None);
+        let (g, ids) = graph_from_edges::<f32>(&el).unwrap();
+        assert_eq!(ids, vec![1, 4, 5]);
+        assert_eq!(g.nrows(), 3);
+        let bad = EdgeList::square(2, vec![(0, 1)], Some(vec![-1.0]));
+        assert!(graph_from_edges::<f32>(&bad).is_err());
+    }
+
+    #[test]
+    fn two_cliques_give_two_clusters() {
+        let (g, _) = graph_from_edges::<f32>(&two_cliques(6)).unwrap();
+        let mut seen = 0;
+        let r = cluster(&g, &MclParams::default(), &mut |it| {
+            seen += 1;
+            assert_eq!(it.index, seen);
+        })
+        .unwrap();
+        assert!(r.converged);
+        assert_eq!(r.iterations, seen);
+        assert_eq!(
+            r.clusters,
+            vec![vec![0, 1, 2, 3, 4, 5], vec![6, 7, 8, 9, 10, 11]]
+        );
+    }
+
+    #[test]
+    fn batches_do_not_change_the_result() {
+        let (g, _) = graph_from_edges::<f64>(&two_cliques(7)).unwrap();
+        let whole = cluster(&g, &MclParams::default(), &mut |_| {}).unwrap();
+        let p = MclParams {
+            batch_entries: 10,
+            ..Default::default()
+        };
+        let small = cluster(&g, &p, &mut |_| {}).unwrap();
+        assert_eq!(
+            whole,
+            MclResult {
+                seconds: whole.seconds,
+                ..small
+            }
+        );
+        assert_eq!(batches(&[5, 5, 20, 1, 1], 100, 10), vec![0..2, 2..3, 3..5]);
+        // Rows count at most n entries.
+        assert_eq!(batches(&[5, 50, 20, 1, 1], 5, 10), vec![0..2, 2..5]);
+        assert_eq!(batches(&[], 5, 10), Vec::<Range<usize>>::new());
+    }
+
+    #[test]
+    fn parameters_are_checked() {
+        let (g, _) = graph_from_edges::<f32>(&two_cliques(3)).unwrap();
+        for p in [
+            MclParams {
+                inflation: 0.0,
+                ..Default::default()
+            },
+            MclParams {
+                inflation: 30.5,
+                ..Default::default()
+            },
+            MclParams {
+                loop_gain: -1.0,
+                ..Default::default()
+            },
+            MclParams {
+                batch_entries: 0,
+                ..Default::default()
+            },
+        ] {
+            assert!(cluster(&g, &p, &mut |_| {}).is_err());
+        }
+        let p = MclParams {
+            max_iterations: 0,
+            ..Default::default()
+        };
+        let r = cluster(&g, &p, &mut |_| {}).unwrap();
+        assert_eq!((r.iterations, r.converged), (0, false));
+    }
+}

@@ -1,0 +1,304 @@
+//! MCL against van Dongen's `mcl` 22-282: the partitions of the golden files in tests/golden
+//! (made by mcl, commands in tests/golden/README.md), through the library and the binary.
+
+use gmcl::mcl::{self, MclParams, PruneParams};
+use std::collections::BTreeSet;
+use std::path::Path;
+use std::process::{Command, Output};
+
+type Partition = BTreeSet<BTreeSet<String>>;
+
+fn partition_of_text(text: &str) -> Partition {
+    text.lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| l.split_whitespace().map(str::to_owned).collect())
+        .collect()
+}
+
+fn golden(name: &str) -> Partition {
+    let p = Path::new("tests/golden").join(name);
+    partition_of_text(&std::fs::read_to_string(&p).expect("golden file"))
+}
+
+/// Clusters a graph file through the library; the clusters as labels.
+fn cluster_file(path: &str, params: &MclParams) -> (Vec<Vec<String>>, mcl::MclResult) {
+    let loaded = gmcl::io::load(Path::new(path), None).unwrap();
+    let (g, ids) = mcl::graph_from_edges::<f32>(&loaded.edges).unwrap();
+    let r = mcl::cluster(&g, params, &mut |_| {}).unwrap();
+    let labels = r
+        .clusters
+        .iter()
+        .map(|c| {
+            c.iter()
+                .map(|&v| loaded.labels.label(ids[v as usize]))
+                .collect()
+        })
+        .collect();
+    (labels, r)
+}
+
+fn as_partition(c: &[Vec<String>]) -> Partition {
+    c.iter().map(|c| c.iter().cloned().collect()).collect()
+}
+
+fn with(inflation: f64, scheme: u32) -> MclParams {
+    MclParams {
+        inflation,
+        prune: PruneParams::scheme(scheme).unwrap(),
+        ..Default::default()
+    }
+}
+
+#[test]
+fn same_partitions_as_mcl() {
+    let cases = [
+        ("graphs/karate.el", 2.0, 6, "karate.mcl"),
+        ("graphs/karate.el", 3.0, 6, "karate.I3.mcl"),
+        ("graphs/lesmis.abc", 2.0, 6, "lesmis.mcl"),
+        ("graphs/lesmis.abc", 1.4, 1, "lesmis.I14.s1.mcl"),
+        ("tests/golden/two_cliques.el", 2.0, 6, "two_cliques.mcl"),
+        ("tests/golden/planted.el", 2.0, 6, "planted.mcl"),
+        ("tests/golden/planted.el", 4.0, 6, "planted.I4.mcl"),
+    ];
+    for (graph, inflation, scheme, gold) in cases {
+        let (clusters, r) = cluster_file(graph, &with(inflation, scheme));
+        assert!(r.converged, "{graph}");
+        assert_eq!(
+            as_partition(&clusters),
+            golden(gold),
+            "{graph} -I {inflation}"
+        );
+        // Largest first.
+        assert!(clusters.windows(2).all(|w| w[0].len() >= w[1].len()));
+    }
+}
+
+#[test]
+fn label_input_gives_mcls_file_byte_for_byte() {
+    // For .abc input nodes are numbered by first appearance, as in mcl: same order everywhere.
+    for (inflation, scheme, gold) in [(2.0, 6, "lesmis.mcl"), (1.4, 1, "lesmis.I14.s1.mcl")] {
+        let (clusters, _) = cluster_file("graphs/lesmis.abc", &with(inflation, scheme));
+        let text: String = clusters.iter().map(|c| c.join("\t") + "\n").collect();
+        let want = std::fs::read_to_string(Path::new("tests/golden").join(gold)).unwrap();
+        assert_eq!(text, want);
+    }
+}
+
+#[test]
+fn karate_iterations_and_measures_match_mcl() {
+    let (_, r) = cluster_file("graphs/karate.el", &MclParams::default());
+    // mcl's log shows 11 iterations for karate.
+    assert_eq!(r.iterations, 11);
+    let loaded = gmcl::io::load(Path::new("graphs/karate.el"), None).unwrap();
+    let (g, _) = mcl::graph_from_edges::<f32>(&loaded.edges).unwrap();
+    let info = mcl::measures::cluster_info(&g, &r.clusters);
+    // clm info: eff=0.27808 mod=0.35996 mf=0.93006 ... ncl=2 max=19 sgl=0
+    assert!((info.efficiency - 0.27808).abs() < 5e-6, "{info:?}");
+    assert!((info.modularity - 0.35996).abs() < 5e-6, "{info:?}");
+    assert!((info.mass_fraction - 0.93006).abs() < 5e-6, "{info:?}");
+    assert_eq!((info.clusters, info.largest, info.singletons), (2, 19, 0));
+}
+
+// ---- the binary ----
+
+fn gmcl(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_gmcl"))
+        .args(args)
+        .output()
+        .expect("the gmcl binary runs")
+}
+
+fn ok(args: &[&str]) -> (String, String) {
+    let out = gmcl(args);
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(out.status.success(), "gmcl {args:?} failed: {err}");
+    (String::from_utf8(out.stdout).unwrap(), err)
+}
+
+fn fails(args: &[&str], code: i32) -> String {
+    let out = gmcl(args);
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert_eq!(out.status.code(), Some(code), "gmcl {args:?}: {err}");
+    assert!(!err.contains("panicked"), "gmcl {args:?} panicked: {err}");
+    err
+}
+
+#[test]
+fn cli_cluster_writes_clusters_json_and_progress() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("k.clusters");
+    let json = dir.path().join("k.json");
+    let (stdout, stderr) = ok(&[
+        "cluster",
+        "graphs/karate.el",
+        "--engine",
+        "cpu",
+        "-o",
+        out.to_str().unwrap(),
+        "--json",
+        json.to_str().unwrap(),
+    ]);
+    assert!(stdout.is_empty());
+    // One progress line per iteration.
+    assert_eq!(stderr.matches("gmcl: iteration ").count(), 11, "{stderr}");
+    assert!(stderr.contains("chaos"), "{stderr}");
+    let text = std::fs::read_to_string(&out).unwrap();
+    assert_eq!(partition_of_text(&text), golden("karate.mcl"));
+    assert!(text.starts_with("2\t8\t9\t"), "{text}");
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    for key in [
+        "clusters",
+        "iterations",
+        "seconds",
+        "nodes",
+        "singletons",
+        "largest",
+        "efficiency",
+        "modularity",
+        "mass_fraction",
+    ] {
+        assert!(v.get(key).is_some(), "no {key} in {v}");
+    }
+    assert_eq!(v["clusters"], 2);
+    assert_eq!(v["iterations"], 11);
+    assert_eq!(v["nodes"], 34);
+    assert_eq!(v["largest"], 19);
+    // --quiet hides the progress; the clusters go to stdout.
+    let (stdout, stderr) = ok(&["cluster", "-q", "graphs/lesmis.abc", "--engine", "cpu"]);
+    assert!(stderr.is_empty(), "{stderr}");
+    assert_eq!(
+        stdout,
+        std::fs::read_to_string("tests/golden/lesmis.mcl").unwrap()
+    );
+}
+
+#[test]
+fn cli_options_change_the_clustering() {
+    let (stdout, _) = ok(&["cluster", "-q", "graphs/karate.el", "-I", "3"]);
+    assert_eq!(partition_of_text(&stdout), golden("karate.I3.mcl"));
+    let (stdout, _) = ok(&[
+        "cluster",
+        "-q",
+        "graphs/lesmis.abc",
+        "-I",
+        "1.4",
+        "--scheme",
+        "1",
+    ]);
+    assert_eq!(partition_of_text(&stdout), golden("lesmis.I14.s1.mcl"));
+    // Explicit -P -S -R --pct equal to scheme 1 give the same; -L 1 stops early.
+    let (stdout, _) = ok(&[
+        "cluster",
+        "-q",
+        "graphs/lesmis.abc",
+        "-I",
+        "1.4",
+        "-P",
+        "3000",
+        "-S",
+        "400",
+        "-R",
+        "500",
+        "--pct",
+        "90",
+    ]);
+    assert_eq!(partition_of_text(&stdout), golden("lesmis.I14.s1.mcl"));
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("k.clusters");
+    let (_, stderr) = ok(&[
+        "cluster",
+        "graphs/karate.el",
+        "-L",
+        "1",
+        "-o",
+        out.to_str().unwrap(),
+    ]);
+    assert!(stderr.contains("stopped after 1 iterations"), "{stderr}");
+    for mode in ["keep", "cut", "split"] {
+        let (stdout, _) = ok(&["cluster", "-q", "graphs/karate.el", "--overlap", mode]);
+        assert_eq!(partition_of_text(&stdout), golden("karate.mcl"));
+    }
+}
+
+#[test]
+fn cli_bad_options_and_input() {
+    let e = fails(&["cluster", "graphs/karate.el", "--scheme", "8"], 2);
+    assert!(e.contains("unknown scheme 8"), "{e}");
+    let e = fails(&["cluster", "graphs/karate.el", "-I", "0"], 2);
+    assert!(e.contains("inflation 0 is out of range"), "{e}");
+    let e = fails(&["cluster", "graphs/karate.el", "-I", "31"], 2);
+    assert!(e.contains("out of range"), "{e}");
+    let e = fails(&["cluster", "graphs/karate.el", "-I", "-2"], 2);
+    assert!(e.contains("out of range"), "{e}");
+    let e = fails(&["cluster", "graphs/karate.el", "--pct", "100"], 2);
+    assert!(e.contains("--pct 100"), "{e}");
+    let e = fails(&["cluster", "graphs/karate.el", "-c", "-1"], 2);
+    assert!(e.contains("loop gain"), "{e}");
+    fails(&["cluster", "graphs/karate.el", "--overlap", "merge"], 2);
+    fails(&["cluster", "graphs/karate.el", "-I", "two"], 2);
+    let e = fails(&["cluster", "no/such/file.el"], 2);
+    assert!(e.contains("no/such/file.el"), "{e}");
+    let dir = tempfile::tempdir().unwrap();
+    let bad = dir.path().join("bad.el");
+    std::fs::write(&bad, "0 1\n1 x\n").unwrap();
+    let e = fails(&["cluster", bad.to_str().unwrap()], 2);
+    assert!(e.contains(":2:"), "{e}");
+    let neg = dir.path().join("neg.wel");
+    std::fs::write(&neg, "0 1 -2\n").unwrap();
+    let e = fails(&["cluster", neg.to_str().unwrap()], 2);
+    assert!(e.contains("not negative"), "{e}");
+    let e = fails(&["cluster", "graphs/karate.el", "--engine", "gpu"], 3);
+    assert!(e.contains("GPU"), "{e}");
+    // A failed run leaves no output file.
+    let out = dir.path().join("o.clusters");
+    fails(
+        &[
+            "cluster",
+            "graphs/karate.el",
+            "-I",
+            "0",
+            "-o",
+            out.to_str().unwrap(),
+        ],
+        2,
+    );
+    assert!(!out.exists());
+}
+
+#[test]
+fn cli_dist_compares_clusterings() {
+    // clm dist of mcl's -I 2 and -I 3 karate clusterings: d=4 d1=4 d2=0, vi 0.354,
+    // arand 0.77453.
+    let (text, _) = ok(&[
+        "dist",
+        "tests/golden/karate.mcl",
+        "tests/golden/karate.I3.mcl",
+    ]);
+    assert!(
+        text.contains("split/join distance       4 (4 + 0)"),
+        "{text}"
+    );
+    assert!(text.contains("adjusted Rand index       0.77453"), "{text}");
+    let (json, _) = ok(&[
+        "dist",
+        "tests/golden/karate.mcl",
+        "tests/golden/karate.I3.mcl",
+        "--json",
+    ]);
+    let v: serde_json::Value = serde_json::from_str(json.trim()).unwrap();
+    assert_eq!(v["split_join"], 4);
+    assert_eq!(v["nodes"], 34);
+    assert!((v["vi_a"].as_f64().unwrap() - 0.354).abs() < 5e-4);
+    let (same, _) = ok(&["dist", "tests/golden/lesmis.mcl", "tests/golden/lesmis.mcl"]);
+    assert!(
+        same.contains("split/join distance       0 (0 + 0)"),
+        "{same}"
+    );
+    let e = fails(
+        &["dist", "tests/golden/karate.mcl", "tests/golden/lesmis.mcl"],
+        2,
+    );
+    assert!(e.contains("both must cluster the same nodes"), "{e}");
+    fails(&["dist", "tests/golden/karate.mcl", "no/such.clusters"], 2);
+}
