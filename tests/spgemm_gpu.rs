@@ -226,7 +226,8 @@ fn one_dense_row_takes_the_heavy_path() {
     let Some(e) = engine(None) else { return };
     // Row 0 of A is dense: its products far exceed τ, so it goes through the outer product, the
     // multisplit and the dense accumulators; the other rows are light.
-    for ncols in [5_000usize, 60_000, 1 << 20] {
+    // 1 << 22 columns need two multisplit levels (more chunks than one level can make).
+    for ncols in [5_000usize, 60_000, 1 << 20, 1 << 22] {
         let k = 4000;
         let mut a = random::<f64>(64, k, 4, 11).to_dense();
         for x in a.iter_mut().take(k) {
