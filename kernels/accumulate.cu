@@ -92,6 +92,45 @@ __device__ __forceinline__ bool mask_keeps(const u64* m_ptr, const u32* m_col, i
     return !has_mask || sorted_contains(m_col, m_ptr[grow], m_ptr[grow + 1], c);
 }
 
+// Calls f(ae, bj) for every intermediate product A[row, k]·B[k, j] of row `grow` (ae: A's entry,
+// bj: B's entry), spread evenly over the block's warps. A row with at most 32 entries (most light
+// rows) is flattened: each lane holds one entry's B row, a warp scan lays the products end to
+// end, and each lane finds its product's entry by a binary search over the lanes (shuffles), so
+// that rows of few, long or short B rows keep every lane busy. Longer rows take a warp per entry.
+template <typename F>
+__device__ __forceinline__ void for_each_product(const u64* a_ptr, const u32* a_col,
+                                                 const u64* b_ptr, u64 grow, F f) {
+    const u32 warp = threadIdx.x / WARP, lane = threadIdx.x % WARP, nwarps = blockDim.x / WARP;
+    const u64 a0 = a_ptr[grow], a1 = a_ptr[grow + 1];
+    if (a1 - a0 <= WARP) {
+        u64 start = 0, len = 0;
+        if (lane < a1 - a0) {
+            const u32 k = a_col[a0 + lane];
+            start = b_ptr[k];
+            len = b_ptr[k + 1] - start;
+        }
+        const u64 incl = warp_inclusive_scan_u64(len);
+        const u64 excl = incl - len;
+        const u64 total = __shfl_sync(0xffffffffu, incl, WARP - 1);
+        for (u64 base = (u64)warp * WARP; base < total; base += (u64)nwarps * WARP) {
+            const u64 p = base + lane;
+            u32 e = 0;
+            #pragma unroll
+            for (u32 step = 16; step > 0; step >>= 1) {
+                if (__shfl_sync(0xffffffffu, incl, e + step - 1) <= p) e += step;
+            }
+            const u64 first = __shfl_sync(0xffffffffu, excl, e);
+            const u64 b0 = __shfl_sync(0xffffffffu, start, e);
+            if (p < total) f(a0 + e, b0 + (p - first));
+        }
+    } else {
+        for (u64 ae = a0 + warp; ae < a1; ae += nwarps) {
+            const u32 k = a_col[ae];
+            for (u64 bj = b_ptr[k] + lane; bj < b_ptr[k + 1]; bj += WARP) f(ae, bj);
+        }
+    }
+}
+
 // ---- Light rows of C: products of A's row with B's rows, a warp per entry of A's row. ----
 
 extern "C" __global__ void __launch_bounds__(1024)
@@ -105,14 +144,10 @@ hash_rows_symbolic(const u64* a_ptr, const u32* a_col, const u64* b_ptr, const u
     for (u32 s = threadIdx.x; s < table; s += blockDim.x) keys[s] = EMPTY_KEY;
     if (threadIdx.x == 0) count = 0;
     __syncthreads();
-    const u32 warp = threadIdx.x / WARP, lane = threadIdx.x % WARP, nwarps = blockDim.x / WARP;
-    for (u64 ae = a_ptr[grow] + warp; ae < a_ptr[grow + 1]; ae += nwarps) {
-        const u32 k = a_col[ae];
-        for (u64 bj = b_ptr[k] + lane; bj < b_ptr[k + 1]; bj += WARP) {
-            const u32 c = b_col[bj];
-            if (mask_keeps(m_ptr, m_col, has_mask, grow, c)) set_insert(keys, table, c, &count);
-        }
-    }
+    for_each_product(a_ptr, a_col, b_ptr, grow, [&](u64, u64 bj) {
+        const u32 c = b_col[bj];
+        if (mask_keeps(m_ptr, m_col, has_mask, grow, c)) set_insert(keys, table, c, &count);
+    });
     __syncthreads();
     if (threadIdx.x == 0) row_nnz[r] = count;
 }
@@ -131,15 +166,10 @@ __device__ void hash_rows_numeric(const u64* a_ptr, const u32* a_col, const T* a
     for (u32 s = threadIdx.x; s < table; s += blockDim.x) { keys[s] = EMPTY_KEY; vals[s] = (T)0; }
     if (threadIdx.x == 0) cursor = 0;
     __syncthreads();
-    const u32 warp = threadIdx.x / WARP, lane = threadIdx.x % WARP, nwarps = blockDim.x / WARP;
-    for (u64 ae = a_ptr[grow] + warp; ae < a_ptr[grow + 1]; ae += nwarps) {
-        const u32 k = a_col[ae];
-        const T av = a_val[ae];
-        for (u64 bj = b_ptr[k] + lane; bj < b_ptr[k + 1]; bj += WARP) {
-            const u32 c = b_col[bj];
-            if (mask_keeps(m_ptr, m_col, has_mask, grow, c)) map_add(keys, vals, table, c, av * b_val[bj]);
-        }
-    }
+    for_each_product(a_ptr, a_col, b_ptr, grow, [&](u64 ae, u64 bj) {
+        const u32 c = b_col[bj];
+        if (mask_keeps(m_ptr, m_col, has_mask, grow, c)) map_add(keys, vals, table, c, a_val[ae] * b_val[bj]);
+    });
     __syncthreads();
     const u32 n = compact_and_sort(keys, vals, table, &cursor);
     const u64 out = c_ptr[r];
