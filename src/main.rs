@@ -476,6 +476,36 @@ struct SpgemmReport {
     seconds: f64,
     device_seconds: f64,
     gflops: f64,
+    /// The GPU engine's phases (with --engine gpu --json).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    phases: Option<Vec<PhaseReport>>,
+}
+
+#[derive(serde::Serialize)]
+struct PhaseReport {
+    name: String,
+    ms: f64,
+    /// Bytes the phase's kernel moves at least (core kernels only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    bytes: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    gb_per_s: Option<f64>,
+    /// Achieved bandwidth over the device's measured copy bandwidth (the "speed of light").
+    #[serde(skip_serializing_if = "Option::is_none")]
+    share_of_copy_bandwidth: Option<f64>,
+}
+
+impl PhaseReport {
+    fn new(p: gmcl::gpu::profile::Phase, copy_bandwidth: f64) -> Self {
+        let rate = (p.bytes > 0 && p.seconds > 0.0).then(|| p.bytes as f64 / p.seconds);
+        PhaseReport {
+            name: p.name,
+            ms: p.seconds * 1e3,
+            bytes: (p.bytes > 0).then_some(p.bytes),
+            gb_per_s: rate.map(|r| r / 1e9),
+            share_of_copy_bandwidth: rate.map(|r| r / copy_bandwidth),
+        }
+    }
 }
 
 fn run_spgemm<T: Scalar>(a: SpgemmArgs, ui: Ui) -> Result<()> {
@@ -497,7 +527,26 @@ fn run_spgemm<T: Scalar>(a: SpgemmArgs, ui: Ui) -> Result<()> {
     };
     let b = mb.as_ref().unwrap_or(&ma);
     let engine = resolve_engine(a.engine, ui)?;
-    let (c, stats) = spgemm::multiply(engine, &ma, b, &SpgemmOptions::default())?;
+    let mut phases = None;
+    let (c, stats) = if engine == EngineKind::Gpu && a.json {
+        // With --json the GPU engine times each phase (waiting for the device between phases)
+        // and reports it with its bandwidth against the device's copy bandwidth.
+        let gpu = spgemm::gpu::GpuEngine::open()?.with_tuning(spgemm::gpu::GpuTuning {
+            profile: true,
+            ..spgemm::gpu::GpuTuning::from_env()
+        });
+        let r = gpu.multiply(&ma, b, &SpgemmOptions::default())?;
+        let copy = gpu.gpu().copy_bandwidth()?;
+        phases = Some(
+            gpu.last_phases()
+                .into_iter()
+                .map(|p| PhaseReport::new(p, copy))
+                .collect::<Vec<_>>(),
+        );
+        r
+    } else {
+        spgemm::multiply(engine, &ma, b, &SpgemmOptions::default())?
+    };
     if let Some(out) = &a.output {
         gmcl::output::write_mtx(out, &c)?;
     }
@@ -509,6 +558,7 @@ fn run_spgemm<T: Scalar>(a: SpgemmArgs, ui: Ui) -> Result<()> {
         intermediate_products: stats.intermediate_products,
         seconds: stats.seconds,
         device_seconds: stats.device_seconds,
+        phases,
         gflops: if stats.device_seconds > 0.0 {
             2.0 * stats.intermediate_products as f64 / stats.device_seconds / 1e9
         } else {

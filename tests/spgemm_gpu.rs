@@ -18,6 +18,7 @@ fn engine(memory_limit: Option<u64>) -> Option<GpuEngine> {
             memory_limit,
             poison: true,
             profile: false,
+            max_chunks_per_level: None,
         })),
         Err(why) => {
             assert!(
@@ -250,6 +251,45 @@ fn one_dense_row_takes_the_heavy_path() {
             &b,
             &SpgemmOptions::default(),
             &format!("f32 dense row, {ncols} columns"),
+        );
+    }
+}
+
+#[test]
+fn two_and_three_multisplit_levels() {
+    // A test-only cap on the chunks per level forces several levels on a small product.
+    for (cap, levels) in [(4u64, 2usize), (2, 3)] {
+        let Some(e) = engine(None) else { return };
+        let e = e.with_tuning(GpuTuning {
+            memory_limit: None,
+            poison: true,
+            profile: false,
+            max_chunks_per_level: Some(cap),
+        });
+        let ncols = 1 << 16;
+        let k = 3000;
+        let mut a = random::<f32>(16, k, 4, 21).to_dense();
+        for x in a.iter_mut().take(k) {
+            *x = 0.75;
+        }
+        let a = Csr::from_dense(16, k, &a);
+        let b = random::<f32>(k, ncols, 16, 22);
+        let p = e.params::<f32>(ncols as u64);
+        assert_eq!(p.levels.len(), levels, "{:?}", p.levels);
+        check(
+            &e,
+            &a,
+            &b,
+            &SpgemmOptions::default(),
+            &format!("levels {:?}", p.levels),
+        );
+        let (a, b): (Csr<f64>, Csr<f64>) = (a.cast(), b.cast());
+        check(
+            &e,
+            &a,
+            &b,
+            &SpgemmOptions::default(),
+            &format!("f64 levels {:?}", e.params::<f64>(ncols as u64).levels),
         );
     }
 }

@@ -6,7 +6,7 @@
 
 pub mod kernels;
 pub(crate) mod prims;
-pub(crate) mod profile;
+pub mod profile;
 
 use crate::error::{Error, Result};
 use cudarc::driver::{sys, CudaContext, CudaFunction, CudaModule, CudaStream};
@@ -31,6 +31,7 @@ pub struct Gpu {
     pub(crate) busy: Mutex<()>,
     /// The device's stream-ordered memory pool, which keeps freed memory for reuse.
     pool: PoolHandle,
+    copy_bandwidth: OnceLock<f64>,
     name: String,
     capability: (i32, i32),
     shared_per_block: u64,
@@ -159,6 +160,7 @@ impl Gpu {
             _module: module,
             busy: Mutex::new(()),
             pool,
+            copy_bandwidth: OnceLock::new(),
             name,
             capability,
             shared_per_block,
@@ -195,6 +197,30 @@ impl Gpu {
                     .attribute(sys::CUmemPool_attribute::CU_MEMPOOL_ATTR_USED_MEM_CURRENT)?,
             );
         Ok((free as u64 + cached, total as u64))
+    }
+
+    /// The device's copy bandwidth in bytes per second (read plus written), measured once per
+    /// process by timing device-to-device copies of 256 MiB: the "speed of light" that the
+    /// bandwidth-bound kernels are compared with.
+    pub fn copy_bandwidth(&self) -> Result<f64> {
+        if let Some(b) = self.copy_bandwidth.get() {
+            return Ok(*b);
+        }
+        let s = &self.main;
+        let n = 32usize << 20; // u64 elements: 256 MiB
+        let src = driver("measure copy bandwidth", s.alloc_zeros::<u64>(n))?;
+        let mut dst = driver("measure copy bandwidth", s.alloc_zeros::<u64>(n))?;
+        driver("measure copy bandwidth", s.memcpy_dtod(&src, &mut dst))?;
+        driver("measure copy bandwidth", s.synchronize())?;
+        let start = std::time::Instant::now();
+        let reps = 5;
+        for _ in 0..reps {
+            driver("measure copy bandwidth", s.memcpy_dtod(&src, &mut dst))?;
+        }
+        driver("measure copy bandwidth", s.synchronize())?;
+        let secs = start.elapsed().as_secs_f64();
+        let b = 2.0 * (n * 8 * reps) as f64 / secs.max(1e-9);
+        Ok(*self.copy_bandwidth.get_or_init(|| b))
     }
 
     /// "NVIDIA H200 (sm_90, 132 SMs, 48 KiB shared per block)".

@@ -14,7 +14,7 @@ use crate::gpu::prims::{
     check, download, exclusive_scan, is_out_of_memory, read_at, shape, strided, uninit, upload,
     zeros,
 };
-use crate::gpu::profile::Profile;
+use crate::gpu::profile::{Phase, Profile};
 use crate::gpu::{self, Gpu};
 use crate::scalar::Scalar;
 use cudarc::driver::{CudaSlice, CudaStream, CudaView, PushKernelArg};
@@ -60,6 +60,9 @@ pub struct GpuTuning {
     pub poison: bool,
     /// Print the time of each phase on stderr (waits for the device after each phase).
     pub profile: bool,
+    /// Most chunks one multisplit level may make (a power of two; default: what shared memory
+    /// allows). Tests lower it to force several levels on small inputs.
+    pub max_chunks_per_level: Option<u64>,
 }
 
 impl GpuTuning {
@@ -71,6 +74,7 @@ impl GpuTuning {
                 .and_then(|v| v.trim().parse().ok()),
             poison: std::env::var("GMCL_GPU_POISON").is_ok_and(|v| v == "1"),
             profile: std::env::var("GMCL_GPU_PROFILE").is_ok_and(|v| v == "1"),
+            max_chunks_per_level: None,
         }
     }
 }
@@ -79,6 +83,8 @@ impl GpuTuning {
 pub struct GpuEngine {
     gpu: Arc<Gpu>,
     tuning: GpuTuning,
+    /// The phases of the last product, when profiling.
+    last_phases: std::sync::Mutex<Vec<Phase>>,
 }
 
 /// A bin of rows or chunks: the hash table size (0 for the dense bin) and its block size.
@@ -196,6 +202,7 @@ impl GpuEngine {
         Ok(GpuEngine {
             gpu: gpu::device()?,
             tuning: GpuTuning::from_env(),
+            last_phases: Default::default(),
         })
     }
 
@@ -205,6 +212,14 @@ impl GpuEngine {
         self
     }
 
+    /// The phases of the last product (empty unless `tuning.profile` is on).
+    pub fn last_phases(&self) -> Vec<Phase> {
+        self.last_phases
+            .lock()
+            .map(|p| p.clone())
+            .unwrap_or_default()
+    }
+
     /// The GPU in use.
     pub fn gpu(&self) -> &Gpu {
         &self.gpu
@@ -212,11 +227,19 @@ impl GpuEngine {
 
     /// The gMAGNUS parameters for a product of `c_cols` columns with values of type `T`.
     pub fn params<T: Scalar>(&self, c_cols: u64) -> MagnusParams {
-        engine_params(
+        let mut p = engine_params(
             c_cols,
             self.gpu.shared_per_block(),
             std::mem::size_of::<T>() as u64,
-        )
+        );
+        if let Some(cap) = self.tuning.max_chunks_per_level {
+            let cap = cap.max(2).next_power_of_two();
+            if cap < p.chunks_max {
+                p.chunks_max = cap;
+                p.levels = super::params::chunk_levels(p.chunks_required, cap);
+            }
+        }
+        p
     }
 
     /// Computes `C = A·B` (the rows and entries `opts` asks for) and copies it to the host.
@@ -311,6 +334,9 @@ impl GpuEngine {
         }
         check("finish", s.synchronize())?;
         stats.seconds = start.elapsed().as_secs_f64();
+        if let Ok(mut last) = self.last_phases.lock() {
+            *last = prof.phases().to_vec();
+        }
         prof.report(&format!(
             "{} x {} times {} x {}",
             a.nrows(),
@@ -833,6 +859,7 @@ impl GpuEngine {
         let mut val0 = uninit::<T>(s, total as usize, poison, "Ĉ's values")?;
         let ge = p.outer_group_elems;
         let (first, last) = group_starts(g, s, &slice_off, nslices, ge, total)?;
+        prof.mark("heavy: allocate Ĉ")?;
         launch(
             g,
             s,
@@ -857,7 +884,12 @@ impl GpuEngine {
                     .arg(&total);
             },
         )?;
-        prof.mark("heavy: outer product")?;
+        let val_bytes = std::mem::size_of::<T>() as u64;
+        // Ĉ written, B's entries read once per product, Ã read once.
+        prof.mark_bytes(
+            "heavy: outer product",
+            2 * total * (4 + val_bytes) + at_nnz * (4 + val_bytes),
+        )?;
         drop((
             at_row, at_val, fill, slice_k, at_ptr, slice_off, flags, col_cnt, cursor,
         ));
@@ -937,7 +969,10 @@ impl GpuEngine {
                     },
                 )?;
             }
-            prof.mark("heavy: histogram")?;
+            prof.mark_bytes(
+                &format!("heavy: histogram, level {}", level + 1),
+                in_total * 4,
+            )?;
             let mut flags = zeros::<u64>(s, nout as usize + 1, "chunk flags")?;
             let (tau, last_i) = (p.tau, last as i32);
             launch(g, s, "chunk_flags", strided(g, nout + 1, 256), |l| {
@@ -968,6 +1003,7 @@ impl GpuEngine {
             })?;
             exclusive_scan(g, s, &mut out_ptr, nout + 1, "Ĉ_reord's row offsets")?;
             let mut cursor = check("copy Ĉ_reord's row offsets", s.clone_dtod(&out_ptr))?;
+            prof.mark(&format!("heavy: partition chunks, level {}", level + 1))?;
             let out_buf = 1 - in_buf;
             if bufs.col[out_buf].is_none() {
                 bufs.col[out_buf] = Some(uninit::<u32>(
@@ -979,6 +1015,7 @@ impl GpuEngine {
                 bufs.val[out_buf] =
                     Some(uninit::<T>(s, total as usize, poison, "Ĉ_reord's values")?);
             }
+            prof.mark("heavy: allocate Ĉ_reord")?;
             let local = max_rows as u64 * nch;
             let shared = local * 8 + warps * local * 4 + (local + 1) * 4 + ms_elems * entry + 8;
             if shared > g.shared_per_block() {
@@ -1016,7 +1053,10 @@ impl GpuEngine {
                     },
                 )?;
             }
-            prof.mark("heavy: multisplit")?;
+            prof.mark_bytes(
+                &format!("heavy: multisplit, level {}", level + 1),
+                2 * in_total * entry,
+            )?;
             let first = if last { 0 } else { next_heavy };
             let fb = if last {
                 final_bins(bins, p.chunk_width)
@@ -1024,6 +1064,7 @@ impl GpuEngine {
                 bins.to_vec()
             };
             let lists = self.bin_items(s, &out_ptr, first, nout - first, &fb)?;
+            prof.mark("heavy: bin final chunks")?;
             if !last && lists.counts[fb.len()] > 0 {
                 return Err(Error::gpu(
                     "multisplit",

@@ -109,7 +109,7 @@ pub fn magnus_params(c_cols: u64, shared_bytes: u64, s: SizeModel, g: GroupShape
 
 /// Splits `required` chunks (a power of two) into levels of at most `max` chunks (a power of
 /// two): as many full levels as needed, the remainder last.
-fn chunk_levels(required: u64, max: u64) -> Vec<u64> {
+pub(crate) fn chunk_levels(required: u64, max: u64) -> Vec<u64> {
     let mut levels = Vec::new();
     let mut left = required;
     while left > 1 {
