@@ -533,44 +533,34 @@ impl GpuEngine {
                     let base = f.base.slice(f.first as usize..);
                     let col = buf(&bufs.col, f.buffer)?;
                     let nch = r_chunks as u32;
-                    if let Some(bin) = f.bins.get(b) {
-                        let cfg = shape(count, bin.threads, bin.table as u64 * 4)?;
-                        launch(g, heavy, "hash_segs_symbolic", cfg, |l| {
-                            l.arg(&ptr)
-                                .arg(col)
-                                .arg(&list)
-                                .arg(&hh)
-                                .arg(&base)
-                                .arg(&bin.table)
-                                .arg(&width_shift)
-                                .arg(&nch)
-                                .arg(&heavy_rows)
-                                .arg(&row0)
-                                .arg(&ops.m_ptr)
-                                .arg(&ops.m_col)
-                                .arg(&ops.has_mask)
-                                .arg(&mut grid);
-                        })?;
-                    } else {
-                        let width = p.chunk_width as u32;
-                        let cfg = shape(count, DENSE_THREADS, p.chunk_width)?;
-                        launch(g, heavy, "dense_segs_symbolic", cfg, |l| {
-                            l.arg(&ptr)
-                                .arg(col)
-                                .arg(&list)
-                                .arg(&hh)
-                                .arg(&base)
-                                .arg(&width)
-                                .arg(&width_shift)
-                                .arg(&nch)
-                                .arg(&heavy_rows)
-                                .arg(&row0)
-                                .arg(&ops.m_ptr)
-                                .arg(&ops.m_col)
-                                .arg(&ops.has_mask)
-                                .arg(&mut grid);
-                        })?;
-                    }
+                    let (kernel, size, cfg) = match f.bins.get(b) {
+                        Some(bin) => (
+                            "hash_segs_symbolic",
+                            bin.table,
+                            shape(count, bin.threads, bin.table as u64 * 4)?,
+                        ),
+                        None => (
+                            "dense_segs_symbolic",
+                            p.chunk_width as u32,
+                            shape(count, DENSE_THREADS, p.chunk_width)?,
+                        ),
+                    };
+                    launch(g, heavy, kernel, cfg, |l| {
+                        l.arg(&ptr)
+                            .arg(col)
+                            .arg(&list)
+                            .arg(&hh)
+                            .arg(&base)
+                            .arg(&size)
+                            .arg(&width_shift)
+                            .arg(&nch)
+                            .arg(&heavy_rows)
+                            .arg(&row0)
+                            .arg(&ops.m_ptr)
+                            .arg(&ops.m_col)
+                            .arg(&ops.has_mask)
+                            .arg(&mut grid);
+                    })?;
                 }
             }
         }
@@ -641,53 +631,40 @@ impl GpuEngine {
                 let col = buf(&bufs.col, f.buffer)?;
                 let val = buf(&bufs.val, f.buffer)?;
                 let nch = r_chunks as u32;
-                if let Some(bin) = f.bins.get(b) {
-                    let table = bin.table;
-                    let cfg = shape(count, bin.threads, table as u64 * (4 + val_bytes))?;
-                    launch(g, heavy, &typed::<T>("hash_segs_numeric"), cfg, |l| {
-                        l.arg(&ptr)
-                            .arg(col)
-                            .arg(val)
-                            .arg(&list)
-                            .arg(&hh)
-                            .arg(&base)
-                            .arg(&table)
-                            .arg(&width_shift)
-                            .arg(&nch)
-                            .arg(&heavy_rows)
-                            .arg(&row0)
-                            .arg(&ops.m_ptr)
-                            .arg(&ops.m_col)
-                            .arg(&ops.has_mask)
-                            .arg(&grid)
-                            .arg(&row_nnz)
-                            .arg(&mut c_col)
-                            .arg(&mut c_val);
-                    })?;
-                } else {
-                    let width = p.chunk_width as u32;
-                    let cfg = shape(count, DENSE_THREADS, p.chunk_width * (val_bytes + 1))?;
-                    launch(g, heavy, &typed::<T>("dense_segs_numeric"), cfg, |l| {
-                        l.arg(&ptr)
-                            .arg(col)
-                            .arg(val)
-                            .arg(&list)
-                            .arg(&hh)
-                            .arg(&base)
-                            .arg(&width)
-                            .arg(&width_shift)
-                            .arg(&nch)
-                            .arg(&heavy_rows)
-                            .arg(&row0)
-                            .arg(&ops.m_ptr)
-                            .arg(&ops.m_col)
-                            .arg(&ops.has_mask)
-                            .arg(&grid)
-                            .arg(&row_nnz)
-                            .arg(&mut c_col)
-                            .arg(&mut c_val);
-                    })?;
-                }
+                // Hash and dense accumulators take the same arguments but the table size or
+                // chunk width.
+                let (kernel, size, cfg) = match f.bins.get(b) {
+                    Some(bin) => (
+                        typed::<T>("hash_segs_numeric"),
+                        bin.table,
+                        shape(count, bin.threads, bin.table as u64 * (4 + val_bytes))?,
+                    ),
+                    None => (
+                        typed::<T>("dense_segs_numeric"),
+                        p.chunk_width as u32,
+                        shape(count, DENSE_THREADS, p.chunk_width * (val_bytes + 1))?,
+                    ),
+                };
+                launch(g, heavy, &kernel, cfg, |l| {
+                    l.arg(&ptr)
+                        .arg(col)
+                        .arg(val)
+                        .arg(&list)
+                        .arg(&hh)
+                        .arg(&base)
+                        .arg(&size)
+                        .arg(&width_shift)
+                        .arg(&nch)
+                        .arg(&heavy_rows)
+                        .arg(&row0)
+                        .arg(&ops.m_ptr)
+                        .arg(&ops.m_col)
+                        .arg(&ops.has_mask)
+                        .arg(&grid)
+                        .arg(&row_nnz)
+                        .arg(&mut c_col)
+                        .arg(&mut c_val);
+                })?;
             }
         }
         join(main, &[light, heavy])?;
