@@ -199,8 +199,15 @@ impl GpuEngine {
     /// Opens the GPU (compiling the kernels on first use in the process), with tuning from the
     /// environment. Fails with [`Error::EngineUnavailable`] saying why when there is no usable GPU.
     pub fn open() -> Result<Self> {
+        let gpu = gpu::device().map_err(|e| match e {
+            Error::EngineUnavailable(why) => Error::EngineUnavailable(format!(
+                "the GPU engine cannot run: {why}; use --engine cpu (or auto, which falls back \
+                 to the CPU)"
+            )),
+            other => other,
+        })?;
         Ok(GpuEngine {
-            gpu: gpu::device()?,
+            gpu,
             tuning: GpuTuning::from_env(),
             last_phases: Default::default(),
         })

@@ -250,15 +250,7 @@ pub fn multiply<T: Scalar>(
     opts: &SpgemmOptions,
 ) -> Result<(Csr<T>, ProductStats)> {
     match resolve(engine).0 {
-        EngineKind::Gpu | EngineKind::Auto => gpu::GpuEngine::open()
-            .map_err(|e| match e {
-                Error::EngineUnavailable(why) => Error::EngineUnavailable(format!(
-                    "the GPU engine cannot run: {why}; use --engine cpu (or auto, which falls \
-                     back to the CPU)"
-                )),
-                other => other,
-            })?
-            .multiply(a, b, opts),
+        EngineKind::Gpu | EngineKind::Auto => gpu::GpuEngine::open()?.multiply(a, b, opts),
         EngineKind::Cpu => {
             let start = Instant::now();
             let (c, products) = cpu::CpuEngine::default().multiply_counted(a, b, opts)?;
