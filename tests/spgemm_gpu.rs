@@ -19,6 +19,7 @@ fn engine(memory_limit: Option<u64>) -> Option<GpuEngine> {
             poison: true,
             profile: false,
             max_chunks_per_level: None,
+            max_batch_entries: None,
         })),
         Err(why) => {
             assert!(
@@ -265,6 +266,7 @@ fn two_and_three_multisplit_levels() {
             poison: true,
             profile: false,
             max_chunks_per_level: Some(cap),
+            max_batch_entries: None,
         });
         let ncols = 1 << 16;
         let k = 3000;
@@ -343,6 +345,26 @@ fn row_batches_and_memory_limits_give_the_same_product() {
     for w in seen.windows(2) {
         assert_eq!(w[0].end, w[1].start);
     }
+    // A cap on a batch's entries (what MCL uses to bound host memory) batches too.
+    let Some(capped) = engine(None) else { return };
+    let capped = capped.with_tuning(GpuTuning {
+        memory_limit: None,
+        poison: true,
+        profile: false,
+        max_chunks_per_level: None,
+        max_batch_entries: Some(200_000),
+    });
+    let mut n_batches = 0;
+    let mut total = 0;
+    capped
+        .multiply_batches(&a, &a, &SpgemmOptions::default(), |_, c| {
+            n_batches += 1;
+            total += c.nnz();
+            Ok(())
+        })
+        .unwrap();
+    assert!(n_batches > 4, "only {n_batches} batches");
+    assert_eq!(total, whole.nnz());
     let (batched, _) = small.multiply(&a, &a, &SpgemmOptions::default()).unwrap();
     assert_eq!(batched.row_ptr(), whole.row_ptr());
     assert_eq!(batched.col_idx(), whole.col_idx());

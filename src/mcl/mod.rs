@@ -280,16 +280,10 @@ pub fn iterate<T: Scalar>(
     let mut cols: Vec<u32> = Vec::new();
     let mut vals: Vec<T> = Vec::new();
     let threads = rayon::current_num_threads().max(1);
-    for batch in batches(&per_row, m.ncols() as u64, params.batch_entries) {
-        let opts = SpgemmOptions {
-            mask: None,
-            rows: Some(batch.clone()),
-        };
-        let (c, stats) = spgemm::multiply(params.engine, m, m, &opts)?;
-        it.products += stats.intermediate_products;
+    // Prunes and inflates one batch of M²'s rows (row 0 of `c` is row `first`) and appends it.
+    let mut absorb = |first: usize, c: Csr<T>| {
         it.expanded += c.nnz() as u64;
         it.batches += 1;
-        it.expand_seconds += stats.seconds;
         // Groups of rows of about equal size for the threads, kept in order.
         let rows = c.nrows();
         let group = (rows / (threads * 16)).clamp(16, 4096);
@@ -299,7 +293,7 @@ pub fn iterate<T: Scalar>(
             .collect();
         let parts: Vec<Part<T>> = groups
             .into_par_iter()
-            .map(|g| prune_rows(&c, g, batch.start, &params.prune, inflation))
+            .map(|g| prune_rows(&c, g, first, &params.prune, inflation))
             .collect();
         drop(c);
         for p in parts {
@@ -312,7 +306,35 @@ pub fn iterate<T: Scalar>(
             cols.extend_from_slice(&p.cols);
             vals.extend_from_slice(&p.vals);
         }
+    };
+    let (mut products, mut expand_seconds) = (0u64, 0f64);
+    if params.engine == EngineKind::Gpu {
+        // The GPU engine uploads M once per iteration and makes the batches itself (bounded by
+        // the device's memory and by batch_entries), handing each over to be pruned at once.
+        let gpu = spgemm::gpu::GpuEngine::open()?.with_tuning(spgemm::gpu::GpuTuning {
+            max_batch_entries: Some(params.batch_entries),
+            ..spgemm::gpu::GpuTuning::from_env()
+        });
+        let stats = gpu.multiply_batches(m, m, &SpgemmOptions::default(), |batch, c| {
+            absorb(batch.start, c);
+            Ok(())
+        })?;
+        products += stats.intermediate_products;
+        expand_seconds += stats.device_seconds;
+    } else {
+        for batch in batches(&per_row, m.ncols() as u64, params.batch_entries) {
+            let opts = SpgemmOptions {
+                mask: None,
+                rows: Some(batch.clone()),
+            };
+            let (c, stats) = spgemm::multiply(params.engine, m, m, &opts)?;
+            products += stats.intermediate_products;
+            expand_seconds += stats.seconds;
+            absorb(batch.start, c);
+        }
     }
+    it.products += products;
+    it.expand_seconds += expand_seconds;
     it.kept = vals.len() as u64;
     it.seconds = start.elapsed().as_secs_f64();
     let next = Csr::from_parts_unchecked(n, m.ncols(), row_ptr, cols, vals);

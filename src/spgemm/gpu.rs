@@ -63,6 +63,10 @@ pub struct GpuTuning {
     /// Most chunks one multisplit level may make (a power of two; default: what shared memory
     /// allows). Tests lower it to force several levels on small inputs.
     pub max_chunks_per_level: Option<u64>,
+    /// Most entries a batch of C may have, bounded before the product by the sum over its rows of
+    /// min(products, columns): caps the host memory a batch takes when the caller keeps batches
+    /// on the host (MCL prunes each one). Default: no cap beyond the device's memory.
+    pub max_batch_entries: Option<u64>,
 }
 
 impl GpuTuning {
@@ -75,6 +79,7 @@ impl GpuTuning {
             poison: std::env::var("GMCL_GPU_POISON").is_ok_and(|v| v == "1"),
             profile: std::env::var("GMCL_GPU_PROFILE").is_ok_and(|v| v == "1"),
             max_chunks_per_level: None,
+            max_batch_entries: None,
         }
     }
 }
@@ -414,7 +419,7 @@ impl GpuEngine {
         prefix: &[u64],
         rows: &Range<usize>,
         p: &MagnusParams,
-        _ops: &Operands<T>,
+        ops: &Operands<T>,
     ) -> Result<Vec<Range<usize>>> {
         let (free, _) = self.gpu.memory()?;
         let budget = match self.tuning.memory_limit {
@@ -423,11 +428,22 @@ impl GpuEngine {
         };
         let entry = 4 + std::mem::size_of::<T>() as u64;
         let copies = if p.levels.is_empty() { 1 } else { 2 };
+        let entry_cap = self.tuning.max_batch_entries.unwrap_or(u64::MAX);
+        let c_cols = ops.c_cols;
         let mut out = Vec::new();
         let mut first = rows.start;
         let mut used = 0u64;
+        let mut entries = 0u64;
         for r in rows.clone() {
             let prods = prefix[r - rows.start + 1] - prefix[r - rows.start];
+            let bound = prods.min(c_cols);
+            if entries > 0 && entries.saturating_add(bound) > entry_cap && r > first {
+                out.push(first..r);
+                first = r;
+                used = 0;
+                entries = 0;
+            }
+            entries += bound;
             // Heavy rows hold their products in Ĉ; every row's C entries are at most its products.
             let heavy = if prods > p.tau {
                 copies * prods * entry
@@ -439,6 +455,7 @@ impl GpuEngine {
                 out.push(first..r);
                 first = r;
                 used = 0;
+                entries = bound;
             }
             used += cost;
         }
