@@ -445,66 +445,37 @@ impl Cusparse {
                 cs::cusparseSpGEMM_createDescr(&mut d.spgemm),
             )?;
             let sd = d.spgemm;
+            // The four SpGEMM calls share their first eleven arguments; each is made twice, once
+            // for a buffer size and once with the buffer.
+            let work_estimation = |size: &mut usize, buf: *mut c_void| {
+                cs::cusparseSpGEMM_workEstimation(
+                    h, op, op, alpha, ma, mb, beta, mc, ty, algo, sd, size, buf,
+                )
+            };
+            let compute = |size: &mut usize, buf: *mut c_void| {
+                cs::cusparseSpGEMM_compute(
+                    h, op, op, alpha, ma, mb, beta, mc, ty, algo, sd, size, buf,
+                )
+            };
+            let estimate_memory =
+                |fraction: f32, size3: &mut usize, buf3: *mut c_void, size2: *mut usize| {
+                    cs::cusparseSpGEMM_estimateMemory(
+                        h, op, op, alpha, ma, mb, beta, mc, ty, algo, sd, fraction, size3, buf3,
+                        size2,
+                    )
+                };
 
             let mut size1 = 0usize;
             check(
                 "workEstimation (size)",
-                cs::cusparseSpGEMM_workEstimation(
-                    h,
-                    op,
-                    op,
-                    alpha,
-                    ma,
-                    mb,
-                    beta,
-                    mc,
-                    ty,
-                    algo,
-                    sd,
-                    &mut size1,
-                    null_mut(),
-                ),
+                work_estimation(&mut size1, null_mut()),
             )?;
             let buf1 = mem.alloc("allocate buffer 1", size1)?;
-            check(
-                "workEstimation",
-                cs::cusparseSpGEMM_workEstimation(
-                    h,
-                    op,
-                    op,
-                    alpha,
-                    ma,
-                    mb,
-                    beta,
-                    mc,
-                    ty,
-                    algo,
-                    sd,
-                    &mut size1,
-                    as_ptr(buf1),
-                ),
-            )?;
+            check("workEstimation", work_estimation(&mut size1, as_ptr(buf1)))?;
             let mut size2 = 0usize;
             match alg {
                 Algorithm::Alg1 => {
-                    check(
-                        "compute (size)",
-                        cs::cusparseSpGEMM_compute(
-                            h,
-                            op,
-                            op,
-                            alpha,
-                            ma,
-                            mb,
-                            beta,
-                            mc,
-                            ty,
-                            algo,
-                            sd,
-                            &mut size2,
-                            null_mut(),
-                        ),
-                    )?;
+                    check("compute (size)", compute(&mut size2, null_mut()))?;
                 }
                 Algorithm::Alg2 | Algorithm::Alg3(_) => {
                     let fraction = match alg {
@@ -520,67 +491,18 @@ impl Cusparse {
                     let mut size3 = 0usize;
                     check(
                         "estimateMemory (size)",
-                        cs::cusparseSpGEMM_estimateMemory(
-                            h,
-                            op,
-                            op,
-                            alpha,
-                            ma,
-                            mb,
-                            beta,
-                            mc,
-                            ty,
-                            algo,
-                            sd,
-                            fraction,
-                            &mut size3,
-                            null_mut(),
-                            null_mut(),
-                        ),
+                        estimate_memory(fraction, &mut size3, null_mut(), null_mut()),
                     )?;
                     let buf3 = mem.alloc("allocate buffer 3", size3)?;
                     check(
                         "estimateMemory",
-                        cs::cusparseSpGEMM_estimateMemory(
-                            h,
-                            op,
-                            op,
-                            alpha,
-                            ma,
-                            mb,
-                            beta,
-                            mc,
-                            ty,
-                            algo,
-                            sd,
-                            fraction,
-                            &mut size3,
-                            as_ptr(buf3),
-                            &mut size2,
-                        ),
+                        estimate_memory(fraction, &mut size3, as_ptr(buf3), &mut size2),
                     )?;
                     mem.free("free buffer 3", buf3)?;
                 }
             }
             let buf2 = mem.alloc("allocate buffer 2", size2)?;
-            check(
-                "compute",
-                cs::cusparseSpGEMM_compute(
-                    h,
-                    op,
-                    op,
-                    alpha,
-                    ma,
-                    mb,
-                    beta,
-                    mc,
-                    ty,
-                    algo,
-                    sd,
-                    &mut size2,
-                    as_ptr(buf2),
-                ),
-            )?;
+            check("compute", compute(&mut size2, as_ptr(buf2)))?;
             let (mut rows, mut cols, mut nnz) = (0i64, 0i64, 0i64);
             check(
                 "read the size of C",
