@@ -273,7 +273,6 @@ pub fn iterate<T: Scalar>(
 ) -> Result<(Csr<T>, Iteration)> {
     let start = Instant::now();
     let n = m.nrows();
-    let per_row = spgemm::intermediate_products_per_row(m, m)?;
     let mut it = Iteration::default();
     let mut row_ptr: Vec<u64> = Vec::with_capacity(n + 1);
     row_ptr.push(0);
@@ -322,6 +321,7 @@ pub fn iterate<T: Scalar>(
         products += stats.intermediate_products;
         expand_seconds += stats.device_seconds;
     } else {
+        let per_row = spgemm::intermediate_products_per_row(m, m)?;
         for batch in batches(&per_row, m.ncols() as u64, params.batch_entries) {
             let opts = SpgemmOptions {
                 mask: None,

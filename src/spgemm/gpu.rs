@@ -187,6 +187,70 @@ struct BinLists {
     offsets: Vec<u64>,
 }
 
+/// One launch over a bin of final chunks: its list, the kernel, the table size (hash) or chunk
+/// width (dense), and the launch shape.
+struct ChunkLaunch<'a> {
+    list: CudaView<'a, u32>,
+    kernel: String,
+    size: u32,
+    cfg: cudarc::driver::LaunchConfig,
+}
+
+impl<T: Scalar> FinalChunks<T> {
+    /// The offsets, heavy rows and column bases of the final chunks (rows `first..`).
+    fn rows(&self) -> (CudaView<'_, u64>, CudaView<'_, u32>, CudaView<'_, u32>) {
+        let f = self.first as usize;
+        (self.ptr.slice(f..), self.h.slice(f..), self.base.slice(f..))
+    }
+
+    /// The launches of the symbolic (`numeric` false) or numeric phase over the nonempty bins:
+    /// hash accumulators for the hash bins, the dense accumulator for the last. Both kinds take
+    /// the same arguments but the table size or chunk width.
+    fn launches(&self, chunk_width: u64, numeric: bool) -> Result<Vec<ChunkLaunch<'_>>> {
+        let val_bytes = std::mem::size_of::<T>() as u64;
+        let (hash, dense) = if numeric {
+            (
+                typed::<T>("hash_segs_numeric"),
+                typed::<T>("dense_segs_numeric"),
+            )
+        } else {
+            (
+                "hash_segs_symbolic".to_string(),
+                "dense_segs_symbolic".to_string(),
+            )
+        };
+        let mut out = Vec::new();
+        for b in 0..=self.bins.len() {
+            let count = self.lists.counts[b];
+            if count == 0 {
+                continue;
+            }
+            let (kernel, size, cfg) = match self.bins.get(b) {
+                Some(bin) => {
+                    let slot = if numeric { 4 + val_bytes } else { 4 };
+                    (
+                        hash.clone(),
+                        bin.table,
+                        shape(count, bin.threads, bin.table as u64 * slot)?,
+                    )
+                }
+                None => {
+                    let per_col = if numeric { val_bytes + 1 } else { 1 };
+                    let cfg = shape(count, DENSE_THREADS, chunk_width * per_col)?;
+                    (dense.clone(), chunk_width as u32, cfg)
+                }
+            };
+            out.push(ChunkLaunch {
+                list: self.lists.view(b),
+                kernel,
+                size,
+                cfg,
+            });
+        }
+        Ok(out)
+    }
+}
+
 impl BinLists {
     fn view(&self, b: usize) -> CudaView<'_, u32> {
         let o = self.offsets[b] as usize;
@@ -545,37 +609,18 @@ impl GpuEngine {
                 &mut bufs,
                 prof,
             )?;
+            let nch = r_chunks as u32;
             for f in &finals {
-                for b in 0..=f.bins.len() {
-                    let count = f.lists.counts[b];
-                    if count == 0 {
-                        continue;
-                    }
-                    let list = f.lists.view(b);
-                    let ptr = f.ptr.slice(f.first as usize..);
-                    let hh = f.h.slice(f.first as usize..);
-                    let base = f.base.slice(f.first as usize..);
-                    let col = buf(&bufs.col, f.buffer)?;
-                    let nch = r_chunks as u32;
-                    let (kernel, size, cfg) = match f.bins.get(b) {
-                        Some(bin) => (
-                            "hash_segs_symbolic",
-                            bin.table,
-                            shape(count, bin.threads, bin.table as u64 * 4)?,
-                        ),
-                        None => (
-                            "dense_segs_symbolic",
-                            p.chunk_width as u32,
-                            shape(count, DENSE_THREADS, p.chunk_width)?,
-                        ),
-                    };
-                    launch(g, heavy, kernel, cfg, |l| {
+                let (ptr, hh, base) = f.rows();
+                let col = buf(&bufs.col, f.buffer)?;
+                for c in f.launches(p.chunk_width, false)? {
+                    launch(g, heavy, &c.kernel, c.cfg, |l| {
                         l.arg(&ptr)
                             .arg(col)
-                            .arg(&list)
+                            .arg(&c.list)
                             .arg(&hh)
                             .arg(&base)
-                            .arg(&size)
+                            .arg(&c.size)
                             .arg(&width_shift)
                             .arg(&nch)
                             .arg(&heavy_rows)
@@ -642,41 +687,20 @@ impl GpuEngine {
         }
         prof.mark("numeric: light rows")?;
         // Numeric, final chunks of heavy rows.
+        let nch = r_chunks as u32;
         for f in &finals {
-            for b in 0..=f.bins.len() {
-                let count = f.lists.counts[b];
-                if count == 0 {
-                    continue;
-                }
-                let list = f.lists.view(b);
-                let ptr = f.ptr.slice(f.first as usize..);
-                let hh = f.h.slice(f.first as usize..);
-                let base = f.base.slice(f.first as usize..);
-                let col = buf(&bufs.col, f.buffer)?;
-                let val = buf(&bufs.val, f.buffer)?;
-                let nch = r_chunks as u32;
-                // Hash and dense accumulators take the same arguments but the table size or
-                // chunk width.
-                let (kernel, size, cfg) = match f.bins.get(b) {
-                    Some(bin) => (
-                        typed::<T>("hash_segs_numeric"),
-                        bin.table,
-                        shape(count, bin.threads, bin.table as u64 * (4 + val_bytes))?,
-                    ),
-                    None => (
-                        typed::<T>("dense_segs_numeric"),
-                        p.chunk_width as u32,
-                        shape(count, DENSE_THREADS, p.chunk_width * (val_bytes + 1))?,
-                    ),
-                };
-                launch(g, heavy, &kernel, cfg, |l| {
+            let (ptr, hh, base) = f.rows();
+            let col = buf(&bufs.col, f.buffer)?;
+            let val = buf(&bufs.val, f.buffer)?;
+            for c in f.launches(p.chunk_width, true)? {
+                launch(g, heavy, &c.kernel, c.cfg, |l| {
                     l.arg(&ptr)
                         .arg(col)
                         .arg(val)
-                        .arg(&list)
+                        .arg(&c.list)
                         .arg(&hh)
                         .arg(&base)
-                        .arg(&size)
+                        .arg(&c.size)
                         .arg(&width_shift)
                         .arg(&nch)
                         .arg(&heavy_rows)
