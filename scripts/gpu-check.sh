@@ -19,7 +19,7 @@ nvidia-smi -L | tee "$out/device.txt"
 for t in .gpu/tests/*; do
     name=$(basename "$t")
     extra=()
-    [ "${GMCL_HUGE:-0}" = 1 ] && [ "$name" = spgemm_gpu ] && extra=(--include-ignored)
+    [ "${GMCL_HUGE:-0}" = 1 ] && case $name in spgemm_gpu|tricount_gpu) extra=(--include-ignored);; esac
     if ! timeout 900 "$t" "${extra[@]}" >"$out/test-$name.log" 2>&1; then
         echo "FAILED: $name"; tail -40 "$out/test-$name.log"; status=1
     else
@@ -35,6 +35,13 @@ for tool in memcheck racecheck synccheck initcheck; do
         echo "ok: compute-sanitizer $tool"
     else
         echo "FAILED: compute-sanitizer $tool"; tail -30 "$out/sanitizer-$tool.log"; status=1
+    fi
+    # The triangle kernels, with per-vertex counts (every atomic path).
+    if compute-sanitizer --tool $tool --error-exitcode 9 .gpu/gmcl tricount "$tmp/s11.wel" --engine gpu \
+        --per-vertex "$tmp/pv.tsv" -q >"$out/sanitizer-tricount-$tool.log" 2>&1; then
+        echo "ok: compute-sanitizer $tool (tricount)"
+    else
+        echo "FAILED: compute-sanitizer $tool (tricount)"; tail -30 "$out/sanitizer-tricount-$tool.log"; status=1
     fi
 done
 # The engines side by side through the CLI, outputs compared.

@@ -292,9 +292,10 @@ struct TricountArgs {
     /// Engine: cpu, gpu (gMAGNUS) or auto (the GPU when usable, else the CPU).
     #[arg(long, default_value = "auto")]
     engine: EngineKind,
-    /// auto (the merge kernel on the CPU, the masked product on the GPU), spgemm (a masked
-    /// product on the engine) or merge (the dedicated CPU kernel).
-    #[arg(long, default_value = "auto", value_name = "auto|spgemm|merge")]
+    /// auto (the merge kernel on the CPU, the fused kernel on the GPU), spgemm (a masked
+    /// product on the engine), merge (the dedicated CPU kernel) or fused (the GPU kernel: the
+    /// masked product C<U> = U·U summed as it is formed).
+    #[arg(long, default_value = "auto", value_name = "auto|spgemm|merge|fused")]
     method: tricount::Method,
     /// Renumber vertices by degree first: auto (GAP's rule: when degrees are skewed), always,
     /// never.
@@ -583,6 +584,14 @@ struct TricountReport {
     edges: u64,
     seconds: f64,
     edges_per_second: f64,
+    method: &'static str,
+    /// Loading the file and making the graph simple.
+    load_seconds: f64,
+    /// Fused GPU kernel only: from the graph on the device to the count, and its rate.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    device_seconds: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    device_edges_per_second: Option<f64>,
 }
 
 fn run_tricount(a: TricountArgs, ui: Ui) -> Result<()> {
@@ -631,11 +640,12 @@ fn run_tricount(a: TricountArgs, ui: Ui) -> Result<()> {
         vertices: g.vertices() as u64,
         edges: g.edges(),
         seconds: t.seconds,
-        edges_per_second: if t.seconds > 0.0 {
-            g.edges() as f64 / t.seconds
-        } else {
-            0.0
-        },
+        edges_per_second: rate(g.edges(), t.seconds),
+        method: t.method.name(),
+        load_seconds,
+        device_seconds: (t.method == tricount::Method::Fused).then_some(t.device_seconds),
+        device_edges_per_second: (t.method == tricount::Method::Fused)
+            .then(|| rate(g.edges(), t.device_seconds)),
     };
     let how = match t.method {
         tricount::Method::Spgemm => {
@@ -647,6 +657,12 @@ fn run_tricount(a: TricountArgs, ui: Ui) -> Result<()> {
                 t.product_seconds
             )
         }
+        tricount::Method::Fused => format!(
+            "fused GPU kernel: upload {:.4} s, on the device {:.4} s ({:.3e} edges/s)",
+            t.upload_seconds,
+            t.device_seconds,
+            rate(g.edges(), t.device_seconds)
+        ),
         m => format!("{} kernel", m.name()),
     };
     ui.notice(&format!(
@@ -921,6 +937,15 @@ fn run_dist(a: DistArgs) -> Result<()> {
 
 /// Picks the engine to run: `auto` becomes the GPU engine when a GPU is usable, else the CPU
 /// engine with one notice saying why.
+/// Edges per second, 0 for a zero time.
+fn rate(edges: u64, seconds: f64) -> f64 {
+    if seconds > 0.0 {
+        edges as f64 / seconds
+    } else {
+        0.0
+    }
+}
+
 fn resolve_engine(kind: EngineKind, ui: Ui) -> Result<EngineKind> {
     let (engine, why) = spgemm::resolve(kind);
     if let Some(why) = why {

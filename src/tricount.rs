@@ -11,8 +11,10 @@
 //!    work per edge by about √m on power-law graphs.
 //! 3. **Count.** Either through the SpGEMM engine, as a masked product whose entries sum to the
 //!    count ([`Form`]: LAGraph's "Sandia" `C⟨L⟩ = L·L`, here as its transpose `C⟨U⟩ = U·U`, or a
-//!    dot-product form), or with a dedicated CPU kernel ([`Method::Merge`]) that never forms a
-//!    product matrix. Both give the same counts.
+//!    dot-product form), or with a dedicated kernel that never stores a product matrix: on the
+//!    CPU [`Method::Merge`], on the GPU [`Method::Fused`] (the Sandia product with its entries
+//!    summed as they are formed, the graph oriented by degree on the device). All give the same
+//!    counts.
 //!
 //! Counts are `u64`. The engine path multiplies `f64` matrices of ones: every entry of the
 //! product is a count of at most the number of vertices (< 2³²), far below 2⁵³, so it is exact.
@@ -84,7 +86,7 @@ impl SimpleGraph {
 /// How the triangles are counted.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum Method {
-    /// The merge kernel on the CPU engine, the masked product on the GPU engine.
+    /// The merge kernel on the CPU engine, the fused kernel on the GPU engine.
     #[default]
     Auto,
     /// A masked product computed by the SpGEMM engine ([`spgemm::multiply`]).
@@ -95,15 +97,20 @@ pub enum Method {
     /// which it replaces; a merge of sorted rows remains the fallback for per-vertex counts on
     /// graphs of more than 2³² oriented edges.)
     Merge,
+    /// The GPU kernel (kernels/triangles.cu): the graph is oriented by degree on the device,
+    /// then the masked product `C⟨U⟩ = U·U` is summed as it is formed, with each vertex's row of
+    /// `U` held in shared memory as its mask. Needs the GPU engine.
+    Fused,
 }
 
 impl Method {
-    /// "auto", "spgemm" or "merge".
+    /// "auto", "spgemm", "merge" or "fused".
     pub fn name(self) -> &'static str {
         match self {
             Method::Auto => "auto",
             Method::Spgemm => "spgemm",
             Method::Merge => "merge",
+            Method::Fused => "fused",
         }
     }
 }
@@ -115,8 +122,9 @@ impl std::str::FromStr for Method {
             "auto" => Ok(Method::Auto),
             "spgemm" => Ok(Method::Spgemm),
             "merge" => Ok(Method::Merge),
+            "fused" => Ok(Method::Fused),
             _ => Err(Error::Invalid(format!(
-                "unknown method '{s}': expected auto, spgemm or merge"
+                "unknown method '{s}': expected auto, spgemm, merge or fused"
             ))),
         }
     }
@@ -214,8 +222,9 @@ enum Role {
 /// What [`count`] does.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Options {
-    /// The engine of the masked product (and whether `Method::Auto` takes the merge kernel:
-    /// it does on the CPU engine). `Auto` means the CPU engine until a GPU engine is usable.
+    /// The engine of the masked product (and whether `Method::Auto` takes the merge kernel, on
+    /// the CPU engine, or the fused one, on the GPU engine). `Auto` means the GPU engine when a
+    /// GPU is usable and the CPU engine otherwise ([`spgemm::resolve`]).
     pub engine: EngineKind,
     /// Masked product or dedicated kernel.
     pub method: Method,
@@ -249,6 +258,11 @@ pub struct Triangles {
     pub orient_seconds: f64,
     /// Of which the engine's products (as [`ProductStats::seconds`] measures them).
     pub product_seconds: f64,
+    /// Fused kernel: of `seconds`, the copy of the graph to the device.
+    pub upload_seconds: f64,
+    /// Fused kernel: of `seconds`, the time from the graph on the device to the count
+    /// (orientation included).
+    pub device_seconds: f64,
 }
 
 /// GAP's rule for relabelling by degree (`WorthRelabelling` in its `tc.cc`): only when the
@@ -303,11 +317,15 @@ impl SplitMix {
 /// with [`Error::EngineUnavailable`] when the GPU engine is asked for and cannot run here.
 pub fn count(g: &SimpleGraph, opts: &Options) -> Result<Triangles> {
     let start = Instant::now();
-    let method = match (opts.method, opts.engine) {
-        (Method::Auto, EngineKind::Gpu) => Method::Spgemm,
+    let engine = spgemm::resolve(opts.engine).0;
+    let method = match (opts.method, engine) {
+        (Method::Auto, EngineKind::Gpu) => Method::Fused,
         (Method::Auto, _) => Method::Merge,
         (m, _) => m,
     };
+    if method == Method::Fused {
+        return count_fused(g, opts, engine, start);
+    }
     let relabelled = match opts.relabel {
         Relabel::Auto => worth_relabelling(g),
         Relabel::Always => true,
@@ -339,6 +357,37 @@ pub fn count(g: &SimpleGraph, opts: &Options) -> Result<Triangles> {
     out.per_vertex = per_vertex.map(|pv| o.to_original(pv));
     out.seconds = start.elapsed().as_secs_f64();
     Ok(out)
+}
+
+/// The fused GPU kernel ([`Method::Fused`]), on the GPU engine only.
+fn count_fused(
+    g: &SimpleGraph,
+    opts: &Options,
+    engine: EngineKind,
+    start: Instant,
+) -> Result<Triangles> {
+    if engine != EngineKind::Gpu {
+        return Err(Error::Invalid(
+            "the fused method runs on the GPU engine: use --engine gpu, or --method merge on \
+             the CPU"
+                .into(),
+        ));
+    }
+    let gpu = crate::gpu::device()?;
+    let a = g.adjacency();
+    let tuning = crate::gpu::triangles::TriangleTuning::from_env();
+    let d = crate::gpu::triangles::count(&gpu, a.row_ptr(), a.col_idx(), opts.per_vertex, &tuning)?;
+    Ok(Triangles {
+        triangles: d.triangles,
+        per_vertex: d.per_vertex,
+        method: Method::Fused,
+        relabelled: false,
+        orient_seconds: d.orient_seconds,
+        upload_seconds: d.upload_seconds,
+        device_seconds: d.device_seconds,
+        seconds: start.elapsed().as_secs_f64(),
+        ..Default::default()
+    })
 }
 
 /// The oriented graph: row `r` holds the neighbours of rank higher than `r`, sorted. Rows are

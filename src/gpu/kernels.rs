@@ -7,16 +7,17 @@ use crate::error::{Error, Result};
 use cudarc::nvrtc::{CompileOptions, Ptx};
 
 /// The kernel files, in the order they are concatenated.
-const SOURCES: [(&str, &str); 6] = [
+const SOURCES: [(&str, &str); 7] = [
     ("common.cuh", include_str!("../../kernels/common.cuh")),
     ("scan.cu", include_str!("../../kernels/scan.cu")),
     ("setup.cu", include_str!("../../kernels/setup.cu")),
     ("accumulate.cu", include_str!("../../kernels/accumulate.cu")),
     ("heavy.cu", include_str!("../../kernels/heavy.cu")),
     ("entry.cu", include_str!("../../kernels/entry.cu")),
+    ("triangles.cu", include_str!("../../kernels/triangles.cu")),
 ];
 
-/// Every entry point the engine launches; a typed kernel `k` exists as `k_f32` and `k_f64`.
+/// Every entry point gmcl launches; a typed kernel `k` exists as `k_f32` and `k_f64`.
 pub const UNTYPED: &[&str] = &[
     "scan_blocks_u64",
     "scan_add_u64",
@@ -36,6 +37,10 @@ pub const UNTYPED: &[&str] = &[
     "multisplit_histogram",
     "chunk_flags",
     "chunk_place",
+    "orient_counts",
+    "orient_fill",
+    "triangles_light",
+    "triangles_heavy",
 ];
 
 /// Kernels instantiated once per value type (suffix `_f32` / `_f64`).

@@ -7,6 +7,7 @@
 pub mod kernels;
 pub(crate) mod prims;
 pub mod profile;
+pub mod triangles;
 
 use crate::error::{Error, Result};
 use cudarc::driver::{sys, CudaContext, CudaFunction, CudaModule, CudaStream};
