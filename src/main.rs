@@ -587,6 +587,8 @@ struct TricountReport {
     method: &'static str,
     /// Loading the file and making the graph simple.
     load_seconds: f64,
+    /// Of `seconds`, orienting (and renumbering) the graph.
+    orient_seconds: f64,
     /// Fused GPU kernel only: from the graph on the device to the count, and its rate.
     #[serde(skip_serializing_if = "Option::is_none")]
     device_seconds: Option<f64>,
@@ -643,6 +645,7 @@ fn run_tricount(a: TricountArgs, ui: Ui) -> Result<()> {
         edges_per_second: rate(g.edges(), t.seconds),
         method: t.method.name(),
         load_seconds,
+        orient_seconds: t.orient_seconds,
         device_seconds: (t.method == tricount::Method::Fused).then_some(t.device_seconds),
         device_edges_per_second: (t.method == tricount::Method::Fused)
             .then(|| rate(g.edges(), t.device_seconds)),

@@ -42,16 +42,16 @@ fn cpu_counts(g: &SimpleGraph) -> (u64, Vec<u64>) {
     (t.triangles, t.per_vertex.unwrap())
 }
 
-/// Checks the fused kernel on `el` (with and without per-vertex counts, with the given shared
-/// row cap for heavy rows) against the CPU; returns the total.
-fn check(el: &EdgeList, heavy_shared_cap: Option<u32>) -> u64 {
+/// Checks the fused kernel on `el` (with and without per-vertex counts, with the given cap on
+/// the heavy rows' hash tables in shared memory) against the CPU; returns the total.
+fn check(el: &EdgeList, heavy_shared_slots: Option<u32>) -> u64 {
     let Some(gpu) = gpu() else { return 0 };
     let g = SimpleGraph::from_edges(el.clone()).unwrap();
     let (total, per) = cpu_counts(&g);
     let a = g.adjacency();
     let tuning = TriangleTuning {
         poison: true,
-        heavy_shared_cap,
+        heavy_shared_slots,
     };
     for per_vertex in [false, true] {
         let d = triangles::count(&gpu, a.row_ptr(), a.col_idx(), per_vertex, &tuning).unwrap();

@@ -37,10 +37,14 @@ pub const UNTYPED: &[&str] = &[
     "multisplit_histogram",
     "chunk_flags",
     "chunk_place",
+    "degree_histogram",
+    "degree_ranks",
     "orient_counts",
     "orient_fill",
+    "transpose_fill",
     "triangles_light",
     "triangles_heavy",
+    "gather_by_rank",
 ];
 
 /// Kernels instantiated once per value type (suffix `_f32` / `_f64`).

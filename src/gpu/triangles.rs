@@ -8,24 +8,45 @@ use crate::error::{Error, Result};
 use cudarc::driver::PushKernelArg;
 use std::time::Instant;
 
-/// Threads of the orientation and light-row kernels (TRI_THREADS in kernels/triangles.cu).
+/// Threads of the setup and light-row kernels (TRI_THREADS in kernels/triangles.cu).
 const THREADS: u32 = 256;
-/// Longest row one warp of the light kernel holds (TRI_WARP_ROW).
-const WARP_ROW: u64 = 512;
+/// Hash slots of one warp of the light kernel (TRI_WARP_SLOTS): rows of more than half as
+/// many entries are heavy.
+const WARP_SLOTS: u64 = 1024;
 /// Threads of the heavy-row kernel (TRI_HEAVY_THREADS).
 const HEAVY_THREADS: u32 = 512;
 /// Static shared memory of the heavy-row kernel: one `WedgeSlots` (32 × 20 bytes) per warp and
-/// one `u32`, rounded up; the rest of the block's shared memory holds the row.
+/// one `u32`, rounded up; the rest of the block's shared memory holds a row's hash table.
 const HEAVY_STATIC_SHARED: u64 = (HEAVY_THREADS as u64 / 32) * 32 * 20 + 256;
+
+/// Launches kernel `$name` on the main stream with the arguments listed; errors name the
+/// kernel as the stage.
+macro_rules! launch {
+    ($gpu:expr, $name:literal, $cfg:expr, [$($arg:expr),* $(,)?]) => {{
+        let mut b = $gpu.main.launch_builder($gpu.function($name)?);
+        $(b.arg($arg);)*
+        // SAFETY: each call site passes the buffers its kernel reads and writes, sized as the
+        // kernel indexes them (see the comments at the call sites and in
+        // kernels/triangles.cu).
+        check(concat!("triangle counting (", $name, ")"), unsafe { b.launch($cfg) }).map(|_| ())
+    }};
+}
+
+/// Slots of the hash table of a row of `len` entries (`table_bits` in the kernels): a power of
+/// two, at least 32 and at least `2 len`.
+fn table_slots(len: u64) -> u64 {
+    (2 * len).next_power_of_two().max(32)
+}
 
 /// Switches of the triangle kernels.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct TriangleTuning {
     /// Fill device buffers with 0xFF before the kernels write them.
     pub poison: bool,
-    /// Longest row the heavy kernel copies to shared memory (default: what fits); longer rows
-    /// are searched in device memory. Tests lower it to reach that path on small graphs.
-    pub heavy_shared_cap: Option<u32>,
+    /// Most hash slots (rounded down to a power of two) a row's table may take in the heavy
+    /// kernel's shared memory (default: what fits); larger tables live in device memory. Tests
+    /// lower it to reach that path on small graphs.
+    pub heavy_shared_slots: Option<u32>,
 }
 
 impl TriangleTuning {
@@ -33,7 +54,7 @@ impl TriangleTuning {
     pub fn from_env() -> Self {
         TriangleTuning {
             poison: std::env::var("GMCL_GPU_POISON").is_ok_and(|v| v == "1"),
-            heavy_shared_cap: None,
+            heavy_shared_slots: None,
         }
     }
 }
@@ -89,24 +110,46 @@ pub fn count(
     out.upload_seconds = start.elapsed().as_secs_f64();
 
     let start = Instant::now();
-    let rows = shape(
+    let n1 = n as u64 + 1;
+    let per_row = shape(
         (n as u64 * 32)
             .div_ceil(THREADS as u64)
             .min(gpu.multiprocessors() as u64 * 64),
         THREADS,
         0,
     )?;
+    let per_vertex_grid = super::prims::strided(gpu, n as u64, THREADS);
+
+    // Ranks by degree: a counting sort.
+    let mut starts = zeros::<u64>(s, n + 1, "the degree histogram")?;
+    launch!(
+        gpu,
+        "degree_histogram",
+        per_vertex_grid,
+        [&ptr, &n32, &mut starts]
+    )?;
+    exclusive_scan(gpu, s, &mut starts, n1, "the degree histogram")?;
+    let mut rank = uninit::<u32>(s, n, poison, "the degree ranks")?;
+    launch!(
+        gpu,
+        "degree_ranks",
+        per_vertex_grid,
+        [&ptr, &n32, &mut starts, &mut rank]
+    )?;
+    drop(starts);
+
+    // U and L, renumbered by rank.
     let mut optr = zeros::<u64>(s, n + 1, "the oriented row offsets")?;
-    // SAFETY: the kernel reads ptr[0..=n] and adj[ptr[0]..ptr[n]] and writes optr[0..n].
-    check("orient the graph", unsafe {
-        s.launch_builder(gpu.function("orient_counts")?)
-            .arg(&ptr)
-            .arg(&adj)
-            .arg(&n32)
-            .arg(&mut optr)
-            .launch(rows)
-    })?;
-    exclusive_scan(gpu, s, &mut optr, n as u64 + 1, "the oriented row lengths")?;
+    let mut iptr = zeros::<u64>(s, n + 1, "the in-edge row offsets")?;
+    let mut max_out = zeros::<u64>(s, 1, "the longest oriented row")?;
+    launch!(
+        gpu,
+        "orient_counts",
+        per_row,
+        [&ptr, &adj, &n32, &rank, &mut optr, &mut iptr, &mut max_out]
+    )?;
+    exclusive_scan(gpu, s, &mut optr, n1, "the oriented row lengths")?;
+    exclusive_scan(gpu, s, &mut iptr, n1, "the in-edge row lengths")?;
     let oriented = read_at(s, &optr, n, "the oriented edge count")?;
     if 2 * oriented != col_idx.len() as u64 {
         return Err(Error::Invalid(format!(
@@ -115,86 +158,124 @@ pub fn count(
         )));
     }
     let mut oadj = uninit::<u32>(s, oriented as usize, poison, "the oriented adjacency")?;
-    // SAFETY: as above; each row u writes oadj[optr[u]..optr[u + 1]].
-    check("orient the graph", unsafe {
-        s.launch_builder(gpu.function("orient_fill")?)
-            .arg(&ptr)
-            .arg(&adj)
-            .arg(&n32)
-            .arg(&optr)
-            .arg(&mut oadj)
-            .launch(rows)
-    })?;
-    check("orient the graph", s.synchronize())?;
-    out.orient_seconds = start.elapsed().as_secs_f64();
+    launch!(
+        gpu,
+        "orient_fill",
+        per_row,
+        [&ptr, &adj, &n32, &rank, &optr, &mut oadj]
+    )?;
     drop((ptr, adj));
+    let mut cursor = check("copy the in-edge offsets", s.clone_dtod(&iptr))?;
+    let mut iadj = uninit::<u32>(s, oriented as usize, poison, "the in-edges")?;
+    launch!(
+        gpu,
+        "transpose_fill",
+        per_row,
+        [&optr, &oadj, &n32, &mut cursor, &mut iadj]
+    )?;
+    drop(cursor);
+    let longest = read_at(s, &max_out, 0, "the longest oriented row")?;
+    out.orient_seconds = start.elapsed().as_secs_f64();
 
+    // The count.
     let mut next_row = zeros::<u64>(s, 1, "the row counter")?;
     let mut heavy_count = zeros::<u32>(s, 1, "the heavy row count")?;
     let mut next_heavy = zeros::<u32>(s, 1, "the heavy row counter")?;
     let mut total = zeros::<u64>(s, 1, "the triangle count")?;
     let mut heavy_rows = uninit::<u32>(
         s,
-        (oriented / (WARP_ROW + 1) + 1).min(n as u64) as usize,
+        (oriented / (WARP_SLOTS / 2 + 1) + 1).min(n as u64) as usize,
         poison,
         "the heavy row list",
     )?;
-    let mut counts = match per_vertex {
-        true => Some(zeros::<u64>(s, n, "the per-vertex counts")?),
-        false => None,
-    };
-    // A null pointer tells the kernels not to count per vertex.
-    let null: u64 = 0;
+    // Per-vertex counts by rank (one unused slot when not asked for).
+    let mut by_rank = zeros::<u64>(s, if per_vertex { n } else { 1 }, "the per-vertex counts")?;
+    let count_per_vertex = per_vertex as u32;
     let light = shape(gpu.multiprocessors() as u64 * 8, THREADS, 0)?;
-    let stage = "count triangles (light rows)";
-    // SAFETY: reads optr[0..=n] and oadj; writes at most one heavy_rows entry per row longer
-    // than WARP_ROW (there are at most oriented / (WARP_ROW + 1) of them), and the counters.
-    check(stage, unsafe {
-        let mut b = s.launch_builder(gpu.function("triangles_light")?);
-        b.arg(&optr)
-            .arg(&oadj)
-            .arg(&n32)
-            .arg(&mut next_row)
-            .arg(&mut heavy_rows)
-            .arg(&mut heavy_count)
-            .arg(&mut total);
-        match counts.as_mut() {
-            Some(c) => b.arg(c),
-            None => b.arg(&null),
-        };
-        b.launch(light)
-    })?;
-    let dynamic = gpu.shared_per_block().saturating_sub(HEAVY_STATIC_SHARED);
-    let fits = (dynamic / 4).min(u32::MAX as u64) as u32;
-    let cap = tuning.heavy_shared_cap.map_or(fits, |c| c.min(fits));
-    let heavy = shape(gpu.multiprocessors() as u64 * 2, HEAVY_THREADS, dynamic)?;
-    let stage = "count triangles (heavy rows)";
-    // SAFETY: reads the heavy rows the light kernel listed; a row of at most `cap` entries is
-    // copied into the `dynamic` bytes of shared memory.
-    check(stage, unsafe {
-        let mut b = s.launch_builder(gpu.function("triangles_heavy")?);
-        b.arg(&optr)
-            .arg(&oadj)
-            .arg(&heavy_rows)
-            .arg(&heavy_count)
-            .arg(&mut next_heavy)
-            .arg(&cap)
-            .arg(&mut total);
-        match counts.as_mut() {
-            Some(c) => b.arg(c),
-            None => b.arg(&null),
-        };
-        b.launch(heavy)
-    })?;
+    // The kernels read optr/iptr[0..=n] and the rows they delimit, write at most one heavy_rows
+    // entry per row of more than WARP_SLOTS / 2 entries (at most oriented / (WARP_SLOTS / 2 + 1)
+    // of them), the counters, and by_rank[0..n] when counting per vertex.
+    launch!(
+        gpu,
+        "triangles_light",
+        light,
+        [
+            &optr,
+            &oadj,
+            &iptr,
+            &iadj,
+            &n32,
+            &mut next_row,
+            &mut heavy_rows,
+            &mut heavy_count,
+            &mut total,
+            &count_per_vertex,
+            &mut by_rank
+        ]
+    )?;
+    let fits = prev_power_of_two(gpu.shared_per_block().saturating_sub(HEAVY_STATIC_SHARED) / 4);
+    let shared_slots = tuning
+        .heavy_shared_slots
+        .map_or(fits, |c| prev_power_of_two(c as u64).min(fits));
+    let blocks = gpu.multiprocessors() as u64 * 2;
+    let needed = table_slots(longest);
+    let global_slots = if needed > shared_slots { needed } else { 0 };
+    let mut scratch = uninit::<u32>(
+        s,
+        (blocks * global_slots) as usize,
+        false,
+        "the heavy rows' hash tables",
+    )?;
+    let heavy = shape(blocks, HEAVY_THREADS, shared_slots * 4)?;
+    let shared_slots32 = shared_slots as u32;
+    // A block's table takes shared_slots * 4 bytes of dynamic shared memory, or its
+    // global_slots slots of scratch (which holds blocks * global_slots).
+    launch!(
+        gpu,
+        "triangles_heavy",
+        heavy,
+        [
+            &optr,
+            &oadj,
+            &iptr,
+            &iadj,
+            &heavy_rows,
+            &heavy_count,
+            &mut next_heavy,
+            &shared_slots32,
+            &mut scratch,
+            &global_slots,
+            &mut total,
+            &count_per_vertex,
+            &mut by_rank
+        ]
+    )?;
     out.triangles = read_at(s, &total, 0, "the triangle count")?;
     out.device_seconds = start.elapsed().as_secs_f64();
-    if let Some(c) = counts {
+    if per_vertex {
+        let c = by_rank;
+        let mut by_vertex = uninit::<u64>(s, n, poison, "the per-vertex counts")?;
+        launch!(
+            gpu,
+            "gather_by_rank",
+            per_vertex_grid,
+            [&rank, &n32, &c, &mut by_vertex]
+        )?;
         out.per_vertex = Some(check(
             "copy the per-vertex counts to the host",
-            s.clone_dtoh(&c.slice(0..n)),
+            s.clone_dtoh(&by_vertex.slice(0..n)),
         )?);
     }
     Ok(out)
+}
+
+/// The largest power of two at most `x` (1 for 0).
+fn prev_power_of_two(x: u64) -> u64 {
+    if x <= 1 {
+        1
+    } else {
+        1 << (63 - x.leading_zeros())
+    }
 }
 
 #[cfg(test)]
@@ -207,7 +288,7 @@ mod tests {
         let src = include_str!("../../kernels/triangles.cu");
         for (name, value) in [
             ("TRI_THREADS", THREADS as u64),
-            ("TRI_WARP_ROW", WARP_ROW),
+            ("TRI_WARP_SLOTS", WARP_SLOTS),
             ("TRI_HEAVY_THREADS", HEAVY_THREADS as u64),
         ] {
             assert!(
@@ -215,5 +296,16 @@ mod tests {
                 "{name} is not {value} in kernels/triangles.cu"
             );
         }
+    }
+
+    #[test]
+    fn table_sizes() {
+        assert_eq!(table_slots(0), 32);
+        assert_eq!(table_slots(16), 32);
+        assert_eq!(table_slots(17), 64);
+        assert_eq!(table_slots(512), WARP_SLOTS);
+        assert_eq!(prev_power_of_two(9664), 8192);
+        assert_eq!(prev_power_of_two(8192), 8192);
+        assert_eq!(prev_power_of_two(0), 1);
     }
 }
