@@ -9,8 +9,11 @@
 //    of each vertex (the rows of L) come from a transpose.
 // 3. Count. For each middle vertex b, U(b) goes into a hash table in shared memory (the mask
 //    row); for each a in L(b), every c of U(a) ranked above b is looked up in it, and each hit is
-//    the triangle a < b < c, found once. A warp owns a row b; the entries of 32 consecutive
-//    in-neighbours a are flattened over the warp's lanes, so a lane's work does not depend on any
+//    the triangle a < b < c, found once. The work of b grows with its in-degree, which is
+//    largest for the hubs (the highest ranks, with short rows U(b)), so each row's in-edges are
+//    cut into items of TRI_ITEM in-neighbours that warps take in turn, building b's table again
+//    only when an item of a new row comes. Within an item, the entries of 32 consecutive
+//    in-neighbours are flattened over the warp's lanes, so a lane's work does not depend on any
 //    one row's length. Rows b longer than a warp's table go to a second kernel where a whole
 //    block shares the table (in shared memory, or in device memory past what fits).
 //
@@ -23,8 +26,9 @@
 #define TRI_WARP_SLOTS 1024
 #define TRI_HEAVY_THREADS 512
 #define TRI_HEAVY_WARPS (TRI_HEAVY_THREADS / WARP)
-// Rows a warp of triangles_light takes from the shared row counter at a time.
-#define TRI_GRAB 16
+// In-neighbours per item of triangles_light, and items a warp takes at a time.
+#define TRI_ITEM 64
+#define TRI_GRAB 8
 #define TRI_EMPTY 0xffffffffu
 
 // hist[d] += the vertices of degree d, one warp-aggregated atomic per distinct degree.
@@ -59,10 +63,13 @@ degree_ranks(const u64* ptr, u32 n, u64* starts, u32* rank) {
 }
 
 // For each vertex u (one warp each), with r = rank[u]: out_lens[r] = its neighbours ranked
-// above it, in_lens[r] = those below; *max_out = the longest out-row.
+// above it, in_lens[r] = those below; *max_out = the longest out-row. Rows with both are
+// counted: light ones as items[r] items of triangles_light, heavy ones (more entries than half
+// a warp's table) listed in heavy_rows for triangles_heavy.
 extern "C" __global__ void __launch_bounds__(TRI_THREADS)
 orient_counts(const u64* ptr, const u32* adj, u32 n, const u32* rank, u64* out_lens,
-              u64* in_lens, unsigned long long* max_out) {
+              u64* in_lens, unsigned long long* max_out, u64* items, u32* heavy_rows,
+              u32* heavy_count) {
     const u32 lane = threadIdx.x & (WARP - 1);
     const u64 warps = (u64)gridDim.x * (blockDim.x / WARP);
     for (u64 u = ((u64)blockIdx.x * blockDim.x + threadIdx.x) / WARP; u < n; u += warps) {
@@ -74,9 +81,13 @@ orient_counts(const u64* ptr, const u32* adj, u32 n, const u32* rank, u64* out_l
             kept += __popc(__ballot_sync(0xffffffffu, keep));
         }
         if (lane == 0) {
+            const u64 in = hi - lo - kept;
             out_lens[r] = kept;
-            in_lens[r] = hi - lo - kept;
+            in_lens[r] = in;
             atomicMax(max_out, (unsigned long long)kept);
+            const bool heavy = 2 * kept > TRI_WARP_SLOTS;
+            items[r] = kept > 0 && !heavy ? (in + TRI_ITEM - 1) / TRI_ITEM : 0;
+            if (heavy && in > 0) heavy_rows[atomicAdd(heavy_count, 1u)] = r;
         }
     }
 }
@@ -203,49 +214,51 @@ __device__ __forceinline__ u64 warp_sum_u64(u64 v) {
     return v;
 }
 
-// Rows b with 1 to TRI_WARP_SLOTS / 2 entries and some in-neighbour, one warp each, taken
-// TRI_GRAB at a time from *next_row. Longer rows are listed in heavy_rows for
-// triangles_heavy. Adds the count to *total.
+// The items of the light rows (item_ptr: the scanned items per row), taken TRI_GRAB at a time
+// from *next_item, one warp each. Adds the count to *total.
 extern "C" __global__ void __launch_bounds__(TRI_THREADS)
-triangles_light(const u64* optr, const u32* oadj, const u64* iptr, const u32* iadj, u32 n,
-                u64* next_row, u32* heavy_rows, u32* heavy_count, u64* total,
-                u32 count_per_vertex, u64* by_rank) {
+triangles_light(const u64* optr, const u32* oadj, const u64* iptr, const u32* iadj,
+                const u64* item_ptr, u32 n, u64* next_item, u64* total, u32 count_per_vertex,
+                u64* by_rank) {
     u64* per_vertex = count_per_vertex ? by_rank : nullptr;
     __shared__ u32 tables[TRI_WARPS][TRI_WARP_SLOTS];
     __shared__ WedgeSlots slots[TRI_WARPS];
     const u32 lane = threadIdx.x & (WARP - 1), warp = threadIdx.x / WARP;
     u32* table = tables[warp];
+    const u64 items = item_ptr[n];
     u64 hits = 0;
+    u32 built = 0xffffffffu, bits = 0;
     for (;;) {
         u64 first = 0;
-        if (lane == 0) first = atomicAdd(next_row, (u64)TRI_GRAB);
+        if (lane == 0) first = atomicAdd(next_item, (u64)TRI_GRAB);
         first = __shfl_sync(0xffffffffu, first, 0);
-        if (first >= n) break;
-        const u32 last = (u32)min((u64)n, first + TRI_GRAB);
-        for (u32 b = (u32)first; b < last; ++b) {
+        if (first >= items) break;
+        const u64 last = min(items, first + TRI_GRAB);
+        // The row of the first item: the last r with item_ptr[r] <= first.
+        u32 b = (u32)(upper_bound_u64(item_ptr, 0, (u64)n + 1, first) - 1);
+        for (u64 i = first; i < last; ++i) {
+            while (item_ptr[b + 1] <= i) ++b;
             const u64 lo = optr[b];
             const u32 len = (u32)(optr[b + 1] - lo);
-            const u64 in_lo = iptr[b];
-            const u32 in_len = (u32)(iptr[b + 1] - in_lo);
-            if (len == 0 || in_len == 0) continue;
-            if (2 * len > TRI_WARP_SLOTS) {
-                if (lane == 0) heavy_rows[atomicAdd(heavy_count, 1u)] = b;
-                continue;
+            if (b != built) {
+                bits = table_bits(len);
+                for (u32 j = lane; j < (1u << bits); j += WARP) table[j] = TRI_EMPTY;
+                __syncwarp();
+                set_fill(table, bits, oadj + lo, len, lane, WARP);
+                __syncwarp();
+                built = b;
             }
-            const u32 bits = table_bits(len);
-            for (u32 i = lane; i < (1u << bits); i += WARP) table[i] = TRI_EMPTY;
-            __syncwarp();
-            set_fill(table, bits, oadj + lo, len, lane, WARP);
-            __syncwarp();
-            u64 row_hits = 0;
+            const u64 in_lo = iptr[b] + (i - item_ptr[b]) * TRI_ITEM;
+            const u32 in_len = (u32)min((u64)TRI_ITEM, iptr[b + 1] - in_lo);
+            u64 item_hits = 0;
             for (u32 c = 0; c < in_len; c += WARP) {
-                row_hits += wedge_chunk(b, table, bits, iadj + in_lo, in_len, c, optr, oadj,
-                                        &slots[warp], per_vertex);
+                item_hits += wedge_chunk(b, table, bits, iadj + in_lo, in_len, c, optr, oadj,
+                                         &slots[warp], per_vertex);
             }
-            hits += row_hits;
+            hits += item_hits;
             if (per_vertex) {
-                row_hits = warp_sum_u64(row_hits);
-                if (lane == 0 && row_hits) atomicAdd(&per_vertex[b], row_hits);
+                item_hits = warp_sum_u64(item_hits);
+                if (lane == 0 && item_hits) atomicAdd(&per_vertex[b], item_hits);
             }
         }
     }
@@ -253,7 +266,7 @@ triangles_light(const u64* optr, const u32* oadj, const u64* iptr, const u32* ia
     if (lane == 0 && hits) atomicAdd(total, hits);
 }
 
-// The heavy rows listed by triangles_light, one block each, taken from *next_heavy. A row's
+// The heavy rows listed by orient_counts, one block each, taken from *next_heavy. A row's
 // table lives in dynamic shared memory when it needs at most shared_slots slots, else in the
 // block's global_slots slots of `scratch`.
 extern "C" __global__ void __launch_bounds__(TRI_HEAVY_THREADS)

@@ -142,14 +142,35 @@ pub fn count(
     let mut optr = zeros::<u64>(s, n + 1, "the oriented row offsets")?;
     let mut iptr = zeros::<u64>(s, n + 1, "the in-edge row offsets")?;
     let mut max_out = zeros::<u64>(s, 1, "the longest oriented row")?;
+    let mut item_ptr = zeros::<u64>(s, n + 1, "the light rows' items")?;
+    let mut heavy_count = zeros::<u32>(s, 1, "the heavy row count")?;
+    // Heavy rows have more than WARP_SLOTS / 2 entries: at most this many.
+    let mut heavy_rows = uninit::<u32>(
+        s,
+        (col_idx.len() as u64 / 2 / (WARP_SLOTS / 2 + 1) + 1).min(n as u64) as usize,
+        poison,
+        "the heavy row list",
+    )?;
     launch!(
         gpu,
         "orient_counts",
         per_row,
-        [&ptr, &adj, &n32, &rank, &mut optr, &mut iptr, &mut max_out]
+        [
+            &ptr,
+            &adj,
+            &n32,
+            &rank,
+            &mut optr,
+            &mut iptr,
+            &mut max_out,
+            &mut item_ptr,
+            &mut heavy_rows,
+            &mut heavy_count
+        ]
     )?;
     exclusive_scan(gpu, s, &mut optr, n1, "the oriented row lengths")?;
     exclusive_scan(gpu, s, &mut iptr, n1, "the in-edge row lengths")?;
+    exclusive_scan(gpu, s, &mut item_ptr, n1, "the light rows' items")?;
     let oriented = read_at(s, &optr, n, "the oriented edge count")?;
     if 2 * oriented != col_idx.len() as u64 {
         return Err(Error::Invalid(format!(
@@ -178,23 +199,15 @@ pub fn count(
     out.orient_seconds = start.elapsed().as_secs_f64();
 
     // The count.
-    let mut next_row = zeros::<u64>(s, 1, "the row counter")?;
-    let mut heavy_count = zeros::<u32>(s, 1, "the heavy row count")?;
+    let mut next_item = zeros::<u64>(s, 1, "the item counter")?;
     let mut next_heavy = zeros::<u32>(s, 1, "the heavy row counter")?;
     let mut total = zeros::<u64>(s, 1, "the triangle count")?;
-    let mut heavy_rows = uninit::<u32>(
-        s,
-        (oriented / (WARP_SLOTS / 2 + 1) + 1).min(n as u64) as usize,
-        poison,
-        "the heavy row list",
-    )?;
     // Per-vertex counts by rank (one unused slot when not asked for).
     let mut by_rank = zeros::<u64>(s, if per_vertex { n } else { 1 }, "the per-vertex counts")?;
     let count_per_vertex = per_vertex as u32;
     let light = shape(gpu.multiprocessors() as u64 * 8, THREADS, 0)?;
-    // The kernels read optr/iptr[0..=n] and the rows they delimit, write at most one heavy_rows
-    // entry per row of more than WARP_SLOTS / 2 entries (at most oriented / (WARP_SLOTS / 2 + 1)
-    // of them), the counters, and by_rank[0..n] when counting per vertex.
+    // The kernels read optr/iptr/item_ptr[0..=n] and the rows they delimit, and write the
+    // counters and by_rank[0..n] when counting per vertex.
     launch!(
         gpu,
         "triangles_light",
@@ -204,10 +217,9 @@ pub fn count(
             &oadj,
             &iptr,
             &iadj,
+            &item_ptr,
             &n32,
-            &mut next_row,
-            &mut heavy_rows,
-            &mut heavy_count,
+            &mut next_item,
             &mut total,
             &count_per_vertex,
             &mut by_rank
