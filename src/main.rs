@@ -305,6 +305,11 @@ struct TricountArgs {
     /// (C<U> = U·U), dot (C<L> = L·Lᵀ) or dot-upper (C<U> = U·Uᵀ).
     #[arg(long, default_value = "auto", value_name = "auto|sandia|dot|dot-upper")]
     form: tricount::Form,
+    /// Count this many times (a benchmark: the graph is loaded once; above 1, one untimed
+    /// warm-up count comes first; the counts are checked equal, and the times reported are the
+    /// medians).
+    #[arg(long, default_value_t = 1, value_name = "N")]
+    repeat: usize,
     /// Print one JSON object to stdout.
     #[arg(long)]
     json: bool,
@@ -585,6 +590,8 @@ struct TricountReport {
     seconds: f64,
     edges_per_second: f64,
     method: &'static str,
+    /// Counts made (times are their medians).
+    runs: usize,
     /// Loading the file and making the graph simple.
     load_seconds: f64,
     /// Of `seconds`, orienting (and renumbering) the graph.
@@ -621,7 +628,10 @@ fn run_tricount(a: TricountArgs, ui: Ui) -> Result<()> {
         Some(path) => Some(gmcl::output::AtomicOutput::create(path)?),
         None => None,
     };
-    let t = tricount::count(&g, &opts)?;
+    if a.repeat == 0 {
+        return Err(Error::Invalid("--repeat must be at least 1".into()));
+    }
+    let t = count_repeatedly(&g, &opts, a.repeat)?;
     if let (Some(mut out), Some(counts)) = (per_vertex_out, &t.per_vertex) {
         let ids: Vec<u32> = (0..counts.len() as u32).collect();
         gmcl::output::write_formatted(
@@ -644,6 +654,7 @@ fn run_tricount(a: TricountArgs, ui: Ui) -> Result<()> {
         seconds: t.seconds,
         edges_per_second: rate(g.edges(), t.seconds),
         method: t.method.name(),
+        runs: a.repeat,
         load_seconds,
         orient_seconds: t.orient_seconds,
         device_seconds: (t.method == tricount::Method::Fused).then_some(t.device_seconds),
@@ -940,6 +951,40 @@ fn run_dist(a: DistArgs) -> Result<()> {
 
 /// Picks the engine to run: `auto` becomes the GPU engine when a GPU is usable, else the CPU
 /// engine with one notice saying why.
+/// Counts `repeat` times (after a warm-up count when more than once); the result has the
+/// median of each time. Differing counts (which would be a bug) are an error.
+fn count_repeatedly(
+    g: &SimpleGraph,
+    opts: &tricount::Options,
+    repeat: usize,
+) -> Result<tricount::Triangles> {
+    let warm_up = usize::from(repeat > 1);
+    let runs = (0..repeat + warm_up)
+        .map(|_| tricount::count(g, opts))
+        .collect::<Result<Vec<_>>>()?;
+    if runs
+        .iter()
+        .any(|r| r.triangles != runs[0].triangles || r.per_vertex != runs[0].per_vertex)
+    {
+        return Err(Error::Invalid(
+            "repeated counts differ: please report this as a bug".into(),
+        ));
+    }
+    let median = |f: fn(&tricount::Triangles) -> f64| {
+        let mut v: Vec<f64> = runs.iter().map(f).collect();
+        v.sort_by(f64::total_cmp);
+        v[v.len() / 2]
+    };
+    let runs = &runs[warm_up..];
+    let mut t = runs[0].clone();
+    t.seconds = median(|r| r.seconds);
+    t.orient_seconds = median(|r| r.orient_seconds);
+    t.product_seconds = median(|r| r.product_seconds);
+    t.upload_seconds = median(|r| r.upload_seconds);
+    t.device_seconds = median(|r| r.device_seconds);
+    Ok(t)
+}
+
 /// Edges per second, 0 for a zero time.
 fn rate(edges: u64, seconds: f64) -> f64 {
     if seconds > 0.0 {

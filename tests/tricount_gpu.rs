@@ -52,6 +52,7 @@ fn check(el: &EdgeList, heavy_shared_slots: Option<u32>) -> u64 {
     let tuning = TriangleTuning {
         poison: true,
         heavy_shared_slots,
+        ..TriangleTuning::default()
     };
     for per_vertex in [false, true] {
         let d = triangles::count(&gpu, a.row_ptr(), a.col_idx(), per_vertex, &tuning).unwrap();

@@ -3,6 +3,7 @@
 //! formed, so no product matrix is ever stored.
 
 use super::prims::{check, exclusive_scan, read_at, shape, uninit, upload, zeros};
+use super::profile::{Phase, Profile};
 use super::Gpu;
 use crate::error::{Error, Result};
 use cudarc::driver::PushKernelArg;
@@ -47,6 +48,8 @@ pub struct TriangleTuning {
     /// kernel's shared memory (default: what fits); larger tables live in device memory. Tests
     /// lower it to reach that path on small graphs.
     pub heavy_shared_slots: Option<u32>,
+    /// Time each phase (waiting for the device between phases) and print them on stderr.
+    pub profile: bool,
 }
 
 impl TriangleTuning {
@@ -55,6 +58,7 @@ impl TriangleTuning {
         TriangleTuning {
             poison: std::env::var("GMCL_GPU_POISON").is_ok_and(|v| v == "1"),
             heavy_shared_slots: None,
+            profile: std::env::var("GMCL_GPU_PROFILE").is_ok_and(|v| v == "1"),
         }
     }
 }
@@ -73,6 +77,8 @@ pub struct DeviceTriangles {
     /// From the adjacency on the device to the count (orientation included), per-vertex counts'
     /// copy back excluded.
     pub device_seconds: f64,
+    /// Phase times, when profiling.
+    pub phases: Vec<Phase>,
 }
 
 /// Counts the triangles of the simple undirected graph whose symmetric adjacency is
@@ -110,6 +116,7 @@ pub fn count(
     out.upload_seconds = start.elapsed().as_secs_f64();
 
     let start = Instant::now();
+    let mut prof = Profile::new(&gpu.ctx, tuning.profile);
     let n1 = n as u64 + 1;
     let per_row = shape(
         (n as u64 * 32)
@@ -137,6 +144,7 @@ pub fn count(
         [&ptr, &n32, &mut starts, &mut rank]
     )?;
     drop(starts);
+    prof.mark("ranks by degree")?;
 
     // U and L, renumbered by rank.
     let mut optr = zeros::<u64>(s, n + 1, "the oriented row offsets")?;
@@ -171,6 +179,7 @@ pub fn count(
     exclusive_scan(gpu, s, &mut optr, n1, "the oriented row lengths")?;
     exclusive_scan(gpu, s, &mut iptr, n1, "the in-edge row lengths")?;
     exclusive_scan(gpu, s, &mut item_ptr, n1, "the light rows' items")?;
+    prof.mark("orient: row lengths")?;
     let oriented = read_at(s, &optr, n, "the oriented edge count")?;
     if 2 * oriented != col_idx.len() as u64 {
         return Err(Error::Invalid(format!(
@@ -186,6 +195,7 @@ pub fn count(
         [&ptr, &adj, &n32, &rank, &optr, &mut oadj]
     )?;
     drop((ptr, adj));
+    prof.mark("orient: fill")?;
     let mut cursor = check("copy the in-edge offsets", s.clone_dtod(&iptr))?;
     let mut iadj = uninit::<u32>(s, oriented as usize, poison, "the in-edges")?;
     launch!(
@@ -195,6 +205,7 @@ pub fn count(
         [&optr, &oadj, &n32, &mut cursor, &mut iadj]
     )?;
     drop(cursor);
+    prof.mark("transpose")?;
     let longest = read_at(s, &max_out, 0, "the longest oriented row")?;
     out.orient_seconds = start.elapsed().as_secs_f64();
 
@@ -225,6 +236,7 @@ pub fn count(
             &mut by_rank
         ]
     )?;
+    prof.mark("count: light rows")?;
     let fits = prev_power_of_two(gpu.shared_per_block().saturating_sub(HEAVY_STATIC_SHARED) / 4);
     let shared_slots = tuning
         .heavy_shared_slots
@@ -262,8 +274,11 @@ pub fn count(
             &mut by_rank
         ]
     )?;
+    prof.mark("count: heavy rows")?;
     out.triangles = read_at(s, &total, 0, "the triangle count")?;
     out.device_seconds = start.elapsed().as_secs_f64();
+    prof.report("triangle counting");
+    out.phases = prof.phases().to_vec();
     if per_vertex {
         let c = by_rank;
         let mut by_vertex = uninit::<u64>(s, n, poison, "the per-vertex counts")?;
