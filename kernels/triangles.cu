@@ -26,6 +26,8 @@
 #define TRI_WARP_SLOTS 1024
 #define TRI_HEAVY_THREADS 512
 #define TRI_HEAVY_WARPS (TRI_HEAVY_THREADS / WARP)
+// In-neighbours per item of triangles_heavy.
+#define TRI_HEAVY_ITEM 1024
 // In-neighbours per item of triangles_light, and items a warp takes at a time.
 #define TRI_ITEM 64
 #define TRI_GRAB 8
@@ -63,11 +65,12 @@ degree_ranks(const u64* ptr, u32 n, u64* starts, u32* rank) {
 }
 
 // For each vertex u (one warp each), with r = rank[u]: out_lens[r] = its neighbours ranked
-// above it, in_lens[r] = those below; *max_out = the longest out-row. Rows with both are
+// above it, in_lens[r] = those below; *max_out = the longest out-row. Each adjacency entry is
+// replaced by its rank, so that orient_fill reads ranks in order instead of looking them up. Rows with both are
 // counted: light ones as items[r] items of triangles_light, heavy ones (more entries than half
 // a warp's table) listed in heavy_rows for triangles_heavy.
 extern "C" __global__ void __launch_bounds__(TRI_THREADS)
-orient_counts(const u64* ptr, const u32* adj, u32 n, const u32* rank, u64* out_lens,
+orient_counts(const u64* ptr, u32* adj, u32 n, const u32* rank, u64* out_lens,
               u64* in_lens, unsigned long long* max_out, u64* items, u32* heavy_rows,
               u32* heavy_count) {
     const u32 lane = threadIdx.x & (WARP - 1);
@@ -77,7 +80,12 @@ orient_counts(const u64* ptr, const u32* adj, u32 n, const u32* rank, u64* out_l
         const u32 r = rank[u];
         u64 kept = 0;
         for (u64 base = lo; base < hi; base += WARP) {
-            const bool keep = base + lane < hi && rank[adj[base + lane]] > r;
+            bool keep = false;
+            if (base + lane < hi) {
+                const u32 rv = rank[adj[base + lane]];
+                adj[base + lane] = rv;
+                keep = rv > r;
+            }
             kept += __popc(__ballot_sync(0xffffffffu, keep));
         }
         if (lane == 0) {
@@ -92,9 +100,10 @@ orient_counts(const u64* ptr, const u32* adj, u32 n, const u32* rank, u64* out_l
     }
 }
 
-// Writes U(rank[u]) at optr[rank[u]], as ranks, in the order of u's adjacency row.
+// Writes U(rank[u]) at optr[rank[u]], in the order of u's adjacency row (which orient_counts
+// turned into ranks).
 extern "C" __global__ void __launch_bounds__(TRI_THREADS)
-orient_fill(const u64* ptr, const u32* adj, u32 n, const u32* rank, const u64* optr, u32* oadj) {
+orient_fill(const u64* ptr, const u32* radj, u32 n, const u32* rank, const u64* optr, u32* oadj) {
     const u32 lane = threadIdx.x & (WARP - 1);
     const u32 below = (1u << lane) - 1;
     const u64 warps = (u64)gridDim.x * (blockDim.x / WARP);
@@ -106,7 +115,7 @@ orient_fill(const u64* ptr, const u32* adj, u32 n, const u32* rank, const u64* o
             u32 rv = 0;
             bool keep = false;
             if (base + lane < hi) {
-                rv = rank[adj[base + lane]];
+                rv = radj[base + lane];
                 keep = rv > r;
             }
             const u32 mask = __ballot_sync(0xffffffffu, keep);
@@ -266,48 +275,65 @@ triangles_light(const u64* optr, const u32* oadj, const u64* iptr, const u32* ia
     if (lane == 0 && hits) atomicAdd(total, hits);
 }
 
-// The heavy rows listed by orient_counts, one block each, taken from *next_heavy. A row's
-// table lives in dynamic shared memory when it needs at most shared_slots slots, else in the
-// block's global_slots slots of `scratch`.
+// items[k] = the items of heavy row k (its in-neighbours in groups of TRI_HEAVY_ITEM).
+extern "C" __global__ void heavy_items(const u32* heavy_rows, u32 heavy, const u64* iptr,
+                                       u64* items) {
+    const u32 k = blockIdx.x * blockDim.x + threadIdx.x;
+    if (k < heavy) {
+        const u32 b = heavy_rows[k];
+        items[k] = (iptr[b + 1] - iptr[b] + TRI_HEAVY_ITEM - 1) / TRI_HEAVY_ITEM;
+    }
+}
+
+// The items of the heavy rows (item_ptr: the scanned items per heavy row), one block each,
+// taken from *next_item; the block builds a row's table again only when it moves to a new
+// row. The table lives in dynamic shared memory when it needs at most shared_slots slots,
+// else in the block's global_slots slots of `scratch`.
 extern "C" __global__ void __launch_bounds__(TRI_HEAVY_THREADS)
 triangles_heavy(const u64* optr, const u32* oadj, const u64* iptr, const u32* iadj,
-                const u32* heavy_rows, const u32* heavy_count, u32* next_heavy, u32 shared_slots,
-                u32* scratch, u64 global_slots, u64* total, u32 count_per_vertex,
-                u64* by_rank) {
+                const u32* heavy_rows, const u64* item_ptr, u32 heavy, u64* next_item,
+                u32 shared_slots, u32* scratch, u64 global_slots, u64* total,
+                u32 count_per_vertex, u64* by_rank) {
     u64* per_vertex = count_per_vertex ? by_rank : nullptr;
     extern __shared__ u32 shared_table[];
     __shared__ WedgeSlots slots[TRI_HEAVY_WARPS];
-    __shared__ u32 taken;
+    __shared__ u64 taken;
     const u32 lane = threadIdx.x & (WARP - 1), warp = threadIdx.x / WARP;
-    const u32 rows = *heavy_count;
+    const u64 items = item_ptr[heavy];
     u32* own_scratch = scratch + blockIdx.x * global_slots;
     u64 hits = 0;
+    u32 built = 0xffffffffu, bits = 0;
+    u32* table = shared_table;
     for (;;) {
-        if (threadIdx.x == 0) taken = atomicAdd(next_heavy, 1u);
+        if (threadIdx.x == 0) taken = atomicAdd(next_item, 1ull);
         __syncthreads();
-        const u32 r = taken;
+        const u64 i = taken;
         __syncthreads();
-        if (r >= rows) break;
-        const u32 b = heavy_rows[r];
-        const u64 lo = optr[b];
-        const u32 len = (u32)(optr[b + 1] - lo);
-        const u64 in_lo = iptr[b];
-        const u32 in_len = (u32)(iptr[b + 1] - in_lo);
-        const u32 bits = table_bits(len);
-        u32* table = (1u << bits) <= shared_slots ? shared_table : own_scratch;
-        for (u32 i = threadIdx.x; i < (1u << bits); i += blockDim.x) table[i] = TRI_EMPTY;
-        __syncthreads();
-        set_fill(table, bits, oadj + lo, len, threadIdx.x, blockDim.x);
-        __syncthreads();
-        u64 row_hits = 0;
-        for (u32 c = warp * WARP; c < in_len; c += TRI_HEAVY_THREADS) {
-            row_hits += wedge_chunk(b, table, bits, iadj + in_lo, in_len, c, optr, oadj,
-                                    &slots[warp], per_vertex);
+        if (i >= items) break;
+        const u32 k = (u32)(upper_bound_u64(item_ptr, 0, (u64)heavy + 1, i) - 1);
+        const u32 b = heavy_rows[k];
+        if (b != built) {
+            const u64 lo = optr[b];
+            const u32 len = (u32)(optr[b + 1] - lo);
+            bits = table_bits(len);
+            table = (1u << bits) <= shared_slots ? shared_table : own_scratch;
+            for (u32 j = threadIdx.x; j < (1u << bits); j += blockDim.x) table[j] = TRI_EMPTY;
+            __syncthreads();
+            set_fill(table, bits, oadj + lo, len, threadIdx.x, blockDim.x);
+            __syncthreads();
+            built = b;
         }
-        hits += row_hits;
+        const u64 in_lo = iptr[b] + (i - item_ptr[k]) * TRI_HEAVY_ITEM;
+        const u32 in_len = (u32)min((u64)TRI_HEAVY_ITEM, iptr[b + 1] - in_lo);
+        u64 item_hits = 0;
+        for (u32 c = warp * WARP; c < in_len; c += TRI_HEAVY_THREADS) {
+            item_hits += wedge_chunk(b, table, bits, iadj + in_lo, in_len, c, optr, oadj,
+                                     &slots[warp], per_vertex);
+        }
+        hits += item_hits;
         if (per_vertex) {
-            row_hits = warp_sum_u64(row_hits);
-            if (lane == 0 && row_hits) atomicAdd(&per_vertex[b], row_hits);
+            item_hits = warp_sum_u64(item_hits);
+            if (lane == 0 && item_hits) atomicAdd(&per_vertex[b], item_hits);
         }
         __syncthreads();
     }

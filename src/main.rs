@@ -532,27 +532,28 @@ fn run_spgemm<T: Scalar>(a: SpgemmArgs, ui: Ui) -> Result<()> {
         None => None,
     };
     let b = mb.as_ref().unwrap_or(&ma);
-    let engine = resolve_engine(a.engine, ui)?;
-    let mut phases = None;
-    let (c, stats) = if engine == EngineKind::Gpu && a.json {
-        // With --json the GPU engine times each phase (waiting for the device between phases)
-        // and reports it with its bandwidth against the device's copy bandwidth.
-        let gpu = spgemm::gpu::GpuEngine::open()?.with_tuning(spgemm::gpu::GpuTuning {
-            profile: true,
-            ..spgemm::gpu::GpuTuning::from_env()
-        });
-        let r = gpu.multiply(&ma, b, &SpgemmOptions::default())?;
-        let copy = gpu.gpu().copy_bandwidth()?;
-        phases = Some(
-            gpu.last_phases()
+    let resolved = resolve_engine(a.engine, ui)?;
+    let ((c, stats, phases), engine) = with_fallback(a.engine, resolved, ui, |engine| {
+        if engine == EngineKind::Gpu && a.json {
+            // With --json the GPU engine times each phase (waiting for the device between
+            // phases) and reports it with its bandwidth against the device's copy bandwidth.
+            let gpu = spgemm::gpu::GpuEngine::open()?.with_tuning(spgemm::gpu::GpuTuning {
+                profile: true,
+                ..spgemm::gpu::GpuTuning::from_env()
+            });
+            let (c, stats) = gpu.multiply(&ma, b, &SpgemmOptions::default())?;
+            let copy = gpu.gpu().copy_bandwidth()?;
+            let phases = gpu
+                .last_phases()
                 .into_iter()
                 .map(|p| PhaseReport::new(p, copy))
-                .collect::<Vec<_>>(),
-        );
-        r
-    } else {
-        spgemm::multiply(engine, &ma, b, &SpgemmOptions::default())?
-    };
+                .collect::<Vec<_>>();
+            Ok((c, stats, Some(phases)))
+        } else {
+            let (c, stats) = spgemm::multiply(engine, &ma, b, &SpgemmOptions::default())?;
+            Ok((c, stats, None))
+        }
+    })?;
     if let Some(out) = &a.output {
         gmcl::output::write_mtx(out, &c)?;
     }
@@ -615,9 +616,9 @@ fn run_tricount(a: TricountArgs, ui: Ui) -> Result<()> {
         other => other,
     })?;
     let load_seconds = start.elapsed().as_secs_f64();
-    let engine = resolve_engine(a.engine, ui)?;
+    let resolved = resolve_engine(a.engine, ui)?;
     let opts = tricount::Options {
-        engine,
+        engine: resolved,
         method: a.method,
         relabel: a.relabel,
         form: a.form,
@@ -631,7 +632,9 @@ fn run_tricount(a: TricountArgs, ui: Ui) -> Result<()> {
     if a.repeat == 0 {
         return Err(Error::Invalid("--repeat must be at least 1".into()));
     }
-    let t = count_repeatedly(&g, &opts, a.repeat)?;
+    let (t, engine) = with_fallback(a.engine, resolved, ui, |engine| {
+        count_repeatedly(&g, &tricount::Options { engine, ..opts }, a.repeat)
+    })?;
     if let (Some(mut out), Some(counts)) = (per_vertex_out, &t.per_vertex) {
         let ids: Vec<u32> = (0..counts.len() as u32).collect();
         gmcl::output::write_formatted(
@@ -828,11 +831,17 @@ fn run_cluster<T: Scalar>(a: ClusterArgs, ui: Ui) -> Result<()> {
     if graph.nrows() == 0 {
         ui.notice("the graph has no edges: no clusters");
     }
-    let result = mcl::cluster(&graph, &params, &mut |it| {
-        ui.notice(&format!(
-            "iteration {:>3}  chaos {:>10.4}  kept {:>11}  expanded {:>13}  products {:>15}  {:>7.2} s ({:.2} s expanding)",
-            it.index, it.chaos, it.kept, it.expanded, it.products, it.seconds, it.expand_seconds
-        ))
+    let (result, _) = with_fallback(a.engine, engine, ui, |engine| {
+        let params = MclParams {
+            engine,
+            ..params.clone()
+        };
+        mcl::cluster(&graph, &params, &mut |it| {
+            ui.notice(&format!(
+                "iteration {:>3}  chaos {:>10.4}  kept {:>11}  expanded {:>13}  products {:>15}  {:>7.2} s ({:.2} s expanding)",
+                it.index, it.chaos, it.kept, it.expanded, it.products, it.seconds, it.expand_seconds
+            ))
+        })
     })?;
     if !result.converged && result.iterations > 0 {
         ui.notice(&format!(
@@ -983,6 +992,28 @@ fn count_repeatedly(
     t.upload_seconds = median(|r| r.upload_seconds);
     t.device_seconds = median(|r| r.device_seconds);
     Ok(t)
+}
+
+/// Runs `work` on `engine` and returns its result with the engine that made it. When `auto`
+/// picked the GPU and the GPU fails during the run, says so once and runs `work` again on the
+/// CPU engine; an explicit `--engine gpu` fails with the GPU's error.
+fn with_fallback<R>(
+    asked: EngineKind,
+    engine: EngineKind,
+    ui: Ui,
+    mut work: impl FnMut(EngineKind) -> Result<R>,
+) -> Result<(R, EngineKind)> {
+    match work(engine) {
+        Err(Error::Gpu { stage, message })
+            if asked == EngineKind::Auto && engine == EngineKind::Gpu =>
+        {
+            ui.notice(&format!(
+                "the GPU failed ({stage}: {message}): running on the CPU engine instead"
+            ));
+            Ok((work(EngineKind::Cpu)?, EngineKind::Cpu))
+        }
+        r => r.map(|v| (v, engine)),
+    }
 }
 
 /// Edges per second, 0 for a zero time.

@@ -43,6 +43,7 @@ pub const UNTYPED: &[&str] = &[
     "orient_fill",
     "transpose_fill",
     "triangles_light",
+    "heavy_items",
     "triangles_heavy",
     "gather_by_rank",
 ];

@@ -4,6 +4,7 @@
 //! Nothing here panics when there is no driver, no NVRTC or no GPU: [`device`] reports why the
 //! GPU cannot be used, and the caller falls back to the CPU engine or stops with that message.
 
+pub mod fault;
 pub mod kernels;
 pub(crate) mod prims;
 pub mod profile;
@@ -184,6 +185,14 @@ impl Gpu {
     /// Streaming multiprocessors.
     pub fn multiprocessors(&self) -> u32 {
         self.multiprocessors
+    }
+
+    /// Bytes of gmcl's memory pool in use once the device has finished its queued work
+    /// (frees are stream-ordered): what a failed run must give back.
+    pub fn pool_in_use(&self) -> Result<u64> {
+        driver("wait for the device", self.ctx.synchronize())?;
+        self.pool
+            .attribute(sys::CUmemPool_attribute::CU_MEMPOOL_ATTR_USED_MEM_CURRENT)
     }
 
     /// Device memory available to gmcl (free, plus what gmcl's pool holds unused) and the

@@ -10,12 +10,16 @@ use std::sync::Arc;
 /// Elements one block of the scan kernel covers (SCAN_ITEMS in kernels/scan.cu).
 const SCAN_ITEMS: u64 = 4096;
 
-/// Maps a driver error to gmcl's, naming the stage.
+/// Maps a driver error to gmcl's, naming the stage (and raises a fault injected by
+/// [`super::fault`]).
 pub(crate) fn check<T>(
     stage: &str,
     r: std::result::Result<T, cudarc::driver::DriverError>,
 ) -> Result<T> {
-    r.map_err(|e| Error::gpu(stage, e))
+    let v = r.map_err(|e| Error::gpu(stage, e))?;
+    // A fault injected here drops `v`, freeing what the call took, as a real failure would.
+    super::fault::trip(stage)?;
+    Ok(v)
 }
 
 /// Whether an error is the device running out of memory (the caller then works in smaller

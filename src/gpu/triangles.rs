@@ -6,7 +6,7 @@ use super::prims::{check, exclusive_scan, read_at, shape, uninit, upload, zeros}
 use super::profile::{Phase, Profile};
 use super::Gpu;
 use crate::error::{Error, Result};
-use cudarc::driver::PushKernelArg;
+use cudarc::driver::{CudaSlice, PushKernelArg};
 use std::time::Instant;
 
 /// Threads of the setup and light-row kernels (TRI_THREADS in kernels/triangles.cu).
@@ -111,7 +111,8 @@ pub fn count(
 
     let start = Instant::now();
     let ptr = upload(s, row_ptr, "the adjacency's row offsets")?;
-    let adj = upload(s, col_idx, "the adjacency's columns")?;
+    // Turned into ranks in place by orient_counts.
+    let mut adj = upload(s, col_idx, "the adjacency's columns")?;
     check("upload the adjacency", s.synchronize())?;
     out.upload_seconds = start.elapsed().as_secs_f64();
 
@@ -165,7 +166,7 @@ pub fn count(
         per_row,
         [
             &ptr,
-            &adj,
+            &mut adj,
             &n32,
             &rank,
             &mut optr,
@@ -207,11 +208,14 @@ pub fn count(
     drop(cursor);
     prof.mark("transpose")?;
     let longest = read_at(s, &max_out, 0, "the longest oriented row")?;
+    let heavy_rows_listed = check(
+        "read the heavy row count",
+        s.clone_dtoh(&heavy_count.slice(0..1)),
+    )?[0];
     out.orient_seconds = start.elapsed().as_secs_f64();
 
     // The count.
     let mut next_item = zeros::<u64>(s, 1, "the item counter")?;
-    let mut next_heavy = zeros::<u32>(s, 1, "the heavy row counter")?;
     let mut total = zeros::<u64>(s, 1, "the triangle count")?;
     // Per-vertex counts by rank (one unused slot when not asked for).
     let mut by_rank = zeros::<u64>(s, if per_vertex { n } else { 1 }, "the per-vertex counts")?;
@@ -237,43 +241,24 @@ pub fn count(
         ]
     )?;
     prof.mark("count: light rows")?;
-    let fits = prev_power_of_two(gpu.shared_per_block().saturating_sub(HEAVY_STATIC_SHARED) / 4);
-    let shared_slots = tuning
-        .heavy_shared_slots
-        .map_or(fits, |c| prev_power_of_two(c as u64).min(fits));
-    let blocks = gpu.multiprocessors() as u64 * 2;
-    let needed = table_slots(longest);
-    let global_slots = if needed > shared_slots { needed } else { 0 };
-    let mut scratch = uninit::<u32>(
-        s,
-        (blocks * global_slots) as usize,
-        false,
-        "the heavy rows' hash tables",
-    )?;
-    let heavy = shape(blocks, HEAVY_THREADS, shared_slots * 4)?;
-    let shared_slots32 = shared_slots as u32;
-    // A block's table takes shared_slots * 4 bytes of dynamic shared memory, or its
-    // global_slots slots of scratch (which holds blocks * global_slots).
-    launch!(
-        gpu,
-        "triangles_heavy",
-        heavy,
-        [
-            &optr,
-            &oadj,
-            &iptr,
-            &iadj,
-            &heavy_rows,
-            &heavy_count,
-            &mut next_heavy,
-            &shared_slots32,
-            &mut scratch,
-            &global_slots,
+    if heavy_rows_listed > 0 {
+        count_heavy(
+            gpu,
+            tuning,
+            &HeavyRows {
+                optr: &optr,
+                oadj: &oadj,
+                iptr: &iptr,
+                iadj: &iadj,
+                rows: &heavy_rows,
+                count: heavy_rows_listed,
+                longest,
+            },
             &mut total,
-            &count_per_vertex,
-            &mut by_rank
-        ]
-    )?;
+            count_per_vertex,
+            &mut by_rank,
+        )?;
+    }
     prof.mark("count: heavy rows")?;
     out.triangles = read_at(s, &total, 0, "the triangle count")?;
     out.device_seconds = start.elapsed().as_secs_f64();
@@ -294,6 +279,87 @@ pub fn count(
         )?);
     }
     Ok(out)
+}
+
+/// The oriented graph and its heavy rows, as `triangles_heavy` reads them.
+struct HeavyRows<'a> {
+    optr: &'a CudaSlice<u64>,
+    oadj: &'a CudaSlice<u32>,
+    iptr: &'a CudaSlice<u64>,
+    iadj: &'a CudaSlice<u32>,
+    rows: &'a CudaSlice<u32>,
+    /// How many rows `rows` lists.
+    count: u32,
+    /// The longest row of U.
+    longest: u64,
+}
+
+/// Cuts the heavy rows' in-edges into items and counts their triangles into `total` (and
+/// `by_rank` when `count_per_vertex` is 1).
+fn count_heavy(
+    gpu: &Gpu,
+    tuning: &TriangleTuning,
+    h: &HeavyRows<'_>,
+    total: &mut CudaSlice<u64>,
+    count_per_vertex: u32,
+    by_rank: &mut CudaSlice<u64>,
+) -> Result<()> {
+    let s = &gpu.main;
+    let heavy = h.count;
+    let mut item_ptr = zeros::<u64>(s, heavy as usize + 1, "the heavy rows' items")?;
+    launch!(
+        gpu,
+        "heavy_items",
+        shape((heavy as u64).div_ceil(256), 256, 0)?,
+        [h.rows, &heavy, h.iptr, &mut item_ptr]
+    )?;
+    exclusive_scan(
+        gpu,
+        s,
+        &mut item_ptr,
+        heavy as u64 + 1,
+        "the heavy rows' items",
+    )?;
+    let mut next_item = zeros::<u64>(s, 1, "the heavy item counter")?;
+    let fits = prev_power_of_two(gpu.shared_per_block().saturating_sub(HEAVY_STATIC_SHARED) / 4);
+    let shared_slots = tuning
+        .heavy_shared_slots
+        .map_or(fits, |c| prev_power_of_two(c as u64).min(fits));
+    let blocks = gpu.multiprocessors() as u64 * 2;
+    let needed = table_slots(h.longest);
+    let global_slots = if needed > shared_slots { needed } else { 0 };
+    let mut scratch = uninit::<u32>(
+        s,
+        (blocks * global_slots) as usize,
+        false,
+        "the heavy rows' hash tables",
+    )?;
+    let cfg = shape(blocks, HEAVY_THREADS, shared_slots * 4)?;
+    let shared_slots32 = shared_slots as u32;
+    // A block's table takes shared_slots * 4 bytes of dynamic shared memory, or its
+    // global_slots slots of scratch (which holds blocks * global_slots); the kernel reads
+    // item_ptr[0..=heavy] and the rows the items name.
+    launch!(
+        gpu,
+        "triangles_heavy",
+        cfg,
+        [
+            h.optr,
+            h.oadj,
+            h.iptr,
+            h.iadj,
+            h.rows,
+            &item_ptr,
+            &heavy,
+            &mut next_item,
+            &shared_slots32,
+            &mut scratch,
+            &global_slots,
+            total,
+            &count_per_vertex,
+            by_rank
+        ]
+    )
 }
 
 /// The largest power of two at most `x` (1 for 0).

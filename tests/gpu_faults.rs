@@ -1,0 +1,274 @@
+//! GPU faults: a fault injected at each checked driver call in turn (allocations, copies,
+//! launches, waits) makes the run fail with an error naming the stage, gives back all the device
+//! memory it took, and leaves the GPU usable; `--engine auto` then finishes on the CPU engine
+//! and says so. Two processes sharing the GPU both finish with the right answer.
+//!
+//! Without a usable GPU these tests say so and pass, unless `GMCL_REQUIRE_GPU=1` (set on the GPU
+//! machine), where a missing GPU fails them.
+
+use gmcl::generate::{self, RmatParams};
+use gmcl::gpu::fault;
+use gmcl::mcl::{self, MclParams};
+use gmcl::spgemm::gpu::GpuEngine;
+use gmcl::spgemm::{cpu::CpuEngine, EngineKind, SpgemmOptions};
+use gmcl::tricount::{self, Method, Options, SimpleGraph};
+use gmcl::{BuildOptions, Csr, Error};
+use std::process::Command;
+use std::sync::Arc;
+
+fn gpu() -> Option<Arc<gmcl::gpu::Gpu>> {
+    match gmcl::gpu::device() {
+        Ok(g) => Some(g),
+        Err(why) => {
+            assert!(
+                std::env::var("GMCL_REQUIRE_GPU").map_or(true, |v| v != "1"),
+                "GMCL_REQUIRE_GPU=1 but no GPU is usable: {why}"
+            );
+            eprintln!("skipped: {why}");
+            None
+        }
+    }
+}
+
+fn rmat_edges(scale: u32, seed: u64) -> gmcl::EdgeList {
+    let mut p = RmatParams::new(scale, 16 << scale);
+    p.seed = seed;
+    p.undirected = true;
+    generate::generate(&p).unwrap()
+}
+
+/// Runs `work` with a fault at the 1st, 2nd, ... checked driver call until a run raises none;
+/// each faulty run must fail with a GPU error that names a stage and give back its memory, and
+/// the clean run must return `expected`. Returns the stages seen.
+fn every_stage_fails_cleanly<R: PartialEq + std::fmt::Debug>(
+    gpu: &gmcl::gpu::Gpu,
+    expected: &R,
+    mut work: impl FnMut() -> gmcl::Result<R>,
+) -> Vec<String> {
+    let baseline = gpu.pool_in_use().unwrap();
+    let mut stages = Vec::new();
+    for n in 1..10_000 {
+        fault::inject_at(n);
+        let r = work();
+        let fired = fault::fired();
+        fault::inject_at(0);
+        if !fired {
+            assert_eq!(&r.unwrap(), expected, "the run with no fault");
+            return stages;
+        }
+        match r {
+            Err(Error::Gpu { stage, message }) => {
+                assert!(!stage.is_empty());
+                assert!(message.contains(fault::INJECTED), "{stage}: {message}");
+                stages.push(stage);
+            }
+            other => panic!("fault {n}: expected a GPU error, got {other:?}"),
+        }
+        assert_eq!(
+            gpu.pool_in_use().unwrap(),
+            baseline,
+            "fault {n} at '{}' kept device memory",
+            stages.last().unwrap()
+        );
+    }
+    panic!("faults never stopped firing");
+}
+
+#[test]
+fn each_stage_fails_cleanly_and_the_gpu_stays_usable() {
+    let Some(gpu) = gpu() else { return };
+    // SpGEMM: A² of a skewed R-MAT graph (light and heavy rows).
+    let a: Csr<f64> = Csr::from_edges(
+        &rmat_edges(11, 1),
+        &BuildOptions {
+            symmetrize: true,
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    let engine = GpuEngine::open().unwrap();
+    let expected = CpuEngine::default()
+        .multiply(&a, &a, &SpgemmOptions::default())
+        .unwrap();
+    let stages = every_stage_fails_cleanly(&gpu, &expected.nnz(), || {
+        let (c, _) = engine.multiply(&a, &a, &SpgemmOptions::default())?;
+        Ok(c.nnz())
+    });
+    assert!(stages.len() > 20, "only {} checked calls", stages.len());
+    assert!(
+        stages.iter().any(|s| s.contains("outer product")),
+        "{stages:?}"
+    );
+
+    // Triangle counting.
+    let g = SimpleGraph::from_edges(rmat_edges(12, 2)).unwrap();
+    let cpu = Options {
+        engine: EngineKind::Cpu,
+        per_vertex: true,
+        ..Default::default()
+    };
+    let want = tricount::count(&g, &cpu).unwrap();
+    let fused = Options {
+        engine: EngineKind::Gpu,
+        method: Method::Fused,
+        per_vertex: true,
+        ..Default::default()
+    };
+    let stages = every_stage_fails_cleanly(&gpu, &(want.triangles, want.per_vertex), || {
+        let t = tricount::count(&g, &fused)?;
+        Ok((t.triangles, t.per_vertex))
+    });
+    assert!(
+        stages.iter().any(|s| s.contains("triangles_light")),
+        "{stages:?}"
+    );
+
+    // MCL on the GPU engine (the first iterations' expansions).
+    let (graph, _) = mcl::graph_from_edges::<f64>(&rmat_edges(9, 3)).unwrap();
+    let params = |engine| MclParams {
+        engine,
+        max_iterations: 3,
+        ..Default::default()
+    };
+    let want = mcl::cluster(&graph, &params(EngineKind::Cpu), &mut |_| {})
+        .unwrap()
+        .clusters;
+    every_stage_fails_cleanly(&gpu, &want, || {
+        Ok(mcl::cluster(&graph, &params(EngineKind::Gpu), &mut |_| {})?.clusters)
+    });
+}
+
+fn gmcl(args: &[&str], fault_at: Option<u32>) -> std::process::Output {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_gmcl"));
+    c.args(args);
+    if let Some(n) = fault_at {
+        c.env("GMCL_GPU_FAULT", n.to_string());
+    }
+    c.output().unwrap()
+}
+
+#[test]
+fn the_cli_falls_back_to_the_cpu_under_auto_and_fails_under_gpu() {
+    let Some(_) = gpu() else { return };
+    let karate = concat!(env!("CARGO_MANIFEST_DIR"), "/graphs/karate.el");
+    for fault_at in [1, 3, 5] {
+        let out = gmcl(&["tricount", karate, "--engine", "auto"], Some(fault_at));
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{err}");
+        assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "45");
+        assert!(err.contains("running on the CPU engine instead"), "{err}");
+        assert_eq!(err.matches("the GPU failed").count(), 1, "{err}");
+
+        let out = gmcl(&["tricount", karate, "--engine", "gpu"], Some(fault_at));
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(4), "{err}");
+        assert!(err.contains(fault::INJECTED), "{err}");
+        assert!(out.stdout.is_empty());
+    }
+    let out = gmcl(
+        &[
+            "spgemm",
+            karate,
+            "--symmetrize",
+            "--engine",
+            "auto",
+            "--json",
+        ],
+        Some(2),
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert!(String::from_utf8_lossy(&out.stdout).contains("\"engine\":\"cpu\""));
+    let out = gmcl(&["cluster", karate, "--engine", "auto"], Some(4));
+    assert!(out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("running on the CPU engine instead"));
+}
+
+#[test]
+fn two_processes_share_the_gpu() {
+    let Some(_) = gpu() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let g = dir.path().join("g.el");
+    let g = g.to_str().unwrap();
+    let st = gmcl(
+        &[
+            "generate",
+            "--scale",
+            "14",
+            "--edge-factor",
+            "16",
+            "--undirected",
+            "--seed",
+            "5",
+            "-o",
+            g,
+            "-q",
+        ],
+        None,
+    );
+    assert!(st.status.success());
+    let cpu = gmcl(&["tricount", g, "--engine", "cpu"], None);
+    let outputs: Vec<String> = (0..2)
+        .map(|k| {
+            dir.path()
+                .join(format!("c{k}.mtx"))
+                .to_str()
+                .unwrap()
+                .to_string()
+        })
+        .collect();
+    let cpu_c = dir.path().join("cpu.mtx");
+    assert!(gmcl(
+        &[
+            "spgemm",
+            g,
+            "--symmetrize",
+            "--engine",
+            "cpu",
+            "-o",
+            cpu_c.to_str().unwrap(),
+            "-q"
+        ],
+        None
+    )
+    .status
+    .success());
+    // Two products and two counts at once, on the one GPU.
+    let children: Vec<_> = outputs
+        .iter()
+        .flat_map(|o| {
+            [
+                Command::new(env!("CARGO_BIN_EXE_gmcl"))
+                    .args([
+                        "spgemm",
+                        g,
+                        "--symmetrize",
+                        "--engine",
+                        "gpu",
+                        "-o",
+                        o,
+                        "-q",
+                    ])
+                    .spawn()
+                    .unwrap(),
+                Command::new(env!("CARGO_BIN_EXE_gmcl"))
+                    .args(["tricount", g, "--engine", "gpu", "--repeat", "20", "-q"])
+                    .stdout(std::process::Stdio::piped())
+                    .spawn()
+                    .unwrap(),
+            ]
+        })
+        .collect();
+    for c in children {
+        let out = c.wait_with_output().unwrap();
+        assert!(out.status.success());
+        if !out.stdout.is_empty() {
+            assert_eq!(out.stdout, cpu.stdout);
+        }
+    }
+    let want = gmcl::io::load(&cpu_c, None).unwrap();
+    for o in &outputs {
+        let got = gmcl::io::load(std::path::Path::new(o), None).unwrap();
+        assert_eq!(got.edges.edges, want.edges.edges, "{o}");
+    }
+}
