@@ -17,8 +17,10 @@
 //    one row's length. Rows b longer than a warp's table go to a second kernel where a whole
 //    block shares the table (in shared memory, or in device memory past what fits).
 //
-// Work: sum over a of out(a)^2 entries read and half as many look-ups, against sum over b of
-// in(b)·out(b) binary searches for the row-by-row (Sandia) form: about 3.5x fewer on R-MAT.
+// Work: rows of U are sorted (up to TRI_SORT_MAX entries), and each in-edge a -> b of L
+// remembers where b sits in U(a), so only the vertices above b are read: sum over a of
+// out(a)^2 / 2 look-ups, against sum over b of in(b)·out(b) binary searches for the row-by-row
+// (Sandia) form, about 3.5x fewer on R-MAT.
 
 #define TRI_THREADS 256
 #define TRI_WARPS (TRI_THREADS / WARP)
@@ -125,15 +127,72 @@ orient_fill(const u64* ptr, const u32* radj, u32 n, const u32* rank, const u64* 
     }
 }
 
-// The rows of L: for each edge a -> c of U, a joins L(c) at the next free place of cursor[c]
-// (which starts as iptr). One warp per row a.
+// Rows of U up to this long are sorted by sort_rows (in a warp's shared memory); longer ones
+// (only on graphs far denser than power-law ones) stay in adjacency order.
+#define TRI_SORT_MAX 1024
+
+// Sorts each row of U of at most TRI_SORT_MAX entries, one warp per row: a bitonic sort in
+// registers for rows of up to 32 entries, in the warp's shared memory for longer ones.
 extern "C" __global__ void __launch_bounds__(TRI_THREADS)
-transpose_fill(const u64* optr, const u32* oadj, u32 n, u64* cursor, u32* iadj) {
+sort_rows(const u64* optr, u32* oadj, u32 n) {
+    __shared__ u32 buffers[TRI_WARPS][TRI_SORT_MAX];
+    const u32 lane = threadIdx.x & (WARP - 1), warp = threadIdx.x / WARP;
+    u32* buf = buffers[warp];
+    const u64 warps = (u64)gridDim.x * (blockDim.x / WARP);
+    for (u64 r = ((u64)blockIdx.x * blockDim.x + threadIdx.x) / WARP; r < n; r += warps) {
+        const u64 lo = optr[r];
+        const u32 len = (u32)(optr[r + 1] - lo);
+        if (len < 2 || len > TRI_SORT_MAX) continue;
+        if (len <= WARP) {
+            u32 v = lane < len ? oadj[lo + lane] : TRI_EMPTY;
+            for (u32 k = 2; k <= WARP; k <<= 1) {
+                for (u32 j = k >> 1; j > 0; j >>= 1) {
+                    const u32 o = __shfl_xor_sync(0xffffffffu, v, j);
+                    const bool ascending = (lane & k) == 0, lower = (lane & j) == 0;
+                    v = lower == ascending ? min(v, o) : max(v, o);
+                }
+            }
+            if (lane < len) oadj[lo + lane] = v;
+            continue;
+        }
+        u32 size = 64;
+        while (size < len) size <<= 1;
+        for (u32 i = lane; i < size; i += WARP) buf[i] = i < len ? oadj[lo + i] : TRI_EMPTY;
+        __syncwarp();
+        for (u32 k = 2; k <= size; k <<= 1) {
+            for (u32 j = k >> 1; j > 0; j >>= 1) {
+                for (u32 i = lane; i < size; i += WARP) {
+                    const u32 p = i ^ j;
+                    if (p > i) {
+                        const u32 x = buf[i], y = buf[p];
+                        if ((x > y) == ((i & k) == 0)) {
+                            buf[i] = y;
+                            buf[p] = x;
+                        }
+                    }
+                }
+                __syncwarp();
+            }
+        }
+        for (u32 i = lane; i < len; i += WARP) oadj[lo + i] = buf[i];
+        __syncwarp();
+    }
+}
+
+// The rows of L: for each edge a -> c of U, a joins L(c) at the next free place of cursor[c]
+// (which starts as iptr), with where U(a) may hold vertices above c: past c when U(a) is
+// sorted, else from its start. One warp per row a.
+extern "C" __global__ void __launch_bounds__(TRI_THREADS)
+transpose_fill(const u64* optr, const u32* oadj, u32 n, u64* cursor, u32* iadj, u32* ifrom) {
     const u32 lane = threadIdx.x & (WARP - 1);
     const u64 warps = (u64)gridDim.x * (blockDim.x / WARP);
     for (u64 a = ((u64)blockIdx.x * blockDim.x + threadIdx.x) / WARP; a < n; a += warps) {
-        for (u64 i = optr[a] + lane; i < optr[a + 1]; i += WARP) {
-            iadj[atomicAdd(&cursor[oadj[i]], 1ull)] = (u32)a;
+        const u64 lo = optr[a], hi = optr[a + 1];
+        const bool sorted = hi - lo <= TRI_SORT_MAX;
+        for (u64 i = lo + lane; i < hi; i += WARP) {
+            const u64 at = atomicAdd(&cursor[oadj[i]], 1ull);
+            iadj[at] = (u32)a;
+            ifrom[at] = sorted ? (u32)(i - lo + 1) : 0;
         }
     }
 }
@@ -178,18 +237,19 @@ struct WedgeSlots {
     u32 a[WARP];
 };
 
-// The wedges a -> c for a = in_row[first + lane] (lanes past in_len have none), with c ranked
-// above b looked up in b's table. Returns the lane's hits; with per_vertex (indexed by rank),
+// The wedges a -> c for a = in_row[first + lane] (lanes past in_len have none), c taken from
+// U(a) starting at in_from[first + lane], with c ranked above b looked up in b's table. Returns the lane's hits; with per_vertex (indexed by rank),
 // adds each triangle to its lowest and highest vertex (the caller adds b).
 __device__ __forceinline__ u64 wedge_chunk(u32 b, const u32* table, u32 bits, const u32* in_row,
-                                           u32 in_len, u32 first, const u64* optr,
-                                           const u32* oadj, WedgeSlots* s, u64* per_vertex) {
+                                           const u32* in_from, u32 in_len, u32 first,
+                                           const u64* optr, const u32* oadj, WedgeSlots* s,
+                                           u64* per_vertex) {
     const u32 lane = threadIdx.x & (WARP - 1);
     u64 count = 0, start = 0;
     u32 a = 0;
     if (first + lane < in_len) {
         a = in_row[first + lane];
-        start = optr[a];
+        start = optr[a] + in_from[first + lane];
         count = optr[a + 1] - start;
     }
     const u64 end = warp_inclusive_scan_u64(count);
@@ -227,7 +287,7 @@ __device__ __forceinline__ u64 warp_sum_u64(u64 v) {
 // from *next_item, one warp each. Adds the count to *total.
 extern "C" __global__ void __launch_bounds__(TRI_THREADS)
 triangles_light(const u64* optr, const u32* oadj, const u64* iptr, const u32* iadj,
-                const u64* item_ptr, u32 n, u64* next_item, u64* total, u32 count_per_vertex,
+                const u32* ifrom, const u64* item_ptr, u32 n, u64* next_item, u64* total, u32 count_per_vertex,
                 u64* by_rank) {
     u64* per_vertex = count_per_vertex ? by_rank : nullptr;
     __shared__ u32 tables[TRI_WARPS][TRI_WARP_SLOTS];
@@ -261,8 +321,8 @@ triangles_light(const u64* optr, const u32* oadj, const u64* iptr, const u32* ia
             const u32 in_len = (u32)min((u64)TRI_ITEM, iptr[b + 1] - in_lo);
             u64 item_hits = 0;
             for (u32 c = 0; c < in_len; c += WARP) {
-                item_hits += wedge_chunk(b, table, bits, iadj + in_lo, in_len, c, optr, oadj,
-                                         &slots[warp], per_vertex);
+                item_hits += wedge_chunk(b, table, bits, iadj + in_lo, ifrom + in_lo, in_len,
+                                         c, optr, oadj, &slots[warp], per_vertex);
             }
             hits += item_hits;
             if (per_vertex) {
@@ -291,7 +351,7 @@ extern "C" __global__ void heavy_items(const u32* heavy_rows, u32 heavy, const u
 // else in the block's global_slots slots of `scratch`.
 extern "C" __global__ void __launch_bounds__(TRI_HEAVY_THREADS)
 triangles_heavy(const u64* optr, const u32* oadj, const u64* iptr, const u32* iadj,
-                const u32* heavy_rows, const u64* item_ptr, u32 heavy, u64* next_item,
+                const u32* ifrom, const u32* heavy_rows, const u64* item_ptr, u32 heavy, u64* next_item,
                 u32 shared_slots, u32* scratch, u64 global_slots, u64* total,
                 u32 count_per_vertex, u64* by_rank) {
     u64* per_vertex = count_per_vertex ? by_rank : nullptr;
@@ -327,8 +387,8 @@ triangles_heavy(const u64* optr, const u32* oadj, const u64* iptr, const u32* ia
         const u32 in_len = (u32)min((u64)TRI_HEAVY_ITEM, iptr[b + 1] - in_lo);
         u64 item_hits = 0;
         for (u32 c = warp * WARP; c < in_len; c += TRI_HEAVY_THREADS) {
-            item_hits += wedge_chunk(b, table, bits, iadj + in_lo, in_len, c, optr, oadj,
-                                     &slots[warp], per_vertex);
+            item_hits += wedge_chunk(b, table, bits, iadj + in_lo, ifrom + in_lo, in_len, c,
+                                     optr, oadj, &slots[warp], per_vertex);
         }
         hits += item_hits;
         if (per_vertex) {

@@ -41,6 +41,7 @@ pub const UNTYPED: &[&str] = &[
     "degree_ranks",
     "orient_counts",
     "orient_fill",
+    "sort_rows",
     "transpose_fill",
     "triangles_light",
     "heavy_items",

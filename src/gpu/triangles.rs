@@ -197,13 +197,16 @@ pub fn count(
     )?;
     drop((ptr, adj));
     prof.mark("orient: fill")?;
+    launch!(gpu, "sort_rows", per_row, [&optr, &mut oadj, &n32])?;
+    prof.mark("orient: sort rows")?;
     let mut cursor = check("copy the in-edge offsets", s.clone_dtod(&iptr))?;
     let mut iadj = uninit::<u32>(s, oriented as usize, poison, "the in-edges")?;
+    let mut ifrom = uninit::<u32>(s, oriented as usize, poison, "the in-edges' offsets")?;
     launch!(
         gpu,
         "transpose_fill",
         per_row,
-        [&optr, &oadj, &n32, &mut cursor, &mut iadj]
+        [&optr, &oadj, &n32, &mut cursor, &mut iadj, &mut ifrom]
     )?;
     drop(cursor);
     prof.mark("transpose")?;
@@ -232,6 +235,7 @@ pub fn count(
             &oadj,
             &iptr,
             &iadj,
+            &ifrom,
             &item_ptr,
             &n32,
             &mut next_item,
@@ -250,6 +254,7 @@ pub fn count(
                 oadj: &oadj,
                 iptr: &iptr,
                 iadj: &iadj,
+                ifrom: &ifrom,
                 rows: &heavy_rows,
                 count: heavy_rows_listed,
                 longest,
@@ -287,6 +292,7 @@ struct HeavyRows<'a> {
     oadj: &'a CudaSlice<u32>,
     iptr: &'a CudaSlice<u64>,
     iadj: &'a CudaSlice<u32>,
+    ifrom: &'a CudaSlice<u32>,
     rows: &'a CudaSlice<u32>,
     /// How many rows `rows` lists.
     count: u32,
@@ -348,6 +354,7 @@ fn count_heavy(
             h.oadj,
             h.iptr,
             h.iadj,
+            h.ifrom,
             h.rows,
             &item_ptr,
             &heavy,
