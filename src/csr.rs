@@ -287,6 +287,7 @@ impl<T: Scalar> Csr<T> {
                 "entry ({u}, {v}) lies outside the {nrows} x {ncols} shape"
             )));
         }
+        crate::interrupt::check()?;
         let dup = opts.duplicates;
         let (new_ptr, col_idx, values) = match &el.weights {
             None => {
@@ -320,6 +321,7 @@ impl<T: Scalar> Csr<T> {
                 gather_weighted(b)
             }
         };
+        crate::interrupt::check()?;
         Ok(Csr {
             nrows,
             ncols,

@@ -144,7 +144,9 @@ pub fn load(path: &Path, format: Option<Format>) -> Result<Loaded> {
         }
     };
     let bytes = source.bytes();
-    parse_with(bytes, format, path, reader::default_chunk(bytes.len()))
+    let loaded = parse_with(bytes, format, path, reader::default_chunk(bytes.len()))?;
+    crate::interrupt::check()?;
+    Ok(loaded)
 }
 
 /// Parses the bytes of a file in `format`, as [`load`] does; `path_for_errors` is the name errors
