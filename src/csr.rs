@@ -261,8 +261,10 @@ impl<T: Scalar> Csr<T> {
         Self::from_edges_in_buckets(el, opts, 1 << 17)
     }
 
-    /// [`Csr::from_edges`] with buckets of about `bucket_entries` entries (tests use tiny ones).
-    fn from_edges_in_buckets(
+    /// [`Csr::from_edges`] with buckets of about `bucket_entries` entries (at least 1). The
+    /// result does not depend on it; tests and fuzzing use tiny buckets to have many on small
+    /// inputs.
+    pub fn from_edges_in_buckets(
         el: &EdgeList,
         opts: &BuildOptions,
         bucket_entries: usize,
