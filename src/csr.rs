@@ -261,8 +261,10 @@ impl<T: Scalar> Csr<T> {
         Self::from_edges_in_buckets(el, opts, 1 << 17)
     }
 
-    /// [`Csr::from_edges`] with buckets of about `bucket_entries` entries (tests use tiny ones).
-    fn from_edges_in_buckets(
+    /// [`Csr::from_edges`] with buckets of about `bucket_entries` entries (at least 1). The
+    /// result does not depend on it; tests and fuzzing use tiny buckets to have many on small
+    /// inputs.
+    pub fn from_edges_in_buckets(
         el: &EdgeList,
         opts: &BuildOptions,
         bucket_entries: usize,
@@ -287,6 +289,7 @@ impl<T: Scalar> Csr<T> {
                 "entry ({u}, {v}) lies outside the {nrows} x {ncols} shape"
             )));
         }
+        crate::interrupt::check()?;
         let dup = opts.duplicates;
         let (new_ptr, col_idx, values) = match &el.weights {
             None => {
@@ -320,6 +323,7 @@ impl<T: Scalar> Csr<T> {
                 gather_weighted(b)
             }
         };
+        crate::interrupt::check()?;
         Ok(Csr {
             nrows,
             ncols,

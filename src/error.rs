@@ -49,6 +49,9 @@ pub enum Error {
         /// What the driver or the engine reported, and what to do where known.
         message: String,
     },
+    /// The run was stopped by Ctrl-C (SIGINT) or SIGTERM; see [`crate::interrupt`].
+    #[error("interrupted")]
+    Interrupted,
 }
 
 /// gmcl's result type.
@@ -73,11 +76,13 @@ impl Error {
     }
 
     /// The process exit status for this error: 2 for anything the user can fix in the input or
-    /// the command line, 3 when the requested engine is unavailable, 4 when the GPU failed.
+    /// the command line, 3 when the requested engine is unavailable, 4 when the GPU failed,
+    /// 130 when interrupted.
     pub fn exit_code(&self) -> i32 {
         match self {
             Error::EngineUnavailable(_) => 3,
             Error::Gpu { .. } => 4,
+            Error::Interrupted => crate::interrupt::EXIT_STATUS,
             _ => 2,
         }
     }

@@ -14,6 +14,7 @@ pub mod generate;
 pub mod gpu;
 pub mod graph;
 pub mod info;
+pub mod interrupt;
 pub mod io;
 pub mod mcl;
 mod mem;

@@ -315,6 +315,24 @@ struct TricountArgs {
     json: bool,
 }
 
+/// Writes to stdout like `print!`, but a failed write (a closed pipe, a full disk) is an error
+/// naming `<stdout>` instead of a panic.
+macro_rules! out {
+    ($($arg:tt)*) => {{
+        use std::io::Write;
+        std::io::stdout()
+            .write_fmt(format_args!($($arg)*))
+            .map_err(|e| Error::io("<stdout>", "cannot write output", e))
+    }};
+}
+
+/// [`out!`] with a newline.
+macro_rules! outln {
+    ($($arg:tt)*) => {
+        out!("{}\n", format_args!($($arg)*))
+    };
+}
+
 /// Where notices and progress go: stderr, unless --quiet.
 #[derive(Clone, Copy)]
 struct Ui {
@@ -324,7 +342,9 @@ struct Ui {
 impl Ui {
     fn notice(&self, msg: &str) {
         if !self.quiet {
-            eprintln!("gmcl: {msg}");
+            // A closed stderr must not stop the run: the notice is lost, nothing else.
+            use std::io::Write;
+            let _ = writeln!(std::io::stderr(), "gmcl: {msg}");
         }
     }
 
@@ -346,6 +366,11 @@ impl Ui {
 fn main() {
     let cli = Cli::parse();
     let ui = Ui { quiet: cli.quiet };
+    // Ctrl-C and SIGTERM set a flag that the long loops check: the run unwinds, temporary output
+    // files are removed, and the process exits with status 130 below.
+    if let Err(e) = gmcl::interrupt::install() {
+        exit_with(&e);
+    }
     if let Some(n) = cli.threads {
         if n == 0 {
             exit_with(&Error::Invalid("--threads must be at least 1".into()));
@@ -382,8 +407,15 @@ fn main() {
     }
 }
 
+/// Prints the error and exits with its status. Called only once every value of the run has
+/// been dropped (temporary output files removed).
 fn exit_with(e: &Error) -> ! {
-    eprintln!("gmcl: error: {e}");
+    use std::io::Write;
+    // Should stderr be closed, the exit status still tells.
+    let _ = match e {
+        Error::Interrupted => writeln!(std::io::stderr(), "gmcl: interrupted"),
+        _ => writeln!(std::io::stderr(), "gmcl: error: {e}"),
+    };
     std::process::exit(e.exit_code());
 }
 
@@ -432,20 +464,20 @@ fn run_info(a: InfoArgs) -> Result<()> {
     let loaded = io::load(&a.input, a.input_args.format)?;
     let info = GraphInfo::of(&loaded.edges, loaded.symmetric_storage)?;
     if a.json {
-        println!("{}", to_json(&info)?);
+        outln!("{}", to_json(&info)?)?;
     } else {
-        println!("file            {}", a.input.display());
-        println!("format          {}", loaded.format);
-        println!("vertices        {}", info.vertices);
-        println!("edges           {}", info.edges);
-        println!("self loops      {}", info.self_loops);
-        println!("duplicate edges {}", info.duplicate_edges);
-        println!(
+        outln!("file            {}", a.input.display())?;
+        outln!("format          {}", loaded.format)?;
+        outln!("vertices        {}", info.vertices)?;
+        outln!("edges           {}", info.edges)?;
+        outln!("self loops      {}", info.self_loops)?;
+        outln!("duplicate edges {}", info.duplicate_edges)?;
+        outln!(
             "symmetric       {}",
             if info.symmetric { "yes" } else { "no" }
-        );
-        println!("max degree      {}", info.max_degree);
-        println!("avg degree      {:.3}", info.avg_degree);
+        )?;
+        outln!("max degree      {}", info.max_degree)?;
+        outln!("avg degree      {:.3}", info.avg_degree)?;
     }
     Ok(())
 }
@@ -573,12 +605,12 @@ fn run_spgemm<T: Scalar>(a: SpgemmArgs, ui: Ui) -> Result<()> {
         },
     };
     if a.json {
-        println!("{}", to_json(&report)?);
+        outln!("{}", to_json(&report)?)?;
     } else {
-        println!(
+        outln!(
             "C: {} x {}, {} nonzeros, {} intermediate products, {:.4} s on the {} engine ({:.4} s computing: {:.3} GFLOP/s)",
             report.rows, report.cols, report.nnz, report.intermediate_products, report.seconds, report.engine, report.device_seconds, report.gflops
-        );
+        )?;
     }
     Ok(())
 }
@@ -698,9 +730,9 @@ fn run_tricount(a: TricountArgs, ui: Ui) -> Result<()> {
         report.edges_per_second
     ));
     if a.json {
-        println!("{}", to_json(&report)?);
+        outln!("{}", to_json(&report)?)?;
     } else {
-        println!("{}", report.triangles);
+        outln!("{}", report.triangles)?;
     }
     Ok(())
 }
@@ -775,7 +807,7 @@ fn run_bench_spgemm<T: Scalar>(a: BenchSpgemmArgs, ui: Ui) -> Result<()> {
         Ok(())
     };
     let report = bench::run_all::<T>(&cases, &engines, engine_list, &opts, &mut save)?;
-    print!("{}", bench::report::table(&report));
+    out!("{}", bench::report::table(&report))?;
     Ok(())
 }
 
@@ -934,26 +966,33 @@ fn run_dist(a: DistArgs) -> Result<()> {
     let (na, nb) = (a.a.display().to_string(), a.b.display().to_string());
     let d = mcl::measures::distance_by_label(&ca, &cb, (&na, &nb))?;
     if a.json {
-        println!("{}", to_json(&d)?);
+        outln!("{}", to_json(&d)?)?;
     } else {
         let pct = if d.nodes > 0 {
             100.0 * d.split_join as f64 / d.nodes as f64
         } else {
             0.0
         };
-        println!(
+        outln!(
             "nodes                     {} ({} and {} clusters)",
-            d.nodes, d.clusters_a, d.clusters_b
-        );
-        println!(
+            d.nodes,
+            d.clusters_a,
+            d.clusters_b
+        )?;
+        outln!(
             "split/join distance       {} ({} + {}), {:.3}% of the nodes",
-            d.split_join, d.split_join_a, d.split_join_b, pct
-        );
-        println!(
+            d.split_join,
+            d.split_join_a,
+            d.split_join_b,
+            pct
+        )?;
+        outln!(
             "variation of information  {:.5} ({:.5} + {:.5})",
-            d.variation_of_information, d.vi_a, d.vi_b
-        );
-        println!("adjusted Rand index       {:.5}", d.adjusted_rand);
+            d.variation_of_information,
+            d.vi_a,
+            d.vi_b
+        )?;
+        outln!("adjusted Rand index       {:.5}", d.adjusted_rand)?;
     }
     Ok(())
 }

@@ -10,40 +10,78 @@ use std::path::{Path, PathBuf};
 
 /// A file being written under a temporary name; [`AtomicOutput::commit`] moves it into place.
 /// Dropped without commit, the temporary file is removed and the target is left untouched.
+///
+/// A path naming a symbolic link replaces the file the link points to (the link stays). A path
+/// naming something other than a regular file or a directory (`/dev/stdout`, `/dev/null`, a
+/// named pipe) is written directly: there is no file to replace, so nothing is atomic there.
 pub struct AtomicOutput {
     path: PathBuf,
-    writer: BufWriter<tempfile::NamedTempFile>,
+    writer: BufWriter<Sink>,
+}
+
+/// Where the bytes go.
+enum Sink {
+    /// A temporary file beside the target, renamed over it by `commit`.
+    Temp {
+        file: tempfile::NamedTempFile,
+        /// The regular file to replace: the path, or the file a symbolic link points to.
+        target: PathBuf,
+    },
+    /// A device or a pipe, written in place.
+    Direct(std::fs::File),
+}
+
+impl Write for Sink {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        match self {
+            Sink::Temp { file, .. } => file.write(buf),
+            Sink::Direct(f) => f.write(buf),
+        }
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        match self {
+            Sink::Temp { file, .. } => file.flush(),
+            Sink::Direct(f) => f.flush(),
+        }
+    }
 }
 
 impl AtomicOutput {
-    /// Starts writing `path` (creating a temporary file in the same directory).
+    /// Starts writing `path` (creating a temporary file in the same directory as the file that
+    /// will be replaced).
     pub fn create(path: &Path) -> Result<Self> {
-        let dir = match path.parent() {
-            Some(d) if !d.as_os_str().is_empty() => d,
-            _ => Path::new("."),
+        let sink = match std::fs::metadata(path) {
+            Ok(m) if m.is_dir() => {
+                return Err(Error::Invalid(format!(
+                    "{}: is a directory, not a file",
+                    path.display()
+                )))
+            }
+            Ok(m) if !m.is_file() => {
+                let f = std::fs::OpenOptions::new()
+                    .write(true)
+                    .open(path)
+                    .map_err(|e| Error::io(path, "cannot open output", e))?;
+                Sink::Direct(f)
+            }
+            _ => {
+                // Replace what a symbolic link points to, not the link (a dangling link is
+                // replaced by the file).
+                let target = match std::fs::symlink_metadata(path) {
+                    Ok(m) if m.file_type().is_symlink() => {
+                        std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf())
+                    }
+                    _ => path.to_path_buf(),
+                };
+                let file =
+                    temp_beside(&target).map_err(|e| Error::io(path, "cannot create output", e))?;
+                Sink::Temp { file, target }
+            }
         };
-        if path.is_dir() {
-            return Err(Error::Invalid(format!(
-                "{}: is a directory, not a file",
-                path.display()
-            )));
-        }
-        let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("out");
-        let prefix = format!(".{name}.");
-        let mut builder = tempfile::Builder::new();
-        builder.prefix(&prefix).suffix(".tmp");
-        // Temporary files are private (0600); the output is an ordinary file.
-        #[cfg(unix)]
-        {
-            use std::os::unix::fs::PermissionsExt;
-            builder.permissions(std::fs::Permissions::from_mode(0o644));
-        }
-        let tmp = builder
-            .tempfile_in(dir)
-            .map_err(|e| Error::io(path, "cannot create output", e))?;
         Ok(AtomicOutput {
             path: path.to_path_buf(),
-            writer: BufWriter::with_capacity(1 << 20, tmp),
+            writer: BufWriter::with_capacity(1 << 20, sink),
         })
     }
 
@@ -59,20 +97,48 @@ impl AtomicOutput {
         &self.path
     }
 
-    /// Flushes, syncs and renames the file into place.
+    /// Flushes, syncs and renames the file into place. After an interrupt
+    /// ([`crate::interrupt`]) it fails with [`Error::Interrupted`] and the file does not appear.
     pub fn commit(self) -> Result<()> {
+        crate::interrupt::check()?;
         let path = self.path;
-        let tmp = self
+        let sink = self
             .writer
             .into_inner()
             .map_err(|e| Error::io(&path, "cannot write output", e.into_error()))?;
-        tmp.as_file()
-            .sync_all()
-            .map_err(|e| Error::io(&path, "cannot write output", e))?;
-        tmp.persist(&path)
-            .map_err(|e| Error::io(&path, "cannot rename output into place", e.error))?;
+        match sink {
+            Sink::Temp { file, target } => {
+                file.as_file()
+                    .sync_all()
+                    .map_err(|e| Error::io(&path, "cannot write output", e))?;
+                file.persist(&target)
+                    .map_err(|e| Error::io(&path, "cannot rename output into place", e.error))?;
+            }
+            Sink::Direct(mut f) => f
+                .flush()
+                .map_err(|e| Error::io(&path, "cannot write output", e))?,
+        }
         Ok(())
     }
+}
+
+/// A new temporary file `.NAME.XXXXXX.tmp` in the directory of `target` (mode 0644 on Unix:
+/// the output is an ordinary file, though temporary files are usually private).
+fn temp_beside(target: &Path) -> std::io::Result<tempfile::NamedTempFile> {
+    let dir = match target.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
+    let name = target.file_name().and_then(|n| n.to_str()).unwrap_or("out");
+    let prefix = format!(".{name}.");
+    let mut builder = tempfile::Builder::new();
+    builder.prefix(&prefix).suffix(".tmp");
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        builder.permissions(std::fs::Permissions::from_mode(0o644));
+    }
+    builder.tempfile_in(dir)
 }
 
 /// Formats `items` in parallel blocks and writes the blocks in order, so output is byte-identical
@@ -87,6 +153,7 @@ pub fn write_formatted<I: Sync>(
     // A few blocks per thread at a time bounds the memory held in text.
     let group = BLOCK * 4 * rayon::current_num_threads().max(1);
     for part in items.chunks(group) {
+        crate::interrupt::check()?;
         let texts: Vec<Vec<u8>> = part
             .par_chunks(BLOCK)
             .map(|block| {
@@ -175,6 +242,37 @@ mod tests {
         let t = std::fs::read_to_string(&p).unwrap();
         assert!(t.starts_with("%%MatrixMarket matrix coordinate real general\n"));
         assert!(t.ends_with("2 3 3\n1 2 1.5\n2 1 2\n2 3 3\n"), "{t}");
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn symlinks_are_followed_and_devices_written_in_place() {
+        let dir = tempfile::tempdir().unwrap();
+        let real = dir.path().join("real.txt");
+        let link = dir.path().join("link.txt");
+        std::fs::write(&real, "old").unwrap();
+        std::os::unix::fs::symlink(&real, &link).unwrap();
+        let mut o = AtomicOutput::create(&link).unwrap();
+        o.write_all(b"new").unwrap();
+        o.commit().unwrap();
+        assert!(std::fs::symlink_metadata(&link)
+            .unwrap()
+            .file_type()
+            .is_symlink());
+        assert_eq!(std::fs::read_to_string(&real).unwrap(), "new");
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 2);
+
+        // A device is written, not replaced by a regular file.
+        let mut o = AtomicOutput::create(Path::new("/dev/null")).unwrap();
+        o.write_all(b"gone").unwrap();
+        o.commit().unwrap();
+        assert!(!std::fs::metadata("/dev/null").unwrap().is_file());
+        // A device that is always full: the error names it.
+        let mut o = AtomicOutput::create(Path::new("/dev/full")).unwrap();
+        o.write_all(b"x").unwrap();
+        let e = o.commit().unwrap_err().to_string();
+        assert!(e.starts_with("/dev/full: cannot write output"), "{e}");
+        assert!(!std::fs::metadata("/dev/full").unwrap().is_file());
     }
 
     #[test]

@@ -313,7 +313,8 @@ impl SplitMix {
 
 /// Counts the triangles of `g`.
 ///
-/// The CPU kernel cannot fail. The engine path fails as [`spgemm::multiply`] does, for example
+/// The CPU kernel fails only with [`Error::Interrupted`] (checked between phases). The engine
+/// path fails as [`spgemm::multiply`] does, for example
 /// with [`Error::EngineUnavailable`] when the GPU engine is asked for and cannot run here.
 pub fn count(g: &SimpleGraph, opts: &Options) -> Result<Triangles> {
     let start = Instant::now();
@@ -331,7 +332,9 @@ pub fn count(g: &SimpleGraph, opts: &Options) -> Result<Triangles> {
         Relabel::Always => true,
         Relabel::Never => false,
     };
+    crate::interrupt::check()?;
     let o = Oriented::new(g, relabelled);
+    crate::interrupt::check()?;
     let mut out = Triangles {
         method,
         relabelled,
@@ -354,6 +357,7 @@ pub fn count(g: &SimpleGraph, opts: &Options) -> Result<Triangles> {
             None
         }
     };
+    crate::interrupt::check()?;
     out.per_vertex = per_vertex.map(|pv| o.to_original(pv));
     out.seconds = start.elapsed().as_secs_f64();
     Ok(out)

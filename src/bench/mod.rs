@@ -917,7 +917,10 @@ pub fn run_all<T: Scalar>(
     report.device = engines.device.clone();
     report.cusparse_version = engines.cusparse_version();
     for spec in cases {
+        crate::interrupt::check()?;
         let r = run_case::<T>(spec, engines, opts)?;
+        // A case cut short by an interrupt is not reported (its runs may have failed for it).
+        crate::interrupt::check()?;
         report.cases.push(r);
         report.summarise();
         after_case(&report)?;

@@ -217,8 +217,10 @@ pub fn generate(p: &RmatParams) -> Result<EdgeList> {
     } else {
         select::first_accepted(&rm, p.edges)?
     };
+    crate::interrupt::check()?;
     if p.sorted {
         sort::sort_batch(&mut batch, rm.k);
+        crate::interrupt::check()?;
     }
     Ok(EdgeList::square(
         p.n_vertices() as usize,

@@ -15,6 +15,25 @@ const STALL: u64 = 1 << 24;
 /// within reach are (nearly) exhausted.
 const STALL_DISTINCT: u64 = 1 << 22;
 
+/// At most this many blocks (2^25 candidates, about 0.1 to 0.5 s of drawing) per round, so that
+/// an interrupt is seen promptly ([`crate::interrupt`]).
+const ROUND_BLOCKS: u64 = (1 << 25) / BLOCK as u64;
+
+/// Room for `m` edges (and weights), or a clear error when memory cannot be had.
+fn reserve(out: &mut Batch, m: u64) -> Result<()> {
+    let no_memory = |_| {
+        Error::Invalid(format!(
+            "cannot generate {m} edges: not enough memory to hold them"
+        ))
+    };
+    let m = usize::try_from(m).map_err(|_| no_memory(()))?;
+    out.edges.try_reserve_exact(m).map_err(|_| no_memory(()))?;
+    if let Some(w) = &mut out.weights {
+        w.try_reserve_exact(m).map_err(|_| no_memory(()))?;
+    }
+    Ok(())
+}
+
 /// Stream positions after which generation gives up: 1000 per requested edge, plus 2^26.
 fn position_cap(m: u64) -> u64 {
     m.saturating_mul(1000).saturating_add(1 << 26)
@@ -90,7 +109,9 @@ pub(crate) fn first_accepted(rm: &Rmat, m: u64) -> Result<Batch> {
         edges: Vec::new(),
         weights: rm.has_weights().then(Vec::new),
     };
+    reserve(&mut out, m)?;
     while (out.edges.len() as u64) < m {
+        crate::interrupt::check()?;
         let need = m - out.edges.len() as u64;
         if cur.positions >= STALL && cur.accepted == 0 {
             return Err(cur.stuck(m, 0, false));
@@ -102,19 +123,16 @@ pub(crate) fn first_accepted(rm: &Rmat, m: u64) -> Result<Batch> {
         } else {
             need as f64 * 1.02 + 1024.0
         };
-        let max_blocks = need.div_ceil(BLOCK as u64).max(STALL / BLOCK as u64) * 4;
+        let max_blocks =
+            (need.div_ceil(BLOCK as u64).max(STALL / BLOCK as u64) * 4).min(ROUND_BLOCKS);
         let Some(nb) = cur.plan(want, max_blocks) else {
             return Err(cur.stuck(m, out.edges.len() as u64, false));
         };
         let batch = cur.take(rm, nb);
         let take = batch.edges.len().min(need as usize);
-        if out.edges.is_empty() && take == batch.edges.len() {
-            out = batch;
-        } else {
-            out.edges.extend_from_slice(&batch.edges[..take]);
-            if let (Some(w), Some(bw)) = (&mut out.weights, &batch.weights) {
-                w.extend_from_slice(&bw[..take]);
-            }
+        out.edges.extend_from_slice(&batch.edges[..take]);
+        if let (Some(w), Some(bw)) = (&mut out.weights, &batch.weights) {
+            w.extend_from_slice(&bw[..take]);
         }
     }
     Ok(out)
@@ -217,7 +235,7 @@ impl DistinctModel {
 /// with the weight of its first occurrence.
 pub(crate) fn first_distinct(rm: &Rmat, m: u64) -> Result<Batch> {
     // At most 2^25 candidates per round bounds the memory a round takes (about 1 GB).
-    let max_blocks = (1u64 << 25) / BLOCK as u64;
+    let max_blocks = ROUND_BLOCKS;
     let mut cur = Cursor::new(m);
     let mut out = Batch {
         edges: Vec::new(),
@@ -231,6 +249,7 @@ pub(crate) fn first_distinct(rm: &Rmat, m: u64) -> Result<Batch> {
     // is noticed after a bounded amount of work.
     let mut round_max = max_blocks;
     while (out.edges.len() as u64) < m {
+        crate::interrupt::check()?;
         let need = m - out.edges.len() as u64;
         if cur.positions >= STALL && cur.accepted == 0 {
             return Err(cur.stuck(m, 0, true));

@@ -23,6 +23,7 @@
 
 mod abc;
 mod el;
+pub mod limits;
 mod mtx;
 mod reader;
 mod snap;
@@ -124,7 +125,9 @@ pub struct Loaded {
 }
 
 /// Loads a graph file. Without `format`, the file name's extension decides
-/// ([`Format::from_path`]); an unknown extension is an error asking for `--format`.
+/// ([`Format::from_path`]); an unknown extension is an error asking for `--format`. A graph
+/// whose vertices need more memory than there is fails here, before anything per vertex is
+/// allocated ([`limits`]).
 pub fn load(path: &Path, format: Option<Format>) -> Result<Loaded> {
     let source = reader::Source::open(path)?;
     let format = match format.or_else(|| Format::from_path(path)) {
@@ -144,7 +147,10 @@ pub fn load(path: &Path, format: Option<Format>) -> Result<Loaded> {
         }
     };
     let bytes = source.bytes();
-    parse_with(bytes, format, path, reader::default_chunk(bytes.len()))
+    let loaded = parse_with(bytes, format, path, reader::default_chunk(bytes.len()))?;
+    limits::check(&loaded, bytes, path)?;
+    crate::interrupt::check()?;
+    Ok(loaded)
 }
 
 /// Parses the bytes of a file in `format`, as [`load`] does; `path_for_errors` is the name errors
@@ -156,6 +162,18 @@ pub fn parse_bytes(bytes: &[u8], format: Format, path_for_errors: &Path) -> Resu
         path_for_errors,
         reader::default_chunk(bytes.len()),
     )
+}
+
+/// [`parse_bytes`] with the input cut into chunks of about `chunk` bytes (at least 1), as a large
+/// file is cut for the threads. The answer (or the error) does not depend on `chunk`; fuzzing and
+/// tests use tiny chunks to cross chunk boundaries on small inputs.
+pub fn parse_bytes_in_chunks(
+    bytes: &[u8],
+    format: Format,
+    path_for_errors: &Path,
+    chunk: usize,
+) -> Result<Loaded> {
+    parse_with(bytes, format, path_for_errors, chunk.max(1))
 }
 
 /// [`parse_bytes`] with a chosen chunk size (tests use tiny ones to cross chunk boundaries).

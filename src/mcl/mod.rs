@@ -316,13 +316,14 @@ pub fn iterate<T: Scalar>(
         });
         let stats = gpu.multiply_batches(m, m, &SpgemmOptions::default(), |batch, c| {
             absorb(batch.start, c);
-            Ok(())
+            crate::interrupt::check()
         })?;
         products += stats.intermediate_products;
         expand_seconds += stats.device_seconds;
     } else {
         let per_row = spgemm::intermediate_products_per_row(m, m)?;
         for batch in batches(&per_row, m.ncols() as u64, params.batch_entries) {
+            crate::interrupt::check()?;
             let opts = SpgemmOptions {
                 mask: None,
                 rows: Some(batch.clone()),
@@ -362,6 +363,7 @@ pub fn cluster<T: Scalar>(
     let mut converged = false;
     let mut iterations = 0;
     while iterations < params.max_iterations {
+        crate::interrupt::check()?;
         let (next, mut it) = iterate(&m, params, inflation)?;
         m = next;
         iterations += 1;

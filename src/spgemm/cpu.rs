@@ -211,6 +211,9 @@ impl CpuEngine {
             })
             .unzip();
         let total: u64 = products.par_iter().sum();
+        // Interrupts are seen here, between the single pass's tasks, and between the phases of
+        // the two passes.
+        crate::interrupt::check()?;
         let threads = rayon::current_num_threads();
         let pool = Workspaces::<T>::new(threads);
         let want = threads * t.tasks_per_thread.max(1);
@@ -227,13 +230,16 @@ impl CpuEngine {
             if let Some((row_ptr, col_idx, values)) =
                 super::cpu_ordered::run(&job, &bounds, &tasks, threads, t.stash_entries)
             {
+                crate::interrupt::check()?;
                 let c = Csr::from_parts_unchecked(rows.len(), ncols, row_ptr, col_idx, values);
                 return Ok((c, total));
             }
         }
         drop(bounds);
+        crate::interrupt::check()?;
         let tasks = plan_tasks(&products, a, rows.start, want, u64::MAX);
         let (row_ptr, col_idx, values) = job.two_pass(&tasks)?;
+        crate::interrupt::check()?;
         let c = Csr::from_parts_unchecked(rows.len(), ncols, row_ptr, col_idx, values);
         Ok((c, total))
     }

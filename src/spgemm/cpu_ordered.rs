@@ -75,7 +75,7 @@ fn lock<X>(m: &Mutex<X>) -> MutexGuard<'_, X> {
 
 /// Computes the rows of `tasks` (which cover the job's rows in order) into `C`, given an upper
 /// bound on each row's entries. Returns `(row_ptr, col_idx, values)`, or `None` when `C` cannot
-/// be reserved at its upper bound.
+/// be reserved at its upper bound or an interrupt ([`crate::interrupt`]) stopped the tasks.
 pub(super) fn run<T: Scalar>(
     job: &Job<'_, T>,
     bounds: &[u64],
@@ -117,6 +117,13 @@ pub(super) fn run<T: Scalar>(
                     while st.stashed > stash_limit && !failed.load(Ordering::Relaxed) {
                         st = moved.wait(st).unwrap_or_else(|e| e.into_inner());
                     }
+                }
+                if crate::interrupt::requested() {
+                    // Every thread stops; the unfinished C is dropped by the caller.
+                    let _st = lock(&state);
+                    failed.store(true, Ordering::Relaxed);
+                    moved.notify_all();
+                    break;
                 }
                 let t = claim.fetch_add(1, Ordering::Relaxed);
                 let Some(r) = tasks.get(t) else { break };
@@ -163,6 +170,9 @@ pub(super) fn run<T: Scalar>(
             }
         };
         (0..threads.max(1)).into_par_iter().for_each(|_| worker());
+        if failed.load(Ordering::Relaxed) {
+            return None;
+        }
         let st = lock(&state);
         assert_eq!(st.next, tasks.len(), "every task placed");
         st.base

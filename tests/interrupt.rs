@@ -1,0 +1,186 @@
+//! Ctrl-C (SIGINT) and SIGTERM stop the `gmcl` binary promptly with status 130 and the message
+//! "interrupted", leaving no partial output and no temporary file, and the previous file at the
+//! output path intact.
+#![cfg(unix)]
+
+use std::io::{BufRead, BufReader, Read};
+use std::path::Path;
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+fn spawn(args: &[&str]) -> Child {
+    Command::new(env!("CARGO_BIN_EXE_gmcl"))
+        .args(args)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("the gmcl binary starts")
+}
+
+fn signal(child: &Child, sig: i32) {
+    // SAFETY: kill(2) on the id of a child that has not been waited for.
+    let rc = unsafe { libc::kill(child.id() as libc::pid_t, sig) };
+    assert_eq!(rc, 0, "kill failed");
+}
+
+/// Waits at most `limit` for the child; kills it and fails the test past that.
+fn wait_within(child: &mut Child, limit: Duration) -> ExitStatus {
+    let start = Instant::now();
+    loop {
+        if let Some(status) = child.try_wait().expect("wait") {
+            return status;
+        }
+        if start.elapsed() > limit {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("gmcl did not stop within {limit:?} of the signal");
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+fn stderr_of(child: &mut Child) -> String {
+    let mut s = String::new();
+    if let Some(mut e) = child.stderr.take() {
+        e.read_to_string(&mut s).expect("stderr");
+    }
+    s
+}
+
+fn names(dir: &Path) -> Vec<String> {
+    let mut v: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    v.sort();
+    v
+}
+
+fn assert_interrupted(status: ExitStatus, stderr: &str) {
+    assert_eq!(
+        status.code(),
+        Some(130),
+        "status {status:?}, stderr: {stderr}"
+    );
+    assert!(stderr.contains("gmcl: interrupted"), "{stderr}");
+    assert!(!stderr.contains("panicked"), "{stderr}");
+}
+
+#[test]
+fn ctrl_c_stops_a_long_generate() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("big.el");
+    // 2^28 edges: far more than half a second of work on any machine.
+    let mut child = spawn(&[
+        "generate",
+        "-s",
+        "24",
+        "-e",
+        "16",
+        "-o",
+        out.to_str().unwrap(),
+    ]);
+    std::thread::sleep(Duration::from_millis(500));
+    signal(&child, libc::SIGINT);
+    let status = wait_within(&mut child, Duration::from_secs(5));
+    assert_interrupted(status, &stderr_of(&mut child));
+    assert!(names(dir.path()).is_empty(), "{:?}", names(dir.path()));
+}
+
+#[test]
+fn ctrl_c_while_writing_removes_the_temporary_file_and_keeps_the_old_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("g.el");
+    std::fs::write(&out, "0 1\n").unwrap();
+    let mut child = spawn(&[
+        "generate",
+        "-s",
+        "22",
+        "-e",
+        "16",
+        "-o",
+        out.to_str().unwrap(),
+    ]);
+    // Wait until the temporary file has some bytes: the run is writing.
+    let start = Instant::now();
+    loop {
+        let writing = std::fs::read_dir(dir.path()).unwrap().any(|e| {
+            let e = e.unwrap();
+            let name = e.file_name().to_string_lossy().into_owned();
+            name.starts_with(".g.el.") && e.metadata().is_ok_and(|m| m.len() > 0)
+        });
+        if writing {
+            break;
+        }
+        assert!(
+            child.try_wait().unwrap().is_none(),
+            "gmcl ended before it was seen writing"
+        );
+        assert!(
+            start.elapsed() < Duration::from_secs(120),
+            "never started writing"
+        );
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    signal(&child, libc::SIGINT);
+    let status = wait_within(&mut child, Duration::from_secs(5));
+    assert_interrupted(status, &stderr_of(&mut child));
+    assert_eq!(names(dir.path()), vec!["g.el".to_string()]);
+    assert_eq!(std::fs::read_to_string(&out).unwrap(), "0 1\n");
+}
+
+#[test]
+fn sigterm_stops_mcl_between_iterations_or_within_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let graph = dir.path().join("g.el");
+    let status = Command::new(env!("CARGO_BIN_EXE_gmcl"))
+        .args([
+            "generate",
+            "-s",
+            "13",
+            "-e",
+            "16",
+            "--undirected",
+            "-q",
+            "-o",
+        ])
+        .arg(&graph)
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let out = dir.path().join("g.clusters");
+    let report = dir.path().join("g.json");
+    let mut child = spawn(&[
+        "cluster",
+        graph.to_str().unwrap(),
+        "--engine",
+        "cpu",
+        "-o",
+        out.to_str().unwrap(),
+        "--json",
+        report.to_str().unwrap(),
+    ]);
+    // Signal once the first iteration is reported (the second takes far longer).
+    let (tx, rx) = mpsc::channel();
+    let lines = BufReader::new(child.stderr.take().unwrap());
+    let reader = std::thread::spawn(move || {
+        let mut all = String::new();
+        for line in lines.lines() {
+            let line = line.unwrap();
+            if line.contains("iteration   1") {
+                let _ = tx.send(());
+            }
+            all.push_str(&line);
+            all.push('\n');
+        }
+        all
+    });
+    rx.recv_timeout(Duration::from_secs(120))
+        .expect("the first iteration is reported");
+    signal(&child, libc::SIGTERM);
+    let status = wait_within(&mut child, Duration::from_secs(5));
+    let stderr = reader.join().unwrap();
+    assert_interrupted(status, &stderr);
+    assert_eq!(names(dir.path()), vec!["g.el".to_string()]);
+}

@@ -1,0 +1,71 @@
+//! The library's long loops return `Error::Interrupted` once an interrupt is requested, and
+//! outputs are then not committed. One test in its own binary: the flag is process-wide.
+
+use gmcl::generate::{self, RmatParams};
+use gmcl::mcl::{self, MclParams};
+use gmcl::spgemm::{self, EngineKind, SpgemmOptions};
+use gmcl::tricount::{self, SimpleGraph};
+use gmcl::{interrupt, BuildOptions, Csr, Error};
+
+fn interrupted<T: std::fmt::Debug>(r: gmcl::Result<T>) -> bool {
+    matches!(r, Err(Error::Interrupted))
+}
+
+#[test]
+fn every_long_loop_stops_on_an_interrupt() {
+    let mut p = RmatParams::new(10, 8 << 10);
+    p.undirected = true;
+    let el = generate::generate(&p).unwrap();
+    let a = Csr::<f64>::from_edges(&el, &BuildOptions::default()).unwrap();
+    let g = SimpleGraph::from_edges(el.clone()).unwrap();
+    let (graph, _) = mcl::graph_from_edges::<f32>(&el).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("g.el");
+    std::fs::write(&out, "old").unwrap();
+
+    interrupt::request();
+    assert!(interrupt::requested());
+    assert!(interrupted(generate::generate(&p)));
+    assert!(interrupted(Csr::<f64>::from_edges(
+        &el,
+        &BuildOptions::default()
+    )));
+    assert!(interrupted(spgemm::multiply(
+        EngineKind::Cpu,
+        &a,
+        &a,
+        &SpgemmOptions::default()
+    )));
+    assert!(interrupted(tricount::count(
+        &g,
+        &tricount::Options {
+            engine: EngineKind::Cpu,
+            method: tricount::Method::Merge,
+            relabel: tricount::Relabel::Auto,
+            form: tricount::Form::Auto,
+            per_vertex: false,
+        }
+    )));
+    let params = MclParams {
+        engine: EngineKind::Cpu,
+        ..Default::default()
+    };
+    assert!(interrupted(mcl::cluster(&graph, &params, &mut |_| {})));
+    assert!(interrupted(generate::write_edges(&out, &el, &|_| {})));
+    assert_eq!(std::fs::read_to_string(&out).unwrap(), "old");
+    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
+    let mut o = gmcl::output::AtomicOutput::create(&out).unwrap();
+    o.write_all(b"new").unwrap();
+    assert!(interrupted(o.commit()));
+    assert_eq!(std::fs::read_to_string(&out).unwrap(), "old");
+    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
+
+    // Cleared, the same calls succeed.
+    interrupt::clear();
+    assert!(generate::generate(&p).is_ok());
+    assert!(spgemm::multiply(EngineKind::Cpu, &a, &a, &SpgemmOptions::default()).is_ok());
+    generate::write_edges(&out, &el, &|_| {}).unwrap();
+    assert_ne!(std::fs::read_to_string(&out).unwrap(), "old");
+    assert_eq!(Error::Interrupted.exit_code(), 130);
+    assert_eq!(Error::Interrupted.to_string(), "interrupted");
+}

@@ -1,0 +1,171 @@
+//! Limits: ids past what u32 indexes, graphs whose vertices cannot fit in memory, and outputs
+//! that cannot be written (a full disk, a file size limit) all fail with an error naming the
+//! file (and the line), a non-zero status, no panic and no partial output.
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+fn gmcl(args: &[&str], memory: Option<&str>) -> Output {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_gmcl"));
+    c.args(args);
+    if let Some(m) = memory {
+        c.env("GMCL_MEMORY_LIMIT", m);
+    }
+    c.output().expect("the gmcl binary runs")
+}
+
+/// Runs a command expected to fail with status 2; returns stderr.
+fn fails(args: &[&str], memory: Option<&str>) -> String {
+    let out = gmcl(args, memory);
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert_eq!(out.status.code(), Some(2), "gmcl {args:?}: {err}");
+    assert!(!err.contains("panicked"), "gmcl {args:?} panicked: {err}");
+    err
+}
+
+fn s(p: &Path) -> &str {
+    p.to_str().unwrap()
+}
+
+#[test]
+fn ids_past_u32_are_refused_naming_the_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let el = dir.path().join("big.el");
+    std::fs::write(&el, "0 1\n4294967295 0\n").unwrap();
+    for cmd in ["info", "tricount", "cluster", "spgemm"] {
+        let e = fails(&[cmd, s(&el)], None);
+        assert!(
+            e.contains("big.el:2: vertex id 4294967295 is above the largest supported id"),
+            "{cmd}: {e}"
+        );
+    }
+    let mtx = dir.path().join("big.mtx");
+    std::fs::write(
+        &mtx,
+        "%%MatrixMarket matrix coordinate pattern general\n4294967296 1 1\n1 1\n",
+    )
+    .unwrap();
+    let e = fails(&["info", s(&mtx)], None);
+    assert!(
+        e.contains("big.mtx:2: 4294967296 rows is above the largest supported"),
+        "{e}"
+    );
+}
+
+#[test]
+fn vertices_that_cannot_fit_in_memory_are_refused_before_allocating() {
+    let dir = tempfile::tempdir().unwrap();
+    // 10^8 + 1 vertices need 1.5 GiB of per-vertex arrays: refused under a 1 GiB limit.
+    let el = dir.path().join("wide.el");
+    std::fs::write(&el, "0 1\n# a comment\n100000000 5\n").unwrap();
+    let gib = "1073741824";
+    for cmd in ["info", "tricount", "cluster", "spgemm"] {
+        let e = fails(&[cmd, s(&el)], Some(gib));
+        assert!(
+            e.contains("wide.el:3: vertex id 100000000 asks for 100000001 vertices")
+                && e.contains("1.5 GiB")
+                && e.contains("--format snap"),
+            "{cmd}: {e}"
+        );
+    }
+    // The same file as SNAP text has 4 vertices.
+    let out = gmcl(&["info", s(&el), "--format", "snap", "--json"], Some(gib));
+    assert!(out.status.success());
+    assert!(String::from_utf8_lossy(&out.stdout).contains("\"vertices\":4"));
+    // Under a larger limit the edge list itself loads.
+    assert!(gmcl(&["info", s(&el)], Some("4294967296")).status.success());
+
+    let mtx = dir.path().join("wide.mtx");
+    std::fs::write(
+        &mtx,
+        "%%MatrixMarket matrix coordinate pattern general\n% c\n3 200000000 1\n1 1\n",
+    )
+    .unwrap();
+    let e = fails(&["info", s(&mtx)], Some(gib));
+    assert!(
+        e.contains("wide.mtx:3: the size line asks for 3 x 200000000 vertices"),
+        "{e}"
+    );
+}
+
+#[cfg(unix)]
+#[test]
+fn a_file_size_limit_fails_the_write_cleanly() {
+    // `ulimit -f` makes writes past the limit fail (EFBIG) as a full disk does (ENOSPC), for
+    // root too; gmcl ignores SIGXFSZ so that the write fails instead of killing it.
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("g.el");
+    std::fs::write(&out, "0 1\n").unwrap();
+    let script = format!(
+        "ulimit -f 64 && exec '{}' generate -s 16 -e 16 -o '{}'",
+        env!("CARGO_BIN_EXE_gmcl"),
+        s(&out)
+    );
+    let r = Command::new("sh").args(["-c", &script]).output().unwrap();
+    let err = String::from_utf8_lossy(&r.stderr);
+    assert_eq!(r.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains(&format!("{}: cannot write output", out.display())),
+        "{err}"
+    );
+    assert!(!err.contains("panicked"), "{err}");
+    // The previous file is intact and nothing else is left.
+    assert_eq!(std::fs::read_to_string(&out).unwrap(), "0 1\n");
+    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
+}
+
+#[cfg(target_os = "linux")]
+#[test]
+fn a_full_device_and_a_full_stdout_are_errors() {
+    // /dev/full fails every write with ENOSPC.
+    let e = fails(
+        &["tricount", "graphs/karate.el", "--per-vertex", "/dev/full"],
+        None,
+    );
+    assert!(
+        e.contains("/dev/full: cannot write output: No space left on device"),
+        "{e}"
+    );
+    let e = fails(
+        &["generate", "-s", "10", "-e", "8", "-o", "/dev/full"],
+        None,
+    );
+    assert!(e.contains("/dev/full"), "{e}");
+    // Results on a stdout that cannot be written.
+    let full = std::fs::OpenOptions::new()
+        .write(true)
+        .open("/dev/full")
+        .unwrap();
+    let r = Command::new(env!("CARGO_BIN_EXE_gmcl"))
+        .args(["info", "graphs/karate.el"])
+        .stdout(full)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&r.stderr);
+    assert_eq!(r.status.code(), Some(2), "{err}");
+    assert!(err.contains("<stdout>: cannot write output"), "{err}");
+    assert!(!err.contains("panicked"), "{err}");
+}
+
+#[test]
+fn a_closed_stderr_does_not_stop_a_run() {
+    // Notices go to stderr; with its reader gone they are lost, and the run still succeeds.
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("k.clusters");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_gmcl"))
+        .args([
+            "cluster",
+            "graphs/karate.el",
+            "--engine",
+            "cpu",
+            "-o",
+            s(&out),
+        ])
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(child.stderr.take());
+    let status = child.wait().unwrap();
+    assert!(status.success(), "{status:?}");
+    assert!(std::fs::read_to_string(&out).unwrap().lines().count() > 1);
+}
