@@ -69,20 +69,28 @@ impl Profile {
         &self.phases
     }
 
-    /// Prints the phases on stderr (when enabled).
+    /// Prints the phases on stderr (when enabled). A closed or full stderr is ignored: the
+    /// report is a diagnostic, never worth stopping a run for.
     pub(crate) fn report(&self, what: &str) {
+        use std::io::Write;
         if self.ctx.is_none() {
             return;
         }
         let total: f64 = self.phases.iter().map(|p| p.seconds).sum();
-        eprintln!("gmcl: GPU phases of {what} ({:.3} ms in all):", total * 1e3);
+        let mut err = std::io::stderr().lock();
+        let _ = writeln!(
+            err,
+            "gmcl: GPU phases of {what} ({:.3} ms in all):",
+            total * 1e3
+        );
         for p in &self.phases {
             let rate = if p.bytes > 0 && p.seconds > 0.0 {
                 format!("  {:>7.1} GB/s", p.bytes as f64 / p.seconds / 1e9)
             } else {
                 String::new()
             };
-            eprintln!(
+            let _ = writeln!(
+                err,
                 "  {:<36} {:>10.3} ms {:>5.1}%{rate}",
                 p.name,
                 p.seconds * 1e3,
