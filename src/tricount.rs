@@ -377,7 +377,12 @@ fn count_fused(
                 .into(),
         ));
     }
-    let gpu = crate::gpu::device()?;
+    let gpu = crate::gpu::device().map_err(|e| match e {
+        Error::EngineUnavailable(why) => {
+            Error::EngineUnavailable(format!("the GPU engine cannot count triangles here: {why}"))
+        }
+        other => other,
+    })?;
     let a = g.adjacency();
     let tuning = crate::gpu::triangles::TriangleTuning::from_env();
     let d = crate::gpu::triangles::count(&gpu, a.row_ptr(), a.col_idx(), opts.per_vertex, &tuning)?;

@@ -397,8 +397,26 @@ fn tricount_prints_the_count() {
     assert_eq!(r["edges"], 78);
     assert!(r["seconds"].as_f64().unwrap() >= 0.0);
     assert!(r["edges_per_second"].as_f64().unwrap() >= 0.0);
+    assert_eq!(r["method"], "merge");
+    assert_eq!(r["runs"], 1);
+    assert!(r["load_seconds"].as_f64().unwrap() >= 0.0);
+    assert!(r["orient_seconds"].as_f64().unwrap() <= r["seconds"].as_f64().unwrap());
     let keys: Vec<&String> = r.as_object().unwrap().keys().collect();
-    assert_eq!(keys.len(), 5, "{keys:?}");
+    assert_eq!(keys.len(), 9, "{keys:?}");
+    // --repeat: the same count, times are medians.
+    let r = json(&[
+        "tricount",
+        "graphs/karate.mtx",
+        "--json",
+        "--engine",
+        "cpu",
+        "--repeat",
+        "3",
+    ]);
+    assert_eq!(
+        (r["triangles"].as_u64(), r["runs"].as_u64()),
+        (Some(45), Some(3))
+    );
 }
 
 #[test]
