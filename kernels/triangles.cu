@@ -77,6 +77,9 @@ orient_counts(const u64* ptr, u32* adj, u32 n, const u32* rank, u64* out_lens,
               u32* heavy_count) {
     const u32 lane = threadIdx.x & (WARP - 1);
     const u64 warps = (u64)gridDim.x * (blockDim.x / WARP);
+    // The warp's longest row, published once at the end: an atomic per row on one address
+    // would serialise the whole kernel.
+    u64 longest = 0;
     for (u64 u = ((u64)blockIdx.x * blockDim.x + threadIdx.x) / WARP; u < n; u += warps) {
         const u64 lo = ptr[u], hi = ptr[u + 1];
         const u32 r = rank[u];
@@ -94,12 +97,13 @@ orient_counts(const u64* ptr, u32* adj, u32 n, const u32* rank, u64* out_lens,
             const u64 in = hi - lo - kept;
             out_lens[r] = kept;
             in_lens[r] = in;
-            atomicMax(max_out, (unsigned long long)kept);
+            longest = max(longest, kept);
             const bool heavy = 2 * kept > TRI_WARP_SLOTS;
             items[r] = kept > 0 && !heavy ? (in + TRI_ITEM - 1) / TRI_ITEM : 0;
             if (heavy && in > 0) heavy_rows[atomicAdd(heavy_count, 1u)] = r;
         }
     }
+    if (lane == 0 && longest > 0) atomicMax(max_out, (unsigned long long)longest);
 }
 
 // Writes U(rank[u]) at optr[rank[u]], in the order of u's adjacency row (which orient_counts

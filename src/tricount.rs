@@ -1097,9 +1097,9 @@ mod tests {
             engine: EngineKind::Gpu,
             ..Default::default()
         };
-        // Until the GPU engine lands, `auto` on the GPU takes the engine path and fails cleanly.
+        // `auto` on the GPU engine takes the fused kernel, or fails cleanly without a GPU.
         match count(&g, &opts) {
-            Ok(t) => assert_eq!((t.triangles, t.method), (1, Method::Spgemm)),
+            Ok(t) => assert_eq!((t.triangles, t.method), (1, Method::Fused)),
             Err(e) => assert!(matches!(e, Error::EngineUnavailable(_)), "{e}"),
         }
     }

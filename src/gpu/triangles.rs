@@ -327,12 +327,15 @@ fn count_heavy(
         "the heavy rows' items",
     )?;
     let mut next_item = zeros::<u64>(s, 1, "the heavy item counter")?;
+    // Shared memory for the largest table needed (at most what a block can take), so that
+    // as many blocks as fit share each multiprocessor.
+    let needed = table_slots(h.longest);
     let fits = prev_power_of_two(gpu.shared_per_block().saturating_sub(HEAVY_STATIC_SHARED) / 4);
     let shared_slots = tuning
         .heavy_shared_slots
-        .map_or(fits, |c| prev_power_of_two(c as u64).min(fits));
-    let blocks = gpu.multiprocessors() as u64 * 2;
-    let needed = table_slots(h.longest);
+        .map_or(fits, |c| prev_power_of_two(c as u64).min(fits))
+        .min(needed);
+    let blocks = gpu.multiprocessors() as u64 * 4;
     let global_slots = if needed > shared_slots { needed } else { 0 };
     let mut scratch = uninit::<u32>(
         s,
