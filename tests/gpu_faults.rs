@@ -6,6 +6,8 @@
 //! Without a usable GPU these tests say so and pass, unless `GMCL_REQUIRE_GPU=1` (set on the GPU
 //! machine), where a missing GPU fails them.
 
+mod common;
+use common::gpu;
 use gmcl::generate::{self, RmatParams};
 use gmcl::gpu::fault;
 use gmcl::mcl::{self, MclParams};
@@ -14,21 +16,6 @@ use gmcl::spgemm::{cpu::CpuEngine, EngineKind, SpgemmOptions};
 use gmcl::tricount::{self, Method, Options, SimpleGraph};
 use gmcl::{BuildOptions, Csr, Error};
 use std::process::Command;
-use std::sync::Arc;
-
-fn gpu() -> Option<Arc<gmcl::gpu::Gpu>> {
-    match gmcl::gpu::device() {
-        Ok(g) => Some(g),
-        Err(why) => {
-            assert!(
-                std::env::var("GMCL_REQUIRE_GPU").map_or(true, |v| v != "1"),
-                "GMCL_REQUIRE_GPU=1 but no GPU is usable: {why}"
-            );
-            eprintln!("skipped: {why}");
-            None
-        }
-    }
-}
 
 fn rmat_edges(scale: u32, seed: u64) -> gmcl::EdgeList {
     let mut p = RmatParams::new(scale, 16 << scale);

@@ -1,34 +1,20 @@
 //! The fused GPU triangle kernel against the CPU merge kernel (itself checked against an
 //! independent counter in tests/tricount.rs): totals and per-vertex counts on empty, tiny,
-//! complete, one-dense-row, R-MAT and random graphs, through the light kernel, the heavy kernel
-//! with the row in shared memory and the heavy kernel searching device memory. Device buffers
-//! are poisoned before the kernels write them.
+//! complete, one-dense-row, R-MAT and random graphs, through the light kernel and the heavy
+//! kernel with its hash tables in shared or in device memory, on sorted and unsorted rows.
+//! Device buffers are poisoned before the kernels write them.
 //!
 //! Without a usable GPU these tests say so and pass, unless `GMCL_REQUIRE_GPU=1` (set on the GPU
 //! machine), where a missing GPU fails them.
 
+mod common;
+use common::gpu;
 use gmcl::generate::{self, RmatParams};
 use gmcl::gpu::triangles::{self, TriangleTuning};
 use gmcl::spgemm::EngineKind;
 use gmcl::tricount::{self, Method, Options, SimpleGraph};
 use gmcl::EdgeList;
 use proptest::prelude::*;
-use std::sync::Arc;
-
-/// The GPU, or `None` (after saying why) where none is usable.
-fn gpu() -> Option<Arc<gmcl::gpu::Gpu>> {
-    match gmcl::gpu::device() {
-        Ok(g) => Some(g),
-        Err(why) => {
-            assert!(
-                std::env::var("GMCL_REQUIRE_GPU").map_or(true, |v| v != "1"),
-                "GMCL_REQUIRE_GPU=1 but no GPU is usable: {why}"
-            );
-            eprintln!("skipped: {why}");
-            None
-        }
-    }
-}
 
 /// The CPU merge kernel's total and per-vertex counts.
 fn cpu_counts(g: &SimpleGraph) -> (u64, Vec<u64>) {
