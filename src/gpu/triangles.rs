@@ -17,7 +17,8 @@ const WARP_SLOTS: u64 = 1024;
 /// Threads of the heavy-row kernel (TRI_HEAVY_THREADS).
 const HEAVY_THREADS: u32 = 512;
 /// Static shared memory of the heavy-row kernel: one `WedgeSlots` (32 × 20 bytes) per warp and
-/// the `u64` item counter, rounded up; the rest of the block's shared memory holds a row's hash table.
+/// the `u64` item counter, rounded up; the rest of the block's shared memory holds a row's hash
+/// table.
 const HEAVY_STATIC_SHARED: u64 = (HEAVY_THREADS as u64 / 32) * 32 * 20 + 256;
 
 /// Launches kernel `$name` on the main stream with the arguments listed; errors name the
