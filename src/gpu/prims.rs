@@ -225,3 +225,19 @@ pub(crate) fn download<T: DeviceRepr + ValidAsZeroBits + Copy + Send + Sync>(
     unsafe { out.set_len(n) };
     Ok(out)
 }
+
+/// Launches kernel `name` on `s`, its arguments pushed by `args`.
+pub(crate) fn launch<'a>(
+    g: &'a Gpu,
+    s: &'a Arc<CudaStream>,
+    name: &str,
+    cfg: cudarc::driver::LaunchConfig,
+    args: impl FnOnce(&mut cudarc::driver::LaunchArgs<'a>),
+) -> Result<()> {
+    let f = g.function(name)?;
+    let mut l = s.launch_builder(f);
+    args(&mut l);
+    // SAFETY: each call site passes the arguments its kernel declares, in order and type, and
+    // sizes the grid and shared memory as the kernel expects.
+    check(name, unsafe { l.launch(cfg) }).map(|_| ())
+}

@@ -2,7 +2,7 @@
 //! is oriented by degree on the device, then the masked product `C⟨U⟩ = U·U` is summed as it is
 //! formed, so no product matrix is ever stored.
 
-use super::prims::{check, exclusive_scan, read_at, shape, uninit, upload, zeros};
+use super::prims::{check, exclusive_scan, launch, read_at, shape, uninit, upload, zeros};
 use super::profile::{Phase, Profile};
 use super::Gpu;
 use crate::error::{Error, Result};
@@ -20,19 +20,6 @@ const HEAVY_THREADS: u32 = 512;
 /// the `u64` item counter, rounded up; the rest of the block's shared memory holds a row's hash
 /// table.
 const HEAVY_STATIC_SHARED: u64 = (HEAVY_THREADS as u64 / 32) * 32 * 20 + 256;
-
-/// Launches kernel `$name` on the main stream with the arguments listed; errors name the
-/// kernel as the stage.
-macro_rules! launch {
-    ($gpu:expr, $name:literal, $cfg:expr, [$($arg:expr),* $(,)?]) => {{
-        let mut b = $gpu.main.launch_builder($gpu.function($name)?);
-        $(b.arg($arg);)*
-        // SAFETY: each call site passes the buffers its kernel reads and writes, sized as the
-        // kernel indexes them (see the comments at the call sites and in
-        // kernels/triangles.cu).
-        check(concat!("triangle counting (", $name, ")"), unsafe { b.launch($cfg) }).map(|_| ())
-    }};
-}
 
 /// Slots of the hash table of a row of `len` entries (`table_bits` in the kernels): a power of
 /// two, at least 32 and at least `2 len`.
@@ -131,20 +118,14 @@ pub fn count(
 
     // Ranks by degree: a counting sort.
     let mut starts = zeros::<u64>(s, n + 1, "the degree histogram")?;
-    launch!(
-        gpu,
-        "degree_histogram",
-        per_vertex_grid,
-        [&ptr, &n32, &mut starts]
-    )?;
+    launch(gpu, s, "degree_histogram", per_vertex_grid, |l| {
+        l.arg(&ptr).arg(&n32).arg(&mut starts);
+    })?;
     exclusive_scan(gpu, s, &mut starts, n1, "the degree histogram")?;
     let mut rank = uninit::<u32>(s, n, poison, "the degree ranks")?;
-    launch!(
-        gpu,
-        "degree_ranks",
-        per_vertex_grid,
-        [&ptr, &n32, &mut starts, &mut rank]
-    )?;
+    launch(gpu, s, "degree_ranks", per_vertex_grid, |l| {
+        l.arg(&ptr).arg(&n32).arg(&mut starts).arg(&mut rank);
+    })?;
     drop(starts);
     prof.mark("ranks by degree")?;
 
@@ -161,23 +142,18 @@ pub fn count(
         poison,
         "the heavy row list",
     )?;
-    launch!(
-        gpu,
-        "orient_counts",
-        per_row,
-        [
-            &ptr,
-            &mut adj,
-            &n32,
-            &rank,
-            &mut optr,
-            &mut iptr,
-            &mut max_out,
-            &mut item_ptr,
-            &mut heavy_rows,
-            &mut heavy_count
-        ]
-    )?;
+    launch(gpu, s, "orient_counts", per_row, |l| {
+        l.arg(&ptr)
+            .arg(&mut adj)
+            .arg(&n32)
+            .arg(&rank)
+            .arg(&mut optr)
+            .arg(&mut iptr)
+            .arg(&mut max_out)
+            .arg(&mut item_ptr)
+            .arg(&mut heavy_rows)
+            .arg(&mut heavy_count);
+    })?;
     exclusive_scan(gpu, s, &mut optr, n1, "the oriented row lengths")?;
     exclusive_scan(gpu, s, &mut iptr, n1, "the in-edge row lengths")?;
     exclusive_scan(gpu, s, &mut item_ptr, n1, "the light rows' items")?;
@@ -190,25 +166,31 @@ pub fn count(
         )));
     }
     let mut oadj = uninit::<u32>(s, oriented as usize, poison, "the oriented adjacency")?;
-    launch!(
-        gpu,
-        "orient_fill",
-        per_row,
-        [&ptr, &adj, &n32, &rank, &optr, &mut oadj]
-    )?;
+    launch(gpu, s, "orient_fill", per_row, |l| {
+        l.arg(&ptr)
+            .arg(&adj)
+            .arg(&n32)
+            .arg(&rank)
+            .arg(&optr)
+            .arg(&mut oadj);
+    })?;
     drop((ptr, adj));
     prof.mark("orient: fill")?;
-    launch!(gpu, "sort_rows", per_row, [&optr, &mut oadj, &n32])?;
+    launch(gpu, s, "sort_rows", per_row, |l| {
+        l.arg(&optr).arg(&mut oadj).arg(&n32);
+    })?;
     prof.mark("orient: sort rows")?;
     let mut cursor = check("copy the in-edge offsets", s.clone_dtod(&iptr))?;
     let mut iadj = uninit::<u32>(s, oriented as usize, poison, "the in-edges")?;
     let mut ifrom = uninit::<u32>(s, oriented as usize, poison, "the in-edges' offsets")?;
-    launch!(
-        gpu,
-        "transpose_fill",
-        per_row,
-        [&optr, &oadj, &n32, &mut cursor, &mut iadj, &mut ifrom]
-    )?;
+    launch(gpu, s, "transpose_fill", per_row, |l| {
+        l.arg(&optr)
+            .arg(&oadj)
+            .arg(&n32)
+            .arg(&mut cursor)
+            .arg(&mut iadj)
+            .arg(&mut ifrom);
+    })?;
     drop(cursor);
     prof.mark("transpose")?;
     let longest = read_at(s, &max_out, 0, "the longest oriented row")?;
@@ -227,24 +209,19 @@ pub fn count(
     let light = shape(gpu.multiprocessors() as u64 * 8, THREADS, 0)?;
     // The kernels read optr/iptr/item_ptr[0..=n] and the rows they delimit, and write the
     // counters and by_rank[0..n] when counting per vertex.
-    launch!(
-        gpu,
-        "triangles_light",
-        light,
-        [
-            &optr,
-            &oadj,
-            &iptr,
-            &iadj,
-            &ifrom,
-            &item_ptr,
-            &n32,
-            &mut next_item,
-            &mut total,
-            &count_per_vertex,
-            &mut by_rank
-        ]
-    )?;
+    launch(gpu, s, "triangles_light", light, |l| {
+        l.arg(&optr)
+            .arg(&oadj)
+            .arg(&iptr)
+            .arg(&iadj)
+            .arg(&ifrom)
+            .arg(&item_ptr)
+            .arg(&n32)
+            .arg(&mut next_item)
+            .arg(&mut total)
+            .arg(&count_per_vertex)
+            .arg(&mut by_rank);
+    })?;
     prof.mark("count: light rows")?;
     if heavy_rows_listed > 0 {
         count_heavy(
@@ -273,12 +250,9 @@ pub fn count(
     if per_vertex {
         let c = by_rank;
         let mut by_vertex = uninit::<u64>(s, n, poison, "the per-vertex counts")?;
-        launch!(
-            gpu,
-            "gather_by_rank",
-            per_vertex_grid,
-            [&rank, &n32, &c, &mut by_vertex]
-        )?;
+        launch(gpu, s, "gather_by_rank", per_vertex_grid, |l| {
+            l.arg(&rank).arg(&n32).arg(&c).arg(&mut by_vertex);
+        })?;
         out.per_vertex = Some(check(
             "copy the per-vertex counts to the host",
             s.clone_dtoh(&by_vertex.slice(0..n)),
@@ -314,11 +288,14 @@ fn count_heavy(
     let s = &gpu.main;
     let heavy = h.count;
     let mut item_ptr = zeros::<u64>(s, heavy as usize + 1, "the heavy rows' items")?;
-    launch!(
+    launch(
         gpu,
+        s,
         "heavy_items",
         shape((heavy as u64).div_ceil(256), 256, 0)?,
-        [h.rows, &heavy, h.iptr, &mut item_ptr]
+        |l| {
+            l.arg(h.rows).arg(&heavy).arg(h.iptr).arg(&mut item_ptr);
+        },
     )?;
     exclusive_scan(
         gpu,
@@ -349,28 +326,23 @@ fn count_heavy(
     // A block's table takes shared_slots * 4 bytes of dynamic shared memory, or its
     // global_slots slots of scratch (which holds blocks * global_slots); the kernel reads
     // item_ptr[0..=heavy] and the rows the items name.
-    launch!(
-        gpu,
-        "triangles_heavy",
-        cfg,
-        [
-            h.optr,
-            h.oadj,
-            h.iptr,
-            h.iadj,
-            h.ifrom,
-            h.rows,
-            &item_ptr,
-            &heavy,
-            &mut next_item,
-            &shared_slots32,
-            &mut scratch,
-            &global_slots,
-            total,
-            &count_per_vertex,
-            by_rank
-        ]
-    )
+    launch(gpu, s, "triangles_heavy", cfg, |l| {
+        l.arg(h.optr)
+            .arg(h.oadj)
+            .arg(h.iptr)
+            .arg(h.iadj)
+            .arg(h.ifrom)
+            .arg(h.rows)
+            .arg(&item_ptr)
+            .arg(&heavy)
+            .arg(&mut next_item)
+            .arg(&shared_slots32)
+            .arg(&mut scratch)
+            .arg(&global_slots)
+            .arg(total)
+            .arg(&count_per_vertex)
+            .arg(by_rank);
+    })
 }
 
 /// The largest power of two at most `x` (1 for 0).

@@ -11,8 +11,8 @@ use super::{check_operands, Pattern, ProductStats, SpgemmOptions};
 use crate::csr::Csr;
 use crate::error::{Error, Result};
 use crate::gpu::prims::{
-    check, download, exclusive_scan, is_out_of_memory, read_at, shape, strided, uninit, upload,
-    zeros,
+    check, download, exclusive_scan, is_out_of_memory, launch, read_at, shape, strided, uninit,
+    upload, zeros,
 };
 use crate::gpu::profile::{Phase, Profile};
 use crate::gpu::{self, Gpu};
@@ -1197,22 +1197,6 @@ fn some<X>(b: &Option<CudaSlice<X>>) -> Result<&CudaSlice<X>> {
 fn some_mut<X>(b: &mut Option<CudaSlice<X>>) -> Result<&mut CudaSlice<X>> {
     b.as_mut()
         .ok_or_else(|| Error::gpu("multisplit", "a Ĉ buffer is missing"))
-}
-
-/// Launches kernel `name` on `s`, its arguments pushed by `args`.
-fn launch<'a>(
-    g: &'a Gpu,
-    s: &'a Arc<CudaStream>,
-    name: &str,
-    cfg: cudarc::driver::LaunchConfig,
-    args: impl FnOnce(&mut cudarc::driver::LaunchArgs<'a>),
-) -> Result<()> {
-    let f = g.function(name)?;
-    let mut l = s.launch_builder(f);
-    args(&mut l);
-    // SAFETY: each call site passes the arguments its kernel declares, in order and type, and
-    // sizes the grid and shared memory as the kernel expects.
-    check(name, unsafe { l.launch(cfg) }).map(|_| ())
 }
 
 /// Makes each of `others` wait for the work queued so far on `main`.
