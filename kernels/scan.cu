@@ -35,3 +35,11 @@ scan_add_u64(u64* data, u64 n, const u64* block_offsets) {
         if (base + j < n) data[base + j] += add;
     }
 }
+
+// out[i] = in[i] + add for i < n: row offsets of a matrix placed behind `add` entries.
+extern "C" __global__ void add_offset_u64(const u64* in, u64 n, u64 add, u64* out) {
+    for (u64 i = blockIdx.x * (u64)blockDim.x + threadIdx.x; i < n;
+         i += (u64)gridDim.x * blockDim.x) {
+        out[i] = in[i] + add;
+    }
+}

@@ -19,8 +19,10 @@ nvidia-smi -L | tee "$out/device.txt"
 for t in .gpu/tests/*; do
     name=$(basename "$t")
     extra=()
-    [ "${GMCL_HUGE:-0}" = 1 ] && case $name in spgemm_gpu|tricount_gpu) extra=(--include-ignored);; esac
-    if ! timeout 900 "$t" "${extra[@]}" >"$out/test-$name.log" 2>&1; then
+    [ "${GMCL_HUGE:-0}" = 1 ] && case $name in spgemm_gpu|tricount_gpu|mcl_gpu) extra=(--include-ignored);; esac
+    # Device MCL's whole runs with every engine output poisoned first.
+    poison=0; [ "$name" = mcl_gpu ] && poison=1
+    if ! GMCL_GPU_POISON=$poison timeout 900 "$t" "${extra[@]}" >"$out/test-$name.log" 2>&1; then
         echo "FAILED: $name"; tail -40 "$out/test-$name.log"; status=1
     else
         echo "ok: $name ($(grep -h 'test result' "$out/test-$name.log" | tail -1))"
@@ -42,6 +44,13 @@ for tool in memcheck racecheck synccheck initcheck; do
         echo "ok: compute-sanitizer $tool (tricount)"
     else
         echo "FAILED: compute-sanitizer $tool (tricount)"; tail -30 "$out/sanitizer-tricount-$tool.log"; status=1
+    fi
+    # Device-resident MCL: expansion, pruning, inflation and stacking kernels.
+    if compute-sanitizer --tool $tool --error-exitcode 9 .gpu/gmcl cluster "$tmp/s11.wel" --engine gpu \
+        -q -o "$tmp/s11.clusters" >"$out/sanitizer-cluster-$tool.log" 2>&1; then
+        echo "ok: compute-sanitizer $tool (cluster)"
+    else
+        echo "FAILED: compute-sanitizer $tool (cluster)"; tail -30 "$out/sanitizer-cluster-$tool.log"; status=1
     fi
 done
 # The engines side by side through the CLI, outputs compared.

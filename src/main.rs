@@ -257,9 +257,10 @@ struct ClusterArgs {
     /// Value type of the matrices (mcl uses f32).
     #[arg(long, value_enum, default_value = "f32")]
     precision: Precision,
-    /// Entries of M² per expansion batch (at most): bounds the memory of one batch.
-    #[arg(long, default_value_t = 1 << 25, value_name = "N")]
-    batch_entries: u64,
+    /// Entries of M² per expansion batch (at most): bounds the memory of one batch
+    /// [default: 33554432 on the CPU; on the GPU, what the device's memory allows].
+    #[arg(long, value_name = "N")]
+    batch_entries: Option<u64>,
     /// Write the clusters here instead of stdout.
     #[arg(long, short = 'o')]
     output: Option<PathBuf>,
@@ -824,6 +825,9 @@ struct ClusterReport {
     mass_fraction: f64,
     converged: bool,
     engine: String,
+    /// Most device memory in use at once (GPU engine only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    device_peak_bytes: Option<u64>,
 }
 
 fn run_cluster<T: Scalar>(a: ClusterArgs, ui: Ui) -> Result<()> {
@@ -863,7 +867,7 @@ fn run_cluster<T: Scalar>(a: ClusterArgs, ui: Ui) -> Result<()> {
     if graph.nrows() == 0 {
         ui.notice("the graph has no edges: no clusters");
     }
-    let (result, _) = with_fallback(a.engine, engine, ui, |engine| {
+    let (result, engine) = with_fallback(a.engine, engine, ui, |engine| {
         let params = MclParams {
             engine,
             ..params.clone()
@@ -951,6 +955,7 @@ fn run_cluster<T: Scalar>(a: ClusterArgs, ui: Ui) -> Result<()> {
             mass_fraction: info.mass_fraction,
             converged: result.converged,
             engine: engine.to_string(),
+            device_peak_bytes: (engine == EngineKind::Gpu).then_some(result.device_peak_bytes),
         };
         let mut out = gmcl::output::AtomicOutput::create(path)?;
         out.write_all(to_json(&report)?.as_bytes())?;

@@ -7,7 +7,7 @@ use crate::error::{Error, Result};
 use cudarc::nvrtc::{CompileOptions, Ptx};
 
 /// The kernel files, in the order they are concatenated.
-const SOURCES: [(&str, &str); 7] = [
+const SOURCES: [(&str, &str); 8] = [
     ("common.cuh", include_str!("../../kernels/common.cuh")),
     ("scan.cu", include_str!("../../kernels/scan.cu")),
     ("setup.cu", include_str!("../../kernels/setup.cu")),
@@ -15,12 +15,14 @@ const SOURCES: [(&str, &str); 7] = [
     ("heavy.cu", include_str!("../../kernels/heavy.cu")),
     ("entry.cu", include_str!("../../kernels/entry.cu")),
     ("triangles.cu", include_str!("../../kernels/triangles.cu")),
+    ("mcl.cu", include_str!("../../kernels/mcl.cu")),
 ];
 
 /// Every entry point gmcl launches; a typed kernel `k` exists as `k_f32` and `k_f64`.
 pub const UNTYPED: &[&str] = &[
     "scan_blocks_u64",
     "scan_add_u64",
+    "add_offset_u64",
     "row_products",
     "classify_sizes",
     "scatter_bins",
@@ -57,6 +59,8 @@ pub const TYPED: &[&str] = &[
     "csc_scatter",
     "outer_product",
     "multisplit",
+    "mcl_prune_plan",
+    "mcl_prune_write",
 ];
 
 /// The whole translation unit NVRTC compiles, with `#line` markers so that compiler messages

@@ -6,6 +6,8 @@
 
 pub mod fault;
 pub mod kernels;
+pub mod matrix;
+pub mod mcl;
 pub(crate) mod prims;
 pub mod profile;
 pub mod triangles;
@@ -193,6 +195,30 @@ impl Gpu {
         driver("wait for the device", self.ctx.synchronize())?;
         self.pool
             .attribute(sys::CUmemPool_attribute::CU_MEMPOOL_ATTR_USED_MEM_CURRENT)
+    }
+
+    /// The most bytes of gmcl's memory pool in use at once since the last
+    /// [`Gpu::reset_pool_peak`] (or since the GPU was opened).
+    pub fn pool_peak(&self) -> Result<u64> {
+        driver("wait for the device", self.ctx.synchronize())?;
+        self.pool
+            .attribute(sys::CUmemPool_attribute::CU_MEMPOOL_ATTR_USED_MEM_HIGH)
+    }
+
+    /// Starts a new measurement of [`Gpu::pool_peak`] from what is in use now.
+    pub fn reset_pool_peak(&self) -> Result<()> {
+        driver("wait for the device", self.ctx.synchronize())?;
+        let mut zero = 0u64;
+        // SAFETY: the high-water mark is a 64-bit value read from `zero` (the driver accepts
+        // only 0, which resets it to the current use).
+        let r = unsafe {
+            sys::cuMemPoolSetAttribute(
+                self.pool.0,
+                sys::CUmemPool_attribute::CU_MEMPOOL_ATTR_USED_MEM_HIGH,
+                (&mut zero as *mut u64).cast(),
+            )
+        };
+        driver("reset the memory pool's peak", r.result())
     }
 
     /// Device memory available to gmcl (free, plus what gmcl's pool holds unused) and the

@@ -18,8 +18,12 @@
 //! (on power-law graphs about 190 times the size of `M` in the first iteration) never exists
 //! at once.
 //!
+//! On the GPU engine the matrix stays on the device for all iterations ([`device`]): the
+//! batches are made, pruned, inflated and stacked there, and only the limit comes back.
+//!
 //! Values are `f32` in gmcl's command line, as in mcl (`float` cells).
 
+mod device;
 pub mod inflate;
 pub mod interpret;
 pub mod measures;
@@ -57,8 +61,12 @@ pub struct MclParams {
     pub engine: EngineKind,
     /// Entries of `M²` per expansion batch: rows are grouped while the sum of their bounds
     /// `min(intermediate products, n)` stays under this (a row over it makes a batch alone).
-    pub batch_entries: u64,
+    /// `None`: [`CPU_BATCH_ENTRIES`] on the CPU; on the GPU, what the device's memory allows.
+    pub batch_entries: Option<u64>,
 }
+
+/// The CPU engine's default batch size in entries of `M²` (256 MB of `f32` entries).
+pub const CPU_BATCH_ENTRIES: u64 = 1 << 25;
 
 impl Default for MclParams {
     fn default() -> Self {
@@ -70,7 +78,7 @@ impl Default for MclParams {
             chaos_limit: 1e-4,
             overlap: Overlap::Cut,
             engine: EngineKind::Cpu,
-            batch_entries: 1 << 25,
+            batch_entries: None,
         }
     }
 }
@@ -90,7 +98,7 @@ impl MclParams {
                 self.loop_gain
             )));
         }
-        if self.batch_entries == 0 {
+        if self.batch_entries == Some(0) {
             return Err(Error::Invalid("the batch size must be at least 1".into()));
         }
         self.prune.validate()
@@ -135,6 +143,9 @@ pub struct MclResult {
     pub missing: usize,
     /// Wall time from the start matrix to the clusters.
     pub seconds: f64,
+    /// On the GPU engine, the most device memory (bytes of gmcl's memory pool) in use at once;
+    /// 0 on the CPU.
+    pub device_peak_bytes: u64,
 }
 
 /// The graph MCL clusters, built from an edge list: only the vertices some edge touches (mcl
@@ -266,11 +277,15 @@ fn prune_rows<T: Scalar>(
 
 /// One MCL iteration on the transposed matrix `m`: expansion in row batches, each pruned and
 /// inflated as it is made. Returns the next matrix and the iteration's figures (`index` 0).
+/// On the GPU engine the iteration runs on the device ([`device`]).
 pub fn iterate<T: Scalar>(
     m: &Csr<T>,
     params: &MclParams,
     inflation: f64,
 ) -> Result<(Csr<T>, Iteration)> {
+    if params.engine == EngineKind::Gpu {
+        return device::iterate_host(m, params, inflation);
+    }
     let start = Instant::now();
     let n = m.nrows();
     let mut it = Iteration::default();
@@ -307,32 +322,18 @@ pub fn iterate<T: Scalar>(
         }
     };
     let (mut products, mut expand_seconds) = (0u64, 0f64);
-    if params.engine == EngineKind::Gpu {
-        // The GPU engine uploads M once per iteration and makes the batches itself (bounded by
-        // the device's memory and by batch_entries), handing each over to be pruned at once.
-        let gpu = spgemm::gpu::GpuEngine::open()?.with_tuning(spgemm::gpu::GpuTuning {
-            max_batch_entries: Some(params.batch_entries),
-            ..spgemm::gpu::GpuTuning::from_env()
-        });
-        let stats = gpu.multiply_batches(m, m, &SpgemmOptions::default(), |batch, c| {
-            absorb(batch.start, c);
-            crate::interrupt::check()
-        })?;
+    let per_row = spgemm::intermediate_products_per_row(m, m)?;
+    let budget = params.batch_entries.unwrap_or(CPU_BATCH_ENTRIES);
+    for batch in batches(&per_row, m.ncols() as u64, budget) {
+        crate::interrupt::check()?;
+        let opts = SpgemmOptions {
+            mask: None,
+            rows: Some(batch.clone()),
+        };
+        let (c, stats) = spgemm::multiply(params.engine, m, m, &opts)?;
         products += stats.intermediate_products;
-        expand_seconds += stats.device_seconds;
-    } else {
-        let per_row = spgemm::intermediate_products_per_row(m, m)?;
-        for batch in batches(&per_row, m.ncols() as u64, params.batch_entries) {
-            crate::interrupt::check()?;
-            let opts = SpgemmOptions {
-                mask: None,
-                rows: Some(batch.clone()),
-            };
-            let (c, stats) = spgemm::multiply(params.engine, m, m, &opts)?;
-            products += stats.intermediate_products;
-            expand_seconds += stats.seconds;
-            absorb(batch.start, c);
-        }
+        expand_seconds += stats.seconds;
+        absorb(batch.start, c);
     }
     it.products += products;
     it.expand_seconds += expand_seconds;
@@ -340,6 +341,34 @@ pub fn iterate<T: Scalar>(
     it.seconds = start.elapsed().as_secs_f64();
     let next = Csr::from_parts_unchecked(n, m.ncols(), row_ptr, cols, vals);
     Ok((next, it))
+}
+
+/// Iterates `step` from `m` until the chaos falls under the limit or `max_iterations` are
+/// done, growing the inflation after 40 iterations as mcl does. Returns the last matrix, the
+/// iterations run and whether the chaos fell under the limit.
+fn run_iterations<M>(
+    mut m: M,
+    params: &MclParams,
+    progress: &mut dyn FnMut(&Iteration),
+    mut step: impl FnMut(M, f64) -> Result<(M, Iteration)>,
+) -> Result<(M, usize, bool)> {
+    let mut inflation = params.inflation;
+    let mut iterations = 0;
+    while iterations < params.max_iterations {
+        crate::interrupt::check()?;
+        let (next, mut it) = step(m, inflation)?;
+        m = next;
+        iterations += 1;
+        it.index = iterations;
+        progress(&it);
+        if iterations >= 40 {
+            inflation *= 1.001;
+        }
+        if it.chaos < params.chaos_limit {
+            return Ok((m, iterations, true));
+        }
+    }
+    Ok((m, iterations, false))
 }
 
 /// Clusters `graph` (symmetric, without self loops: see [`graph_from_edges`]). `progress` sees
@@ -358,25 +387,26 @@ pub fn cluster<T: Scalar>(
         )));
     }
     let start = Instant::now();
-    let mut m = start_matrix(graph, params.loop_gain);
-    let mut inflation = params.inflation;
-    let mut converged = false;
-    let mut iterations = 0;
-    while iterations < params.max_iterations {
-        crate::interrupt::check()?;
-        let (next, mut it) = iterate(&m, params, inflation)?;
-        m = next;
-        iterations += 1;
-        it.index = iterations;
-        progress(&it);
-        if iterations >= 40 {
-            inflation *= 1.001;
-        }
-        if it.chaos < params.chaos_limit {
-            converged = true;
-            break;
-        }
-    }
+    let m = start_matrix(graph, params.loop_gain);
+    let mut device_peak_bytes = 0;
+    let (m, iterations, converged) = if params.engine == EngineKind::Gpu {
+        // The matrix stays on the device from the start matrix to the limit.
+        let engine = device::engine(params)?;
+        let gpu = engine.gpu();
+        gpu.reset_pool_peak()?;
+        let dm = crate::gpu::matrix::DeviceCsr::upload(gpu, &m)?;
+        drop(m);
+        let (dm, iterations, converged) = run_iterations(dm, params, progress, |dm, inflation| {
+            device::iterate(&engine, dm, params, inflation)
+        })?;
+        let m = dm.download(gpu)?;
+        device_peak_bytes = gpu.pool_peak()?;
+        (m, iterations, converged)
+    } else {
+        run_iterations(m, params, progress, |m, inflation| {
+            iterate(&m, params, inflation)
+        })?
+    };
     let interp = interpret::interpret(&m, params.overlap);
     Ok(MclResult {
         clusters: interp.clusters,
@@ -386,6 +416,7 @@ pub fn cluster<T: Scalar>(
         overlap: interp.overlap,
         missing: interp.missing,
         seconds: start.elapsed().as_secs_f64(),
+        device_peak_bytes,
     })
 }
 
@@ -456,7 +487,7 @@ mod tests {
         let (g, _) = graph_from_edges::<f64>(&two_cliques(7)).unwrap();
         let whole = cluster(&g, &MclParams::default(), &mut |_| {}).unwrap();
         let p = MclParams {
-            batch_entries: 10,
+            batch_entries: Some(10),
             ..Default::default()
         };
         let small = cluster(&g, &p, &mut |_| {}).unwrap();
@@ -490,7 +521,7 @@ mod tests {
                 ..Default::default()
             },
             MclParams {
-                batch_entries: 0,
+                batch_entries: Some(0),
                 ..Default::default()
             },
         ] {

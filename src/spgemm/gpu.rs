@@ -10,6 +10,7 @@ use super::params::{magnus_params, GroupShape, MagnusParams, SizeModel};
 use super::{check_operands, Pattern, ProductStats, SpgemmOptions};
 use crate::csr::Csr;
 use crate::error::{Error, Result};
+use crate::gpu::matrix::DeviceCsr;
 use crate::gpu::prims::{
     check, download, exclusive_scan, is_out_of_memory, launch, read_at, shape, strided, uninit,
     upload, zeros,
@@ -153,17 +154,20 @@ fn final_bins(bins: &[Bin], width: u64) -> Vec<Bin> {
 
 /// The device copies of the operands, shared by all batches.
 struct Operands<T: Scalar> {
-    a_ptr: CudaSlice<u64>,
-    a_col: CudaSlice<u32>,
-    a_val: CudaSlice<T>,
-    b_ptr: CudaSlice<u64>,
-    b_col: CudaSlice<u32>,
-    b_val: CudaSlice<T>,
+    a: DeviceCsr<T>,
+    /// `None` when B is A (a square is uploaded once).
+    b: Option<DeviceCsr<T>>,
     m_ptr: CudaSlice<u64>,
     m_col: CudaSlice<u32>,
     has_mask: i32,
     k_cols: u64,
     c_cols: u64,
+}
+
+impl<T: Scalar> Operands<T> {
+    fn b(&self) -> &DeviceCsr<T> {
+        self.b.as_ref().unwrap_or(&self.a)
+    }
 }
 
 /// Rows (of Ĉ or of one multisplit level's output) whose chunks are final: they are
@@ -301,6 +305,11 @@ impl GpuEngine {
         &self.gpu
     }
 
+    /// Whether outputs are poisoned before the kernels write them ([`GpuTuning::poison`]).
+    pub fn poisons(&self) -> bool {
+        self.tuning.poison
+    }
+
     /// The gMAGNUS parameters for a product of `c_cols` columns with values of type `T`.
     pub fn params<T: Scalar>(&self, c_cols: u64) -> MagnusParams {
         let mut p = engine_params(
@@ -363,31 +372,115 @@ impl GpuEngine {
         mut consume: impl FnMut(Range<usize>, Csr<T>) -> Result<()>,
     ) -> Result<ProductStats> {
         let rows = check_operands(a, b, opts)?;
-        if b.ncols() >= u32::MAX as usize / 2 {
-            return Err(Error::Invalid(format!(
-                "the GPU engine handles products of up to 2^31 columns; B has {}",
-                b.ncols()
-            )));
-        }
+        check_columns(b.ncols())?;
         let _busy = self.gpu.busy.lock().unwrap_or_else(|p| p.into_inner());
         let start = Instant::now();
-        let s = &self.gpu.main;
         let mut prof = Profile::new(&self.gpu.ctx, self.tuning.profile);
         let ops = self.upload_operands(a, b, opts.mask.as_ref())?;
         let products = host_products(a, b, &rows);
         prof.mark("upload A, B; plan batches")?;
+        let g = &*self.gpu;
+        let stats = self.run_batches(&ops, rows, &products, &mut prof, |batch, c, prof| {
+            let c = c.download(g)?;
+            prof.mark("copy C to the host")?;
+            consume(batch, c)
+        })?;
+        self.finish(
+            stats,
+            start,
+            prof,
+            (a.nrows(), a.ncols(), b.nrows(), b.ncols()),
+        )
+    }
+
+    /// Squares the square matrix `m`, already on the device, in row batches that stay on the
+    /// device: each (its rows of `m²`, row 0 being the batch's first row) goes to `consume` as
+    /// soon as it is made, in order. Gives `m` back with the product's figures.
+    pub fn square_on_device<T: Scalar>(
+        &self,
+        m: DeviceCsr<T>,
+        mut consume: impl FnMut(Range<usize>, DeviceCsr<T>) -> Result<()>,
+    ) -> Result<(ProductStats, DeviceCsr<T>)> {
+        if m.nrows != m.ncols {
+            return Err(Error::Invalid(format!(
+                "cannot square a {} x {} matrix",
+                m.nrows, m.ncols
+            )));
+        }
+        check_columns(m.ncols)?;
+        let _busy = self.gpu.busy.lock().unwrap_or_else(|p| p.into_inner());
+        let start = Instant::now();
+        let s = &self.gpu.main;
+        let mut prof = Profile::new(&self.gpu.ctx, self.tuning.profile);
+        let n = m.nrows as u64;
+        let ops = Operands {
+            k_cols: n,
+            c_cols: n,
+            a: m,
+            b: None,
+            m_ptr: zeros(s, 1, "an empty mask")?,
+            m_col: zeros(s, 1, "an empty mask")?,
+            has_mask: 0,
+        };
+        let products = self.device_products(&ops)?;
+        prof.mark("products per row; plan batches")?;
+        let stats =
+            self.run_batches(&ops, 0..n as usize, &products, &mut prof, |batch, c, _| {
+                consume(batch, c)
+            })?;
+        let stats = self.finish(
+            stats,
+            start,
+            prof,
+            (n as usize, n as usize, n as usize, n as usize),
+        )?;
+        Ok((stats, ops.a))
+    }
+
+    /// The prefix of the intermediate products of A·B's rows (`n + 1` values from 0), counted on
+    /// the device.
+    fn device_products<T: Scalar>(&self, ops: &Operands<T>) -> Result<Vec<u64>> {
+        let g = &*self.gpu;
+        let s = &g.main;
+        let n = ops.a.nrows as u64;
+        let mut prod = zeros::<u64>(s, n as usize + 1, "products per row")?;
+        if n > 0 {
+            let row0 = 0u64;
+            launch(g, s, "row_products", strided(g, n, 256), |l| {
+                l.arg(&ops.a.row_ptr)
+                    .arg(&ops.a.col_idx)
+                    .arg(&ops.b().row_ptr)
+                    .arg(&row0)
+                    .arg(&n)
+                    .arg(&mut prod);
+            })?;
+            exclusive_scan(g, s, &mut prod, n + 1, "products per row")?;
+        }
+        download(g, s, &prod, n as usize + 1, "products per row")
+    }
+
+    /// Runs the batches of `rows` (`products`: the prefix of their intermediate products),
+    /// splitting a batch that runs out of memory, and hands each product to `consume` in order.
+    fn run_batches<T: Scalar>(
+        &self,
+        ops: &Operands<T>,
+        rows: Range<usize>,
+        products: &[u64],
+        prof: &mut Profile,
+        mut consume: impl FnMut(Range<usize>, DeviceCsr<T>, &mut Profile) -> Result<()>,
+    ) -> Result<ProductStats> {
         let p = self.params::<T>(ops.c_cols);
         let mut stats = ProductStats {
             intermediate_products: *products.last().unwrap_or(&0),
             ..Default::default()
         };
-        let mut pending = self.plan_batches(&products, &rows, &p, &ops)?;
+        let mut pending = self.plan_batches(products, &rows, &p, ops)?;
         pending.reverse();
         while let Some(batch) = pending.pop() {
-            match self.run_batch(&ops, &p, batch.clone(), &mut prof, &mut stats) {
+            match self.run_batch(ops, &p, batch.clone(), prof, &mut stats) {
                 Ok(c) => {
-                    stats.nnz += c.nnz() as u64;
-                    consume(batch, c)?;
+                    stats.nnz += c.nnz;
+                    consume(batch, c, prof)?;
                     prof.mark("hand over the batch")?;
                 }
                 Err(e) if is_out_of_memory(&e) && batch.len() > 1 => {
@@ -408,17 +501,26 @@ impl GpuEngine {
                 Err(e) => return Err(e),
             }
         }
-        check("finish", s.synchronize())?;
+        Ok(stats)
+    }
+
+    /// Waits for the device, stamps the wall time and keeps (and, when profiling, prints) the
+    /// phases of a product of an `a.0 x a.1` by a `a.2 x a.3` matrix.
+    fn finish(
+        &self,
+        mut stats: ProductStats,
+        start: Instant,
+        prof: Profile,
+        shape: (usize, usize, usize, usize),
+    ) -> Result<ProductStats> {
+        check("finish", self.gpu.main.synchronize())?;
         stats.seconds = start.elapsed().as_secs_f64();
         if let Ok(mut last) = self.last_phases.lock() {
             *last = prof.phases().to_vec();
         }
         prof.report(&format!(
             "{} x {} times {} x {}",
-            a.nrows(),
-            a.ncols(),
-            b.nrows(),
-            b.ncols()
+            shape.0, shape.1, shape.2, shape.3
         ));
         Ok(stats)
     }
@@ -460,13 +562,16 @@ impl GpuEngine {
                 0,
             ),
         };
+        let a_dev = DeviceCsr::upload(&self.gpu, a)?;
+        // A square (the same matrix twice) is uploaded once.
+        let b_dev = if std::ptr::eq(a, b) {
+            None
+        } else {
+            Some(DeviceCsr::upload(&self.gpu, b)?)
+        };
         Ok(Operands {
-            a_ptr: upload(s, a.row_ptr(), "A's row offsets")?,
-            a_col: upload(s, a.col_idx(), "A's columns")?,
-            a_val: upload(s, a.values(), "A's values")?,
-            b_ptr: upload(s, b.row_ptr(), "B's row offsets")?,
-            b_col: upload(s, b.col_idx(), "B's columns")?,
-            b_val: upload(s, b.values(), "B's values")?,
+            a: a_dev,
+            b: b_dev,
             m_ptr,
             m_col,
             has_mask,
@@ -529,7 +634,8 @@ impl GpuEngine {
         Ok(out)
     }
 
-    /// One batch of rows, start to finish: setup, symbolic, C's offsets, numeric, copy back.
+    /// One batch of rows, start to finish: setup, symbolic, C's offsets, numeric. Its rows of C
+    /// stay on the device.
     fn run_batch<T: Scalar>(
         &self,
         ops: &Operands<T>,
@@ -537,21 +643,28 @@ impl GpuEngine {
         rows: Range<usize>,
         prof: &mut Profile,
         stats: &mut ProductStats,
-    ) -> Result<Csr<T>> {
+    ) -> Result<DeviceCsr<T>> {
         let g = &*self.gpu;
         let timer = Instant::now();
         let (main, light, heavy) = (&g.main, &g.light, &g.heavy);
         let n = rows.len() as u64;
         let row0 = rows.start as u64;
         if n == 0 {
-            return Ok(Csr::empty(0, ops.c_cols as usize));
+            return Ok(DeviceCsr {
+                nrows: 0,
+                ncols: ops.c_cols as usize,
+                nnz: 0,
+                row_ptr: zeros(main, 1, "C's row offsets")?,
+                col_idx: zeros(main, 1, "C's columns")?,
+                values: zeros(main, 1, "C's values")?,
+            });
         }
         // Setup: products per row and their prefix (Ĉ.rowPtr of the whole batch).
         let mut prod = zeros::<u64>(main, n as usize + 1, "products per row")?;
         launch(g, main, "row_products", strided(g, n, 256), |l| {
-            l.arg(&ops.a_ptr)
-                .arg(&ops.a_col)
-                .arg(&ops.b_ptr)
+            l.arg(&ops.a.row_ptr)
+                .arg(&ops.a.col_idx)
+                .arg(&ops.b().row_ptr)
                 .arg(&row0)
                 .arg(&n)
                 .arg(&mut prod);
@@ -573,10 +686,10 @@ impl GpuEngine {
             let list = row_lists.view(b);
             let cfg = shape(row_lists.counts[b], bin.threads, bin.table as u64 * 4)?;
             launch(g, light, "hash_rows_symbolic", cfg, |l| {
-                l.arg(&ops.a_ptr)
-                    .arg(&ops.a_col)
-                    .arg(&ops.b_ptr)
-                    .arg(&ops.b_col)
+                l.arg(&ops.a.row_ptr)
+                    .arg(&ops.a.col_idx)
+                    .arg(&ops.b().row_ptr)
+                    .arg(&ops.b().col_idx)
                     .arg(&row0)
                     .arg(&list)
                     .arg(&bin.table)
@@ -668,12 +781,12 @@ impl GpuEngine {
                 bin.table as u64 * (4 + val_bytes),
             )?;
             launch(g, light, &typed::<T>("hash_rows_numeric"), cfg, |l| {
-                l.arg(&ops.a_ptr)
-                    .arg(&ops.a_col)
-                    .arg(&ops.a_val)
-                    .arg(&ops.b_ptr)
-                    .arg(&ops.b_col)
-                    .arg(&ops.b_val)
+                l.arg(&ops.a.row_ptr)
+                    .arg(&ops.a.col_idx)
+                    .arg(&ops.a.values)
+                    .arg(&ops.b().row_ptr)
+                    .arg(&ops.b().col_idx)
+                    .arg(&ops.b().values)
                     .arg(&row0)
                     .arg(&list)
                     .arg(&bin.table)
@@ -720,18 +833,14 @@ impl GpuEngine {
         check("numeric", main.synchronize())?;
         stats.device_seconds += timer.elapsed().as_secs_f64();
 
-        // Copy C back.
-        let row_ptr = download(g, main, &row_nnz, n as usize + 1, "C's row offsets")?;
-        let col_idx = download(g, main, &c_col, nnz as usize, "C's columns")?;
-        let values = download(g, main, &c_val, nnz as usize, "C's values")?;
-        prof.mark("copy C to the host")?;
-        Ok(Csr::from_parts_unchecked(
-            n as usize,
-            ops.c_cols as usize,
-            row_ptr,
-            col_idx,
-            values,
-        ))
+        Ok(DeviceCsr {
+            nrows: n as usize,
+            ncols: ops.c_cols as usize,
+            nnz,
+            row_ptr: row_nnz,
+            col_idx: c_col,
+            values: c_val,
+        })
     }
 
     /// Sorts items [first, first + n) of `ptr` (sizes `ptr[i+1] - ptr[i]`) into the hash bins and
@@ -817,8 +926,8 @@ impl GpuEngine {
             "heavy_col_counts",
             strided(g, nheavy * 32, 256),
             |l| {
-                l.arg(&ops.a_ptr)
-                    .arg(&ops.a_col)
+                l.arg(&ops.a.row_ptr)
+                    .arg(&ops.a.col_idx)
                     .arg(heavy_rows)
                     .arg(&nheavy)
                     .arg(&row0)
@@ -827,7 +936,10 @@ impl GpuEngine {
         )?;
         let mut flags = zeros::<u64>(s, k as usize + 1, "slice flags")?;
         launch(g, s, "slice_flags", strided(g, k + 1, 256), |l| {
-            l.arg(&col_cnt).arg(&ops.b_ptr).arg(&k).arg(&mut flags);
+            l.arg(&col_cnt)
+                .arg(&ops.b().row_ptr)
+                .arg(&k)
+                .arg(&mut flags);
         })?;
         exclusive_scan(g, s, &mut flags, k + 1, "slice flags")?;
         let nslices = read_at(s, &flags, k as usize, "slice count")?;
@@ -836,7 +948,7 @@ impl GpuEngine {
         let mut slice_off = zeros::<u64>(s, nslices as usize + 1, "slice offsets")?;
         launch(g, s, "slice_build", strided(g, k, 256), |l| {
             l.arg(&col_cnt)
-                .arg(&ops.b_ptr)
+                .arg(&ops.b().row_ptr)
                 .arg(&flags)
                 .arg(&k)
                 .arg(&mut slice_k)
@@ -862,13 +974,13 @@ impl GpuEngine {
             &typed::<T>("csc_scatter"),
             strided(g, nheavy * 32, 256),
             |l| {
-                l.arg(&ops.a_ptr)
-                    .arg(&ops.a_col)
-                    .arg(&ops.a_val)
+                l.arg(&ops.a.row_ptr)
+                    .arg(&ops.a.col_idx)
+                    .arg(&ops.a.values)
                     .arg(heavy_rows)
                     .arg(&nheavy)
                     .arg(&row0)
-                    .arg(&ops.b_ptr)
+                    .arg(&ops.b().row_ptr)
                     .arg(&flags)
                     .arg(&at_ptr)
                     .arg(&mut fill)
@@ -899,9 +1011,9 @@ impl GpuEngine {
                     .arg(&nslices)
                     .arg(&first)
                     .arg(&last)
-                    .arg(&ops.b_ptr)
-                    .arg(&ops.b_col)
-                    .arg(&ops.b_val)
+                    .arg(&ops.b().row_ptr)
+                    .arg(&ops.b().col_idx)
+                    .arg(&ops.b().values)
                     .arg(&mut cursor)
                     .arg(&mut col0)
                     .arg(&mut val0)
@@ -1144,6 +1256,16 @@ impl GpuEngine {
 }
 
 /// The products per row of the rows asked for, as a prefix (host side, to plan batches).
+/// Refuses products wider than the kernels' column indices allow.
+fn check_columns(ncols: usize) -> Result<()> {
+    if ncols >= u32::MAX as usize / 2 {
+        return Err(Error::Invalid(format!(
+            "the GPU engine handles products of up to 2^31 columns; B has {ncols}"
+        )));
+    }
+    Ok(())
+}
+
 fn host_products<T: Scalar>(a: &Csr<T>, b: &Csr<T>, rows: &Range<usize>) -> Vec<u64> {
     let mut out = Vec::with_capacity(rows.len() + 1);
     out.push(0u64);

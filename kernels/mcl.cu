@@ -1,0 +1,268 @@
+// MCL's per-column steps on the device: pruning (threshold, selection, recovery), rescaling,
+// inflation and chaos, as src/mcl/prune.rs and src/mcl/inflate.rs do them on the host. gmcl
+// keeps Mᵀ, so an expanded column of M² is a row of the batch; one block works on one row at a
+// time. Values are never negative, so the bits of a value order like the value itself, and the
+// k-th largest value is found by radix selection on those bits.
+
+#define PRUNE_THREADS 256
+
+template <typename T> struct ValueBits;
+template <> struct ValueBits<float> {
+    typedef u32 K;
+    static __device__ __forceinline__ K key(float v) { return __float_as_uint(v); }
+    static __device__ __forceinline__ float value(K k) { return __uint_as_float(k); }
+};
+template <> struct ValueBits<double> {
+    typedef u64 K;
+    static __device__ __forceinline__ K key(double v) { return (u64)__double_as_longlong(v); }
+    static __device__ __forceinline__ double value(K k) { return __longlong_as_double((long long)k); }
+};
+
+__device__ __forceinline__ double warp_sum_f64(double v) {
+    #pragma unroll
+    for (u32 d = WARP / 2; d > 0; d >>= 1) v += __shfl_xor_sync(0xffffffffu, v, d);
+    return v;
+}
+
+__device__ __forceinline__ double warp_max_f64(double v) {
+    #pragma unroll
+    for (u32 d = WARP / 2; d > 0; d >>= 1) v = fmax(v, __shfl_xor_sync(0xffffffffu, v, d));
+    return v;
+}
+
+// The sum (or, with `max`, the maximum) of v over the block, returned to every thread in the
+// same order of operations. tmp: WARP doubles of shared memory. Every thread must call.
+__device__ __forceinline__ double block_reduce_f64(double v, double* tmp, bool max) {
+    v = max ? warp_max_f64(v) : warp_sum_f64(v);
+    const u32 lane = threadIdx.x & (WARP - 1), warp = threadIdx.x / WARP;
+    const u32 nwarps = (blockDim.x + WARP - 1) / WARP;
+    if (lane == 0) tmp[warp] = v;
+    __syncthreads();
+    double r = tmp[0];
+    for (u32 w = 1; w < nwarps; ++w) r = max ? fmax(r, tmp[w]) : r + tmp[w];
+    __syncthreads();
+    return r;
+}
+
+// The k-th largest (1-based) key among the keys of vals[0, len) that lie in [lo, hi); there must
+// be at least k of them. Eight bits a pass, from the top: each pass counts the candidates' next
+// digit, and warp 0 finds the digit holding the k-th. hist: 256 counters, sel: 2 values of
+// shared memory.
+template <typename T>
+__device__ typename ValueBits<T>::K kth_largest_key(const T* vals, u64 len,
+                                                    typename ValueBits<T>::K lo,
+                                                    typename ValueBits<T>::K hi, u64 k,
+                                                    u32* hist, u64* sel) {
+    typedef typename ValueBits<T>::K K;
+    K prefix = 0, mask = 0;
+    for (int shift = (int)sizeof(K) * 8 - 8; shift >= 0; shift -= 8) {
+        for (u32 i = threadIdx.x; i < 256; i += blockDim.x) hist[i] = 0;
+        if (threadIdx.x == 0) {
+            sel[0] = 0;
+            sel[1] = 1;
+        }
+        __syncthreads();
+        for (u64 i = threadIdx.x; i < len; i += blockDim.x) {
+            K key = ValueBits<T>::key(vals[i]);
+            if (key >= lo && key < hi && (key & mask) == prefix)
+                atomicAdd(&hist[(u32)(key >> shift) & 255u], 1u);
+        }
+        __syncthreads();
+        if (threadIdx.x < WARP) {
+            // Lane l holds digits 255 - 8l down to 248 - 8l, so the scan runs from the top.
+            const u32 lane = threadIdx.x;
+            u32 c[8];
+            u64 mine = 0;
+            #pragma unroll
+            for (u32 j = 0; j < 8; ++j) {
+                c[j] = hist[255 - 8 * lane - j];
+                mine += c[j];
+            }
+            const u64 inc = warp_inclusive_scan_u64(mine);
+            const u64 before = inc - mine;
+            if (before < k && inc >= k) {
+                u64 acc = before;
+                u32 d = 255 - 8 * lane;
+                for (u32 j = 0; j < 8; ++j) {
+                    if (acc + c[j] >= k) {
+                        d = 255 - 8 * lane - j;
+                        break;
+                    }
+                    acc += c[j];
+                }
+                sel[0] = d;
+                sel[1] = k - acc;
+            }
+        }
+        __syncthreads();
+        prefix |= (K)sel[0] << shift;
+        mask |= (K)255 << shift;
+        k = sel[1];
+        __syncthreads();
+    }
+    return prefix;
+}
+
+// How many of vals[0, len) are >= bar, and their sum; every thread gets both.
+template <typename T>
+__device__ __forceinline__ void count_at_least(const T* vals, u64 len, T bar, double* tmp,
+                                               u64* n_out, double* mass_out) {
+    double n = 0.0, mass = 0.0;
+    for (u64 i = threadIdx.x; i < len; i += blockDim.x) {
+        const T v = vals[i];
+        if (v >= bar) {
+            n += 1.0;
+            mass += (double)v;
+        }
+    }
+    *n_out = (u64)block_reduce_f64(n, tmp, false);
+    *mass_out = block_reduce_f64(mass, tmp, false);
+}
+
+// A kept value rescaled by the kept mass (unless that is 0), then raised to the inflation, each
+// step rounded to T as the host does it.
+template <typename T>
+__device__ __forceinline__ T inflated(T v, double kept_mass, double inflation) {
+    const T scaled = kept_mass != 0.0 ? (T)((double)v / kept_mass) : v;
+    return (T)pow((double)scaled, inflation);
+}
+
+// Plans the pruning of rows [0, nrows) of an expanded batch: for each row, the bar every kept
+// value reaches (row_bar), the kept mass (row_mass; -1 marks mcl's emergency loop, a row with
+// nothing kept and no recovery), the sum of the inflated kept values (row_isum) and the entries
+// the row keeps (out_len; 0 when inflation underflows to nothing). The largest chaos,
+// (max − Σv²) · kept, goes to *chaos_bits as the bits of a non-negative double.
+template <typename T>
+__device__ void mcl_prune_plan(const u64* c_ptr, const T* c_val, u64 nrows, T cutoff, u32 select,
+                               u32 recover, double pct, double inflation, u64* out_len, T* row_bar,
+                               double* row_mass, double* row_isum, u64* chaos_bits) {
+    typedef typename ValueBits<T>::K K;
+    __shared__ double tmp[WARP];
+    __shared__ u32 hist[256];
+    __shared__ u64 sel[2];
+    const K all = ~(K)0;
+    for (u64 r = blockIdx.x; r < nrows; r += gridDim.x) {
+        const u64 start = c_ptr[r];
+        const u64 len = c_ptr[r + 1] - start;
+        const T* v = c_val + start;
+        double maxv = 0.0, center = 0.0, n_over = 0.0, mass = 0.0;
+        for (u64 i = threadIdx.x; i < len; i += blockDim.x) {
+            const double x = (double)v[i];
+            center += x * x;
+            maxv = fmax(maxv, x);
+            if (v[i] >= cutoff) {
+                n_over += 1.0;
+                mass += x;
+            }
+        }
+        maxv = block_reduce_f64(maxv, tmp, true);
+        center = block_reduce_f64(center, tmp, false);
+        mass = block_reduce_f64(mass, tmp, false);
+        const u64 n_kept = (u64)block_reduce_f64(n_over, tmp, false);
+
+        T bar = cutoff;
+        bool emergency = false;
+        if (recover == 0 && n_kept == 0) {
+            emergency = true;
+        } else if (recover > 0 && n_kept < recover && mass < pct) {
+            // Recovery: besides the entries over the threshold, the largest below it.
+            bar = len > recover
+                      ? ValueBits<T>::value(kth_largest_key<T>(v, len, 0, ValueBits<T>::key(cutoff),
+                                                               recover - n_kept, hist, sel))
+                      : (T)0;
+        } else if (select > 0 && n_kept > select) {
+            // Selection of the S largest, then recovery of the largest it dropped if needed.
+            const K skey =
+                kth_largest_key<T>(v, len, ValueBits<T>::key(cutoff), all, select, hist, sel);
+            const T sbar = ValueBits<T>::value(skey);
+            u64 n_sel;
+            double mass_sel;
+            count_at_least(v, len, sbar, tmp, &n_sel, &mass_sel);
+            bar = sbar;
+            if (recover > 0 && n_sel < recover && mass_sel < pct) {
+                bar = n_kept > recover
+                          ? ValueBits<T>::value(kth_largest_key<T>(
+                                v, len, ValueBits<T>::key(cutoff), skey, recover - n_sel, hist, sel))
+                          : cutoff;
+            }
+        }
+
+        u64 kept = 1;
+        double kept_mass = -1.0, isum = 1.0;
+        if (!emergency) {
+            count_at_least(v, len, bar, tmp, &kept, &kept_mass);
+            double s = 0.0;
+            for (u64 i = threadIdx.x; i < len; i += blockDim.x) {
+                if (v[i] >= bar) s += (double)inflated(v[i], kept_mass, inflation);
+            }
+            isum = block_reduce_f64(s, tmp, false);
+        }
+        if (threadIdx.x == 0) {
+            const double chaos = (maxv - center) * (double)kept;
+            if (chaos > 0.0) atomicMax(chaos_bits, (u64)__double_as_longlong(chaos));
+            out_len[r] = (kept > 0 && isum > 0.0) ? kept : 0;
+            row_bar[r] = bar;
+            row_mass[r] = kept_mass;
+            row_isum[r] = isum;
+        }
+    }
+}
+
+// Writes the kept entries of each row, in column order, rescaled, inflated and normalised, at
+// out_ptr[r] (the prefix sum of mcl_prune_plan's out_len). Row r of the batch is column
+// row0 + r of M, which is where the emergency loop goes.
+template <typename T>
+__device__ void mcl_prune_write(const u64* c_ptr, const u32* c_col, const T* c_val, u64 nrows,
+                                u64 row0, const T* row_bar, const double* row_mass,
+                                const double* row_isum, double inflation, const u64* out_ptr,
+                                u32* out_col, T* out_val) {
+    __shared__ u64 tmp[WARP];
+    __shared__ u64 total;
+    for (u64 r = blockIdx.x; r < nrows; r += gridDim.x) {
+        const u64 o = out_ptr[r];
+        if (out_ptr[r + 1] == o) continue;
+        const double kept_mass = row_mass[r];
+        if (kept_mass < 0.0) {
+            if (threadIdx.x == 0) {
+                out_col[o] = (u32)(row0 + r);
+                out_val[o] = (T)1;
+            }
+            continue;
+        }
+        const T bar = row_bar[r];
+        const double isum = row_isum[r];
+        const u64 start = c_ptr[r];
+        const u64 len = c_ptr[r + 1] - start;
+        u64 base = o;
+        for (u64 i0 = 0; i0 < len; i0 += blockDim.x) {
+            const u64 i = i0 + threadIdx.x;
+            const bool keep = i < len && c_val[start + i] >= bar;
+            const u64 at = block_exclusive_scan_u64(keep ? 1 : 0, tmp, &total);
+            if (keep) {
+                const T x = inflated(c_val[start + i], kept_mass, inflation);
+                out_col[base + at] = c_col[start + i];
+                out_val[base + at] = (T)((double)x / isum);
+            }
+            base += total;
+        }
+    }
+}
+
+#define GMCL_MCL_KERNELS(T, S)                                                                   \
+extern "C" __global__ void __launch_bounds__(PRUNE_THREADS)                                      \
+mcl_prune_plan_##S(const u64* c_ptr, const T* c_val, u64 nrows, T cutoff, u32 select,            \
+                   u32 recover, double pct, double inflation, u64* out_len, T* row_bar,          \
+                   double* row_mass, double* row_isum, u64* chaos_bits) {                        \
+    mcl_prune_plan<T>(c_ptr, c_val, nrows, cutoff, select, recover, pct, inflation, out_len,     \
+                      row_bar, row_mass, row_isum, chaos_bits);                                  \
+}                                                                                                \
+extern "C" __global__ void __launch_bounds__(PRUNE_THREADS)                                      \
+mcl_prune_write_##S(const u64* c_ptr, const u32* c_col, const T* c_val, u64 nrows, u64 row0,     \
+                    const T* row_bar, const double* row_mass, const double* row_isum,            \
+                    double inflation, const u64* out_ptr, u32* out_col, T* out_val) {            \
+    mcl_prune_write<T>(c_ptr, c_col, c_val, nrows, row0, row_bar, row_mass, row_isum, inflation, \
+                       out_ptr, out_col, out_val);                                               \
+}
+
+GMCL_MCL_KERNELS(float, f32)
+GMCL_MCL_KERNELS(double, f64)

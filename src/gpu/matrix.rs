@@ -1,0 +1,118 @@
+//! A CSR matrix kept in device memory (the host container is [`Csr`]): what the GPU engine
+//! hands out when a caller keeps its products on the device, and what device-resident MCL
+//! iterates on.
+
+use super::prims::{check, download, launch, strided, upload, zeros};
+use super::Gpu;
+use crate::csr::Csr;
+use crate::error::Result;
+use crate::scalar::Scalar;
+use cudarc::driver::{CudaSlice, PushKernelArg};
+
+/// A CSR matrix in device memory: u64 row offsets (`nrows + 1`, the first 0), u32 columns and
+/// values of type `T`. Buffers hold at least one element, so an empty matrix is valid too.
+pub struct DeviceCsr<T: Scalar> {
+    pub(crate) nrows: usize,
+    pub(crate) ncols: usize,
+    pub(crate) nnz: u64,
+    pub(crate) row_ptr: CudaSlice<u64>,
+    pub(crate) col_idx: CudaSlice<u32>,
+    pub(crate) values: CudaSlice<T>,
+}
+
+impl<T: Scalar> DeviceCsr<T> {
+    /// Copies `m` to the device.
+    pub fn upload(gpu: &Gpu, m: &Csr<T>) -> Result<Self> {
+        let s = &gpu.main;
+        Ok(DeviceCsr {
+            nrows: m.nrows(),
+            ncols: m.ncols(),
+            nnz: m.nnz() as u64,
+            row_ptr: upload(s, m.row_ptr(), "a matrix's row offsets")?,
+            col_idx: upload(s, m.col_idx(), "a matrix's columns")?,
+            values: upload(s, m.values(), "a matrix's values")?,
+        })
+    }
+
+    /// Copies the matrix to the host.
+    pub fn download(&self, gpu: &Gpu) -> Result<Csr<T>> {
+        let s = &gpu.main;
+        let n = self.nnz as usize;
+        let row_ptr = download(
+            gpu,
+            s,
+            &self.row_ptr,
+            self.nrows + 1,
+            "a matrix's row offsets",
+        )?;
+        let col_idx = download(gpu, s, &self.col_idx, n, "a matrix's columns")?;
+        let values = download(gpu, s, &self.values, n, "a matrix's values")?;
+        Ok(Csr::from_parts_unchecked(
+            self.nrows, self.ncols, row_ptr, col_idx, values,
+        ))
+    }
+
+    /// Rows.
+    pub fn nrows(&self) -> usize {
+        self.nrows
+    }
+
+    /// Columns.
+    pub fn ncols(&self) -> usize {
+        self.ncols
+    }
+
+    /// Stored entries.
+    pub fn nnz(&self) -> u64 {
+        self.nnz
+    }
+
+    /// Stacks `parts` (each `ncols` wide) into one matrix, in order, on the device.
+    pub fn stack(gpu: &Gpu, mut parts: Vec<DeviceCsr<T>>, ncols: usize) -> Result<Self> {
+        if parts.len() == 1 {
+            if let Some(p) = parts.pop() {
+                return Ok(p);
+            }
+        }
+        let s = &gpu.main;
+        let nrows: usize = parts.iter().map(|p| p.nrows).sum();
+        let nnz: u64 = parts.iter().map(|p| p.nnz).sum();
+        let mut row_ptr = zeros::<u64>(s, nrows + 1, "the stacked row offsets")?;
+        let mut col_idx = zeros::<u32>(s, nnz as usize, "the stacked columns")?;
+        let mut values = zeros::<T>(s, nnz as usize, "the stacked values")?;
+        let (mut row, mut at) = (0usize, 0u64);
+        for p in parts {
+            if p.nrows > 0 {
+                // Offsets 1..=nrows of the part, shifted by the entries before it.
+                let n = p.nrows as u64;
+                let src = p.row_ptr.slice(1..);
+                let mut dst = row_ptr.slice_mut(row + 1..row + 1 + p.nrows);
+                launch(gpu, s, "add_offset_u64", strided(gpu, n, 256), |l| {
+                    l.arg(&src).arg(&n).arg(&at).arg(&mut dst);
+                })?;
+            }
+            if p.nnz > 0 {
+                let r = at as usize..(at + p.nnz) as usize;
+                let e = p.nnz as usize;
+                check(
+                    "stack a matrix's columns",
+                    s.memcpy_dtod(&p.col_idx.slice(..e), &mut col_idx.slice_mut(r.clone())),
+                )?;
+                check(
+                    "stack a matrix's values",
+                    s.memcpy_dtod(&p.values.slice(..e), &mut values.slice_mut(r)),
+                )?;
+            }
+            row += p.nrows;
+            at += p.nnz;
+        }
+        Ok(DeviceCsr {
+            nrows,
+            ncols,
+            nnz,
+            row_ptr,
+            col_idx,
+            values,
+        })
+    }
+}

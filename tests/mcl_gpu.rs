@@ -1,0 +1,290 @@
+//! Device-resident MCL against the CPU engine: the pruning kernels column by column against
+//! src/mcl/prune.rs and inflate.rs (outputs poisoned first), and whole clusterings on graphs with
+//! structure and on R-MAT graphs. Skipped where no GPU is usable (GMCL_REQUIRE_GPU=1 fails
+//! instead).
+
+mod common;
+
+use gmcl::csr::Csr;
+use gmcl::generate::{self, RmatParams};
+use gmcl::gpu::matrix::DeviceCsr;
+use gmcl::gpu::Gpu;
+use gmcl::mcl::{self, inflate, prune, MclParams, PruneParams};
+use gmcl::scalar::Scalar;
+use gmcl::spgemm::EngineKind;
+use proptest::prelude::*;
+use std::path::Path;
+
+/// What the host does to each row of a batch: prune, then inflate (emptied when it underflows).
+fn host_prune<T: Scalar>(
+    c: &Csr<T>,
+    row0: u32,
+    p: &PruneParams,
+    inflation: f64,
+) -> (Vec<Vec<u32>>, Vec<Vec<T>>, f64) {
+    let (mut cols, mut vals, mut chaos) = (Vec::new(), Vec::new(), 0.0f64);
+    let mut scratch = prune::Scratch::default();
+    for r in 0..c.nrows() {
+        let (rc, rv) = c.row(r);
+        let (mut oc, mut ov) = (Vec::new(), Vec::new());
+        let res = prune::prune_column(
+            rc,
+            rv,
+            row0 + r as u32,
+            p,
+            T::from_f64(p.cutoff()),
+            &mut oc,
+            &mut ov,
+            &mut scratch,
+        );
+        chaos = chaos.max(res.chaos);
+        if !inflate::inflate(&mut ov, inflation) {
+            oc.clear();
+            ov.clear();
+        }
+        cols.push(oc);
+        vals.push(ov);
+    }
+    (cols, vals, chaos)
+}
+
+/// Prunes `c` on the device (outputs poisoned) and checks every row against the host.
+fn check_prune<T: Scalar>(gpu: &Gpu, c: &Csr<T>, p: &PruneParams, inflation: f64, what: &str) {
+    let row0 = 7u32;
+    let dc = DeviceCsr::upload(gpu, c).unwrap();
+    let (out, chaos) =
+        gmcl::gpu::mcl::prune_batch(gpu, &dc, row0 as u64, p, inflation, true).unwrap();
+    let out = out.download(gpu).unwrap();
+    let (cols, vals, host_chaos) = host_prune(c, row0, p, inflation);
+    assert_eq!(out.nrows(), c.nrows(), "{what}");
+    let tol = if T::NAME == "f32" { 2e-6 } else { 1e-12 };
+    for r in 0..c.nrows() {
+        let (gc, gv) = out.row(r);
+        assert_eq!(gc, &cols[r][..], "{what}: columns of row {r} ({p:?})");
+        for (k, (g, h)) in gv.iter().zip(&vals[r]).enumerate() {
+            let (g, h) = (g.to_f64(), h.to_f64());
+            assert!(
+                (g - h).abs() <= tol * h.abs().max(1e-30),
+                "{what}: row {r} entry {k}: gpu {g} host {h} ({p:?})"
+            );
+        }
+    }
+    assert!(
+        (chaos - host_chaos).abs() <= 1e-9 * host_chaos.max(1.0),
+        "{what}: chaos gpu {chaos} host {host_chaos}"
+    );
+}
+
+/// A batch of `rows` rows over `ncols` columns with the given row lengths and positive values
+/// (a few values repeated, so that ties meet the selection bars).
+fn batch<T: Scalar>(ncols: usize, lens: &[usize], seed: u64) -> Csr<T> {
+    let mut x = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+    let mut next = || {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        x
+    };
+    let (mut ptr, mut cols, mut vals) = (vec![0u64], Vec::new(), Vec::new());
+    for &len in lens {
+        let len = len.min(ncols);
+        // Columns: a random sorted subset of `len`.
+        let mut cs: Vec<u32> = (0..ncols as u32).collect();
+        for i in 0..len {
+            let j = i + (next() as usize) % (ncols - i);
+            cs.swap(i, j);
+        }
+        let mut cs = cs[..len].to_vec();
+        cs.sort_unstable();
+        let mut vs: Vec<f64> = (0..len)
+            .map(|_| match next() % 8 {
+                0 => 0.25,
+                1 => 1e-5,
+                _ => {
+                    (next() % 1_000_000 + 1) as f64 / 1e6 * if next() % 3 == 0 { 1e-3 } else { 1.0 }
+                }
+            })
+            .collect();
+        let sum: f64 = vs.iter().sum();
+        if sum > 0.0 && next() % 2 == 0 {
+            vs.iter_mut().for_each(|v| *v /= sum);
+        }
+        cols.extend(cs);
+        vals.extend(vs.into_iter().map(T::from_f64));
+        ptr.push(cols.len() as u64);
+    }
+    Csr::from_parts_unchecked(lens.len(), ncols, ptr, cols, vals)
+}
+
+fn schemes() -> Vec<PruneParams> {
+    let p = |prune, select, recover, pct| PruneParams {
+        prune,
+        select,
+        recover,
+        pct,
+    };
+    vec![
+        PruneParams::default(),
+        p(5, 0, 3, 90),    // threshold, then recovery
+        p(0, 2, 0, 90),    // selection only
+        p(10, 3, 5, 90),   // selection, then recovery from the thresholded column
+        p(20, 40, 60, 99), // recovery from under the threshold with long rows
+        p(2, 0, 0, 90),    // nothing kept, no recovery: the emergency loop
+        p(1000, 50, 0, 0),
+        PruneParams::scheme(1).unwrap(),
+    ]
+}
+
+#[test]
+fn pruning_kernels_match_the_host() {
+    let Some(gpu) = common::gpu() else { return };
+    let lens = [
+        0, 1, 2, 3, 5, 8, 40, 255, 256, 257, 600, 1100, 1101, 1500, 4000, 20000, 0, 7,
+    ];
+    for (k, p) in schemes().iter().enumerate() {
+        for inflation in [2.0, 1.4, 30.0] {
+            let c = batch::<f32>(30000, &lens, k as u64 + 1);
+            check_prune(&gpu, &c, p, inflation, "f32");
+            let c = batch::<f64>(30000, &lens, k as u64 + 100);
+            check_prune(&gpu, &c, p, inflation, "f64");
+        }
+    }
+    // A batch with no rows, and one whose values all underflow when inflated.
+    check_prune(
+        &gpu,
+        &batch::<f32>(10, &[], 1),
+        &PruneParams::default(),
+        2.0,
+        "empty",
+    );
+    let tiny = Csr::from_parts_unchecked(1, 4, vec![0, 2], vec![0, 3], vec![1e-30f32, 1e-30]);
+    check_prune(
+        &gpu,
+        &tiny,
+        &PruneParams {
+            prune: 0,
+            ..Default::default()
+        },
+        30.0,
+        "underflow",
+    );
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(24))]
+    #[test]
+    fn random_batches_prune_as_on_the_host(
+        lens in prop::collection::vec(0usize..3000, 0..40),
+        seed in 1u64..1000,
+        prune in 0u32..200,
+        select in 0u32..500,
+        recover in 0u32..700,
+        pct in 0u32..100,
+    ) {
+        let Some(gpu) = common::gpu() else { return Ok(()) };
+        let p = PruneParams { prune, select, recover, pct };
+        check_prune(&gpu, &batch::<f32>(5000, &lens, seed), &p, 2.0, "random f32");
+    }
+}
+
+fn rmat_graph(scale: u32, edge_factor: u64, seed: u64) -> Csr<f32> {
+    let mut p = RmatParams::new(scale, edge_factor << scale);
+    p.undirected = true;
+    p.seed = seed;
+    let el = generate::generate(&p).unwrap();
+    mcl::graph_from_edges::<f32>(&el).unwrap().0
+}
+
+fn load_graph(path: &str) -> Csr<f32> {
+    let loaded = gmcl::io::load(Path::new(path), None).unwrap();
+    mcl::graph_from_edges::<f32>(&loaded.edges).unwrap().0
+}
+
+/// Clusters `g` on both engines; the partitions must be identical and the chaos of every
+/// iteration equal within rounding.
+fn same_clustering(g: &Csr<f32>, params: &MclParams, what: &str) {
+    let run = |engine| {
+        let mut chaos = Vec::new();
+        let p = MclParams {
+            engine,
+            ..params.clone()
+        };
+        let r = mcl::cluster(g, &p, &mut |it| chaos.push((it.chaos, it.kept))).unwrap();
+        (r, chaos)
+    };
+    let (cpu, cpu_it) = run(EngineKind::Cpu);
+    let (gpu, gpu_it) = run(EngineKind::Gpu);
+    assert_eq!(gpu.clusters, cpu.clusters, "{what}: clusters");
+    assert_eq!(gpu.converged, cpu.converged, "{what}");
+    // The chaos may cross the limit an iteration apart when it is that close to it.
+    assert!(gpu.iterations.abs_diff(cpu.iterations) <= 1, "{what}");
+    // The chaos is a difference of two sums near each other, so it is compared on the scale of
+    // its terms (at most 1 per entry kept), not relatively.
+    for (i, ((gc, gk), (cc, ck))) in gpu_it.iter().zip(&cpu_it).enumerate().take(8) {
+        assert!(
+            (gc - cc).abs() <= 1e-4 * cc.max(1.0),
+            "{what}: iteration {}: chaos gpu {gc} cpu {cc}",
+            i + 1
+        );
+        assert!(
+            gk.abs_diff(*ck) <= ck / 1000 + 2,
+            "{what}: iteration {}: kept gpu {gk} cpu {ck}",
+            i + 1
+        );
+    }
+}
+
+#[test]
+fn device_mcl_matches_the_cpu_on_structured_graphs() {
+    if common::gpu().is_none() {
+        return;
+    }
+    for (path, inflation) in [
+        ("graphs/karate.el", 2.0),
+        ("graphs/karate.el", 3.0),
+        ("graphs/lesmis.abc", 1.4),
+        ("tests/golden/two_cliques.el", 2.0),
+        ("tests/golden/planted.el", 2.0),
+        ("tests/golden/planted.el", 4.0),
+    ] {
+        let p = MclParams {
+            inflation,
+            ..Default::default()
+        };
+        same_clustering(&load_graph(path), &p, &format!("{path} -I {inflation}"));
+    }
+    // No edges at all: nothing to cluster, on either engine.
+    same_clustering(&Csr::empty(0, 0), &MclParams::default(), "empty graph");
+    let one = mcl::graph_from_edges::<f32>(&gmcl::edges::EdgeList::square(2, vec![(0, 1)], None))
+        .unwrap()
+        .0;
+    same_clustering(&one, &MclParams::default(), "one edge");
+}
+
+#[test]
+fn device_mcl_matches_the_cpu_on_rmat_graphs() {
+    if common::gpu().is_none() {
+        return;
+    }
+    for (scale, ef, seed) in [(8, 8, 1), (10, 16, 2), (12, 8, 3)] {
+        let g = rmat_graph(scale, ef, seed);
+        same_clustering(&g, &MclParams::default(), &format!("rmat s{scale} ef{ef}"));
+    }
+    // Small batches (many per iteration) change nothing.
+    let g = rmat_graph(10, 16, 2);
+    let p = MclParams {
+        batch_entries: Some(5000),
+        ..Default::default()
+    };
+    same_clustering(&g, &p, "rmat s10 ef16, small batches");
+}
+
+#[test]
+#[ignore = "minutes: run on the GPU machine with GMCL_HUGE=1"]
+fn device_mcl_matches_the_cpu_at_scale_15() {
+    if common::gpu().is_none() || std::env::var("GMCL_HUGE").map_or(true, |v| v != "1") {
+        return;
+    }
+    let g = rmat_graph(15, 16, 3);
+    same_clustering(&g, &MclParams::default(), "rmat s15 ef16");
+}
