@@ -63,3 +63,29 @@ __device__ __forceinline__ u64 block_exclusive_scan_u64(u64 v, u64* tmp, u64* to
 __device__ __forceinline__ u32 next_pow2_u32(u32 x) {
     return x <= 1 ? 1u : 1u << (32 - __clz(x - 1));
 }
+
+__device__ __forceinline__ double warp_sum_f64(double v) {
+    #pragma unroll
+    for (u32 d = WARP / 2; d > 0; d >>= 1) v += __shfl_xor_sync(0xffffffffu, v, d);
+    return v;
+}
+
+__device__ __forceinline__ double warp_max_f64(double v) {
+    #pragma unroll
+    for (u32 d = WARP / 2; d > 0; d >>= 1) v = fmax(v, __shfl_xor_sync(0xffffffffu, v, d));
+    return v;
+}
+
+// The sum (or, with `max`, the maximum) of v over the block, returned to every thread in the
+// same order of operations. tmp: WARP doubles of shared memory. Every thread must call.
+__device__ __forceinline__ double block_reduce_f64(double v, double* tmp, bool max) {
+    v = max ? warp_max_f64(v) : warp_sum_f64(v);
+    const u32 lane = threadIdx.x & (WARP - 1), warp = threadIdx.x / WARP;
+    const u32 nwarps = (blockDim.x + WARP - 1) / WARP;
+    if (lane == 0) tmp[warp] = v;
+    __syncthreads();
+    double r = tmp[0];
+    for (u32 w = 1; w < nwarps; ++w) r = max ? fmax(r, tmp[w]) : r + tmp[w];
+    __syncthreads();
+    return r;
+}

@@ -11,15 +11,16 @@ use gmcl::spgemm::gpu::{GpuEngine, GpuTuning};
 use gmcl::spgemm::{cpu::CpuEngine, Pattern, SpgemmOptions};
 use gmcl::{BuildOptions, Csr, Scalar};
 
-/// The engine with poisoned outputs, or `None` (after saying why) where no GPU is usable.
+/// The engine with poisoned outputs and heavy rows through the outer product (never the
+/// dense-row accumulator, which has tests of its own), or `None` (after saying why) where no
+/// GPU is usable.
 fn engine(memory_limit: Option<u64>) -> Option<GpuEngine> {
     match GpuEngine::open() {
         Ok(e) => Some(e.with_tuning(GpuTuning {
             memory_limit,
             poison: true,
-            profile: false,
-            max_chunks_per_level: None,
-            max_batch_entries: None,
+            dense_from: Some(u64::MAX),
+            ..Default::default()
         })),
         Err(why) => {
             assert!(
@@ -202,6 +203,90 @@ fn rmat_squares_match_the_cpu_engine() {
     }
 }
 
+/// The engine with heavy rows from `dense_from` products on in the dense-row accumulator, its
+/// window `window` columns wide (default: what shared memory holds), outputs poisoned.
+fn dense_engine(dense_from: Option<u64>, window: Option<u32>) -> Option<GpuEngine> {
+    engine(None).map(|e| {
+        e.with_tuning(GpuTuning {
+            poison: true,
+            dense_from,
+            dense_window: window,
+            ..Default::default()
+        })
+    })
+}
+
+#[test]
+fn dense_rows_match_the_cpu_engine() {
+    // Every row past the hash tables in the dense-row accumulator (dense_from 0), with one
+    // window or with windows of 64 and 1024 columns (several windows per row, each found by a
+    // binary search in B's rows); then the default routing (rows with as many products as C
+    // has columns).
+    for (from, window) in [
+        (Some(0), None),
+        (Some(0), Some(64)),
+        (Some(0), Some(1024)),
+        (None, None),
+    ] {
+        let Some(e) = dense_engine(from, window) else {
+            return;
+        };
+        let what = |s: &str| format!("{s}, dense from {from:?}, window {window:?}");
+        for (scale, ef) in [(10, 8), (12, 16)] {
+            let a = rmat::<f64>(scale, ef, 7);
+            check(
+                &e,
+                &a,
+                &a,
+                &SpgemmOptions::default(),
+                &what(&format!("f64 rmat s{scale} ef{ef}")),
+            );
+            let a: Csr<f32> = a.cast();
+            check(
+                &e,
+                &a,
+                &a,
+                &SpgemmOptions::default(),
+                &what(&format!("f32 rmat s{scale} ef{ef}")),
+            );
+        }
+        for (m, k, n, per_row) in [(300, 2000, 40000, 60), (64, 3000, 5000, 40)] {
+            let a = random::<f64>(m, k, per_row, 31);
+            let b = random::<f64>(k, n, per_row, 32);
+            check(
+                &e,
+                &a,
+                &b,
+                &SpgemmOptions::default(),
+                &what(&format!("f64 {m}x{k}x{n}")),
+            );
+            let (a, b): (Csr<f32>, Csr<f32>) = (a.cast(), b.cast());
+            check(
+                &e,
+                &a,
+                &b,
+                &SpgemmOptions::default(),
+                &what(&format!("f32 {m}x{k}x{n}")),
+            );
+        }
+        // One fully dense row of A over a wide B: more columns than one default window holds.
+        let k = 4000;
+        let mut a = random::<f32>(8, k, 4, 11).to_dense();
+        for x in a.iter_mut().take(k) {
+            *x = 1.5;
+        }
+        let a = Csr::from_dense(8, k, &a);
+        let b = random::<f32>(k, 200_000, 30, 12);
+        check(
+            &e,
+            &a,
+            &b,
+            &SpgemmOptions::default(),
+            &what("dense row, 200000 columns"),
+        );
+    }
+}
+
 #[test]
 fn empty_and_tiny_inputs() {
     let Some(e) = engine(None) else { return };
@@ -262,11 +347,10 @@ fn two_and_three_multisplit_levels() {
     for (cap, levels) in [(4u64, 2usize), (2, 3)] {
         let Some(e) = engine(None) else { return };
         let e = e.with_tuning(GpuTuning {
-            memory_limit: None,
             poison: true,
-            profile: false,
             max_chunks_per_level: Some(cap),
-            max_batch_entries: None,
+            dense_from: Some(u64::MAX),
+            ..Default::default()
         });
         let ncols = 1 << 16;
         let k = 3000;
@@ -348,11 +432,9 @@ fn row_batches_and_memory_limits_give_the_same_product() {
     // A cap on a batch's entries (what MCL uses to bound host memory) batches too.
     let Some(capped) = engine(None) else { return };
     let capped = capped.with_tuning(GpuTuning {
-        memory_limit: None,
         poison: true,
-        profile: false,
-        max_chunks_per_level: None,
         max_batch_entries: Some(200_000),
+        ..Default::default()
     });
     let mut n_batches = 0;
     let mut total = 0;

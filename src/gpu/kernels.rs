@@ -7,7 +7,7 @@ use crate::error::{Error, Result};
 use cudarc::nvrtc::{CompileOptions, Ptx};
 
 /// The kernel files, in the order they are concatenated.
-const SOURCES: [(&str, &str); 8] = [
+const SOURCES: [(&str, &str); 9] = [
     ("common.cuh", include_str!("../../kernels/common.cuh")),
     ("scan.cu", include_str!("../../kernels/scan.cu")),
     ("setup.cu", include_str!("../../kernels/setup.cu")),
@@ -16,6 +16,7 @@ const SOURCES: [(&str, &str); 8] = [
     ("entry.cu", include_str!("../../kernels/entry.cu")),
     ("triangles.cu", include_str!("../../kernels/triangles.cu")),
     ("mcl.cu", include_str!("../../kernels/mcl.cu")),
+    ("dense.cu", include_str!("../../kernels/dense.cu")),
 ];
 
 /// Every entry point gmcl launches; a typed kernel `k` exists as `k_f32` and `k_f64`.
@@ -49,6 +50,7 @@ pub const UNTYPED: &[&str] = &[
     "heavy_items",
     "triangles_heavy",
     "gather_by_rank",
+    "dense_rows_symbolic",
 ];
 
 /// Kernels instantiated once per value type (suffix `_f32` / `_f64`).
@@ -61,7 +63,16 @@ pub const TYPED: &[&str] = &[
     "multisplit",
     "mcl_prune_plan",
     "mcl_prune_write",
+    "dense_rows_numeric",
 ];
+
+/// Kernels that take more dynamic shared memory than the default 48 KiB (the device's opt-in
+/// maximum, less [`OPTIN_RESERVE`] for their static shared variables); typed ones by base name.
+pub const LARGE_SHARED: &[&str] = &["dense_rows_symbolic", "dense_rows_numeric"];
+
+/// Bytes of the opt-in shared memory left for the static shared variables of the
+/// [`LARGE_SHARED`] kernels.
+pub const OPTIN_RESERVE: u64 = 1024;
 
 /// The whole translation unit NVRTC compiles, with `#line` markers so that compiler messages
 /// name the original file and line.

@@ -39,6 +39,8 @@ pub struct Gpu {
     name: String,
     capability: (i32, i32),
     shared_per_block: u64,
+    /// Dynamic shared memory the kernels of [`kernels::LARGE_SHARED`] may take.
+    large_shared: u64,
     multiprocessors: u32,
 }
 
@@ -151,6 +153,26 @@ impl Gpu {
             let f = driver(&format!("find kernel {k}"), module.load_function(&k))?;
             functions.insert(k, f);
         }
+        // The dense-row kernels size their windows from the opt-in maximum (227 KiB on Hopper).
+        let optin = driver(
+            "read the opt-in shared memory per block",
+            ctx.attribute(
+                sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN,
+            ),
+        )? as u64;
+        let large_shared = optin.max(shared_per_block) - kernels::OPTIN_RESERVE;
+        for (name, f) in functions.iter() {
+            let base = name.trim_end_matches("_f32").trim_end_matches("_f64");
+            if kernels::LARGE_SHARED.contains(&base) {
+                driver(
+                    &format!("allow {name} more shared memory"),
+                    f.set_attribute(
+                        sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                        large_shared as i32,
+                    ),
+                )?;
+            }
+        }
         let pool = keep_freed_memory(&ctx)?;
         let main = driver("create a stream", ctx.new_stream())?;
         let light = driver("create a stream", ctx.new_stream())?;
@@ -168,6 +190,7 @@ impl Gpu {
             name,
             capability,
             shared_per_block,
+            large_shared,
             multiprocessors,
         })
     }
@@ -182,6 +205,12 @@ impl Gpu {
     /// Shared memory one block may use without opting in, in bytes.
     pub fn shared_per_block(&self) -> u64 {
         self.shared_per_block
+    }
+
+    /// Dynamic shared memory per block of the kernels that opt into more than
+    /// [`Gpu::shared_per_block`] (the dense-row accumulators).
+    pub fn large_shared(&self) -> u64 {
+        self.large_shared
     }
 
     /// Streaming multiprocessors.

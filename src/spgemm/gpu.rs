@@ -35,6 +35,8 @@ const SHARED_RESERVE: u64 = 256;
 const MAX_TABLE_SLOTS: u64 = 8 * 1024;
 /// Threads of the dense accumulator blocks.
 const DENSE_THREADS: u32 = 512;
+/// Threads of the dense-row blocks (DENSE_ROW_THREADS in kernels/dense.cu).
+const DENSE_ROW_THREADS: u32 = 1024;
 /// Threads of the outer-product blocks.
 const OUTER_THREADS: u32 = 512;
 /// Threads of the histogram and multisplit blocks: 8 warps (the paper's n_subGroups), each with
@@ -68,6 +70,14 @@ pub struct GpuTuning {
     /// min(products, columns): caps the host memory a batch takes when the caller keeps batches
     /// on the host (MCL prunes each one). Default: no cap beyond the device's memory.
     pub max_batch_entries: Option<u64>,
+    /// Rows with more products than the hash tables hold and at least this many go to the
+    /// dense-row accumulator instead of the outer product (default: C's column count, where a
+    /// row's products cover its columns on average; `u64::MAX`: never). Masked products never
+    /// use it.
+    pub dense_from: Option<u64>,
+    /// Columns of the dense-row accumulator's window (a multiple of 32; default: what shared
+    /// memory holds). Tests lower it to force several windows on small inputs.
+    pub dense_window: Option<u32>,
 }
 
 impl GpuTuning {
@@ -81,6 +91,8 @@ impl GpuTuning {
             profile: std::env::var("GMCL_GPU_PROFILE").is_ok_and(|v| v == "1"),
             max_chunks_per_level: None,
             max_batch_entries: None,
+            dense_from: None,
+            dense_window: None,
         }
     }
 }
@@ -139,6 +151,11 @@ fn hash_bins(tau: u64) -> Vec<Bin> {
         threads: (top / 2).clamp(32, 1024),
     });
     bins
+}
+
+/// The largest item each hash bin takes: half its table.
+fn table_limits(bins: &[Bin]) -> Vec<u64> {
+    bins.iter().map(|b| b.table as u64 / 2).collect()
 }
 
 /// The hash bins for chunks of the last level (`width` columns wide): a chunk with more than
@@ -260,6 +277,14 @@ impl BinLists {
         let o = self.offsets[b] as usize;
         self.lists.slice(o..o + self.counts[b] as usize)
     }
+}
+
+/// The dense-row path of a product: rows with at least `from` products, and the window widths
+/// (columns) of its symbolic and numeric kernels.
+struct DenseRows {
+    from: u64,
+    numeric_width: u32,
+    symbolic_width: u32,
 }
 
 /// The Ĉ buffers (double-buffered through the multisplit levels).
@@ -599,6 +624,7 @@ impl GpuEngine {
         let copies = if p.levels.is_empty() { 1 } else { 2 };
         let entry_cap = self.tuning.max_batch_entries.unwrap_or(u64::MAX);
         let c_cols = ops.c_cols;
+        let dense_from = self.dense_rows(ops, p).map_or(u64::MAX, |d| d.from);
         let mut out = Vec::new();
         let mut first = rows.start;
         let mut used = 0u64;
@@ -613,13 +639,14 @@ impl GpuEngine {
                 entries = 0;
             }
             entries += bound;
-            // Heavy rows hold their products in Ĉ; every row's C entries are at most its products.
-            let heavy = if prods > p.tau {
+            // Heavy rows hold their products in Ĉ (dense rows do not); every row's C entries are
+            // at most its products and its columns.
+            let heavy = if prods > p.tau && prods < dense_from {
                 copies * prods * entry
             } else {
                 0
             };
-            let cost = heavy + prods * entry + 64;
+            let cost = heavy + bound * entry + 64;
             if used + cost > budget && r > first {
                 out.push(first..r);
                 first = r;
@@ -671,9 +698,16 @@ impl GpuEngine {
         })?;
         exclusive_scan(g, main, &mut prod, n + 1, "products per row")?;
         let bins = hash_bins(p.tau);
-        let row_lists = self.bin_items(main, &prod, 0, n, &bins)?;
+        // Rows past the hash tables: the outer product, or the dense-row bin (past dense_from).
+        let mut limits = table_limits(&bins);
+        let dense = self.dense_rows(ops, p);
+        if let Some(d) = &dense {
+            limits.push(d.from - 1);
+        }
+        let row_lists = self.bin_items(main, &prod, 0, n, &limits)?;
         let nheavy = row_lists.counts[bins.len()];
         let heavy_rows = row_lists.view(bins.len());
+        let ndense = row_lists.counts.get(bins.len() + 1).copied().unwrap_or(0);
         let mut row_nnz = zeros::<u64>(main, n as usize + 1, "row sizes of C")?;
         prof.mark("setup: products, bins")?;
         fork(main, &[light, heavy])?;
@@ -700,6 +734,21 @@ impl GpuEngine {
             })?;
         }
 
+        if let (Some(d), true) = (&dense, ndense > 0) {
+            let list = row_lists.view(bins.len() + 1);
+            let cfg = shape(ndense, DENSE_ROW_THREADS, d.symbolic_width as u64 / 8)?;
+            launch(g, light, "dense_rows_symbolic", cfg, |l| {
+                l.arg(&ops.a.row_ptr)
+                    .arg(&ops.a.col_idx)
+                    .arg(&ops.b().row_ptr)
+                    .arg(&ops.b().col_idx)
+                    .arg(&row0)
+                    .arg(&list)
+                    .arg(&ops.c_cols)
+                    .arg(&d.symbolic_width)
+                    .arg(&mut row_nnz);
+            })?;
+        }
         prof.mark("symbolic: light rows")?;
         // Heavy rows: outer product, multisplit levels, symbolic of the final chunks.
         let r_chunks = p.chunks_required;
@@ -798,6 +847,26 @@ impl GpuEngine {
                     .arg(&mut c_val);
             })?;
         }
+        if let (Some(d), true) = (&dense, ndense > 0) {
+            let list = row_lists.view(bins.len() + 1);
+            let shared = d.numeric_width as u64 * val_bytes + d.numeric_width as u64 / 8;
+            let cfg = shape(ndense, DENSE_ROW_THREADS, shared)?;
+            launch(g, light, &typed::<T>("dense_rows_numeric"), cfg, |l| {
+                l.arg(&ops.a.row_ptr)
+                    .arg(&ops.a.col_idx)
+                    .arg(&ops.a.values)
+                    .arg(&ops.b().row_ptr)
+                    .arg(&ops.b().col_idx)
+                    .arg(&ops.b().values)
+                    .arg(&row0)
+                    .arg(&list)
+                    .arg(&ops.c_cols)
+                    .arg(&d.numeric_width)
+                    .arg(&row_nnz)
+                    .arg(&mut c_col)
+                    .arg(&mut c_val);
+            })?;
+        }
         prof.mark("numeric: light rows")?;
         // Numeric, final chunks of heavy rows.
         let nch = r_chunks as u32;
@@ -843,20 +912,46 @@ impl GpuEngine {
         })
     }
 
-    /// Sorts items [first, first + n) of `ptr` (sizes `ptr[i+1] - ptr[i]`) into the hash bins and
-    /// the heavy bin (index `bins.len()`); empty items go nowhere.
+    /// Whether and how this product uses the dense-row accumulator: from how many products a
+    /// row goes there and the windows (columns) of its two kernels, sized from shared memory.
+    fn dense_rows<T: Scalar>(&self, ops: &Operands<T>, p: &MagnusParams) -> Option<DenseRows> {
+        let from = self.tuning.dense_from.unwrap_or(ops.c_cols).max(p.tau + 1);
+        if ops.has_mask != 0 || from == u64::MAX || ops.c_cols == 0 {
+            return None;
+        }
+        let val_bytes = std::mem::size_of::<T>() as u64;
+        let shared = self.gpu.large_shared();
+        // Windows are multiples of 1024 columns, no wider than C (rounded up to 32).
+        let fit = |w: u64| {
+            let w = match self.tuning.dense_window {
+                Some(t) => (t as u64).max(32) & !31,
+                None => w & !1023,
+            };
+            w.min(ops.c_cols.div_ceil(32) * 32).min(1 << 30) as u32
+        };
+        let numeric_width = fit(shared * 8 / (8 * val_bytes + 1));
+        let symbolic_width = fit(shared * 8);
+        (numeric_width >= 32).then_some(DenseRows {
+            from,
+            numeric_width,
+            symbolic_width,
+        })
+    }
+
+    /// Sorts items [first, first + n) of `ptr` (sizes `ptr[i+1] - ptr[i]`) into bins: bin `b`
+    /// takes the sizes up to `limits[b]` (the first that fits), bin `limits.len()` the rest;
+    /// empty items go nowhere.
     fn bin_items(
         &self,
         s: &Arc<CudaStream>,
         ptr: &CudaSlice<u64>,
         first: u64,
         n: u64,
-        bins: &[Bin],
+        limits: &[u64],
     ) -> Result<BinLists> {
         let g = &*self.gpu;
-        let nb = bins.len();
-        let limits: Vec<u64> = bins.iter().map(|b| b.table as u64 / 2).collect();
-        let limits = upload(s, &limits, "bin limits")?;
+        let nb = limits.len();
+        let limits = upload(s, limits, "bin limits")?;
         let mut bin_of = zeros::<u32>(s, n as usize, "bin of each row")?;
         let mut counts = zeros::<u32>(s, nb + 1, "bin counts")?;
         let nbins = nb as u32;
@@ -1041,7 +1136,7 @@ impl GpuEngine {
         let mut finals = Vec::new();
         if p.levels.is_empty() {
             let fb = final_bins(bins, p.chunk_width);
-            let lists = self.bin_items(s, &c_hat_ptr, 0, nheavy, &fb)?;
+            let lists = self.bin_items(s, &c_hat_ptr, 0, nheavy, &table_limits(&fb))?;
             finals.push(FinalChunks {
                 buffer: 0,
                 ptr: c_hat_ptr,
@@ -1200,7 +1295,7 @@ impl GpuEngine {
             } else {
                 bins.to_vec()
             };
-            let lists = self.bin_items(s, &out_ptr, first, nout - first, &fb)?;
+            let lists = self.bin_items(s, &out_ptr, first, nout - first, &table_limits(&fb))?;
             prof.mark("heavy: bin final chunks")?;
             if !last && lists.counts[fb.len()] > 0 {
                 return Err(Error::gpu(
