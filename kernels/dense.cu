@@ -7,6 +7,9 @@
 // A's entries in turn; the lanes of a warp walk B's row within the window.
 
 #define DENSE_ROW_THREADS 1024
+// B entries a lane loads before using them: one block fills a multiprocessor, so its 32 warps
+// must keep several loads each in flight to cover the memory latency.
+#define DENSE_UNROLL 4
 
 // The first entry of B's row k at column >= c (b_ptr[k + 1] when none); a binary search, skipped
 // for the first window.
@@ -41,11 +44,22 @@ dense_rows_symbolic(const u64* a_ptr, const u32* a_col, const u64* b_ptr, const 
         for (u64 e = a0 + warp; e < a1; e += nwarps) {
             const u32 k = a_col[e];
             const u64 end = b_ptr[k + 1];
-            for (u64 j = window_start(b_ptr, b_col, k, c0) + lane; j < end; j += WARP) {
-                const u32 c = b_col[j];
-                if (c >= c1) break;
-                const u32 at = c - (u32)c0;
-                atomicOr(&bits[at >> 5], 1u << (at & 31));
+            bool inside = true;
+            for (u64 j = window_start(b_ptr, b_col, k, c0) + lane; inside && j < end;
+                 j += DENSE_UNROLL * WARP) {
+                u32 c[DENSE_UNROLL];
+                #pragma unroll
+                for (u32 u = 0; u < DENSE_UNROLL; ++u)
+                    c[u] = j + u * WARP < end ? b_col[j + u * WARP] : 0xffffffffu;
+                #pragma unroll
+                for (u32 u = 0; u < DENSE_UNROLL; ++u) {
+                    if (c[u] >= c1) {
+                        inside = false;
+                        break;
+                    }
+                    const u32 at = c[u] - (u32)c0;
+                    atomicOr(&bits[at >> 5], 1u << (at & 31));
+                }
             }
         }
         __syncthreads();
@@ -84,12 +98,27 @@ __device__ void dense_rows_numeric(const u64* a_ptr, const u32* a_col, const T* 
             const u32 k = a_col[e];
             const T av = a_val[e];
             const u64 end = b_ptr[k + 1];
-            for (u64 j = window_start(b_ptr, b_col, k, c0) + lane; j < end; j += WARP) {
-                const u32 c = b_col[j];
-                if (c >= c1) break;
-                const u32 at = c - (u32)c0;
-                atomicAdd(&acc[at], av * b_val[j]);
-                atomicOr(&bits[at >> 5], 1u << (at & 31));
+            bool inside = true;
+            for (u64 j = window_start(b_ptr, b_col, k, c0) + lane; inside && j < end;
+                 j += DENSE_UNROLL * WARP) {
+                u32 c[DENSE_UNROLL];
+                T v[DENSE_UNROLL];
+                #pragma unroll
+                for (u32 u = 0; u < DENSE_UNROLL; ++u) {
+                    const bool in = j + u * WARP < end;
+                    c[u] = in ? b_col[j + u * WARP] : 0xffffffffu;
+                    v[u] = in ? b_val[j + u * WARP] : (T)0;
+                }
+                #pragma unroll
+                for (u32 u = 0; u < DENSE_UNROLL; ++u) {
+                    if (c[u] >= c1) {
+                        inside = false;
+                        break;
+                    }
+                    const u32 at = c[u] - (u32)c0;
+                    atomicAdd(&acc[at], av * v[u]);
+                    atomicOr(&bits[at >> 5], 1u << (at & 31));
+                }
             }
         }
         __syncthreads();
