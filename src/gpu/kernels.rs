@@ -93,7 +93,16 @@ pub fn nvrtc_present() -> bool {
     unsafe { cudarc::nvrtc::sys::is_culib_present() }
 }
 
-/// Compiles every kernel to PTX for `arch` (such as `sm_90`).
+/// The NVRTC options for `arch`.
+fn options(arch: &str) -> Vec<String> {
+    vec![
+        format!("--gpu-architecture={arch}"),
+        "--std=c++17".into(),
+        "-lineinfo".into(),
+    ]
+}
+
+/// Compiles every kernel to PTX for `arch` (such as `sm_90`) with NVRTC.
 pub fn compile(arch: &str) -> Result<Ptx> {
     if !nvrtc_present() {
         return Err(Error::EngineUnavailable(
@@ -103,11 +112,7 @@ pub fn compile(arch: &str) -> Result<Ptx> {
         ));
     }
     let opts = CompileOptions {
-        options: vec![
-            format!("--gpu-architecture={arch}"),
-            "--std=c++17".into(),
-            "-lineinfo".into(),
-        ],
+        options: options(arch),
         name: Some("gmagnus.cu".into()),
         ..Default::default()
     };
@@ -115,9 +120,78 @@ pub fn compile(arch: &str) -> Result<Ptx> {
         .map_err(|e| Error::gpu(format!("compile kernels for {arch}"), e))
 }
 
+/// The PTX for `arch`: read from the kernel cache when an earlier run compiled the same source
+/// with the same options (unless `refresh`), else compiled (a quarter to a half second) and
+/// stored there. A cache that cannot be read or written only costs the compile.
+pub fn compile_cached(arch: &str, refresh: bool) -> Result<Ptx> {
+    let Some(path) = cache_dir().map(|d| d.join(cache_name(arch))) else {
+        return compile(arch);
+    };
+    if !refresh {
+        if let Ok(text) = std::fs::read_to_string(&path) {
+            if text.contains(".entry") {
+                return Ok(Ptx::from_src(text));
+            }
+        }
+    }
+    let ptx = compile(arch)?;
+    let _ = store(&path, &ptx.to_src());
+    Ok(ptx)
+}
+
+/// Where compiled kernels are kept: `GMCL_KERNEL_CACHE` (a folder; `0` or `off`: nowhere),
+/// else `$XDG_CACHE_HOME/gmcl`, else `$HOME/.cache/gmcl`.
+pub fn cache_dir() -> Option<std::path::PathBuf> {
+    use std::path::PathBuf;
+    let env = |k: &str| std::env::var_os(k).filter(|v| !v.is_empty());
+    match env("GMCL_KERNEL_CACHE") {
+        Some(v) if v == "0" || v == "off" => None,
+        Some(v) => Some(PathBuf::from(v)),
+        None => env("XDG_CACHE_HOME")
+            .map(|d| PathBuf::from(d).join("gmcl"))
+            .or_else(|| env("HOME").map(|h| PathBuf::from(h).join(".cache").join("gmcl"))),
+    }
+}
+
+/// The cache file of `arch`: named by an FNV-1a hash of the source and the options, so that a
+/// changed kernel or option never reads a stale file.
+fn cache_name(arch: &str) -> String {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    let text = source() + &options(arch).join(" ");
+    for b in text.bytes() {
+        h ^= b as u64;
+        h = h.wrapping_mul(0x0000_0100_0000_01b3);
+    }
+    format!("kernels-{arch}-{h:016x}.ptx")
+}
+
+/// Writes `text` to `path` through a temporary file and a rename, so that a reader never sees
+/// half a file.
+fn store(path: &std::path::Path, text: &str) -> std::io::Result<()> {
+    let dir = path.parent().unwrap_or(std::path::Path::new("."));
+    std::fs::create_dir_all(dir)?;
+    let tmp = dir.join(format!(".kernels.{}.tmp", std::process::id()));
+    std::fs::write(&tmp, text)?;
+    std::fs::rename(&tmp, path).inspect_err(|_| {
+        let _ = std::fs::remove_file(&tmp);
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn cache_names_follow_the_architecture() {
+        assert_ne!(cache_name("sm_90"), cache_name("sm_80"));
+        assert_eq!(cache_name("sm_90"), cache_name("sm_90"));
+        assert!(cache_name("sm_90").starts_with("kernels-sm_90-"));
+        let dir = std::env::temp_dir().join(format!("gmcl-cache-test-{}", std::process::id()));
+        let path = dir.join("a.ptx");
+        store(&path, ".entry x(").unwrap();
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), ".entry x(");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
 
     #[test]
     fn every_kernel_file_is_in_the_source() {

@@ -143,8 +143,15 @@ impl Gpu {
             ctx.attribute(sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT),
         )? as u32;
         let arch = format!("sm_{}{}", capability.0, capability.1);
-        let ptx = kernels::compile(&arch)?;
-        let module = driver("load the compiled kernels", ctx.load_module(ptx))?;
+        let ptx = kernels::compile_cached(&arch, false)?;
+        let module = match ctx.load_module(ptx) {
+            Ok(m) => m,
+            // A cached file the driver refuses (damaged, or from an older driver): compile again.
+            Err(_) => driver(
+                "load the compiled kernels",
+                ctx.load_module(kernels::compile_cached(&arch, true)?),
+            )?,
+        };
         let mut functions = HashMap::new();
         let typed = kernels::TYPED
             .iter()
