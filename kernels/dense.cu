@@ -23,6 +23,36 @@ __device__ __forceinline__ u64 window_start(const u64* b_ptr, const u32* b_col, 
     return lo;
 }
 
+// Calls visit(at, value) for each entry of B's row k whose column lies in the window [c0, c1),
+// `at` being the column's place in the window (value 0 unless VALUES). The warp's lanes share the
+// row, each keeping DENSE_UNROLL loads in flight; columns are sorted, so the first one past the
+// window ends the lane's walk.
+template <typename T, bool VALUES, typename Visit>
+__device__ __forceinline__ void window_entries(const u64* b_ptr, const u32* b_col, const T* b_val,
+                                               u32 k, u64 c0, u64 c1, u32 lane, Visit visit) {
+    const u64 end = b_ptr[k + 1];
+    bool inside = true;
+    for (u64 j = window_start(b_ptr, b_col, k, c0) + lane; inside && j < end;
+         j += DENSE_UNROLL * WARP) {
+        u32 c[DENSE_UNROLL];
+        T v[DENSE_UNROLL];
+        #pragma unroll
+        for (u32 u = 0; u < DENSE_UNROLL; ++u) {
+            const bool in = j + u * WARP < end;
+            c[u] = in ? b_col[j + u * WARP] : 0xffffffffu;
+            v[u] = VALUES && in ? b_val[j + u * WARP] : (T)0;
+        }
+        #pragma unroll
+        for (u32 u = 0; u < DENSE_UNROLL; ++u) {
+            if (c[u] >= c1) {
+                inside = false;
+                break;
+            }
+            visit(c[u] - (u32)c0, v[u]);
+        }
+    }
+}
+
 // Counts the entries of each listed row of C = A·B (c_nnz[r] for batch row r = rows[i]); the
 // window is `width` columns (a multiple of 32), its bits in dynamic shared memory.
 extern "C" __global__ void __launch_bounds__(DENSE_ROW_THREADS)
@@ -42,25 +72,10 @@ dense_rows_symbolic(const u64* a_ptr, const u32* a_col, const u64* b_ptr, const 
         for (u32 w = threadIdx.x; w < words; w += blockDim.x) bits[w] = 0;
         __syncthreads();
         for (u64 e = a0 + warp; e < a1; e += nwarps) {
-            const u32 k = a_col[e];
-            const u64 end = b_ptr[k + 1];
-            bool inside = true;
-            for (u64 j = window_start(b_ptr, b_col, k, c0) + lane; inside && j < end;
-                 j += DENSE_UNROLL * WARP) {
-                u32 c[DENSE_UNROLL];
-                #pragma unroll
-                for (u32 u = 0; u < DENSE_UNROLL; ++u)
-                    c[u] = j + u * WARP < end ? b_col[j + u * WARP] : 0xffffffffu;
-                #pragma unroll
-                for (u32 u = 0; u < DENSE_UNROLL; ++u) {
-                    if (c[u] >= c1) {
-                        inside = false;
-                        break;
-                    }
-                    const u32 at = c[u] - (u32)c0;
-                    atomicOr(&bits[at >> 5], 1u << (at & 31));
-                }
-            }
+            window_entries<float, false>(b_ptr, b_col, (const float*)0, a_col[e], c0, c1, lane,
+                                         [&](u32 at, float) {
+                                             atomicOr(&bits[at >> 5], 1u << (at & 31));
+                                         });
         }
         __syncthreads();
         u64 mine = 0;
@@ -95,31 +110,12 @@ __device__ void dense_rows_numeric(const u64* a_ptr, const u32* a_col, const T* 
         for (u32 c = threadIdx.x; c < span; c += blockDim.x) acc[c] = (T)0;
         __syncthreads();
         for (u64 e = a0 + warp; e < a1; e += nwarps) {
-            const u32 k = a_col[e];
             const T av = a_val[e];
-            const u64 end = b_ptr[k + 1];
-            bool inside = true;
-            for (u64 j = window_start(b_ptr, b_col, k, c0) + lane; inside && j < end;
-                 j += DENSE_UNROLL * WARP) {
-                u32 c[DENSE_UNROLL];
-                T v[DENSE_UNROLL];
-                #pragma unroll
-                for (u32 u = 0; u < DENSE_UNROLL; ++u) {
-                    const bool in = j + u * WARP < end;
-                    c[u] = in ? b_col[j + u * WARP] : 0xffffffffu;
-                    v[u] = in ? b_val[j + u * WARP] : (T)0;
-                }
-                #pragma unroll
-                for (u32 u = 0; u < DENSE_UNROLL; ++u) {
-                    if (c[u] >= c1) {
-                        inside = false;
-                        break;
-                    }
-                    const u32 at = c[u] - (u32)c0;
-                    atomicAdd(&acc[at], av * v[u]);
-                    atomicOr(&bits[at >> 5], 1u << (at & 31));
-                }
-            }
+            window_entries<T, true>(b_ptr, b_col, b_val, a_col[e], c0, c1, lane,
+                                    [&](u32 at, T bv) {
+                                        atomicAdd(&acc[at], av * bv);
+                                        atomicOr(&bits[at >> 5], 1u << (at & 31));
+                                    });
         }
         __syncthreads();
         // Ordered write: each thread takes a word; a block scan of the words' counts places them.

@@ -145,6 +145,15 @@ fn check<T: Scalar>(
     cpu.nnz()
 }
 
+/// [`check`] in f64, then again with the operands cast to f32; returns C's entries.
+fn check_both(e: &GpuEngine, a: &Csr<f64>, b: &Csr<f64>, what: &str) -> usize {
+    let none = SpgemmOptions::default();
+    let nnz = check(e, a, b, &none, &format!("f64 {what}"));
+    let (a, b): (Csr<f32>, Csr<f32>) = (a.cast(), b.cast());
+    check(e, &a, &b, &none, &format!("f32 {what}"));
+    nnz
+}
+
 #[test]
 fn random_products_match_the_cpu_engine() {
     let Some(e) = engine(None) else { return };
@@ -161,22 +170,7 @@ fn random_products_match_the_cpu_engine() {
     {
         let a = random::<f64>(m, k, per_row, seed as u64);
         let b = random::<f64>(k, n, per_row, seed as u64 + 100);
-        let nnz = check(
-            &e,
-            &a,
-            &b,
-            &SpgemmOptions::default(),
-            &format!("f64 {m}x{k}x{n}"),
-        );
-        assert!(nnz > 0);
-        let (a, b): (Csr<f32>, Csr<f32>) = (a.cast(), b.cast());
-        check(
-            &e,
-            &a,
-            &b,
-            &SpgemmOptions::default(),
-            &format!("f32 {m}x{k}x{n}"),
-        );
+        assert!(check_both(&e, &a, &b, &format!("{m}x{k}x{n}")) > 0);
     }
 }
 
@@ -185,21 +179,7 @@ fn rmat_squares_match_the_cpu_engine() {
     let Some(e) = engine(None) else { return };
     for (scale, ef) in [(10, 8), (12, 16), (14, 8)] {
         let a = rmat::<f64>(scale, ef, 7);
-        check(
-            &e,
-            &a,
-            &a,
-            &SpgemmOptions::default(),
-            &format!("f64 rmat s{scale} ef{ef}"),
-        );
-        let a: Csr<f32> = a.cast();
-        check(
-            &e,
-            &a,
-            &a,
-            &SpgemmOptions::default(),
-            &format!("f32 rmat s{scale} ef{ef}"),
-        );
+        check_both(&e, &a, &a, &format!("rmat s{scale} ef{ef}"));
     }
 }
 
@@ -234,40 +214,12 @@ fn dense_rows_match_the_cpu_engine() {
         let what = |s: &str| format!("{s}, dense from {from:?}, window {window:?}");
         for (scale, ef) in [(10, 8), (12, 16)] {
             let a = rmat::<f64>(scale, ef, 7);
-            check(
-                &e,
-                &a,
-                &a,
-                &SpgemmOptions::default(),
-                &what(&format!("f64 rmat s{scale} ef{ef}")),
-            );
-            let a: Csr<f32> = a.cast();
-            check(
-                &e,
-                &a,
-                &a,
-                &SpgemmOptions::default(),
-                &what(&format!("f32 rmat s{scale} ef{ef}")),
-            );
+            check_both(&e, &a, &a, &what(&format!("rmat s{scale} ef{ef}")));
         }
         for (m, k, n, per_row) in [(300, 2000, 40000, 60), (64, 3000, 5000, 40)] {
             let a = random::<f64>(m, k, per_row, 31);
             let b = random::<f64>(k, n, per_row, 32);
-            check(
-                &e,
-                &a,
-                &b,
-                &SpgemmOptions::default(),
-                &what(&format!("f64 {m}x{k}x{n}")),
-            );
-            let (a, b): (Csr<f32>, Csr<f32>) = (a.cast(), b.cast());
-            check(
-                &e,
-                &a,
-                &b,
-                &SpgemmOptions::default(),
-                &what(&format!("f32 {m}x{k}x{n}")),
-            );
+            check_both(&e, &a, &b, &what(&format!("{m}x{k}x{n}")));
         }
         // One fully dense row of A over a wide B: more columns than one default window holds.
         let k = 4000;

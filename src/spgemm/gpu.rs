@@ -185,6 +185,26 @@ impl<T: Scalar> Operands<T> {
     fn b(&self) -> &DeviceCsr<T> {
         self.b.as_ref().unwrap_or(&self.a)
     }
+
+    /// Pushes A's and B's row offsets and columns, the first arguments of the row kernels'
+    /// symbolic phases.
+    fn push_structure<'a>(&'a self, l: &mut cudarc::driver::LaunchArgs<'a>) {
+        l.arg(&self.a.row_ptr)
+            .arg(&self.a.col_idx)
+            .arg(&self.b().row_ptr)
+            .arg(&self.b().col_idx);
+    }
+
+    /// Pushes A's and B's row offsets, columns and values, the first arguments of the row
+    /// kernels' numeric phases.
+    fn push_operands<'a>(&'a self, l: &mut cudarc::driver::LaunchArgs<'a>) {
+        l.arg(&self.a.row_ptr)
+            .arg(&self.a.col_idx)
+            .arg(&self.a.values)
+            .arg(&self.b().row_ptr)
+            .arg(&self.b().col_idx)
+            .arg(&self.b().values);
+    }
 }
 
 /// Rows (of Ĉ or of one multisplit level's output) whose chunks are final: they are
@@ -720,11 +740,8 @@ impl GpuEngine {
             let list = row_lists.view(b);
             let cfg = shape(row_lists.counts[b], bin.threads, bin.table as u64 * 4)?;
             launch(g, light, "hash_rows_symbolic", cfg, |l| {
-                l.arg(&ops.a.row_ptr)
-                    .arg(&ops.a.col_idx)
-                    .arg(&ops.b().row_ptr)
-                    .arg(&ops.b().col_idx)
-                    .arg(&row0)
+                ops.push_structure(l);
+                l.arg(&row0)
                     .arg(&list)
                     .arg(&bin.table)
                     .arg(&ops.m_ptr)
@@ -738,11 +755,8 @@ impl GpuEngine {
             let list = row_lists.view(bins.len() + 1);
             let cfg = shape(ndense, DENSE_ROW_THREADS, d.symbolic_width as u64 / 8)?;
             launch(g, light, "dense_rows_symbolic", cfg, |l| {
-                l.arg(&ops.a.row_ptr)
-                    .arg(&ops.a.col_idx)
-                    .arg(&ops.b().row_ptr)
-                    .arg(&ops.b().col_idx)
-                    .arg(&row0)
+                ops.push_structure(l);
+                l.arg(&row0)
                     .arg(&list)
                     .arg(&ops.c_cols)
                     .arg(&d.symbolic_width)
@@ -830,13 +844,8 @@ impl GpuEngine {
                 bin.table as u64 * (4 + val_bytes),
             )?;
             launch(g, light, &typed::<T>("hash_rows_numeric"), cfg, |l| {
-                l.arg(&ops.a.row_ptr)
-                    .arg(&ops.a.col_idx)
-                    .arg(&ops.a.values)
-                    .arg(&ops.b().row_ptr)
-                    .arg(&ops.b().col_idx)
-                    .arg(&ops.b().values)
-                    .arg(&row0)
+                ops.push_operands(l);
+                l.arg(&row0)
                     .arg(&list)
                     .arg(&bin.table)
                     .arg(&ops.m_ptr)
@@ -852,13 +861,8 @@ impl GpuEngine {
             let shared = d.numeric_width as u64 * val_bytes + d.numeric_width as u64 / 8;
             let cfg = shape(ndense, DENSE_ROW_THREADS, shared)?;
             launch(g, light, &typed::<T>("dense_rows_numeric"), cfg, |l| {
-                l.arg(&ops.a.row_ptr)
-                    .arg(&ops.a.col_idx)
-                    .arg(&ops.a.values)
-                    .arg(&ops.b().row_ptr)
-                    .arg(&ops.b().col_idx)
-                    .arg(&ops.b().values)
-                    .arg(&row0)
+                ops.push_operands(l);
+                l.arg(&row0)
                     .arg(&list)
                     .arg(&ops.c_cols)
                     .arg(&d.numeric_width)
