@@ -257,9 +257,14 @@ struct ClusterArgs {
     /// Value type of the matrices (mcl uses f32).
     #[arg(long, value_enum, default_value = "f32")]
     precision: Precision,
-    /// Entries of M² per expansion batch (at most): bounds the memory of one batch.
+    /// Entries of M² per expansion batch (at most): bounds the memory of one batch (the GPU
+    /// engine, and the CPU engine with --unfused).
     #[arg(long, default_value_t = 1 << 25, value_name = "N")]
     batch_entries: u64,
+    /// CPU engine: expand in batches through the SpGEMM engine, then prune, instead of pruning
+    /// each column of M² as it is made (the default; same result, for comparison).
+    #[arg(long)]
+    unfused: bool,
     /// Write the clusters here instead of stdout.
     #[arg(long, short = 'o')]
     output: Option<PathBuf>,
@@ -849,6 +854,7 @@ fn run_cluster<T: Scalar>(a: ClusterArgs, ui: Ui) -> Result<()> {
         overlap: a.overlap,
         engine,
         batch_entries: a.batch_entries,
+        cpu_fused: !a.unfused,
         ..Default::default()
     };
     params.validate()?;

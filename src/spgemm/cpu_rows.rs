@@ -1,0 +1,229 @@
+//! Rows of `C = A·B` one at a time, for a caller that consumes each row as soon as it is made
+//! and never needs `C` whole (MCL prunes every column of `M²` straight away), when every
+//! intermediate product is known to be positive.
+//!
+//! Positive products make the value of an entry its mark: a column was touched exactly when its
+//! accumulated value is not zero, since `0 + p₁ + … + pₖ > 0` for positive `p` (rounding is
+//! monotone). So the dense accumulator is a bare value array, one add per product (no mark or
+//! flag bytes), and its nonzero scan yields the row sorted; rows with few products keep a list
+//! of the columns they touch (a column is new when its value is still zero) and sort it.
+//!
+//! Values are those of the engine (`0 + p₁ + p₂ + …` in the order of `k` in `A`'s row), so a row
+//! is bitwise the row [`super::cpu::CpuEngine`] makes, and so is its structure, given the
+//! precondition of [`products_are_positive`].
+
+use super::cpu_accum::RowProduct;
+use crate::csr::Csr;
+use crate::scalar::Scalar;
+use rayon::prelude::*;
+
+/// A row takes the dense accumulator when `min(products, columns) × DENSE_RATIO ≥ columns`:
+/// the scan of all columns is then small next to the products, and cheaper than sorting the
+/// touched columns.
+const DENSE_RATIO: u64 = 16;
+
+/// True when every intermediate product `A[i,k]·B[k,j]` is positive in `T`'s arithmetic: every
+/// stored value of both operands is positive (no zeros, no NaN) and the product of their
+/// smallest values does not underflow to zero. (Multiplication is monotone, so no product is
+/// smaller than that one.)
+pub(crate) fn products_are_positive<T: Scalar>(a: &Csr<T>, b: &Csr<T>) -> bool {
+    let smallest = |m: &Csr<T>| -> Option<T> {
+        m.values()
+            .par_iter()
+            .with_min_len(1 << 16)
+            .map(|&v| if v > T::ZERO { Some(v) } else { None })
+            .try_reduce(|| T::ONE, |x, y| Some(if y < x { y } else { x }))
+    };
+    match (smallest(a), smallest(b)) {
+        (Some(x), Some(y)) => x * y > T::ZERO,
+        _ => false,
+    }
+}
+
+/// A per-thread accumulator for [`PositiveRows::row`]. Between rows every value is zero.
+pub(crate) struct PositiveRows<T> {
+    /// One value per column, rounded up to a power of two so that `c & mask` is in bounds.
+    acc: Vec<T>,
+    mask: usize,
+    ncols: usize,
+    /// Columns touched by a sparse row.
+    touched: Vec<u32>,
+    /// The row made last: `ncols` long, the first `len` entries valid.
+    cols: Vec<u32>,
+    vals: Vec<T>,
+}
+
+impl<T: Scalar> PositiveRows<T> {
+    /// An accumulator for products with `ncols` columns.
+    pub(crate) fn new(ncols: usize) -> Self {
+        let width = ncols.max(1).next_power_of_two();
+        PositiveRows {
+            acc: vec![T::ZERO; width],
+            mask: width - 1,
+            ncols,
+            touched: Vec::new(),
+            cols: vec![0; ncols],
+            vals: vec![T::ZERO; ncols],
+        }
+    }
+
+    /// Row `i` of `A·B`, sorted by column, valid until the next call. `products` is the row's
+    /// number of intermediate products ([`super::row_products`]). Every product must be
+    /// positive ([`products_are_positive`]) and `B` must have the accumulator's column count;
+    /// otherwise entries whose value is zero are missed (never unsafe).
+    pub(crate) fn row(
+        &mut self,
+        a: &Csr<T>,
+        b: &Csr<T>,
+        i: usize,
+        products: u64,
+    ) -> (&[u32], &[T]) {
+        debug_assert_eq!(b.ncols(), self.ncols);
+        let (ac, av) = a.row(i);
+        let len = if ac.len() == 1 {
+            // One row of B, scaled: already sorted.
+            let (bc, bv) = b.row(ac[0] as usize);
+            let x = av[0];
+            for (o, (&c, &v)) in bc.iter().zip(bv).enumerate() {
+                self.cols[o] = c;
+                self.vals[o] = T::ZERO + x * v;
+            }
+            bc.len()
+        } else if products.min(self.ncols as u64) * DENSE_RATIO >= self.ncols as u64 {
+            self.dense(RowProduct::new(a, b, i))
+        } else {
+            self.sparse(RowProduct::new(a, b, i))
+        };
+        (&self.cols[..len], &self.vals[..len])
+    }
+
+    /// Sums the row in the value array, then scans every column for nonzero values.
+    fn dense(&mut self, row: RowProduct<T>) -> usize {
+        let (acc, mask) = (&mut self.acc[..], self.mask);
+        assert!(acc.len() > mask);
+        // SAFETY: `c & mask <= mask < acc.len()`.
+        row.for_each_product(|c, p| unsafe { *acc.get_unchecked_mut(c as usize & mask) += p });
+        let n = self.ncols;
+        let (acc, cols, vals) = (&self.acc[..n], &mut self.cols[..n], &mut self.vals[..n]);
+        let mut o = 0usize;
+        for (j, &v) in acc.iter().enumerate() {
+            // Branch-free: every column is written at `o`, which moves on only past a nonzero.
+            // SAFETY: `o <= j < n`, the length of `cols` and `vals`.
+            unsafe {
+                *cols.get_unchecked_mut(o) = j as u32;
+                *vals.get_unchecked_mut(o) = v;
+            }
+            o += (v != T::ZERO) as usize;
+        }
+        self.acc[..n].fill(T::ZERO);
+        o
+    }
+
+    /// Sums the row in the value array, listing each column when its value is still zero,
+    /// then sorts the list and gathers it.
+    fn sparse(&mut self, row: RowProduct<T>) -> usize {
+        let (acc, mask, touched) = (&mut self.acc[..], self.mask, &mut self.touched);
+        touched.clear();
+        row.for_each_product(|c, p| {
+            let j = c as usize & mask;
+            let x = acc[j];
+            if x == T::ZERO {
+                touched.push(c);
+            }
+            acc[j] = x + p;
+        });
+        touched.sort_unstable();
+        for (o, &c) in touched.iter().enumerate() {
+            let j = c as usize & mask;
+            self.cols[o] = c;
+            self.vals[o] = acc[j];
+            acc[j] = T::ZERO;
+        }
+        touched.len()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::spgemm::{cpu, row_products, SpgemmOptions};
+    use proptest::prelude::*;
+
+    /// A random matrix with positive values and some long rows.
+    fn random(nrows: usize, ncols: usize, seed: u64, density: f64) -> Csr<f32> {
+        let mut s = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+        let mut next = || {
+            s ^= s << 13;
+            s ^= s >> 7;
+            s ^= s << 17;
+            s
+        };
+        let mut dense = vec![0f32; nrows * ncols];
+        for (i, x) in dense.iter_mut().enumerate() {
+            let row = i / ncols;
+            // Rows divisible by 5 are dense, the others sparse.
+            let p = if row % 5 == 0 { 0.9 } else { density };
+            if (next() % 1_000_000) as f64 / 1e6 < p {
+                *x = 1e-3 + (next() % 1000) as f32 / 997.0;
+            }
+        }
+        Csr::from_dense(nrows, ncols, &dense)
+    }
+
+    fn check(a: &Csr<f32>, b: &Csr<f32>) {
+        assert!(products_are_positive(a, b));
+        let c = cpu::multiply(a, b, &SpgemmOptions::default()).unwrap();
+        let mut rows = PositiveRows::new(b.ncols());
+        for i in 0..a.nrows() {
+            let (cols, vals) = rows.row(a, b, i, row_products(a, b, i));
+            assert_eq!(cols, c.row(i).0, "row {i}");
+            // Bitwise the engine's values.
+            let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+            assert_eq!(bits(vals), bits(c.row(i).1), "row {i}");
+        }
+    }
+
+    #[test]
+    fn rows_equal_the_engine() {
+        for (m, k, n, seed) in [
+            (40, 30, 50, 1),
+            (64, 64, 64, 2),
+            (7, 200, 1000, 3),
+            (1, 1, 1, 4),
+        ] {
+            let a = random(m, k, seed, 0.05);
+            let b = random(k, n, seed + 100, 0.02);
+            check(&a, &b);
+        }
+    }
+
+    #[test]
+    fn positivity_is_checked() {
+        let a = Csr::from_dense(2, 2, &[1f32, 0.5, 0.0, 2.0]);
+        assert!(products_are_positive(&a, &a));
+        let z = Csr::from_parts(1, 2, vec![0, 2], vec![0, 1], vec![1f32, 0.0]).unwrap();
+        assert!(!products_are_positive(&z, &a));
+        let neg = Csr::from_parts(1, 2, vec![0, 1], vec![1], vec![-1f32]).unwrap();
+        assert!(!products_are_positive(&a, &neg));
+        // 1e-30 squared underflows to zero in f32, not in f64.
+        let tiny = Csr::from_parts(1, 1, vec![0, 1], vec![0], vec![1e-30f32]).unwrap();
+        assert!(!products_are_positive(&tiny, &tiny));
+        assert!(products_are_positive(
+            &tiny.cast::<f64>(),
+            &tiny.cast::<f64>()
+        ));
+        let empty = Csr::<f32>::empty(3, 3);
+        assert!(products_are_positive(&empty, &empty));
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(64))]
+        #[test]
+        fn prop_rows_equal_the_engine(
+            m in 1usize..40, k in 1usize..40, n in 1usize..300,
+            seed in any::<u64>(), d in 0.0f64..0.3,
+        ) {
+            check(&random(m, k, seed, d), &random(k, n, seed ^ 0xABCD, d));
+        }
+    }
+}
