@@ -1,7 +1,8 @@
 //! One MCL iteration on the CPU with expansion and pruning fused.
 //!
 //! Each thread makes one column of `M²` (a row of `Mᵀ·Mᵀ`) at a time in its own accumulator
-//! ([`PositiveRows`]: a bare value array, since every product is positive) and prunes and
+//! ([`PositiveRows`]: a bare value array, since every product is positive; runs of consecutive
+//! heavy columns are made [`GROUP`] at a time, sharing their reads of `M`) and prunes and
 //! inflates it from there, so the unpruned `M²` is never written out and read back: in the heavy
 //! iterations of power-law graphs that is hundreds of millions of entries. The columns and their
 //! values are bitwise those the SpGEMM engine makes, and pruning is the same code
@@ -11,7 +12,10 @@ use super::{prune, Iteration, MclParams, Part};
 use crate::csr::Csr;
 use crate::error::Result;
 use crate::scalar::Scalar;
-use crate::spgemm::{self, cpu_rows::PositiveRows};
+use crate::spgemm::{
+    self,
+    cpu_rows::{is_dense, PositiveRows, GROUP},
+};
 use rayon::prelude::*;
 use std::ops::Range;
 use std::time::Instant;
@@ -82,14 +86,38 @@ pub(super) fn iterate<T: Scalar>(
                     expand_seconds: 0.0,
                     seconds: 0.0,
                 };
-                for i in g {
-                    let t = Instant::now();
-                    let (cols, vals) = rows.row(m, m, i, per_row[i]);
-                    d.expand_seconds += t.elapsed().as_secs_f64();
+                let mut prune = |d: &mut Done<T>, i: usize, cols: &[u32], vals: &[T]| {
                     d.expanded += cols.len() as u64;
                     let node = i as u32;
                     d.part
                         .push_column(cols, vals, node, &params.prune, cutoff, inflation, scratch);
+                };
+                // Runs of consecutive dense rows are made GROUP at a time.
+                let mut run: Vec<(usize, u64)> = Vec::with_capacity(GROUP);
+                let mut i = g.start;
+                while i < g.end {
+                    run.clear();
+                    while i < g.end && run.len() < GROUP && is_dense(per_row[i], m.ncols()) {
+                        run.push((i, per_row[i]));
+                        i += 1;
+                    }
+                    if run.is_empty() {
+                        let t = Instant::now();
+                        let (cols, vals) = rows.row(m, m, i, per_row[i]);
+                        d.expand_seconds += t.elapsed().as_secs_f64();
+                        prune(&mut d, i, cols, vals);
+                        i += 1;
+                        continue;
+                    }
+                    let t = Instant::now();
+                    rows.rows_together(m, m, &run);
+                    d.expand_seconds += t.elapsed().as_secs_f64();
+                    for (q, &(r, _)) in run.iter().enumerate() {
+                        let t = Instant::now();
+                        let (cols, vals) = rows.take(m, m, q);
+                        d.expand_seconds += t.elapsed().as_secs_f64();
+                        prune(&mut d, r, cols, vals);
+                    }
                 }
                 d.seconds = t0.elapsed().as_secs_f64();
                 Ok(d)
