@@ -14,7 +14,7 @@ use crate::error::Result;
 use crate::scalar::Scalar;
 use crate::spgemm::{
     self,
-    cpu_rows::{is_dense, PositiveRows, GROUP},
+    cpu_rows::{is_dense, narrow_columns, PositiveRows, GROUP},
 };
 use rayon::prelude::*;
 use std::ops::Range;
@@ -72,6 +72,7 @@ pub(super) fn iterate<T: Scalar>(
         .div_ceil(threads * GROUPS_PER_THREAD)
         .max(1);
     let cutoff = T::from_f64(params.prune.cutoff());
+    let narrow = narrow_columns(m);
     let done: Vec<Result<Done<T>>> = groups(&per_row, target)
         .into_par_iter()
         .with_max_len(1)
@@ -110,7 +111,7 @@ pub(super) fn iterate<T: Scalar>(
                         continue;
                     }
                     let t = Instant::now();
-                    rows.rows_together(m, m, &run);
+                    rows.rows_together(m, m, narrow.as_deref(), &run);
                     d.expand_seconds += t.elapsed().as_secs_f64();
                     for (q, &(r, _)) in run.iter().enumerate() {
                         let t = Instant::now();
