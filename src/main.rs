@@ -257,10 +257,15 @@ struct ClusterArgs {
     /// Value type of the matrices (mcl uses f32).
     #[arg(long, value_enum, default_value = "f32")]
     precision: Precision,
-    /// Entries of M² per expansion batch (at most): bounds the memory of one batch
-    /// [default: 33554432 on the CPU; on the GPU, what the device's memory allows].
+    /// Entries of M² per expansion batch (at most): bounds the memory of one batch (the GPU
+    /// engine, and the CPU engine with --unfused) [default: 33554432 on the CPU; on the GPU,
+    /// what the device's memory allows].
     #[arg(long, value_name = "N")]
     batch_entries: Option<u64>,
+    /// CPU engine: expand in batches through the SpGEMM engine, then prune, instead of pruning
+    /// each column of M² as it is made (the default; same result, for comparison).
+    #[arg(long)]
+    unfused: bool,
     /// Write the clusters here instead of stdout.
     #[arg(long, short = 'o')]
     output: Option<PathBuf>,
@@ -853,6 +858,7 @@ fn run_cluster<T: Scalar>(a: ClusterArgs, ui: Ui) -> Result<()> {
         overlap: a.overlap,
         engine,
         batch_entries: a.batch_entries,
+        cpu_fused: !a.unfused,
         ..Default::default()
     };
     params.validate()?;

@@ -24,6 +24,7 @@
 //! Values are `f32` in gmcl's command line, as in mcl (`float` cells).
 
 mod device;
+mod fused;
 pub mod inflate;
 pub mod interpret;
 pub mod measures;
@@ -63,6 +64,11 @@ pub struct MclParams {
     /// `min(intermediate products, n)` stays under this (a row over it makes a batch alone).
     /// `None`: [`CPU_BATCH_ENTRIES`] on the CPU; on the GPU, what the device's memory allows.
     pub batch_entries: Option<u64>,
+    /// On the CPU engine, fuse expansion and pruning (default): each thread makes one column of
+    /// `M²` at a time in a dense accumulator and prunes it from there, so `M²` is never stored.
+    /// Taken in an iteration whose products are all positive (always, unless values underflow);
+    /// the result is the same as the batched path's. `false` runs the batched path.
+    pub cpu_fused: bool,
 }
 
 /// The CPU engine's default batch size in entries of `M²` (256 MB of `f32` entries).
@@ -79,6 +85,7 @@ impl Default for MclParams {
             overlap: Overlap::Cut,
             engine: EngineKind::Cpu,
             batch_entries: None,
+            cpu_fused: true,
         }
     }
 }
@@ -236,6 +243,48 @@ struct Part<T> {
     chaos: f64,
 }
 
+impl<T: Scalar> Part<T> {
+    fn with_rows(rows: usize) -> Self {
+        Part {
+            lens: Vec::with_capacity(rows),
+            cols: Vec::new(),
+            vals: Vec::new(),
+            chaos: 0.0,
+        }
+    }
+
+    /// Prunes and inflates the expanded column `(cols, vals)` of node `node` and appends it.
+    #[allow(clippy::too_many_arguments)]
+    fn push_column(
+        &mut self,
+        cols: &[u32],
+        vals: &[T],
+        node: u32,
+        params: &PruneParams,
+        cutoff: T,
+        inflation: f64,
+        scratch: &mut prune::Scratch<T>,
+    ) {
+        let start = self.vals.len();
+        let r = prune::prune_column(
+            cols,
+            vals,
+            node,
+            params,
+            cutoff,
+            &mut self.cols,
+            &mut self.vals,
+            scratch,
+        );
+        self.chaos = self.chaos.max(r.chaos);
+        if !inflate::inflate(&mut self.vals[start..], inflation) {
+            self.cols.truncate(start);
+            self.vals.truncate(start);
+        }
+        self.lens.push((self.vals.len() - start) as u32);
+    }
+}
+
 /// Prunes and inflates rows `rows` of the batch `c` (whose row 0 is row `first` of `M²ᵀ`).
 fn prune_rows<T: Scalar>(
     c: &Csr<T>,
@@ -245,32 +294,19 @@ fn prune_rows<T: Scalar>(
     inflation: f64,
 ) -> Part<T> {
     let cutoff = T::from_f64(params.cutoff());
-    let mut part = Part {
-        lens: Vec::with_capacity(rows.len()),
-        cols: Vec::new(),
-        vals: Vec::new(),
-        chaos: 0.0,
-    };
+    let mut part = Part::with_rows(rows.len());
     let mut scratch = prune::Scratch::default();
     for li in rows {
         let (cols, vals) = c.row(li);
-        let start = part.vals.len();
-        let r = prune::prune_column(
+        part.push_column(
             cols,
             vals,
             (first + li) as u32,
             params,
             cutoff,
-            &mut part.cols,
-            &mut part.vals,
+            inflation,
             &mut scratch,
         );
-        part.chaos = part.chaos.max(r.chaos);
-        if !inflate::inflate(&mut part.vals[start..], inflation) {
-            part.cols.truncate(start);
-            part.vals.truncate(start);
-        }
-        part.lens.push((part.vals.len() - start) as u32);
     }
     part
 }
@@ -285,6 +321,9 @@ pub fn iterate<T: Scalar>(
 ) -> Result<(Csr<T>, Iteration)> {
     if params.engine == EngineKind::Gpu {
         return device::iterate_host(m, params, inflation);
+    }
+    if params.engine == EngineKind::Cpu && params.cpu_fused && fused::applies(m) {
+        return fused::iterate(m, params, inflation);
     }
     let start = Instant::now();
     let n = m.nrows();

@@ -18,6 +18,7 @@
 pub mod cpu;
 mod cpu_accum;
 mod cpu_ordered;
+pub(crate) mod cpu_rows;
 pub mod gpu;
 pub mod params;
 

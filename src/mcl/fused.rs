@@ -1,0 +1,265 @@
+//! One MCL iteration on the CPU with expansion and pruning fused.
+//!
+//! Each thread makes one column of `M²` (a row of `Mᵀ·Mᵀ`) at a time in its own accumulator
+//! ([`PositiveRows`]: a bare value array, since every product is positive; runs of consecutive
+//! heavy columns are made [`GROUP`] at a time, sharing their reads of `M`) and prunes and
+//! inflates it from there, so the unpruned `M²` is never written out and read back: in the heavy
+//! iterations of power-law graphs that is hundreds of millions of entries. The columns and their
+//! values are bitwise those the SpGEMM engine makes, and pruning is the same code
+//! ([`super::prune::prune_column`]), so the next matrix equals the batched path's.
+
+use super::{prune, Iteration, MclParams, Part};
+use crate::csr::Csr;
+use crate::error::Result;
+use crate::scalar::Scalar;
+use crate::spgemm::{
+    self,
+    cpu_rows::{is_dense, narrow_columns, PositiveRows, GROUP},
+};
+use rayon::prelude::*;
+use std::ops::Range;
+use std::time::Instant;
+
+/// Groups of rows per thread: enough for the heavy rows of power-law graphs to balance.
+const GROUPS_PER_THREAD: u64 = 64;
+
+/// Whether the fused path applies to `m`: every product of `m·m` is positive.
+pub(super) fn applies<T: Scalar>(m: &Csr<T>) -> bool {
+    spgemm::cpu_rows::products_are_positive(m, m)
+}
+
+/// Rows `0..products.len()` cut into consecutive groups of about `target` products each (a
+/// group holds at least one row).
+fn groups(products: &[u64], target: u64) -> Vec<Range<usize>> {
+    let mut out = Vec::new();
+    let (mut start, mut acc) = (0usize, 0u64);
+    for (i, &p) in products.iter().enumerate() {
+        acc += p + 1;
+        if acc >= target {
+            out.push(start..i + 1);
+            start = i + 1;
+            acc = 0;
+        }
+    }
+    if start < products.len() {
+        out.push(start..products.len());
+    }
+    out
+}
+
+/// A group's pruned columns and its figures.
+struct Done<T> {
+    part: Part<T>,
+    expanded: u64,
+    /// Thread time making columns of `M²`, and in all.
+    expand_seconds: f64,
+    seconds: f64,
+}
+
+/// One MCL iteration on the transposed matrix `m` (see [`super::iterate`]), whose products must
+/// all be positive ([`applies`]).
+pub(super) fn iterate<T: Scalar>(
+    m: &Csr<T>,
+    params: &MclParams,
+    inflation: f64,
+) -> Result<(Csr<T>, Iteration)> {
+    let start = Instant::now();
+    let n = m.nrows();
+    let per_row = spgemm::intermediate_products_per_row(m, m)?;
+    let total: u64 = per_row.iter().sum();
+    let threads = rayon::current_num_threads().max(1) as u64;
+    let target = (total + n as u64)
+        .div_ceil(threads * GROUPS_PER_THREAD)
+        .max(1);
+    let cutoff = T::from_f64(params.prune.cutoff());
+    let narrow = narrow_columns(m);
+    let done: Vec<Result<Done<T>>> = groups(&per_row, target)
+        .into_par_iter()
+        .with_max_len(1)
+        .map_init(
+            || (PositiveRows::new(m.ncols()), prune::Scratch::default()),
+            |(rows, scratch), g| {
+                crate::interrupt::check()?;
+                let t0 = Instant::now();
+                let mut d = Done {
+                    part: Part::with_rows(g.len()),
+                    expanded: 0,
+                    expand_seconds: 0.0,
+                    seconds: 0.0,
+                };
+                let mut prune = |d: &mut Done<T>, i: usize, cols: &[u32], vals: &[T]| {
+                    d.expanded += cols.len() as u64;
+                    let node = i as u32;
+                    d.part
+                        .push_column(cols, vals, node, &params.prune, cutoff, inflation, scratch);
+                };
+                // Runs of consecutive dense rows are made GROUP at a time.
+                let mut run: Vec<(usize, u64)> = Vec::with_capacity(GROUP);
+                let mut i = g.start;
+                while i < g.end {
+                    run.clear();
+                    while i < g.end && run.len() < GROUP && is_dense(per_row[i], m.ncols()) {
+                        run.push((i, per_row[i]));
+                        i += 1;
+                    }
+                    if run.is_empty() {
+                        let t = Instant::now();
+                        let (cols, vals) = rows.row(m, m, i, per_row[i]);
+                        d.expand_seconds += t.elapsed().as_secs_f64();
+                        prune(&mut d, i, cols, vals);
+                        i += 1;
+                        continue;
+                    }
+                    let t = Instant::now();
+                    rows.rows_together(m, m, narrow.as_deref(), &run);
+                    d.expand_seconds += t.elapsed().as_secs_f64();
+                    for (q, &(r, _)) in run.iter().enumerate() {
+                        let t = Instant::now();
+                        let (cols, vals) = rows.take(m, m, q);
+                        d.expand_seconds += t.elapsed().as_secs_f64();
+                        prune(&mut d, r, cols, vals);
+                    }
+                }
+                d.seconds = t0.elapsed().as_secs_f64();
+                Ok(d)
+            },
+        )
+        .collect();
+    let mut it = Iteration {
+        products: total,
+        batches: 1,
+        ..Default::default()
+    };
+    let mut row_ptr: Vec<u64> = Vec::with_capacity(n + 1);
+    row_ptr.push(0);
+    let mut kept = 0u64;
+    let mut parts = Vec::with_capacity(done.len());
+    let (mut expand_thread, mut all_thread) = (0f64, 0f64);
+    for d in done {
+        let d = d?;
+        it.expanded += d.expanded;
+        it.chaos = it.chaos.max(d.part.chaos);
+        expand_thread += d.expand_seconds;
+        all_thread += d.seconds;
+        for &l in &d.part.lens {
+            kept += l as u64;
+            row_ptr.push(kept);
+        }
+        parts.push(d.part);
+    }
+    let mut cols: Vec<u32> = Vec::with_capacity(kept as usize);
+    let mut vals: Vec<T> = Vec::with_capacity(kept as usize);
+    for p in parts {
+        cols.extend_from_slice(&p.cols);
+        vals.extend_from_slice(&p.vals);
+    }
+    it.kept = kept;
+    it.seconds = start.elapsed().as_secs_f64();
+    // Expansion and pruning interleave: the wall time is shared out as the threads' time was.
+    if all_thread > 0.0 {
+        it.expand_seconds = it.seconds * expand_thread / all_thread;
+    }
+    let next = Csr::from_parts_unchecked(n, m.ncols(), row_ptr, cols, vals);
+    Ok((next, it))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::{cluster, graph_from_edges, iterate as iterate_any, start_matrix};
+    use super::*;
+    use crate::edges::EdgeList;
+    use crate::generate;
+
+    #[test]
+    fn groups_cover_the_rows_in_order() {
+        assert_eq!(groups(&[5, 5, 20, 1, 1], 10), vec![0..2, 2..3, 3..5]);
+        assert_eq!(groups(&[0, 0, 0], 100), vec![0..3]);
+        assert_eq!(groups(&[], 10), Vec::<Range<usize>>::new());
+    }
+
+    /// An R-MAT graph, as `gmcl generate --undirected` makes it.
+    fn rmat(scale: u32, edge_factor: u64, seed: u64) -> EdgeList {
+        let mut p = generate::RmatParams::new(scale, edge_factor << scale);
+        p.seed = seed;
+        p.undirected = true;
+        generate::generate(&p).unwrap()
+    }
+
+    /// Every iteration of the fused path gives bitwise the batched path's matrix and figures.
+    fn same_iterations<T: Scalar>(el: &EdgeList, inflation: f64, prune: prune::PruneParams) {
+        let (g, _) = graph_from_edges::<T>(el).unwrap();
+        let batched = MclParams {
+            cpu_fused: false,
+            batch_entries: Some(1 << 12),
+            inflation,
+            prune,
+            ..Default::default()
+        };
+        let fused = MclParams {
+            cpu_fused: true,
+            ..batched.clone()
+        };
+        let mut m = start_matrix(&g, 1.0);
+        for _ in 0..30 {
+            assert!(applies(&m));
+            let (a, ia) = iterate_any(&m, &batched, inflation).unwrap();
+            let (b, ib) = iterate_any(&m, &fused, inflation).unwrap();
+            assert_eq!(a.row_ptr(), b.row_ptr());
+            assert_eq!(a.col_idx(), b.col_idx());
+            let bits = |m: &Csr<T>| {
+                m.values()
+                    .iter()
+                    .map(|v| v.to_f64().to_bits())
+                    .collect::<Vec<_>>()
+            };
+            assert_eq!(bits(&a), bits(&b));
+            assert_eq!(
+                (ia.chaos.to_bits(), ia.expanded, ia.kept, ia.products),
+                (ib.chaos.to_bits(), ib.expanded, ib.kept, ib.products)
+            );
+            if ia.chaos < 1e-4 {
+                break;
+            }
+            m = a;
+        }
+    }
+
+    #[test]
+    fn fused_iterations_equal_the_batched_ones() {
+        let el = rmat(10, 8, 5);
+        same_iterations::<f32>(&el, 2.0, prune::PruneParams::default());
+        same_iterations::<f64>(&el, 2.0, prune::PruneParams::default());
+        // Small S and R make selection and recovery happen in most columns.
+        let tight = prune::PruneParams {
+            prune: 1000,
+            select: 20,
+            recover: 30,
+            pct: 90,
+        };
+        same_iterations::<f32>(&el, 1.4, tight);
+        same_iterations::<f32>(&rmat(9, 16, 2), 3.0, prune::PruneParams::scheme(1).unwrap());
+    }
+
+    #[test]
+    fn fused_clustering_equals_the_batched_one() {
+        let (g, _) = graph_from_edges::<f32>(&rmat(11, 8, 9)).unwrap();
+        let fused = cluster(&g, &MclParams::default(), &mut |_| {}).unwrap();
+        let batched = MclParams {
+            cpu_fused: false,
+            ..Default::default()
+        };
+        let b = cluster(&g, &batched, &mut |_| {}).unwrap();
+        assert_eq!(fused.clusters, b.clusters);
+        assert_eq!(fused.iterations, b.iterations);
+    }
+
+    #[test]
+    fn underflowing_values_take_the_batched_path() {
+        let el = EdgeList::square(3, vec![(0, 1), (1, 2)], Some(vec![1.0, 1e-30]));
+        let (g, _) = graph_from_edges::<f32>(&el).unwrap();
+        let m = start_matrix(&g, 1.0);
+        assert!(!applies(&m));
+        let r = cluster(&g, &MclParams::default(), &mut |_| {}).unwrap();
+        assert!(r.converged);
+    }
+}

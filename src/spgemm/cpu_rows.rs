@@ -1,0 +1,500 @@
+//! Rows of `C = A·B` one at a time, for a caller that consumes each row as soon as it is made
+//! and never needs `C` whole (MCL prunes every column of `M²` straight away), when every
+//! intermediate product is known to be positive.
+//!
+//! Positive products make the value of an entry its mark: a column was touched exactly when its
+//! accumulated value is not zero, since `0 + p₁ + … + pₖ > 0` for positive `p` (rounding is
+//! monotone). So the dense accumulator is a bare value array, one add per product (no mark or
+//! flag bytes), and its nonzero scan yields the row sorted; rows with few products keep a list
+//! of the columns they touch (a column is new when its value is still zero) and sort it.
+//!
+//! Heavy rows are made [`GROUP`] at a time ([`PositiveRows::rows_together`]): the rows of `A`
+//! are merged by `k`, each row of `B` is read once for all the rows that have its `k`, and every
+//! product goes into an interleaved accumulator (`GROUP` values per column, one vector add for
+//! all the rows; a row without that `k` adds `0·v = +0`, which leaves its values unchanged). On
+//! power-law graphs consecutive heavy rows share many `k`, so this reads `B` 2-3 times less,
+//! which is what bounds the one-row-at-a-time loop.
+//!
+//! Values are those of the engine (`0 + p₁ + p₂ + …` in the order of `k` in `A`'s row), so a row
+//! is bitwise the row [`super::cpu::CpuEngine`] makes, and so is its structure, given the
+//! precondition of [`products_are_positive`].
+
+use super::cpu_accum::RowProduct;
+use crate::csr::Csr;
+use crate::scalar::Scalar;
+use rayon::prelude::*;
+
+/// A row takes the dense accumulator when `min(products, columns) × DENSE_RATIO ≥ columns`:
+/// the scan of all columns is then small next to the products, and cheaper than sorting the
+/// touched columns.
+const DENSE_RATIO: u64 = 16;
+
+/// Rows made together by [`PositiveRows::rows_together`].
+pub(crate) const GROUP: usize = 8;
+
+/// [`PositiveRows::rows_together`] reads `B` once per distinct `k` of the group: worth it when
+/// the group's rows of `A` have at least this many entries per distinct `k` (else each row is
+/// made alone, with `GROUP` times less work per product of `B`). Tenths.
+const SHARING_TENTHS: usize = 16;
+
+/// True when a row with `products` products over `ncols` columns takes the dense accumulator
+/// (and may be made in a group).
+pub(crate) fn is_dense(products: u64, ncols: usize) -> bool {
+    products.min(ncols as u64) * DENSE_RATIO >= ncols as u64
+}
+
+/// True when every intermediate product `A[i,k]·B[k,j]` is positive in `T`'s arithmetic: every
+/// stored value of both operands is positive (no zeros, no NaN) and the product of their
+/// smallest values does not underflow to zero. (Multiplication is monotone, so no product is
+/// smaller than that one.)
+pub(crate) fn products_are_positive<T: Scalar>(a: &Csr<T>, b: &Csr<T>) -> bool {
+    let smallest = |m: &Csr<T>| -> Option<T> {
+        m.values()
+            .par_iter()
+            .with_min_len(1 << 16)
+            .map(|&v| if v > T::ZERO { Some(v) } else { None })
+            .try_reduce(|| T::ONE, |x, y| Some(if y < x { y } else { x }))
+    };
+    match (smallest(a), smallest(b)) {
+        (Some(x), Some(y)) => x * y > T::ZERO,
+        _ => false,
+    }
+}
+
+/// A per-thread accumulator for [`PositiveRows::row`]. Between rows every value is zero.
+pub(crate) struct PositiveRows<T> {
+    /// One value per column, rounded up to a power of two so that `c & mask` is in bounds.
+    acc: Vec<T>,
+    mask: usize,
+    ncols: usize,
+    /// Columns touched by a sparse row.
+    touched: Vec<u32>,
+    /// The row made last: `ncols` long, the first `len` entries valid.
+    cols: Vec<u32>,
+    vals: Vec<T>,
+    /// The interleaved accumulator of a group (allocated on first use): `GROUP` values per
+    /// column, zero between groups.
+    group: Vec<[T; GROUP]>,
+    /// The group's entries of `A`: `(k, row in group, value)`, then merged by `k`.
+    entries: Vec<(u32, u32, T)>,
+    merged: Vec<(u32, [T; GROUP])>,
+    /// Rows of the group and whether they were made together (else one by one, on demand).
+    rows: Vec<(usize, u64)>,
+    together: bool,
+}
+
+impl<T: Scalar> PositiveRows<T> {
+    /// An accumulator for products with `ncols` columns.
+    pub(crate) fn new(ncols: usize) -> Self {
+        let width = ncols.max(1).next_power_of_two();
+        PositiveRows {
+            acc: vec![T::ZERO; width],
+            mask: width - 1,
+            ncols,
+            touched: Vec::new(),
+            cols: vec![0; ncols],
+            vals: vec![T::ZERO; ncols],
+            group: Vec::new(),
+            entries: Vec::new(),
+            merged: Vec::new(),
+            rows: Vec::new(),
+            together: false,
+        }
+    }
+
+    /// Row `i` of `A·B`, sorted by column, valid until the next call. `products` is the row's
+    /// number of intermediate products ([`super::row_products`]). Every product must be
+    /// positive ([`products_are_positive`]) and `B` must have the accumulator's column count;
+    /// otherwise entries whose value is zero are missed (never unsafe).
+    pub(crate) fn row(
+        &mut self,
+        a: &Csr<T>,
+        b: &Csr<T>,
+        i: usize,
+        products: u64,
+    ) -> (&[u32], &[T]) {
+        debug_assert_eq!(b.ncols(), self.ncols);
+        let (ac, av) = a.row(i);
+        let len = if ac.len() == 1 {
+            // One row of B, scaled: already sorted.
+            let (bc, bv) = b.row(ac[0] as usize);
+            let x = av[0];
+            for (o, (&c, &v)) in bc.iter().zip(bv).enumerate() {
+                self.cols[o] = c;
+                self.vals[o] = T::ZERO + x * v;
+            }
+            bc.len()
+        } else if is_dense(products, self.ncols) {
+            self.dense(RowProduct::new(a, b, i))
+        } else {
+            self.sparse(RowProduct::new(a, b, i))
+        };
+        (&self.cols[..len], &self.vals[..len])
+    }
+
+    /// Makes rows `rows` of `A·B` (at most [`GROUP`], with their product counts) together,
+    /// reading each row of `B` once for all of them; [`PositiveRows::take`] then hands them
+    /// out, in order. Each is bitwise what [`PositiveRows::row`] makes. When the rows share too
+    /// few `k` to gain, they are made one by one in `take` instead.
+    ///
+    /// `narrow`, when given, is `B`'s column indices as `u16` (for `B` with at most 2¹⁶
+    /// columns: [`narrow_columns`]), read instead of the `u32` ones: a quarter fewer bytes per
+    /// entry of `B`, whose reads bound this loop.
+    pub(crate) fn rows_together(
+        &mut self,
+        a: &Csr<T>,
+        b: &Csr<T>,
+        narrow: Option<&[u16]>,
+        rows: &[(usize, u64)],
+    ) {
+        assert!(rows.len() <= GROUP);
+        debug_assert_eq!(b.ncols(), self.ncols);
+        self.rows.clear();
+        self.rows.extend_from_slice(rows);
+        let entries = &mut self.entries;
+        entries.clear();
+        for (g, &(i, _)) in rows.iter().enumerate() {
+            let (ac, av) = a.row(i);
+            entries.extend(ac.iter().zip(av).map(|(&k, &x)| (k, g as u32, x)));
+        }
+        // By k, then by row: each row's k stay in their order.
+        entries.sort_unstable_by_key(|e| ((e.0 as u64) << 32) | e.1 as u64);
+        self.merged.clear();
+        for &(k, g, x) in entries.iter() {
+            if self.merged.last().map(|m| m.0) != Some(k) {
+                self.merged.push((k, [T::ZERO; GROUP]));
+            }
+            if let Some(m) = self.merged.last_mut() {
+                m.1[g as usize] = x;
+            }
+        }
+        self.together = rows.len() > 1 && entries.len() * 10 >= self.merged.len() * SHARING_TENTHS;
+        if !self.together {
+            return;
+        }
+        if self.group.len() < self.acc.len() {
+            self.group = vec![[T::ZERO; GROUP]; self.acc.len()];
+        }
+        match narrow {
+            Some(cols) => {
+                assert_eq!(cols.len(), b.nnz());
+                accumulate_group(&mut self.group, self.mask, &self.merged, b, cols)
+            }
+            None => accumulate_group(&mut self.group, self.mask, &self.merged, b, b.col_idx()),
+        }
+    }
+
+    /// Row `g` of the group [`PositiveRows::rows_together`] made (`g` counting from 0, in
+    /// order: each row once), sorted by column, valid until the next call.
+    pub(crate) fn take(&mut self, a: &Csr<T>, b: &Csr<T>, g: usize) -> (&[u32], &[T]) {
+        let (i, products) = self.rows[g];
+        if !self.together {
+            return self.row(a, b, i, products);
+        }
+        let n = self.ncols;
+        let (acc, cols, vals) = (&self.group[..n], &mut self.cols[..n], &mut self.vals[..n]);
+        let mut o = 0usize;
+        for (j, slot) in acc.iter().enumerate() {
+            let v = slot[g];
+            // SAFETY: `o <= j < n`, the length of `cols` and `vals`.
+            unsafe {
+                *cols.get_unchecked_mut(o) = j as u32;
+                *vals.get_unchecked_mut(o) = v;
+            }
+            o += (v != T::ZERO) as usize;
+        }
+        if g + 1 == self.rows.len() {
+            self.group[..n].fill([T::ZERO; GROUP]);
+        }
+        (&self.cols[..o], &self.vals[..o])
+    }
+
+    /// Sums the row in the value array, then scans every column for nonzero values.
+    fn dense(&mut self, row: RowProduct<T>) -> usize {
+        let (acc, mask) = (&mut self.acc[..], self.mask);
+        assert!(acc.len() > mask);
+        // SAFETY: `c & mask <= mask < acc.len()`.
+        row.for_each_product(|c, p| unsafe { *acc.get_unchecked_mut(c as usize & mask) += p });
+        let n = self.ncols;
+        let (acc, cols, vals) = (&self.acc[..n], &mut self.cols[..n], &mut self.vals[..n]);
+        let mut o = 0usize;
+        for (j, &v) in acc.iter().enumerate() {
+            // Branch-free: every column is written at `o`, which moves on only past a nonzero.
+            // SAFETY: `o <= j < n`, the length of `cols` and `vals`.
+            unsafe {
+                *cols.get_unchecked_mut(o) = j as u32;
+                *vals.get_unchecked_mut(o) = v;
+            }
+            o += (v != T::ZERO) as usize;
+        }
+        self.acc[..n].fill(T::ZERO);
+        o
+    }
+
+    /// Sums the row in the value array, listing each column when its value is still zero,
+    /// then sorts the list and gathers it.
+    fn sparse(&mut self, row: RowProduct<T>) -> usize {
+        let (acc, mask, touched) = (&mut self.acc[..], self.mask, &mut self.touched);
+        touched.clear();
+        row.for_each_product(|c, p| {
+            let j = c as usize & mask;
+            let x = acc[j];
+            if x == T::ZERO {
+                touched.push(c);
+            }
+            acc[j] = x + p;
+        });
+        touched.sort_unstable();
+        for (o, &c) in touched.iter().enumerate() {
+            let j = c as usize & mask;
+            self.cols[o] = c;
+            self.vals[o] = acc[j];
+            acc[j] = T::ZERO;
+        }
+        touched.len()
+    }
+}
+
+/// `B`'s column indices as `u16`, when it has at most 2¹⁶ columns (for
+/// [`PositiveRows::rows_together`]).
+pub(crate) fn narrow_columns<T: Scalar>(b: &Csr<T>) -> Option<Vec<u16>> {
+    (b.ncols() <= 1 << 16).then(|| {
+        b.col_idx()
+            .par_iter()
+            .with_min_len(1 << 16)
+            .map(|&c| c as u16)
+            .collect()
+    })
+}
+
+/// A column index as stored: `u32`, or `u16` for matrices of at most 2¹⁶ columns.
+trait Col: Copy {
+    fn index(self) -> usize;
+}
+
+impl Col for u32 {
+    #[inline(always)]
+    fn index(self) -> usize {
+        self as usize
+    }
+}
+
+impl Col for u16 {
+    #[inline(always)]
+    fn index(self) -> usize {
+        self as usize
+    }
+}
+
+/// Adds `x[g]·B[k,j]` to `acc[j][g]` for every `(k, x)` of `merged` (in order) and every entry
+/// `(k, j)` of `B`, whose column indices are read from `bc`: with AVX2 where the processor has
+/// it (the same arithmetic, wider vectors).
+fn accumulate_group<T: Scalar, C: Col>(
+    acc: &mut [[T; GROUP]],
+    mask: usize,
+    merged: &[(u32, [T; GROUP])],
+    b: &Csr<T>,
+    bc: &[C],
+) {
+    #[cfg(target_arch = "x86_64")]
+    if std::arch::is_x86_feature_detected!("avx2") {
+        // SAFETY: the processor has AVX2.
+        unsafe { accumulate_group_avx2(acc, mask, merged, b, bc) };
+        return;
+    }
+    accumulate_group_any(acc, mask, merged, b, bc)
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn accumulate_group_avx2<T: Scalar, C: Col>(
+    acc: &mut [[T; GROUP]],
+    mask: usize,
+    merged: &[(u32, [T; GROUP])],
+    b: &Csr<T>,
+    bc: &[C],
+) {
+    accumulate_group_any(acc, mask, merged, b, bc)
+}
+
+#[inline(always)]
+fn accumulate_group_any<T: Scalar, C: Col>(
+    acc: &mut [[T; GROUP]],
+    mask: usize,
+    merged: &[(u32, [T; GROUP])],
+    b: &Csr<T>,
+    bc: &[C],
+) {
+    assert!(acc.len() > mask);
+    let (bp, bv) = (b.row_ptr(), b.values());
+    for (t, &(k, x)) in merged.iter().enumerate() {
+        if let Some(&(k2, _)) = merged.get(t + AHEAD) {
+            let s = bp[k2 as usize] as usize;
+            prefetch(bc.as_ptr().wrapping_add(s));
+            prefetch(bv.as_ptr().wrapping_add(s));
+        }
+        let (s, e) = (bp[k as usize] as usize, bp[k as usize + 1] as usize);
+        for (&c, &v) in bc[s..e].iter().zip(&bv[s..e]) {
+            // SAFETY: `c & mask <= mask < acc.len()`.
+            let slot = unsafe { acc.get_unchecked_mut(c.index() & mask) };
+            for g in 0..GROUP {
+                slot[g] += x[g] * v;
+            }
+        }
+    }
+}
+
+/// Rows of `B` ahead whose first lines are prefetched.
+const AHEAD: usize = 4;
+
+/// Hints the processor to bring the line holding `p` into cache. Never faults.
+#[inline(always)]
+fn prefetch<E>(p: *const E) {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: a prefetch is only a hint; it never faults, whatever the address.
+    unsafe {
+        std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(p as *const i8)
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = p;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::spgemm::{cpu, row_products, SpgemmOptions};
+    use proptest::prelude::*;
+
+    /// A random matrix with positive values and some long rows.
+    fn random(nrows: usize, ncols: usize, seed: u64, density: f64) -> Csr<f32> {
+        let mut s = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+        let mut next = || {
+            s ^= s << 13;
+            s ^= s >> 7;
+            s ^= s << 17;
+            s
+        };
+        let mut dense = vec![0f32; nrows * ncols];
+        for (i, x) in dense.iter_mut().enumerate() {
+            let row = i / ncols;
+            // Rows divisible by 5 are dense, the others sparse.
+            let p = if row % 5 == 0 { 0.9 } else { density };
+            if (next() % 1_000_000) as f64 / 1e6 < p {
+                *x = 1e-3 + (next() % 1000) as f32 / 997.0;
+            }
+        }
+        Csr::from_dense(nrows, ncols, &dense)
+    }
+
+    fn check(a: &Csr<f32>, b: &Csr<f32>) {
+        assert!(products_are_positive(a, b));
+        let c = cpu::multiply(a, b, &SpgemmOptions::default()).unwrap();
+        let mut rows = PositiveRows::new(b.ncols());
+        for i in 0..a.nrows() {
+            let (cols, vals) = rows.row(a, b, i, row_products(a, b, i));
+            assert_eq!(cols, c.row(i).0, "row {i}");
+            // Bitwise the engine's values.
+            let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+            assert_eq!(bits(vals), bits(c.row(i).1), "row {i}");
+        }
+    }
+
+    #[test]
+    fn rows_equal_the_engine() {
+        for (m, k, n, seed) in [
+            (40, 30, 50, 1),
+            (64, 64, 64, 2),
+            (7, 200, 1000, 3),
+            (1, 1, 1, 4),
+        ] {
+            let a = random(m, k, seed, 0.05);
+            let b = random(k, n, seed + 100, 0.02);
+            check(&a, &b);
+        }
+    }
+
+    /// Every group of consecutive rows, made together, equals the engine bitwise; returns how
+    /// many groups were made together (not one by one).
+    fn check_groups(a: &Csr<f32>, b: &Csr<f32>) -> usize {
+        let mut together = 0;
+        let c = cpu::multiply(a, b, &SpgemmOptions::default()).unwrap();
+        let mut rows = PositiveRows::new(b.ncols());
+        let all: Vec<(usize, u64)> = (0..a.nrows()).map(|i| (i, row_products(a, b, i))).collect();
+        let narrow = narrow_columns(b);
+        for (size, narrow) in [
+            (1, None),
+            (3, narrow.as_deref()),
+            (GROUP, None),
+            (GROUP, narrow.as_deref()),
+        ] {
+            for group in all.chunks(size) {
+                rows.rows_together(a, b, narrow, group);
+                together += rows.together as usize;
+                for (g, &(i, _)) in group.iter().enumerate() {
+                    let (cols, vals) = rows.take(a, b, g);
+                    assert_eq!(cols, c.row(i).0, "row {i}");
+                    let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+                    assert_eq!(bits(vals), bits(c.row(i).1), "row {i}");
+                }
+            }
+        }
+        together
+    }
+
+    #[test]
+    fn groups_equal_the_engine() {
+        for (m, k, n, seed) in [
+            (40, 30, 50, 1),
+            (64, 64, 64, 2),
+            (17, 200, 1000, 3),
+            (1, 1, 1, 4),
+        ] {
+            // Dense rows of A share most k (together); sparse ones few (one by one).
+            check_groups(&random(m, k, seed, 0.05), &random(k, n, seed + 100, 0.3));
+            let shared = check_groups(&random(m, k, seed, 0.6), &random(k, n, seed + 100, 0.3));
+            assert!(shared > 0 || m == 1);
+        }
+        // A row whose k are all absent from B (empty rows of B) and an empty row of A.
+        let a = Csr::from_dense(3, 2, &[1f32, 0.5, 0.0, 0.0, 2.0, 0.0]);
+        let b = Csr::from_dense(2, 3, &[0f32, 0.0, 0.0, 1.0, 0.0, 3.0]);
+        check_groups(&a, &b);
+    }
+
+    #[test]
+    fn positivity_is_checked() {
+        let a = Csr::from_dense(2, 2, &[1f32, 0.5, 0.0, 2.0]);
+        assert!(products_are_positive(&a, &a));
+        let z = Csr::from_parts(1, 2, vec![0, 2], vec![0, 1], vec![1f32, 0.0]).unwrap();
+        assert!(!products_are_positive(&z, &a));
+        let neg = Csr::from_parts(1, 2, vec![0, 1], vec![1], vec![-1f32]).unwrap();
+        assert!(!products_are_positive(&a, &neg));
+        // 1e-30 squared underflows to zero in f32, not in f64.
+        let tiny = Csr::from_parts(1, 1, vec![0, 1], vec![0], vec![1e-30f32]).unwrap();
+        assert!(!products_are_positive(&tiny, &tiny));
+        assert!(products_are_positive(
+            &tiny.cast::<f64>(),
+            &tiny.cast::<f64>()
+        ));
+        let empty = Csr::<f32>::empty(3, 3);
+        assert!(products_are_positive(&empty, &empty));
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(64))]
+        #[test]
+        fn prop_rows_equal_the_engine(
+            m in 1usize..40, k in 1usize..40, n in 1usize..300,
+            seed in any::<u64>(), d in 0.0f64..0.3,
+        ) {
+            check(&random(m, k, seed, d), &random(k, n, seed ^ 0xABCD, d));
+        }
+
+        #[test]
+        fn prop_groups_equal_the_engine(
+            m in 1usize..40, k in 1usize..40, n in 1usize..300,
+            seed in any::<u64>(), d in 0.0f64..0.9,
+        ) {
+            check_groups(&random(m, k, seed, d), &random(k, n, seed ^ 0xABCD, d));
+        }
+    }
+}
