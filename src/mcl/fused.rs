@@ -1,8 +1,9 @@
 //! One MCL iteration on the CPU with expansion and pruning fused.
 //!
 //! Each thread makes one column of `M²` (a row of `Mᵀ·Mᵀ`) at a time in its own accumulator
-//! ([`PositiveRows`]: a bare value array, since every product is positive; runs of consecutive
-//! heavy columns are made [`GROUP`] at a time, sharing their reads of `M`) and prunes and
+//! ([`PositiveRows`]: a bare value array, since every product is positive; heavy columns are
+//! made [`GROUP`] at a time, sharing their reads of `M`, in the order of the row of their largest
+//! entry, which puts columns that share more rows together) and prunes and
 //! inflates it from there, so the unpruned `M²` is never written out and read back: in the heavy
 //! iterations of power-law graphs that is hundreds of millions of entries. The columns and their
 //! values are bitwise those the SpGEMM engine makes, and pruning is the same code
@@ -28,8 +29,8 @@ pub(super) fn applies<T: Scalar>(m: &Csr<T>) -> bool {
     spgemm::cpu_rows::products_are_positive(m, m)
 }
 
-/// Rows `0..products.len()` cut into consecutive groups of about `target` products each (a
-/// group holds at least one row).
+/// Positions `0..products.len()` cut into consecutive groups of about `target` products each
+/// (a group holds at least one).
 fn groups(products: &[u64], target: u64) -> Vec<Range<usize>> {
     let mut out = Vec::new();
     let (mut start, mut acc) = (0usize, 0u64);
@@ -48,7 +49,9 @@ fn groups(products: &[u64], target: u64) -> Vec<Range<usize>> {
 }
 
 /// A group's pruned columns and its figures.
-struct Done<T> {
+struct Done<'a, T> {
+    /// The rows of the group, in the order of `part`.
+    rows: &'a [u32],
     part: Part<T>,
     expanded: u64,
     /// Thread time making columns of `M²`, and in all.
@@ -73,41 +76,61 @@ pub(super) fn iterate<T: Scalar>(
         .max(1);
     let cutoff = T::from_f64(params.prune.cutoff());
     let narrow = narrow_columns(m);
-    let done: Vec<Result<Done<T>>> = groups(&per_row, target)
+    // Dense rows ordered by the column of their largest value (rows heading for the same
+    // attractor share more k, so their groups read fewer rows of M), then the sparse rows.
+    let ncols = m.ncols();
+    let mut order: Vec<u32> = (0..n as u32).collect();
+    order.par_sort_unstable_by_key(|&i| {
+        let i = i as usize;
+        if is_dense(per_row[i], ncols) {
+            (0u8, largest_at(m, i), i as u32)
+        } else {
+            (1u8, 0, i as u32)
+        }
+    });
+    let ordered: Vec<u64> = order.iter().map(|&i| per_row[i as usize]).collect();
+    let done: Vec<Result<Done<'_, T>>> = groups(&ordered, target)
         .into_par_iter()
         .with_max_len(1)
         .map_init(
-            || (PositiveRows::new(m.ncols()), prune::Scratch::default()),
+            || (PositiveRows::new(ncols), prune::Scratch::default()),
             |(rows, scratch), g| {
                 crate::interrupt::check()?;
                 let t0 = Instant::now();
                 let mut d = Done {
+                    rows: &order[g.clone()],
                     part: Part::with_rows(g.len()),
                     expanded: 0,
                     expand_seconds: 0.0,
                     seconds: 0.0,
                 };
-                let mut prune = |d: &mut Done<T>, i: usize, cols: &[u32], vals: &[T]| {
+                let mut prune = |d: &mut Done<'_, T>, i: usize, cols: &[u32], vals: &[T]| {
                     d.expanded += cols.len() as u64;
                     let node = i as u32;
                     d.part
                         .push_column(cols, vals, node, &params.prune, cutoff, inflation, scratch);
                 };
-                // Runs of consecutive dense rows are made GROUP at a time.
+                // Runs of dense rows are made GROUP at a time.
                 let mut run: Vec<(usize, u64)> = Vec::with_capacity(GROUP);
-                let mut i = g.start;
-                while i < g.end {
+                let mut at = 0;
+                let mine = d.rows;
+                while at < mine.len() {
                     run.clear();
-                    while i < g.end && run.len() < GROUP && is_dense(per_row[i], m.ncols()) {
+                    while at < mine.len() && run.len() < GROUP {
+                        let i = mine[at] as usize;
+                        if !is_dense(per_row[i], ncols) {
+                            break;
+                        }
                         run.push((i, per_row[i]));
-                        i += 1;
+                        at += 1;
                     }
                     if run.is_empty() {
+                        let i = mine[at] as usize;
                         let t = Instant::now();
                         let (cols, vals) = rows.row(m, m, i, per_row[i]);
                         d.expand_seconds += t.elapsed().as_secs_f64();
                         prune(&mut d, i, cols, vals);
-                        i += 1;
+                        at += 1;
                         continue;
                     }
                     let t = Instant::now();
@@ -130,9 +153,8 @@ pub(super) fn iterate<T: Scalar>(
         batches: 1,
         ..Default::default()
     };
-    let mut row_ptr: Vec<u64> = Vec::with_capacity(n + 1);
-    row_ptr.push(0);
-    let mut kept = 0u64;
+    // Assembly: each group's columns go back to their rows.
+    let mut lens = vec![0u64; n];
     let mut parts = Vec::with_capacity(done.len());
     let (mut expand_thread, mut all_thread) = (0f64, 0f64);
     for d in done {
@@ -141,17 +163,29 @@ pub(super) fn iterate<T: Scalar>(
         it.chaos = it.chaos.max(d.part.chaos);
         expand_thread += d.expand_seconds;
         all_thread += d.seconds;
-        for &l in &d.part.lens {
-            kept += l as u64;
-            row_ptr.push(kept);
+        for (&r, &l) in d.rows.iter().zip(&d.part.lens) {
+            lens[r as usize] = l as u64;
         }
-        parts.push(d.part);
+        parts.push((d.rows, d.part));
     }
-    let mut cols: Vec<u32> = Vec::with_capacity(kept as usize);
-    let mut vals: Vec<T> = Vec::with_capacity(kept as usize);
-    for p in parts {
-        cols.extend_from_slice(&p.cols);
-        vals.extend_from_slice(&p.vals);
+    let mut row_ptr: Vec<u64> = Vec::with_capacity(n + 1);
+    row_ptr.push(0);
+    let mut kept = 0u64;
+    for &l in &lens {
+        kept += l;
+        row_ptr.push(kept);
+    }
+    drop(lens);
+    let mut cols: Vec<u32> = vec![0; kept as usize];
+    let mut vals: Vec<T> = vec![T::ZERO; kept as usize];
+    for (rows, p) in parts {
+        let mut from = 0usize;
+        for (&r, &l) in rows.iter().zip(&p.lens) {
+            let (l, to) = (l as usize, row_ptr[r as usize] as usize);
+            cols[to..to + l].copy_from_slice(&p.cols[from..from + l]);
+            vals[to..to + l].copy_from_slice(&p.vals[from..from + l]);
+            from += l;
+        }
     }
     it.kept = kept;
     it.seconds = start.elapsed().as_secs_f64();
@@ -159,8 +193,20 @@ pub(super) fn iterate<T: Scalar>(
     if all_thread > 0.0 {
         it.expand_seconds = it.seconds * expand_thread / all_thread;
     }
-    let next = Csr::from_parts_unchecked(n, m.ncols(), row_ptr, cols, vals);
+    let next = Csr::from_parts_unchecked(n, ncols, row_ptr, cols, vals);
     Ok((next, it))
+}
+
+/// The column of the largest value of row `i` (the first of equal ones; 0 for an empty row).
+fn largest_at<T: Scalar>(m: &Csr<T>, i: usize) -> u32 {
+    let (cols, vals) = m.row(i);
+    let mut best = 0;
+    for (t, v) in vals.iter().enumerate() {
+        if *v > vals[best] {
+            best = t;
+        }
+    }
+    cols.get(best).copied().unwrap_or(0)
 }
 
 #[cfg(test)]
