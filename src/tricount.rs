@@ -23,6 +23,7 @@ use crate::csr::{BuildOptions, Csr, Duplicates};
 use crate::edges::EdgeList;
 use crate::error::{Error, Result};
 use crate::scalar::Scalar;
+use crate::spgemm::prefetch;
 use crate::spgemm::{self, EngineKind, Pattern, ProductStats, SpgemmOptions};
 use rayon::prelude::*;
 use std::ops::Range;
@@ -906,18 +907,6 @@ fn add_col_sums<T: Scalar>(c: &Csr<T>, counts: &mut [u64]) {
 
 /// Spans ahead of the current one whose first entries are prefetched.
 const AHEAD: usize = 8;
-
-/// Hints the processor to bring the line holding `p` into cache. Never faults.
-#[inline(always)]
-fn prefetch<E>(p: *const E) {
-    #[cfg(target_arch = "x86_64")]
-    // SAFETY: a prefetch is only a hint; it never faults, whatever the address.
-    unsafe {
-        std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(p as *const i8)
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    let _ = p;
-}
 
 /// Cuts `0..n` into consecutive ranges of about equal total `cost`, many per thread so that
 /// rayon can balance them.

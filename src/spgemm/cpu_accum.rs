@@ -13,7 +13,7 @@ const AHEAD: usize = 4;
 
 /// Hints the processor to bring the line holding `p` into cache. Never faults.
 #[inline(always)]
-fn prefetch<E>(p: *const E) {
+pub(crate) fn prefetch<E>(p: *const E) {
     #[cfg(target_arch = "x86_64")]
     // SAFETY: a prefetch is only a hint; it never faults, whatever the address.
     unsafe {

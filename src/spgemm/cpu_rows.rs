@@ -19,6 +19,7 @@
 //! is bitwise the row [`super::cpu::CpuEngine`] makes, and so is its structure, given the
 //! precondition of [`products_are_positive`].
 
+use super::cpu_accum::prefetch;
 use super::cpu_accum::RowProduct;
 use crate::csr::Csr;
 use crate::scalar::Scalar;
@@ -346,18 +347,6 @@ fn accumulate_group_any<T: Scalar, C: Col>(
 
 /// Rows of `B` ahead whose first lines are prefetched.
 const AHEAD: usize = 4;
-
-/// Hints the processor to bring the line holding `p` into cache. Never faults.
-#[inline(always)]
-fn prefetch<E>(p: *const E) {
-    #[cfg(target_arch = "x86_64")]
-    // SAFETY: a prefetch is only a hint; it never faults, whatever the address.
-    unsafe {
-        std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(p as *const i8)
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    let _ = p;
-}
 
 #[cfg(test)]
 mod tests {

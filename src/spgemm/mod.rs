@@ -19,6 +19,7 @@ pub mod cpu;
 mod cpu_accum;
 mod cpu_ordered;
 pub(crate) mod cpu_rows;
+pub(crate) use cpu_accum::prefetch;
 pub mod gpu;
 pub mod params;
 
