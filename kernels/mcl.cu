@@ -5,6 +5,9 @@
 // k-th largest value is found by radix selection on those bits.
 
 #define PRUNE_THREADS 256
+// fused_len of a row that mcl_dense_prune did not make.
+#define NOT_FUSED 0xffffffffffffffffull
+#define INF_F64 __longlong_as_double(0x7ff0000000000000ll)
 
 template <typename T> struct ValueBits;
 template <> struct ValueBits<float> {
@@ -101,141 +104,227 @@ __device__ __forceinline__ T inflated(T v, double kept_mass, double inflation) {
     return (T)pow((double)scaled, inflation);
 }
 
-// Plans the pruning of rows [0, nrows) of an expanded batch: for each row, the bar every kept
-// value reaches (row_bar), the kept mass (row_mass; -1 marks mcl's emergency loop, a row with
-// nothing kept and no recovery), the sum of the inflated kept values (row_isum) and the entries
-// the row keeps (out_len; 0 when inflation underflows to nothing). The largest chaos,
-// (max − Σv²) · kept, goes to *chaos_bits as the bits of a non-negative double.
+// How one column is pruned: every kept value reaches `bar`; `kept_mass` is their sum (-1 marks
+// mcl's emergency loop, a column with nothing kept and no recovery), `isum` the sum of their
+// inflated values, `out_len` the entries the column keeps (0 when inflation underflows to
+// nothing) and `chaos` its (max − Σv²) · kept.
+// `entries`: the column's entries before pruning.
+template <typename T> struct ColumnPlan {
+    T bar;
+    double kept_mass, isum, chaos;
+    u64 out_len, entries;
+};
+
+// Plans the pruning of one expanded column, vals[0, len), as src/mcl/prune.rs does it. The
+// entries are the values >= `floor`: 0 for a stored column, the smallest positive value for a
+// dense window where 0 marks a column without products. Every thread of the block must call;
+// every thread gets the plan. tmp, hist, sel: shared memory as kth_largest_key takes it.
+template <typename T>
+__device__ ColumnPlan<T> plan_column(const T* v, u64 len, T floor, T cutoff, u32 select,
+                                     u32 recover, double pct, double inflation, double* tmp,
+                                     u32* hist, u64* sel) {
+    typedef typename ValueBits<T>::K K;
+    const K all = ~(K)0;
+    // Thresholding at the floor drops exactly the non-entries, whatever the cutoff.
+    const T cut = cutoff > floor ? cutoff : floor;
+    double maxv = 0.0, center = 0.0, n_over = 0.0, mass = 0.0, n_in = 0.0;
+    for (u64 i = threadIdx.x; i < len; i += blockDim.x) {
+        const double x = (double)v[i];
+        center += x * x;
+        maxv = fmax(maxv, x);
+        if (v[i] >= floor) n_in += 1.0;
+        if (v[i] >= cut) {
+            n_over += 1.0;
+            mass += x;
+        }
+    }
+    maxv = block_reduce_f64(maxv, tmp, true);
+    center = block_reduce_f64(center, tmp, false);
+    mass = block_reduce_f64(mass, tmp, false);
+    const u64 n_kept = (u64)block_reduce_f64(n_over, tmp, false);
+    const u64 entries = (u64)block_reduce_f64(n_in, tmp, false);
+
+    T bar = cut;
+    bool emergency = false;
+    if (recover == 0 && n_kept == 0) {
+        emergency = true;
+    } else if (recover > 0 && n_kept < recover && mass < pct) {
+        // Recovery: besides the entries over the threshold, the largest below it.
+        bar = entries > recover
+                  ? ValueBits<T>::value(kth_largest_key<T>(v, len, ValueBits<T>::key(floor),
+                                                           ValueBits<T>::key(cut),
+                                                           recover - n_kept, hist, sel))
+                  : floor;
+    } else if (select > 0 && n_kept > select) {
+        // Selection of the S largest, then recovery of the largest it dropped if needed.
+        const K skey = kth_largest_key<T>(v, len, ValueBits<T>::key(cut), all, select, hist, sel);
+        const T sbar = ValueBits<T>::value(skey);
+        u64 n_sel;
+        double mass_sel;
+        count_at_least(v, len, sbar, tmp, &n_sel, &mass_sel);
+        bar = sbar;
+        if (recover > 0 && n_sel < recover && mass_sel < pct) {
+            bar = n_kept > recover
+                      ? ValueBits<T>::value(kth_largest_key<T>(v, len, ValueBits<T>::key(cut),
+                                                               skey, recover - n_sel, hist, sel))
+                      : cut;
+        }
+    }
+
+    ColumnPlan<T> plan;
+    u64 kept = 1;
+    plan.kept_mass = -1.0;
+    plan.isum = 1.0;
+    if (!emergency) {
+        count_at_least(v, len, bar, tmp, &kept, &plan.kept_mass);
+        double s = 0.0;
+        for (u64 i = threadIdx.x; i < len; i += blockDim.x) {
+            if (v[i] >= bar) s += (double)inflated(v[i], plan.kept_mass, inflation);
+        }
+        plan.isum = block_reduce_f64(s, tmp, false);
+    }
+    plan.bar = bar;
+    plan.entries = entries;
+    plan.chaos = (maxv - center) * (double)kept;
+    plan.out_len = (kept > 0 && plan.isum > 0.0) ? kept : 0;
+    return plan;
+}
+
+// Writes the kept entries of a planned column at out_col/out_val + base, in column order,
+// rescaled, inflated and normalised: entry(i, &col, &val) gives the column's i-th of `len`
+// candidates. The emergency loop is the caller's. Returns the smallest value written (+inf when
+// none) among those this thread wrote. Every thread must call; tmp and total as
+// block_exclusive_scan_u64 takes them.
+template <typename T, typename Entry>
+__device__ double write_column(u64 len, Entry entry, T bar, double kept_mass, double isum,
+                               double inflation, u64 base, u32* out_col, T* out_val, u64* tmp,
+                               u64* total) {
+    double least = INF_F64;
+    for (u64 i0 = 0; i0 < len; i0 += blockDim.x) {
+        const u64 i = i0 + threadIdx.x;
+        u32 col = 0;
+        T val = (T)0;
+        if (i < len) entry(i, &col, &val);
+        const bool keep = i < len && val >= bar;
+        const u64 at = block_exclusive_scan_u64(keep ? 1 : 0, tmp, total);
+        if (keep) {
+            const T x = (T)((double)inflated(val, kept_mass, inflation) / isum);
+            out_col[base + at] = col;
+            out_val[base + at] = x;
+            least = fmin(least, (double)x);
+        }
+        base += *total;
+    }
+    return least;
+}
+
+// Lowers *least_bits (the bits of a non-negative double, +inf at first) to the block's smallest
+// `least`. Every thread must call.
+__device__ __forceinline__ void lower_least(u64* least_bits, double least, double* tmp) {
+    least = -block_reduce_f64(-least, tmp, true);
+    if (threadIdx.x == 0 && least < INF_F64)
+        atomicMin(least_bits, (u64)__double_as_longlong(least));
+}
+
+// Plans the pruning of rows [0, nrows) of an expanded batch (row_bar, row_mass, row_isum: the
+// fields of ColumnPlan; out_len: the entries each row keeps). Rows whose fused_len is not
+// NOT_FUSED were expanded and pruned by mcl_dense_prune and keep fused_len entries (fused_len
+// is read only when has_fused). The largest chaos goes to *chaos_bits as the bits of a
+// non-negative double.
 template <typename T>
 __device__ void mcl_prune_plan(const u64* c_ptr, const T* c_val, u64 nrows, T cutoff, u32 select,
-                               u32 recover, double pct, double inflation, u64* out_len, T* row_bar,
-                               double* row_mass, double* row_isum, u64* chaos_bits) {
-    typedef typename ValueBits<T>::K K;
+                               u32 recover, double pct, double inflation, const u64* fused_len,
+                               int has_fused, u64* out_len, T* row_bar, double* row_mass,
+                               double* row_isum, u64* chaos_bits) {
     __shared__ double tmp[WARP];
     __shared__ u32 hist[256];
     __shared__ u64 sel[2];
-    const K all = ~(K)0;
     for (u64 r = blockIdx.x; r < nrows; r += gridDim.x) {
+        if (has_fused && fused_len[r] != NOT_FUSED) {
+            if (threadIdx.x == 0) out_len[r] = fused_len[r];
+            continue;
+        }
         const u64 start = c_ptr[r];
-        const u64 len = c_ptr[r + 1] - start;
-        const T* v = c_val + start;
-        double maxv = 0.0, center = 0.0, n_over = 0.0, mass = 0.0;
-        for (u64 i = threadIdx.x; i < len; i += blockDim.x) {
-            const double x = (double)v[i];
-            center += x * x;
-            maxv = fmax(maxv, x);
-            if (v[i] >= cutoff) {
-                n_over += 1.0;
-                mass += x;
-            }
-        }
-        maxv = block_reduce_f64(maxv, tmp, true);
-        center = block_reduce_f64(center, tmp, false);
-        mass = block_reduce_f64(mass, tmp, false);
-        const u64 n_kept = (u64)block_reduce_f64(n_over, tmp, false);
-
-        T bar = cutoff;
-        bool emergency = false;
-        if (recover == 0 && n_kept == 0) {
-            emergency = true;
-        } else if (recover > 0 && n_kept < recover && mass < pct) {
-            // Recovery: besides the entries over the threshold, the largest below it.
-            bar = len > recover
-                      ? ValueBits<T>::value(kth_largest_key<T>(v, len, 0, ValueBits<T>::key(cutoff),
-                                                               recover - n_kept, hist, sel))
-                      : (T)0;
-        } else if (select > 0 && n_kept > select) {
-            // Selection of the S largest, then recovery of the largest it dropped if needed.
-            const K skey =
-                kth_largest_key<T>(v, len, ValueBits<T>::key(cutoff), all, select, hist, sel);
-            const T sbar = ValueBits<T>::value(skey);
-            u64 n_sel;
-            double mass_sel;
-            count_at_least(v, len, sbar, tmp, &n_sel, &mass_sel);
-            bar = sbar;
-            if (recover > 0 && n_sel < recover && mass_sel < pct) {
-                bar = n_kept > recover
-                          ? ValueBits<T>::value(kth_largest_key<T>(
-                                v, len, ValueBits<T>::key(cutoff), skey, recover - n_sel, hist, sel))
-                          : cutoff;
-            }
-        }
-
-        u64 kept = 1;
-        double kept_mass = -1.0, isum = 1.0;
-        if (!emergency) {
-            count_at_least(v, len, bar, tmp, &kept, &kept_mass);
-            double s = 0.0;
-            for (u64 i = threadIdx.x; i < len; i += blockDim.x) {
-                if (v[i] >= bar) s += (double)inflated(v[i], kept_mass, inflation);
-            }
-            isum = block_reduce_f64(s, tmp, false);
-        }
+        const ColumnPlan<T> plan = plan_column<T>(c_val + start, c_ptr[r + 1] - start, (T)0, cutoff,
+                                                  select, recover, pct, inflation, tmp, hist, sel);
         if (threadIdx.x == 0) {
-            const double chaos = (maxv - center) * (double)kept;
-            if (chaos > 0.0) atomicMax(chaos_bits, (u64)__double_as_longlong(chaos));
-            out_len[r] = (kept > 0 && isum > 0.0) ? kept : 0;
-            row_bar[r] = bar;
-            row_mass[r] = kept_mass;
-            row_isum[r] = isum;
+            if (plan.chaos > 0.0) atomicMax(chaos_bits, (u64)__double_as_longlong(plan.chaos));
+            out_len[r] = plan.out_len;
+            row_bar[r] = plan.bar;
+            row_mass[r] = plan.kept_mass;
+            row_isum[r] = plan.isum;
         }
     }
 }
 
-// Writes the kept entries of each row, in column order, rescaled, inflated and normalised, at
-// out_ptr[r] (the prefix sum of mcl_prune_plan's out_len). Row r of the batch is column
-// row0 + r of M, which is where the emergency loop goes.
+// Writes the kept entries of each row at out_ptr[r] (the prefix sum of mcl_prune_plan's
+// out_len): planned rows from the batch, fused rows copied from the pool at pool_at[r]. Row r
+// of the batch is column row0 + r of M, which is where the emergency loop goes. The smallest
+// value written lowers *least_bits.
 template <typename T>
 __device__ void mcl_prune_write(const u64* c_ptr, const u32* c_col, const T* c_val, u64 nrows,
                                 u64 row0, const T* row_bar, const double* row_mass,
-                                const double* row_isum, double inflation, const u64* out_ptr,
-                                u32* out_col, T* out_val) {
+                                const double* row_isum, double inflation, const u64* fused_len,
+                                const u64* pool_at, const u32* pool_col, const T* pool_val,
+                                int has_fused, const u64* out_ptr, u32* out_col, T* out_val,
+                                u64* least_bits) {
     __shared__ u64 tmp[WARP];
     __shared__ u64 total;
+    __shared__ double dtmp[WARP];
+    double least = INF_F64;
     for (u64 r = blockIdx.x; r < nrows; r += gridDim.x) {
         const u64 o = out_ptr[r];
-        if (out_ptr[r + 1] == o) continue;
+        const u64 len = out_ptr[r + 1] - o;
+        if (len == 0) continue;
+        if (has_fused && fused_len[r] != NOT_FUSED) {
+            const u64 from = pool_at[r];
+            for (u64 i = threadIdx.x; i < len; i += blockDim.x) {
+                out_col[o + i] = pool_col[from + i];
+                out_val[o + i] = pool_val[from + i];
+                least = fmin(least, (double)pool_val[from + i]);
+            }
+            continue;
+        }
         const double kept_mass = row_mass[r];
         if (kept_mass < 0.0) {
             if (threadIdx.x == 0) {
                 out_col[o] = (u32)(row0 + r);
                 out_val[o] = (T)1;
+                least = fmin(least, 1.0);
             }
             continue;
         }
-        const T bar = row_bar[r];
-        const double isum = row_isum[r];
         const u64 start = c_ptr[r];
-        const u64 len = c_ptr[r + 1] - start;
-        u64 base = o;
-        for (u64 i0 = 0; i0 < len; i0 += blockDim.x) {
-            const u64 i = i0 + threadIdx.x;
-            const bool keep = i < len && c_val[start + i] >= bar;
-            const u64 at = block_exclusive_scan_u64(keep ? 1 : 0, tmp, &total);
-            if (keep) {
-                const T x = inflated(c_val[start + i], kept_mass, inflation);
-                out_col[base + at] = c_col[start + i];
-                out_val[base + at] = (T)((double)x / isum);
-            }
-            base += total;
-        }
+        const double l = write_column<T>(
+            c_ptr[r + 1] - start,
+            [&](u64 i, u32* col, T* val) {
+                *col = c_col[start + i];
+                *val = c_val[start + i];
+            },
+            row_bar[r], kept_mass, row_isum[r], inflation, o, out_col, out_val, tmp, &total);
+        least = fmin(least, l);
     }
+    lower_least(least_bits, least, dtmp);
 }
 
 #define GMCL_MCL_KERNELS(T, S)                                                                   \
 extern "C" __global__ void __launch_bounds__(PRUNE_THREADS)                                      \
 mcl_prune_plan_##S(const u64* c_ptr, const T* c_val, u64 nrows, T cutoff, u32 select,            \
-                   u32 recover, double pct, double inflation, u64* out_len, T* row_bar,          \
-                   double* row_mass, double* row_isum, u64* chaos_bits) {                        \
-    mcl_prune_plan<T>(c_ptr, c_val, nrows, cutoff, select, recover, pct, inflation, out_len,     \
-                      row_bar, row_mass, row_isum, chaos_bits);                                  \
+                   u32 recover, double pct, double inflation, const u64* fused_len,              \
+                   int has_fused, u64* out_len, T* row_bar, double* row_mass, double* row_isum,  \
+                   u64* chaos_bits) {                                                            \
+    mcl_prune_plan<T>(c_ptr, c_val, nrows, cutoff, select, recover, pct, inflation, fused_len,   \
+                      has_fused, out_len, row_bar, row_mass, row_isum, chaos_bits);              \
 }                                                                                                \
 extern "C" __global__ void __launch_bounds__(PRUNE_THREADS)                                      \
 mcl_prune_write_##S(const u64* c_ptr, const u32* c_col, const T* c_val, u64 nrows, u64 row0,     \
                     const T* row_bar, const double* row_mass, const double* row_isum,            \
-                    double inflation, const u64* out_ptr, u32* out_col, T* out_val) {            \
+                    double inflation, const u64* fused_len, const u64* pool_at,                  \
+                    const u32* pool_col, const T* pool_val, int has_fused, const u64* out_ptr,   \
+                    u32* out_col, T* out_val, u64* least_bits) {                                 \
     mcl_prune_write<T>(c_ptr, c_col, c_val, nrows, row0, row_bar, row_mass, row_isum, inflation, \
-                       out_ptr, out_col, out_val);                                               \
+                       fused_len, pool_at, pool_col, pool_val, has_fused, out_ptr, out_col,      \
+                       out_val, least_bits);                                                     \
 }
 
 GMCL_MCL_KERNELS(float, f32)

@@ -4,7 +4,9 @@
 # (edge factor 16), partitions compared with `gmcl dist`. Run from the project root over
 # binaries built by ../shared/gpu/prepare (.gpu/) and mcl unpacked from the Debian packages
 # into .mcl/ (apt-get download mcl libtingea0; dpkg -x each into .mcl). SCALES (default
-# "15 16"), THREADS (default: all cores), SKIP_CPU=1 / SKIP_MCL=1 leave those out.
+# "15 16"), THREADS (default: all cores), SKIP_CPU=1 / SKIP_MCL=1 leave those out, GPU_RUNS
+# (default 1) runs gmcl on the GPU that many times (the first also fills the kernel cache),
+# UNFUSED=1 adds GPU runs with --unfused (expansion stored, then pruned) for comparison.
 # Logs and JSON reports go to $OUT (or /tmp/bench-mcl).
 set -uo pipefail
 out=${OUT:-/tmp/bench-mcl}
@@ -18,10 +20,20 @@ for s in ${SCALES:-15 16}; do
     g="$tmp/s$s.el"
     .gpu/gmcl generate --scale "$s" --edge-factor 16 --undirected --seed 1 -o "$g" -q
     echo "== sym R-MAT s$s ef16 ($(wc -l <"$g") edges), $threads threads" | tee -a "$out/summary.txt"
-    t=$(date +%s.%N)
-    .gpu/gmcl --threads "$threads" cluster "$g" --engine gpu -o "$tmp/s$s.gpu" --json "$out/s$s-gpu.json" \
-        2>"$out/s$s-gpu.log" || { echo "gpu run failed"; tail -20 "$out/s$s-gpu.log"; }
-    echo "gmcl gpu: $(secs "$t") s wall; $(cat "$out/s$s-gpu.json")" | tee -a "$out/summary.txt"
+    modes=("")
+    [ "${UNFUSED:-0}" = 1 ] && modes+=("--unfused")
+    for mode in "${modes[@]}"; do
+        for run in $(seq "${GPU_RUNS:-1}"); do
+            t=$(date +%s.%N)
+            .gpu/gmcl --threads "$threads" cluster "$g" --engine gpu $mode -o "$tmp/s$s.gpu$mode" \
+                --json "$out/s$s-gpu.json" 2>"$out/s$s-gpu$mode-$run.log" \
+                || { echo "gpu run failed"; tail -20 "$out/s$s-gpu$mode-$run.log"; }
+            echo "gmcl gpu $mode (run $run): $(secs "$t") s wall; $(cat "$out/s$s-gpu.json")" | tee -a "$out/summary.txt"
+        done
+    done
+    if [ "${UNFUSED:-0}" = 1 ]; then
+        echo "dist gpu gpu--unfused: $(.gpu/gmcl dist "$tmp/s$s.gpu" "$tmp/s$s.gpu--unfused" 2>&1 | tr '\n' ' ')" | tee -a "$out/summary.txt"
+    fi
     if [ "${SKIP_CPU:-0}" != 1 ]; then
         t=$(date +%s.%N)
         .gpu/gmcl --threads "$threads" cluster "$g" --engine cpu -o "$tmp/s$s.cpu" --json "$out/s$s-cpu.json" \

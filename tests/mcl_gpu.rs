@@ -288,3 +288,148 @@ fn device_mcl_matches_the_cpu_at_scale_15() {
     let g = rmat_graph(15, 16, 3);
     same_clustering(&g, &MclParams::default(), "rmat s15 ef16");
 }
+
+/// One iteration from `m` on the GPU (fused, `fused` set) against the CPU engine's: the same
+/// entries of `M²` made, the same chaos within rounding, and the next matrices equal within
+/// rounding (a few entries may fall either side of a bar they are within rounding of). Returns
+/// the columns the GPU fused.
+fn same_iteration<T: Scalar>(m: &Csr<T>, params: &MclParams, what: &str) -> u64 {
+    let run = |engine| {
+        let p = MclParams {
+            engine,
+            ..params.clone()
+        };
+        mcl::iterate(m, &p, params.inflation).unwrap()
+    };
+    let (cpu, cpu_it) = run(EngineKind::Cpu);
+    let (gpu, gpu_it) = run(EngineKind::Gpu);
+    assert_eq!(gpu_it.expanded, cpu_it.expanded, "{what}: entries of M²");
+    assert_eq!(gpu_it.products, cpu_it.products, "{what}: products");
+    assert!(
+        (gpu_it.chaos - cpu_it.chaos).abs() <= 1e-4 * cpu_it.chaos.max(1.0),
+        "{what}: chaos gpu {} cpu {}",
+        gpu_it.chaos,
+        cpu_it.chaos
+    );
+    assert_eq!(
+        (gpu.nrows(), gpu.ncols()),
+        (cpu.nrows(), cpu.ncols()),
+        "{what}"
+    );
+    let tol = if T::NAME == "f32" { 1e-4 } else { 1e-9 };
+    let mut differing = 0;
+    for r in 0..cpu.nrows() {
+        let (gc, gv) = gpu.row(r);
+        let (cc, cv) = cpu.row(r);
+        assert!(
+            gc.windows(2).all(|w| w[0] < w[1]),
+            "{what}: row {r} unsorted"
+        );
+        if gc != cc {
+            differing += 1;
+            continue;
+        }
+        for (k, (g, c)) in gv.iter().zip(cv).enumerate() {
+            let (g, c) = (g.to_f64(), c.to_f64());
+            assert!(
+                (g - c).abs() <= tol * c.abs().max(1e-3),
+                "{what}: row {r} column {}: gpu {g} cpu {c}",
+                cc[k]
+            );
+        }
+    }
+    assert!(
+        differing <= cpu.nrows() / 1000 + 2,
+        "{what}: {differing} of {} columns differ in structure",
+        cpu.nrows()
+    );
+    gpu_it.fused
+}
+
+/// The start matrix of `g` after `iterations` CPU iterations.
+fn iterated<T: Scalar>(g: &Csr<T>, iterations: usize) -> Csr<T> {
+    let mut m = mcl::start_matrix(g, 1.0);
+    for _ in 0..iterations {
+        m = mcl::iterate(&m, &MclParams::default(), 2.0).unwrap().0;
+    }
+    m
+}
+
+#[test]
+fn fused_dense_columns_match_the_cpu() {
+    if common::gpu().is_none() {
+        return;
+    }
+    // R-MAT's second expansion has columns with more products than columns: every pruning
+    // scheme, both precisions.
+    let g = rmat_graph(11, 16, 5);
+    let g64 = Csr::from_parts_unchecked(
+        g.nrows(),
+        g.ncols(),
+        g.row_ptr().to_vec(),
+        g.col_idx().to_vec(),
+        g.values().iter().map(|&v| v as f64).collect(),
+    );
+    let (m32, m64) = (iterated(&g, 1), iterated(&g64, 1));
+    for (i, prune) in schemes().into_iter().enumerate() {
+        for inflation in [2.0, 1.4] {
+            let p = MclParams {
+                prune,
+                inflation,
+                ..Default::default()
+            };
+            let what = format!("rmat s11, scheme {i}, -I {inflation}");
+            let fused = same_iteration(&m32, &p, &format!("{what}, f32"));
+            assert!(fused > 0, "{what}: no column was fused");
+            same_iteration(&m64, &p, &format!("{what}, f64"));
+        }
+    }
+    // The batched path on the same input gives the same too.
+    let p = MclParams {
+        fused: false,
+        ..Default::default()
+    };
+    assert_eq!(same_iteration(&m32, &p, "rmat s11, batched"), 0);
+    // Small batches: the deferred rows of each batch go to their own places.
+    let p = MclParams {
+        batch_entries: Some(20_000),
+        ..Default::default()
+    };
+    assert!(same_iteration(&m32, &p, "rmat s11, small batches") > 0);
+
+    // A complete graph on 128 nodes: every column of M² is 128 equal values (sums of powers
+    // of two, exact in any order), all kept as ties of the S-th largest, far more than the
+    // pool's first guess of max(S, R) per column: the kernel runs again with a pool of the
+    // size it found.
+    let n = 128u32;
+    let edges = (0..n)
+        .flat_map(|u| (u + 1..n).map(move |v| (u, v)))
+        .collect::<Vec<_>>();
+    let el = gmcl::edges::EdgeList::square(n as usize, edges, None);
+    let k = mcl::graph_from_edges::<f32>(&el).unwrap().0;
+    let m = mcl::start_matrix(&k, 1.0);
+    let p = MclParams {
+        prune: PruneParams {
+            prune: 10000,
+            select: 10,
+            recover: 20,
+            pct: 90,
+        },
+        ..Default::default()
+    };
+    assert_eq!(
+        same_iteration(&m, &p, "complete graph K128, ties"),
+        n as u64
+    );
+    let (next, it) = mcl::iterate(
+        &m,
+        &MclParams {
+            engine: EngineKind::Gpu,
+            ..p
+        },
+        2.0,
+    )
+    .unwrap();
+    assert_eq!(it.kept, (n * n) as u64);
+    assert!(next.values().iter().all(|&v| v == 1.0 / n as f32));
+}

@@ -7,7 +7,7 @@ use crate::error::{Error, Result};
 use cudarc::nvrtc::{CompileOptions, Ptx};
 
 /// The kernel files, in the order they are concatenated.
-const SOURCES: [(&str, &str); 9] = [
+const SOURCES: [(&str, &str); 10] = [
     ("common.cuh", include_str!("../../kernels/common.cuh")),
     ("scan.cu", include_str!("../../kernels/scan.cu")),
     ("setup.cu", include_str!("../../kernels/setup.cu")),
@@ -17,6 +17,7 @@ const SOURCES: [(&str, &str); 9] = [
     ("triangles.cu", include_str!("../../kernels/triangles.cu")),
     ("mcl.cu", include_str!("../../kernels/mcl.cu")),
     ("dense.cu", include_str!("../../kernels/dense.cu")),
+    ("mcl_dense.cu", include_str!("../../kernels/mcl_dense.cu")),
 ];
 
 /// Every entry point gmcl launches; a typed kernel `k` exists as `k_f32` and `k_f64`.
@@ -64,15 +65,20 @@ pub const TYPED: &[&str] = &[
     "mcl_prune_plan",
     "mcl_prune_write",
     "dense_rows_numeric",
+    "mcl_dense_prune",
 ];
 
 /// Kernels that take more dynamic shared memory than the default 48 KiB (the device's opt-in
 /// maximum, less [`OPTIN_RESERVE`] for their static shared variables); typed ones by base name.
-pub const LARGE_SHARED: &[&str] = &["dense_rows_symbolic", "dense_rows_numeric"];
+pub const LARGE_SHARED: &[&str] = &[
+    "dense_rows_symbolic",
+    "dense_rows_numeric",
+    "mcl_dense_prune",
+];
 
 /// Bytes of the opt-in shared memory left for the static shared variables of the
 /// [`LARGE_SHARED`] kernels.
-pub const OPTIN_RESERVE: u64 = 1024;
+pub const OPTIN_RESERVE: u64 = 2048;
 
 /// The whole translation unit NVRTC compiles, with `#line` markers so that compiler messages
 /// name the original file and line.

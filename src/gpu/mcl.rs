@@ -1,17 +1,55 @@
 //! MCL's per-column steps on the device (kernels/mcl.cu): each expanded column is pruned as
 //! [`crate::mcl::prune`] does it, then inflated and normalised as [`crate::mcl::inflate`] does,
-//! and its chaos measured, without leaving the GPU.
+//! and its chaos measured, without leaving the GPU. Dense columns that the engine deferred
+//! ([`DeferredRows`]) are made and pruned in one kernel (kernels/mcl_dense.cu), so they are
+//! never stored unpruned.
 
 use super::matrix::DeviceCsr;
-use super::prims::{check, exclusive_scan, launch, read_at, shape, uninit, zeros};
+use super::prims::{
+    check, download, exclusive_scan, launch, read_at, shape, uninit, upload, zeros,
+};
 use super::Gpu;
 use crate::error::Result;
 use crate::mcl::PruneParams;
 use crate::scalar::Scalar;
-use cudarc::driver::PushKernelArg;
+use crate::spgemm::gpu::DeferredRows;
+use cudarc::driver::{CudaSlice, PushKernelArg};
 
 /// Threads of the pruning blocks (PRUNE_THREADS in kernels/mcl.cu).
 const PRUNE_THREADS: u32 = 256;
+/// Threads of the fused blocks (DENSE_ROW_THREADS in kernels/dense.cu).
+const FUSED_THREADS: u32 = 1024;
+
+/// Slots of the figures buffer the kernels update: the chaos and the smallest value written
+/// (bits of non-negative doubles), the entries of M² made by the fused kernel and the pool
+/// entries it claimed.
+const CHAOS: usize = 0;
+const LEAST: usize = 1;
+const EXPANDED: usize = 2;
+const POOL_USED: usize = 3;
+/// The figures before any kernel ran: the smallest value is +inf.
+const FIGURES_AT_START: [u64; 4] = [0, 0x7ff0_0000_0000_0000, 0, 0];
+
+/// The rows of an expansion batch that the engine deferred, with the matrix `m` whose square
+/// they are rows of.
+pub struct FusedRows<'a, T: Scalar> {
+    /// The matrix being squared.
+    pub m: &'a DeviceCsr<T>,
+    /// The deferred rows.
+    pub rows: &'a DeferredRows,
+}
+
+/// A pruned batch and its figures.
+pub struct Pruned<T: Scalar> {
+    /// The pruned, inflated and normalised rows.
+    pub batch: DeviceCsr<T>,
+    /// The largest chaos of its rows (0 when none is positive).
+    pub chaos: f64,
+    /// The smallest value it holds (+inf when it holds none).
+    pub least: f64,
+    /// Entries of M² the fused kernel made (the deferred rows' entries before pruning).
+    pub fused_expanded: u64,
+}
 
 /// Prunes, inflates (power `inflation`) and normalises every row of `batch` (an expanded batch
 /// of `Mᵀ·Mᵀ`, whose row 0 is column `row0` of `M`), as mcl does each column. Returns the new
@@ -25,50 +63,108 @@ pub fn prune_batch<T: Scalar>(
     inflation: f64,
     poison: bool,
 ) -> Result<(DeviceCsr<T>, f64)> {
+    let p = prune_expansion(gpu, batch, None, row0, params, inflation, poison)?;
+    Ok((p.batch, p.chaos))
+}
+
+/// [`prune_batch`], with the deferred rows of `fused` (which have no entries in `batch`) made
+/// and pruned in one kernel and put in their places.
+pub fn prune_expansion<T: Scalar>(
+    gpu: &Gpu,
+    batch: &DeviceCsr<T>,
+    fused: Option<FusedRows<'_, T>>,
+    row0: u64,
+    params: &PruneParams,
+    inflation: f64,
+    poison: bool,
+) -> Result<Pruned<T>> {
     let s = &gpu.main;
     let n = batch.nrows as u64;
-    let mut out_ptr = zeros::<u64>(s, batch.nrows + 1, "pruned row sizes")?;
-    let mut chaos = zeros::<u64>(s, 1, "the chaos")?;
+    let mut figures = upload(s, &FIGURES_AT_START, "the pruning's figures")?;
     if n == 0 {
-        return Ok((
-            DeviceCsr {
+        return Ok(Pruned {
+            batch: DeviceCsr {
                 nrows: 0,
                 ncols: batch.ncols,
                 nnz: 0,
-                row_ptr: out_ptr,
+                row_ptr: zeros(s, 1, "pruned row sizes")?,
                 col_idx: zeros(s, 1, "pruned columns")?,
                 values: zeros(s, 1, "pruned values")?,
             },
-            0.0,
-        ));
+            chaos: 0.0,
+            least: f64::INFINITY,
+            fused_expanded: 0,
+        });
     }
+    let cutoff = T::from_f64(params.cutoff());
+    let pct = params.pct as f64 / 100.0;
+    let fused = fused.filter(|f| f.rows.count() > 0);
+    let has_fused = i32::from(fused.is_some());
+    // Every row starts as not fused (NOT_FUSED: all bits set).
+    let mut fused_len = uninit::<u64>(s, batch.nrows, true, "fused row sizes")?;
+    let mut pool_at = zeros::<u64>(s, batch.nrows, "fused row places")?;
     let mut bar = zeros::<T>(s, batch.nrows, "pruning bars")?;
     let mut mass = zeros::<f64>(s, batch.nrows, "kept masses")?;
     let mut isum = zeros::<f64>(s, batch.nrows, "inflated sums")?;
-    let cutoff = T::from_f64(params.cutoff());
-    let pct = params.pct as f64 / 100.0;
     let blocks = n.min(gpu.multiprocessors() as u64 * 16);
     let plan = format!("mcl_prune_plan_{}", T::NAME);
-    launch(gpu, s, &plan, shape(blocks, PRUNE_THREADS, 0)?, |l| {
-        l.arg(&batch.row_ptr)
-            .arg(&batch.values)
-            .arg(&n)
-            .arg(&cutoff)
-            .arg(&params.select)
-            .arg(&params.recover)
-            .arg(&pct)
-            .arg(&inflation)
-            .arg(&mut out_ptr)
-            .arg(&mut bar)
-            .arg(&mut mass)
-            .arg(&mut isum)
-            .arg(&mut chaos);
-    })?;
-    exclusive_scan(gpu, s, &mut out_ptr, n + 1, "pruned row sizes")?;
-    let nnz = read_at(s, &out_ptr, batch.nrows, "the pruned entry count")?;
+    // A pruned column keeps at most max(S, R) entries but for ties at the bar: the pool's first
+    // size. When ties overfill it, the fused kernel has counted what it needs, and everything
+    // runs again with that (the rows' sizes may move by rounding, hence the margin).
+    let mut pool_cap = match (&fused, params.select) {
+        (None, _) => 0,
+        (Some(_), 0) => batch.ncols as u64,
+        (Some(_), s) => s.max(params.recover) as u64,
+    }
+    .clamp(1, batch.ncols.max(1) as u64)
+        * fused.as_ref().map_or(0, |f| f.rows.count());
+    let (pool, out_ptr, nnz, got) = loop {
+        let mut pool = Pool::<T>::new(gpu, pool_cap, poison)?;
+        let mut out_ptr = zeros::<u64>(s, batch.nrows + 1, "pruned row sizes")?;
+        if let Some(f) = &fused {
+            fused_rows(
+                gpu,
+                f,
+                &mut pool,
+                row0,
+                params,
+                inflation,
+                &mut fused_len,
+                &mut pool_at,
+                &mut figures,
+            )?;
+        }
+        let mut chaos = figures.slice_mut(CHAOS..CHAOS + 1);
+        launch(gpu, s, &plan, shape(blocks, PRUNE_THREADS, 0)?, |l| {
+            l.arg(&batch.row_ptr)
+                .arg(&batch.values)
+                .arg(&n)
+                .arg(&cutoff)
+                .arg(&params.select)
+                .arg(&params.recover)
+                .arg(&pct)
+                .arg(&inflation)
+                .arg(&fused_len)
+                .arg(&has_fused)
+                .arg(&mut out_ptr)
+                .arg(&mut bar)
+                .arg(&mut mass)
+                .arg(&mut isum)
+                .arg(&mut chaos);
+        })?;
+        exclusive_scan(gpu, s, &mut out_ptr, n + 1, "pruned row sizes")?;
+        let nnz = read_at(s, &out_ptr, batch.nrows, "the pruned entry count")?;
+        let got = download(gpu, s, &figures, 4, "the pruning's figures")?;
+        if got[POOL_USED] <= pool.cap {
+            break (pool, out_ptr, nnz, got);
+        }
+        pool_cap = got[POOL_USED] + got[POOL_USED] / 8;
+        figures = upload(s, &FIGURES_AT_START, "the pruning's figures")?;
+    };
     let mut col = uninit::<u32>(s, nnz as usize, poison, "pruned columns")?;
     let mut val = uninit::<T>(s, nnz as usize, poison, "pruned values")?;
     let write = format!("mcl_prune_write_{}", T::NAME);
+    let mut least = figures.slice_mut(LEAST..LEAST + 1);
     launch(gpu, s, &write, shape(blocks, PRUNE_THREADS, 0)?, |l| {
         l.arg(&batch.row_ptr)
             .arg(&batch.col_idx)
@@ -79,14 +175,20 @@ pub fn prune_batch<T: Scalar>(
             .arg(&mass)
             .arg(&isum)
             .arg(&inflation)
+            .arg(&fused_len)
+            .arg(&pool_at)
+            .arg(&pool.col)
+            .arg(&pool.val)
+            .arg(&has_fused)
             .arg(&out_ptr)
             .arg(&mut col)
-            .arg(&mut val);
+            .arg(&mut val)
+            .arg(&mut least);
     })?;
-    let bits = read_at(s, &chaos, 0, "the chaos")?;
+    let least = read_at(s, &figures, LEAST, "the smallest pruned value")?;
     check("prune a batch", s.synchronize())?;
-    Ok((
-        DeviceCsr {
+    Ok(Pruned {
+        batch: DeviceCsr {
             nrows: batch.nrows,
             ncols: batch.ncols,
             nnz,
@@ -94,6 +196,79 @@ pub fn prune_batch<T: Scalar>(
             col_idx: col,
             values: val,
         },
-        f64::from_bits(bits),
-    ))
+        chaos: f64::from_bits(got[CHAOS]),
+        least: f64::from_bits(least),
+        fused_expanded: got[EXPANDED],
+    })
+}
+
+/// Where the fused kernel writes the kept entries of its rows.
+struct Pool<T> {
+    cap: u64,
+    col: CudaSlice<u32>,
+    val: CudaSlice<T>,
+}
+
+impl<T: Scalar> Pool<T> {
+    fn new(gpu: &Gpu, cap: u64, poison: bool) -> Result<Self> {
+        Ok(Pool {
+            cap,
+            col: uninit(&gpu.main, cap as usize, poison, "the fused rows' pool")?,
+            val: uninit(&gpu.main, cap as usize, poison, "the fused rows' pool")?,
+        })
+    }
+}
+
+/// Launches kernels/mcl_dense.cu over the deferred rows: their sizes go to `fused_len`, their
+/// places in `pool` to `pool_at`, the chaos, entries made and pool entries claimed to `figures`.
+#[allow(clippy::too_many_arguments)]
+fn fused_rows<T: Scalar>(
+    gpu: &Gpu,
+    f: &FusedRows<'_, T>,
+    pool: &mut Pool<T>,
+    row0: u64,
+    params: &PruneParams,
+    inflation: f64,
+    fused_len: &mut CudaSlice<u64>,
+    pool_at: &mut CudaSlice<u64>,
+    figures: &mut CudaSlice<u64>,
+) -> Result<()> {
+    let s = &gpu.main;
+    let ncols = f.m.ncols as u64;
+    let cutoff = T::from_f64(params.cutoff());
+    let pct = params.pct as f64 / 100.0;
+    let shared = ncols.div_ceil(32) * 32 * std::mem::size_of::<T>() as u64;
+    let rows = f.rows.rows();
+    let (mut chaos, mut rest) = figures.split_at_mut(EXPANDED);
+    let mut chaos = chaos.slice_mut(CHAOS..CHAOS + 1);
+    let (mut expanded, mut used) = rest.split_at_mut(1);
+    let kernel = format!("mcl_dense_prune_{}", T::NAME);
+    launch(
+        gpu,
+        s,
+        &kernel,
+        shape(f.rows.count(), FUSED_THREADS, shared)?,
+        |l| {
+            l.arg(&f.m.row_ptr)
+                .arg(&f.m.col_idx)
+                .arg(&f.m.values)
+                .arg(&row0)
+                .arg(&rows)
+                .arg(&ncols)
+                .arg(&cutoff)
+                .arg(&params.select)
+                .arg(&params.recover)
+                .arg(&pct)
+                .arg(&inflation)
+                .arg(&pool.cap)
+                .arg(&mut used)
+                .arg(fused_len)
+                .arg(pool_at)
+                .arg(&mut pool.col)
+                .arg(&mut pool.val)
+                .arg(&mut expanded)
+                .arg(&mut chaos);
+        },
+    )?;
+    Ok(())
 }

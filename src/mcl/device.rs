@@ -7,6 +7,7 @@ use super::{Iteration, MclParams};
 use crate::csr::Csr;
 use crate::error::Result;
 use crate::gpu::matrix::DeviceCsr;
+use crate::gpu::mcl::{prune_expansion, FusedRows};
 use crate::scalar::Scalar;
 use crate::spgemm::gpu::{GpuEngine, GpuTuning};
 use std::time::Instant;
@@ -21,42 +22,72 @@ pub(crate) fn engine(params: &MclParams) -> Result<GpuEngine> {
     }))
 }
 
-/// One MCL iteration on the device matrix `m` (the transposed matrix, as on the host). Returns
-/// the next matrix and the iteration's figures (`index` 0).
+/// The matrix of an MCL process on the device (the transposed matrix, as on the host), with
+/// whether all the products of its square are positive: the GPU then makes and prunes the dense
+/// columns of `M²` in one kernel, as the CPU engine's fused path does.
+pub(crate) struct DeviceMatrix<T: Scalar> {
+    pub(crate) m: DeviceCsr<T>,
+    positive_products: bool,
+}
+
+impl<T: Scalar> DeviceMatrix<T> {
+    /// Uploads `m`.
+    pub(crate) fn upload(engine: &GpuEngine, m: &Csr<T>) -> Result<Self> {
+        Ok(DeviceMatrix {
+            m: DeviceCsr::upload(engine.gpu(), m)?,
+            positive_products: crate::spgemm::cpu_rows::products_are_positive(m, m),
+        })
+    }
+}
+
+/// One MCL iteration on the device matrix `m`. Returns the next matrix and the iteration's
+/// figures (`index` 0).
 pub(crate) fn iterate<T: Scalar>(
     engine: &GpuEngine,
-    m: DeviceCsr<T>,
+    m: DeviceMatrix<T>,
     params: &MclParams,
     inflation: f64,
-) -> Result<(DeviceCsr<T>, Iteration)> {
+) -> Result<(DeviceMatrix<T>, Iteration)> {
     let start = Instant::now();
     let gpu = engine.gpu();
-    let n = m.ncols();
+    let n = m.m.ncols();
     let poison = engine.poisons();
     let mut it = Iteration::default();
     let mut parts = Vec::new();
-    let (stats, m) = engine.square_on_device(m, |rows, c| {
-        it.expanded += c.nnz();
+    let mut least = f64::INFINITY;
+    let fuse = params.fused && m.positive_products;
+    let (stats, _) = engine.square_on_device(m.m, fuse, |rows, c, deferred, m| {
         it.batches += 1;
-        let (pruned, chaos) = crate::gpu::mcl::prune_batch(
+        let fused = deferred.as_ref().map(|d| FusedRows { m, rows: d });
+        it.fused += deferred.as_ref().map_or(0, |d| d.count());
+        let p = prune_expansion(
             gpu,
             &c,
+            fused,
             rows.start as u64,
             &params.prune,
             inflation,
             poison,
         )?;
         drop(c);
-        it.chaos = it.chaos.max(chaos);
-        it.kept += pruned.nnz();
-        parts.push(pruned);
+        it.expanded += p.fused_expanded;
+        it.chaos = it.chaos.max(p.chaos);
+        it.kept += p.batch.nnz();
+        least = least.min(p.least);
+        parts.push(p.batch);
         crate::interrupt::check()
     })?;
-    drop(m);
     let next = DeviceCsr::stack(gpu, parts, n)?;
+    it.expanded += stats.nnz;
     it.products = stats.intermediate_products;
     it.expand_seconds = stats.device_seconds;
     it.seconds = start.elapsed().as_secs_f64();
+    // The next square's products are positive when its smallest value squared is.
+    let least = T::from_f64(least.min(1.0));
+    let next = DeviceMatrix {
+        m: next,
+        positive_products: least * least > T::ZERO,
+    };
     Ok((next, it))
 }
 
@@ -67,7 +98,7 @@ pub(crate) fn iterate_host<T: Scalar>(
     inflation: f64,
 ) -> Result<(Csr<T>, Iteration)> {
     let engine = engine(params)?;
-    let dm = DeviceCsr::upload(engine.gpu(), m)?;
+    let dm = DeviceMatrix::upload(&engine, m)?;
     let (next, it) = iterate(&engine, dm, params, inflation)?;
-    Ok((next.download(engine.gpu())?, it))
+    Ok((next.m.download(engine.gpu())?, it))
 }

@@ -151,6 +151,7 @@ pub(super) fn iterate<T: Scalar>(
     let mut it = Iteration {
         products: total,
         batches: 1,
+        fused: n as u64,
         ..Default::default()
     };
     // Assembly: each group's columns go back to their rows.
@@ -235,14 +236,14 @@ mod tests {
     fn same_iterations<T: Scalar>(el: &EdgeList, inflation: f64, prune: prune::PruneParams) {
         let (g, _) = graph_from_edges::<T>(el).unwrap();
         let batched = MclParams {
-            cpu_fused: false,
+            fused: false,
             batch_entries: Some(1 << 12),
             inflation,
             prune,
             ..Default::default()
         };
         let fused = MclParams {
-            cpu_fused: true,
+            fused: true,
             ..batched.clone()
         };
         let mut m = start_matrix(&g, 1.0);
@@ -291,7 +292,7 @@ mod tests {
         let (g, _) = graph_from_edges::<f32>(&rmat(11, 8, 9)).unwrap();
         let fused = cluster(&g, &MclParams::default(), &mut |_| {}).unwrap();
         let batched = MclParams {
-            cpu_fused: false,
+            fused: false,
             ..Default::default()
         };
         let b = cluster(&g, &batched, &mut |_| {}).unwrap();

@@ -64,11 +64,13 @@ pub struct MclParams {
     /// `min(intermediate products, n)` stays under this (a row over it makes a batch alone).
     /// `None`: [`CPU_BATCH_ENTRIES`] on the CPU; on the GPU, what the device's memory allows.
     pub batch_entries: Option<u64>,
-    /// On the CPU engine, fuse expansion and pruning (default): each thread makes one column of
-    /// `M²` at a time in a dense accumulator and prunes it from there, so `M²` is never stored.
-    /// Taken in an iteration whose products are all positive (always, unless values underflow);
-    /// the result is the same as the batched path's. `false` runs the batched path.
-    pub cpu_fused: bool,
+    /// Fuse expansion and pruning (default), in an iteration whose products are all positive
+    /// (always, unless values underflow): on the CPU engine each thread makes one column of
+    /// `M²` at a time in a dense accumulator and prunes it from there, so `M²` is never stored;
+    /// on the GPU the dense columns (those with at least as many products as `M` has columns)
+    /// are made and pruned in shared memory when a whole column fits there. The result is the
+    /// batched path's (on the GPU, within rounding). `false` runs the batched path.
+    pub fused: bool,
 }
 
 /// The CPU engine's default batch size in entries of `M²` (256 MB of `f32` entries).
@@ -85,7 +87,7 @@ impl Default for MclParams {
             overlap: Overlap::Cut,
             engine: EngineKind::Cpu,
             batch_entries: None,
-            cpu_fused: true,
+            fused: true,
         }
     }
 }
@@ -127,6 +129,8 @@ pub struct Iteration {
     pub products: u64,
     /// Expansion batches.
     pub batches: usize,
+    /// Columns of `M²` pruned as they were made, never stored unpruned (the fused path).
+    pub fused: u64,
     /// Wall time spent in the SpGEMM engine (the rest is pruning, inflation and assembly).
     pub expand_seconds: f64,
     /// Wall time of the iteration.
@@ -153,6 +157,12 @@ pub struct MclResult {
     /// On the GPU engine, the most device memory (bytes of gmcl's memory pool) in use at once;
     /// 0 on the CPU.
     pub device_peak_bytes: u64,
+    /// Of `seconds`, the time before the first iteration (the start matrix; on the GPU also
+    /// the engine's setup and the upload) and after the last (the limit's interpretation; on
+    /// the GPU also its download).
+    pub setup_seconds: f64,
+    /// See `setup_seconds`.
+    pub finish_seconds: f64,
 }
 
 /// The graph MCL clusters, built from an edge list: only the vertices some edge touches (mcl
@@ -322,7 +332,7 @@ pub fn iterate<T: Scalar>(
     if params.engine == EngineKind::Gpu {
         return device::iterate_host(m, params, inflation);
     }
-    if params.engine == EngineKind::Cpu && params.cpu_fused && fused::applies(m) {
+    if params.engine == EngineKind::Cpu && params.fused && fused::applies(m) {
         return fused::iterate(m, params, inflation);
     }
     let start = Instant::now();
@@ -428,21 +438,31 @@ pub fn cluster<T: Scalar>(
     let start = Instant::now();
     let m = start_matrix(graph, params.loop_gain);
     let mut device_peak_bytes = 0;
+    // When the first iteration began and the last ended.
+    let (mut setup_seconds, mut last_end) = (0.0, 0.0);
+    let mut timed = |it: &Iteration| {
+        last_end = start.elapsed().as_secs_f64();
+        if it.index == 1 {
+            setup_seconds = last_end - it.seconds;
+        }
+        progress(it)
+    };
     let (m, iterations, converged) = if params.engine == EngineKind::Gpu {
         // The matrix stays on the device from the start matrix to the limit.
         let engine = device::engine(params)?;
         let gpu = engine.gpu();
         gpu.reset_pool_peak()?;
-        let dm = crate::gpu::matrix::DeviceCsr::upload(gpu, &m)?;
+        let dm = device::DeviceMatrix::upload(&engine, &m)?;
         drop(m);
-        let (dm, iterations, converged) = run_iterations(dm, params, progress, |dm, inflation| {
-            device::iterate(&engine, dm, params, inflation)
-        })?;
-        let m = dm.download(gpu)?;
+        let (dm, iterations, converged) =
+            run_iterations(dm, params, &mut timed, |dm, inflation| {
+                device::iterate(&engine, dm, params, inflation)
+            })?;
+        let m = dm.m.download(gpu)?;
         device_peak_bytes = gpu.pool_peak()?;
         (m, iterations, converged)
     } else {
-        run_iterations(m, params, progress, |m, inflation| {
+        run_iterations(m, params, &mut timed, |m, inflation| {
             iterate(&m, params, inflation)
         })?
     };
@@ -456,6 +476,8 @@ pub fn cluster<T: Scalar>(
         missing: interp.missing,
         seconds: start.elapsed().as_secs_f64(),
         device_peak_bytes,
+        setup_seconds,
+        finish_seconds: start.elapsed().as_secs_f64() - last_end.max(setup_seconds),
     })
 }
 

@@ -179,6 +179,9 @@ struct Operands<T: Scalar> {
     has_mask: i32,
     k_cols: u64,
     c_cols: u64,
+    /// Leave the dense rows out of C for the caller ([`DeferredRows`]) when a whole row fits
+    /// one window of shared memory.
+    defer_dense: bool,
 }
 
 impl<T: Scalar> Operands<T> {
@@ -299,12 +302,33 @@ impl BinLists {
     }
 }
 
-/// The dense-row path of a product: rows with at least `from` products, and the window widths
-/// (columns) of its symbolic and numeric kernels.
+/// The dense-row path of a product: rows with at least `from` products, the window widths
+/// (columns) of its symbolic and numeric kernels, and whether the rows are left to the caller.
 struct DenseRows {
     from: u64,
     numeric_width: u32,
     symbolic_width: u32,
+    deferred: bool,
+}
+
+/// The dense rows of a batch that [`GpuEngine::square_on_device`] left out of C (they have no
+/// entries there) for its caller to make: MCL makes and prunes them in one kernel
+/// ([`crate::gpu::mcl`]). A whole row of C fits in one window of shared memory.
+pub struct DeferredRows {
+    lists: BinLists,
+    bin: usize,
+}
+
+impl DeferredRows {
+    /// The rows, numbered from the batch's first row, in no particular order.
+    pub fn rows(&self) -> CudaView<'_, u32> {
+        self.lists.view(self.bin)
+    }
+
+    /// How many rows there are.
+    pub fn count(&self) -> u64 {
+        self.lists.counts[self.bin]
+    }
 }
 
 /// The Ĉ buffers (double-buffered through the multisplit levels).
@@ -425,7 +449,7 @@ impl GpuEngine {
         let products = host_products(a, b, &rows);
         prof.mark("upload A, B; plan batches")?;
         let g = &*self.gpu;
-        let stats = self.run_batches(&ops, rows, &products, &mut prof, |batch, c, prof| {
+        let stats = self.run_batches(&ops, rows, &products, &mut prof, |batch, c, _, prof| {
             let c = c.download(g)?;
             prof.mark("copy C to the host")?;
             consume(batch, c)
@@ -440,11 +464,19 @@ impl GpuEngine {
 
     /// Squares the square matrix `m`, already on the device, in row batches that stay on the
     /// device: each (its rows of `m²`, row 0 being the batch's first row) goes to `consume` as
-    /// soon as it is made, in order. Gives `m` back with the product's figures.
+    /// soon as it is made, in order, with `m` itself. With `defer_dense`, the dense rows are
+    /// left out of each batch and handed over as [`DeferredRows`] when a whole row fits one
+    /// window of shared memory (`Some` only then). Gives `m` back with the product's figures.
     pub fn square_on_device<T: Scalar>(
         &self,
         m: DeviceCsr<T>,
-        mut consume: impl FnMut(Range<usize>, DeviceCsr<T>) -> Result<()>,
+        defer_dense: bool,
+        mut consume: impl FnMut(
+            Range<usize>,
+            DeviceCsr<T>,
+            Option<DeferredRows>,
+            &DeviceCsr<T>,
+        ) -> Result<()>,
     ) -> Result<(ProductStats, DeviceCsr<T>)> {
         if m.nrows != m.ncols {
             return Err(Error::Invalid(format!(
@@ -466,13 +498,17 @@ impl GpuEngine {
             m_ptr: zeros(s, 1, "an empty mask")?,
             m_col: zeros(s, 1, "an empty mask")?,
             has_mask: 0,
+            defer_dense,
         };
         let products = self.device_products(&ops)?;
         prof.mark("products per row; plan batches")?;
-        let stats =
-            self.run_batches(&ops, 0..n as usize, &products, &mut prof, |batch, c, _| {
-                consume(batch, c)
-            })?;
+        let stats = self.run_batches(
+            &ops,
+            0..n as usize,
+            &products,
+            &mut prof,
+            |batch, c, deferred, _| consume(batch, c, deferred, &ops.a),
+        )?;
         let stats = self.finish(
             stats,
             start,
@@ -512,7 +548,12 @@ impl GpuEngine {
         rows: Range<usize>,
         products: &[u64],
         prof: &mut Profile,
-        mut consume: impl FnMut(Range<usize>, DeviceCsr<T>, &mut Profile) -> Result<()>,
+        mut consume: impl FnMut(
+            Range<usize>,
+            DeviceCsr<T>,
+            Option<DeferredRows>,
+            &mut Profile,
+        ) -> Result<()>,
     ) -> Result<ProductStats> {
         let p = self.params::<T>(ops.c_cols);
         let mut stats = ProductStats {
@@ -523,9 +564,9 @@ impl GpuEngine {
         pending.reverse();
         while let Some(batch) = pending.pop() {
             match self.run_batch(ops, &p, batch.clone(), prof, &mut stats) {
-                Ok(c) => {
+                Ok((c, deferred)) => {
                     stats.nnz += c.nnz;
-                    consume(batch, c, prof)?;
+                    consume(batch, c, deferred, prof)?;
                     prof.mark("hand over the batch")?;
                 }
                 Err(e) if is_out_of_memory(&e) && batch.len() > 1 => {
@@ -622,6 +663,7 @@ impl GpuEngine {
             has_mask,
             k_cols: a.ncols() as u64,
             c_cols: b.ncols() as u64,
+            defer_dense: false,
         })
     }
 
@@ -682,7 +724,7 @@ impl GpuEngine {
     }
 
     /// One batch of rows, start to finish: setup, symbolic, C's offsets, numeric. Its rows of C
-    /// stay on the device.
+    /// stay on the device; deferred dense rows are left out of C and listed.
     fn run_batch<T: Scalar>(
         &self,
         ops: &Operands<T>,
@@ -690,21 +732,22 @@ impl GpuEngine {
         rows: Range<usize>,
         prof: &mut Profile,
         stats: &mut ProductStats,
-    ) -> Result<DeviceCsr<T>> {
+    ) -> Result<(DeviceCsr<T>, Option<DeferredRows>)> {
         let g = &*self.gpu;
         let timer = Instant::now();
         let (main, light, heavy) = (&g.main, &g.light, &g.heavy);
         let n = rows.len() as u64;
         let row0 = rows.start as u64;
         if n == 0 {
-            return Ok(DeviceCsr {
+            let c = DeviceCsr {
                 nrows: 0,
                 ncols: ops.c_cols as usize,
                 nnz: 0,
                 row_ptr: zeros(main, 1, "C's row offsets")?,
                 col_idx: zeros(main, 1, "C's columns")?,
                 values: zeros(main, 1, "C's values")?,
-            });
+            };
+            return Ok((c, None));
         }
         // Setup: products per row and their prefix (Ĉ.rowPtr of the whole batch).
         let mut prod = zeros::<u64>(main, n as usize + 1, "products per row")?;
@@ -727,7 +770,12 @@ impl GpuEngine {
         let row_lists = self.bin_items(main, &prod, 0, n, &limits)?;
         let nheavy = row_lists.counts[bins.len()];
         let heavy_rows = row_lists.view(bins.len());
-        let ndense = row_lists.counts.get(bins.len() + 1).copied().unwrap_or(0);
+        // Deferred dense rows are not made here: their `ndense` stays 0.
+        let deferred = dense.as_ref().is_some_and(|d| d.deferred);
+        let ndense = match deferred {
+            true => 0,
+            false => row_lists.counts.get(bins.len() + 1).copied().unwrap_or(0),
+        };
         let mut row_nnz = zeros::<u64>(main, n as usize + 1, "row sizes of C")?;
         prof.mark("setup: products, bins")?;
         fork(main, &[light, heavy])?;
@@ -906,14 +954,19 @@ impl GpuEngine {
         check("numeric", main.synchronize())?;
         stats.device_seconds += timer.elapsed().as_secs_f64();
 
-        Ok(DeviceCsr {
+        let c = DeviceCsr {
             nrows: n as usize,
             ncols: ops.c_cols as usize,
             nnz,
             row_ptr: row_nnz,
             col_idx: c_col,
             values: c_val,
-        })
+        };
+        let deferred = deferred.then(|| DeferredRows {
+            lists: row_lists,
+            bin: bins.len() + 1,
+        });
+        Ok((c, deferred))
     }
 
     /// Whether and how this product uses the dense-row accumulator: from how many products a
@@ -935,10 +988,16 @@ impl GpuEngine {
         };
         let numeric_width = fit(shared * 8 / (8 * val_bytes + 1));
         let symbolic_width = fit(shared * 8);
+        // A deferred row is made in one window of values alone (no presence bits).
+        let fused_cols = match self.tuning.dense_window {
+            Some(t) => t as u64,
+            None => shared / val_bytes,
+        };
         (numeric_width >= 32).then_some(DenseRows {
             from,
             numeric_width,
             symbolic_width,
+            deferred: ops.defer_dense && ops.c_cols.div_ceil(32) * 32 <= fused_cols,
         })
     }
 

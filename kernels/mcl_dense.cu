@@ -1,0 +1,82 @@
+// MCL's expansion and pruning fused, for the dense rows of kernels/dense.cu when a whole row of
+// M² fits one window of shared memory: each block makes one column of M² there (a row of the
+// transposed matrix gmcl keeps), prunes, inflates and normalises it in place with
+// kernels/mcl.cu's plan_column and write_column, and writes only the entries it keeps, into a
+// pool claimed with an atomic counter. The unpruned column never reaches global memory, and no
+// symbolic pass is needed. The caller has checked that every product is positive, so a 0 in
+// the window is a column without products and needs no presence bit.
+
+// Makes, prunes and writes rows `rows[blockIdx.x]` of the batch starting at row `row0` of M·M
+// (M: m_ptr, m_col, m_val; ncols columns; acc: ncols values of dynamic shared memory). Each row
+// r gets fused_len[r] (its kept entries) and pool_at[r], where they start in the pool
+// (NOT_FUSED when the pool's pool_cap entries ran out: *pool_used then exceeds pool_cap and the
+// caller runs the kernel again with a pool of *pool_used entries). Entries made count into
+// *expanded, the largest chaos into *chaos_bits.
+template <typename T>
+__device__ void mcl_dense_prune(const u64* m_ptr, const u32* m_col, const T* m_val, u64 row0,
+                                const u32* rows, u64 ncols, T cutoff, u32 select, u32 recover,
+                                double pct, double inflation, u64 pool_cap, u64* pool_used,
+                                u64* fused_len, u64* pool_at, u32* pool_col, T* pool_val,
+                                u64* expanded, u64* chaos_bits, T* acc) {
+    __shared__ double dtmp[WARP];
+    __shared__ u32 hist[256];
+    __shared__ u64 sel[2];
+    __shared__ u64 stmp[WARP];
+    __shared__ u64 total;
+    __shared__ u64 claim;
+    const u32 r = rows[blockIdx.x];
+    const u64 a0 = m_ptr[row0 + r], a1 = m_ptr[row0 + r + 1];
+    const u32 lane = threadIdx.x & (WARP - 1), warp = threadIdx.x / WARP;
+    const u32 nwarps = blockDim.x / WARP;
+    for (u64 c = threadIdx.x; c < ncols; c += blockDim.x) acc[c] = (T)0;
+    __syncthreads();
+    for (u64 e = a0 + warp; e < a1; e += nwarps) {
+        const T av = m_val[e];
+        window_entries<T, true>(m_ptr, m_col, m_val, m_col[e], 0, ncols, lane,
+                                [&](u32 at, T bv) { atomicAdd(&acc[at], av * bv); });
+    }
+    __syncthreads();
+    const ColumnPlan<T> plan = plan_column<T>(acc, ncols, ValueBits<T>::value(1), cutoff, select,
+                                              recover, pct, inflation, dtmp, hist, sel);
+    if (threadIdx.x == 0) {
+        if (plan.chaos > 0.0) atomicMax(chaos_bits, (u64)__double_as_longlong(plan.chaos));
+        atomicAdd(expanded, plan.entries);
+        const u64 at = atomicAdd(pool_used, plan.out_len);
+        claim = at + plan.out_len <= pool_cap ? at : NOT_FUSED;
+        fused_len[r] = plan.out_len;
+        pool_at[r] = claim;
+    }
+    __syncthreads();
+    const u64 base = claim;
+    if (base == NOT_FUSED || plan.out_len == 0) return;
+    if (plan.kept_mass < 0.0) {
+        // mcl's emergency loop: the node keeps only itself.
+        if (threadIdx.x == 0) {
+            pool_col[base] = (u32)(row0 + r);
+            pool_val[base] = (T)1;
+        }
+        return;
+    }
+    write_column<T>(
+        ncols,
+        [&](u64 i, u32* col, T* val) {
+            *col = (u32)i;
+            *val = acc[i];
+        },
+        plan.bar, plan.kept_mass, plan.isum, inflation, base, pool_col, pool_val, stmp, &total);
+}
+
+#define GMCL_MCL_DENSE_KERNELS(T, S)                                                             \
+extern "C" __global__ void __launch_bounds__(DENSE_ROW_THREADS)                                  \
+mcl_dense_prune_##S(const u64* m_ptr, const u32* m_col, const T* m_val, u64 row0,                \
+                    const u32* rows, u64 ncols, T cutoff, u32 select, u32 recover, double pct,   \
+                    double inflation, u64 pool_cap, u64* pool_used, u64* fused_len,              \
+                    u64* pool_at, u32* pool_col, T* pool_val, u64* expanded, u64* chaos_bits) {  \
+    extern __shared__ __align__(16) unsigned char smem_mcl_dense_##S[];                          \
+    mcl_dense_prune<T>(m_ptr, m_col, m_val, row0, rows, ncols, cutoff, select, recover, pct,     \
+                       inflation, pool_cap, pool_used, fused_len, pool_at, pool_col, pool_val,   \
+                       expanded, chaos_bits, (T*)smem_mcl_dense_##S);                            \
+}
+
+GMCL_MCL_DENSE_KERNELS(float, f32)
+GMCL_MCL_DENSE_KERNELS(double, f64)
