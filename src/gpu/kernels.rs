@@ -99,13 +99,19 @@ pub fn nvrtc_present() -> bool {
     unsafe { cudarc::nvrtc::sys::is_culib_present() }
 }
 
-/// The NVRTC options for `arch`.
+/// The NVRTC options for `arch`, with the `-D` macro definitions of `GMCL_KERNEL_DEFINES`
+/// (space-separated `NAME=VALUE`, such as `DENSE_UNROLL=8`): a knob for tuning experiments on
+/// the constants the kernels guard with `#ifndef`.
 fn options(arch: &str) -> Vec<String> {
-    vec![
+    let mut o = vec![
         format!("--gpu-architecture={arch}"),
         "--std=c++17".into(),
         "-lineinfo".into(),
-    ]
+    ];
+    if let Ok(defs) = std::env::var("GMCL_KERNEL_DEFINES") {
+        o.extend(defs.split_whitespace().map(|d| format!("-D{d}")));
+    }
+    o
 }
 
 /// Compiles every kernel to PTX for `arch` (such as `sm_90`) with NVRTC.

@@ -556,6 +556,8 @@ mod tests {
             whole,
             MclResult {
                 seconds: whole.seconds,
+                setup_seconds: whole.setup_seconds,
+                finish_seconds: whole.finish_seconds,
                 ..small
             }
         );
