@@ -15,7 +15,8 @@ threads=${THREADS:-$(nproc)}
 mcl_bin=.mcl/usr/bin/mcl
 export LD_LIBRARY_PATH=$(pwd)/.mcl/usr/lib/x86_64-linux-gnu:${LD_LIBRARY_PATH:-}
 tmp=$(mktemp -d)
-secs() { python3 -c 'import sys,time; print(f"{time.time()-float(sys.argv[1]):.2f}")' "$1"; }
+# Seconds since $1 (an $EPOCHREALTIME); awk starts in a millisecond, python would add tens.
+secs() { awk -v a="$1" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.3f", b - a }'; }
 for s in ${SCALES:-15 16}; do
     g="$tmp/s$s.el"
     .gpu/gmcl generate --scale "$s" --edge-factor 16 --undirected --seed 1 -o "$g" -q
@@ -24,7 +25,7 @@ for s in ${SCALES:-15 16}; do
     [ "${UNFUSED:-0}" = 1 ] && modes+=("--unfused")
     for mode in "${modes[@]}"; do
         for run in $(seq "${GPU_RUNS:-1}"); do
-            t=$(date +%s.%N)
+            t=$EPOCHREALTIME
             .gpu/gmcl --threads "$threads" cluster "$g" --engine gpu $mode -o "$tmp/s$s.gpu$mode" \
                 --json "$out/s$s-gpu.json" 2>"$out/s$s-gpu$mode-$run.log" \
                 || { echo "gpu run failed"; tail -20 "$out/s$s-gpu$mode-$run.log"; }
@@ -35,14 +36,14 @@ for s in ${SCALES:-15 16}; do
         echo "dist gpu gpu--unfused: $(.gpu/gmcl dist "$tmp/s$s.gpu" "$tmp/s$s.gpu--unfused" 2>&1 | tr '\n' ' ')" | tee -a "$out/summary.txt"
     fi
     if [ "${SKIP_CPU:-0}" != 1 ]; then
-        t=$(date +%s.%N)
+        t=$EPOCHREALTIME
         .gpu/gmcl --threads "$threads" cluster "$g" --engine cpu -o "$tmp/s$s.cpu" --json "$out/s$s-cpu.json" \
             2>"$out/s$s-cpu.log"
         echo "gmcl cpu: $(secs "$t") s wall; $(cat "$out/s$s-cpu.json")" | tee -a "$out/summary.txt"
         echo "dist gpu cpu: $(.gpu/gmcl dist "$tmp/s$s.gpu" "$tmp/s$s.cpu" 2>&1 | tr '\n' ' ')" | tee -a "$out/summary.txt"
     fi
     if [ "${SKIP_MCL:-0}" != 1 ] && [ -x "$mcl_bin" ]; then
-        t=$(date +%s.%N)
+        t=$EPOCHREALTIME
         "$mcl_bin" "$g" --abc -te "$threads" -o "$tmp/s$s.mcl" 2>"$out/s$s-mcl.log"
         echo "mcl -te $threads: $(secs "$t") s wall" | tee -a "$out/summary.txt"
         echo "dist gpu mcl: $(.gpu/gmcl dist "$tmp/s$s.gpu" "$tmp/s$s.mcl" 2>&1 | tr '\n' ' ')" | tee -a "$out/summary.txt"

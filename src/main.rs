@@ -839,9 +839,12 @@ struct ClusterReport {
     /// Of `seconds`, before the first iteration and after the last.
     setup_seconds: f64,
     finish_seconds: f64,
+    /// Reading the input and building the graph (before `seconds`).
+    load_seconds: f64,
 }
 
 fn run_cluster<T: Scalar>(a: ClusterArgs, ui: Ui) -> Result<()> {
+    let start = Instant::now();
     let mut prune = PruneParams::scheme(a.scheme)?;
     if let Some(p) = a.prune {
         prune.prune = p;
@@ -879,6 +882,7 @@ fn run_cluster<T: Scalar>(a: ClusterArgs, ui: Ui) -> Result<()> {
     if graph.nrows() == 0 {
         ui.notice("the graph has no edges: no clusters");
     }
+    let load_seconds = start.elapsed().as_secs_f64();
     let engine = resolve_engine(a.engine, ui)?;
     let (result, engine) = with_fallback(a.engine, engine, ui, |engine| {
         let params = MclParams {
@@ -971,6 +975,7 @@ fn run_cluster<T: Scalar>(a: ClusterArgs, ui: Ui) -> Result<()> {
             device_peak_bytes: (engine == EngineKind::Gpu).then_some(result.device_peak_bytes),
             setup_seconds: result.setup_seconds,
             finish_seconds: result.finish_seconds,
+            load_seconds,
         };
         let mut out = gmcl::output::AtomicOutput::create(path)?;
         out.write_all(to_json(&report)?.as_bytes())?;
