@@ -1,7 +1,6 @@
 // Shared helpers of the gMAGNUS kernels. NVRTC has no system headers: only built-in types here.
 // The Rust side concatenates this file in front of the kernel files before compiling.
 
-typedef unsigned short u16;
 typedef unsigned int u32;
 typedef unsigned long long u64;
 

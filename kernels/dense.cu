@@ -15,9 +15,8 @@
 #endif
 
 // The first entry of B's row k at column >= c (b_ptr[k + 1] when none); a binary search, skipped
-// for the first window. Columns are u32, or u16 where C has at most 2^16 columns.
-template <typename Col>
-__device__ __forceinline__ u64 window_start(const u64* b_ptr, const Col* b_col, u32 k, u64 c) {
+// for the first window.
+__device__ __forceinline__ u64 window_start(const u64* b_ptr, const u32* b_col, u32 k, u64 c) {
     u64 lo = b_ptr[k], hi = b_ptr[k + 1];
     if (c == 0) return lo;
     while (lo < hi) {
@@ -31,8 +30,8 @@ __device__ __forceinline__ u64 window_start(const u64* b_ptr, const Col* b_col, 
 // `at` being the column's place in the window (value 0 unless VALUES). The warp's lanes share the
 // row, each keeping DENSE_UNROLL loads in flight; columns are sorted, so the first one past the
 // window ends the lane's walk.
-template <typename T, bool VALUES, typename Col, typename Visit>
-__device__ __forceinline__ void window_entries(const u64* b_ptr, const Col* b_col, const T* b_val,
+template <typename T, bool VALUES, typename Visit>
+__device__ __forceinline__ void window_entries(const u64* b_ptr, const u32* b_col, const T* b_val,
                                                u32 k, u64 c0, u64 c1, u32 lane, Visit visit) {
     const u64 end = b_ptr[k + 1];
     bool inside = true;
@@ -43,7 +42,7 @@ __device__ __forceinline__ void window_entries(const u64* b_ptr, const Col* b_co
         #pragma unroll
         for (u32 u = 0; u < DENSE_UNROLL; ++u) {
             const bool in = j + u * WARP < end;
-            c[u] = in ? (u32)b_col[j + u * WARP] : 0xffffffffu;
+            c[u] = in ? b_col[j + u * WARP] : 0xffffffffu;
             v[u] = VALUES && in ? b_val[j + u * WARP] : (T)0;
         }
         #pragma unroll

@@ -7,15 +7,13 @@
 // the window is a column without products and needs no presence bit.
 
 // Makes, prunes and writes rows `rows[blockIdx.x]` of the batch starting at row `row0` of M·M
-// (M: m_ptr, m_col, m_val, with its columns as u16: a window holds fewer than 2^16 columns, and
-// the narrow copy saves a quarter of the bytes each product reads; ncols columns; acc: ncols
-// values of dynamic shared memory). Each row
+// (M: m_ptr, m_col, m_val; ncols columns; acc: ncols values of dynamic shared memory). Each row
 // r gets fused_len[r] (its kept entries) and pool_at[r], where they start in the pool
 // (NOT_FUSED when the pool's pool_cap entries ran out: *pool_used then exceeds pool_cap and the
 // caller runs the kernel again with a pool of *pool_used entries). Entries made count into
 // *expanded, the largest chaos into *chaos_bits.
 template <typename T>
-__device__ void mcl_dense_prune(const u64* m_ptr, const u16* m_col, const T* m_val, u64 row0,
+__device__ void mcl_dense_prune(const u64* m_ptr, const u32* m_col, const T* m_val, u64 row0,
                                 const u32* rows, u64 ncols, T cutoff, u32 select, u32 recover,
                                 double pct, double inflation, u64 pool_cap, u64* pool_used,
                                 u64* fused_len, u64* pool_at, u32* pool_col, T* pool_val,
@@ -34,7 +32,7 @@ __device__ void mcl_dense_prune(const u64* m_ptr, const u16* m_col, const T* m_v
     __syncthreads();
     for (u64 e = a0 + warp; e < a1; e += nwarps) {
         const T av = m_val[e];
-        window_entries<T, true>(m_ptr, m_col, m_val, (u32)m_col[e], 0, ncols, lane,
+        window_entries<T, true>(m_ptr, m_col, m_val, m_col[e], 0, ncols, lane,
                                 [&](u32 at, T bv) { atomicAdd(&acc[at], av * bv); });
     }
     __syncthreads();
@@ -70,7 +68,7 @@ __device__ void mcl_dense_prune(const u64* m_ptr, const u16* m_col, const T* m_v
 
 #define GMCL_MCL_DENSE_KERNELS(T, S)                                                             \
 extern "C" __global__ void __launch_bounds__(DENSE_ROW_THREADS)                                  \
-mcl_dense_prune_##S(const u64* m_ptr, const u16* m_col, const T* m_val, u64 row0,                \
+mcl_dense_prune_##S(const u64* m_ptr, const u32* m_col, const T* m_val, u64 row0,                \
                     const u32* rows, u64 ncols, T cutoff, u32 select, u32 recover, double pct,   \
                     double inflation, u64 pool_cap, u64* pool_used, u64* fused_len,              \
                     u64* pool_at, u32* pool_col, T* pool_val, u64* expanded, u64* chaos_bits) {  \
@@ -82,9 +80,3 @@ mcl_dense_prune_##S(const u64* m_ptr, const u16* m_col, const T* m_val, u64 row0
 
 GMCL_MCL_DENSE_KERNELS(float, f32)
 GMCL_MCL_DENSE_KERNELS(double, f64)
-
-// out[i] = in[i] for columns under 2^16: the narrow copy of M's columns mcl_dense_prune reads.
-extern "C" __global__ void narrow_columns(const u32* in, u64 n, u16* out) {
-    for (u64 i = (u64)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (u64)gridDim.x * blockDim.x)
-        out[i] = (u16)in[i];
-}

@@ -25,7 +25,6 @@ pub const UNTYPED: &[&str] = &[
     "scan_blocks_u64",
     "scan_add_u64",
     "add_offset_u64",
-    "narrow_columns",
     "row_products",
     "classify_sizes",
     "scatter_bins",

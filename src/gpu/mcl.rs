@@ -6,7 +6,7 @@
 
 use super::matrix::DeviceCsr;
 use super::prims::{
-    check, download, exclusive_scan, launch, read_at, shape, strided, uninit, upload, zeros,
+    check, download, exclusive_scan, launch, read_at, shape, uninit, upload, zeros,
 };
 use super::Gpu;
 use crate::error::Result;
@@ -35,8 +35,6 @@ const FIGURES_AT_START: [u64; 4] = [0, 0x7ff0_0000_0000_0000, 0, 0];
 pub struct FusedRows<'a, T: Scalar> {
     /// The matrix being squared.
     pub m: &'a DeviceCsr<T>,
-    /// Its columns as u16 ([`narrow_columns`]).
-    pub cols: &'a CudaSlice<u16>,
     /// The deferred rows.
     pub rows: &'a DeferredRows,
 }
@@ -252,7 +250,7 @@ fn fused_rows<T: Scalar>(
         shape(f.rows.count(), FUSED_THREADS, shared)?,
         |l| {
             l.arg(&f.m.row_ptr)
-                .arg(f.cols)
+                .arg(&f.m.col_idx)
                 .arg(&f.m.values)
                 .arg(&row0)
                 .arg(&rows)
@@ -273,23 +271,4 @@ fn fused_rows<T: Scalar>(
         },
     )?;
     Ok(())
-}
-
-/// The columns of `m` (fewer than 2^16 of them) as u16: what the fused kernel reads, a quarter
-/// fewer bytes per product.
-pub fn narrow_columns<T: Scalar>(gpu: &Gpu, m: &DeviceCsr<T>) -> Result<CudaSlice<u16>> {
-    assert!(
-        m.ncols <= 1 << 16,
-        "narrow columns of a matrix of {} columns",
-        m.ncols
-    );
-    let s = &gpu.main;
-    let n = m.nnz;
-    let mut out = zeros::<u16>(s, n as usize, "the narrow columns")?;
-    if n > 0 {
-        launch(gpu, s, "narrow_columns", strided(gpu, n, 256), |l| {
-            l.arg(&m.col_idx).arg(&n).arg(&mut out);
-        })?;
-    }
-    Ok(out)
 }

@@ -7,7 +7,7 @@ use super::{Iteration, MclParams};
 use crate::csr::Csr;
 use crate::error::Result;
 use crate::gpu::matrix::DeviceCsr;
-use crate::gpu::mcl::{narrow_columns, prune_expansion, FusedRows};
+use crate::gpu::mcl::{prune_expansion, FusedRows};
 use crate::scalar::Scalar;
 use crate::spgemm::gpu::{GpuEngine, GpuTuning};
 use std::time::Instant;
@@ -55,17 +55,10 @@ pub(crate) fn iterate<T: Scalar>(
     let mut it = Iteration::default();
     let mut parts = Vec::new();
     let mut least = f64::INFINITY;
-    // The fused kernel reads u16 columns (its window is narrower than 2^16 columns anyway).
-    let narrow = match params.fused && m.positive_products && n <= 1 << 16 {
-        true => Some(narrow_columns(gpu, &m.m)?),
-        false => None,
-    };
-    let (stats, _) = engine.square_on_device(m.m, narrow.is_some(), |rows, c, deferred, m| {
+    let fuse = params.fused && m.positive_products;
+    let (stats, _) = engine.square_on_device(m.m, fuse, |rows, c, deferred, m| {
         it.batches += 1;
-        let fused = match (&deferred, &narrow) {
-            (Some(d), Some(cols)) => Some(FusedRows { m, cols, rows: d }),
-            _ => None,
-        };
+        let fused = deferred.as_ref().map(|d| FusedRows { m, rows: d });
         it.fused += deferred.as_ref().map_or(0, |d| d.count());
         let p = prune_expansion(
             gpu,

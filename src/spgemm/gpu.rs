@@ -988,8 +988,7 @@ impl GpuEngine {
         };
         let numeric_width = fit(shared * 8 / (8 * val_bytes + 1));
         let symbolic_width = fit(shared * 8);
-        // A deferred row is made in one window of values alone (no presence bits), its columns
-        // read as u16.
+        // A deferred row is made in one window of values alone (no presence bits).
         let fused_cols = match self.tuning.dense_window {
             Some(t) => t as u64,
             None => shared / val_bytes,
@@ -998,7 +997,7 @@ impl GpuEngine {
             from,
             numeric_width,
             symbolic_width,
-            deferred: ops.defer_dense && ops.c_cols.div_ceil(32) * 32 <= fused_cols.min(1 << 16),
+            deferred: ops.defer_dense && ops.c_cols.div_ceil(32) * 32 <= fused_cols,
         })
     }
 
