@@ -81,7 +81,8 @@ pub struct GpuTuning {
 }
 
 impl GpuTuning {
-    /// The defaults, overridden by `GMCL_GPU_MEMORY_LIMIT` (bytes) and `GMCL_GPU_POISON=1`.
+    /// The defaults, overridden by `GMCL_GPU_MEMORY_LIMIT` (bytes), `GMCL_GPU_POISON=1`,
+    /// `GMCL_GPU_PROFILE=1` and `GMCL_GPU_DENSE_FROM` (products; for tuning experiments).
     pub fn from_env() -> Self {
         GpuTuning {
             memory_limit: std::env::var("GMCL_GPU_MEMORY_LIMIT")
@@ -91,7 +92,9 @@ impl GpuTuning {
             profile: std::env::var("GMCL_GPU_PROFILE").is_ok_and(|v| v == "1"),
             max_chunks_per_level: None,
             max_batch_entries: None,
-            dense_from: None,
+            dense_from: std::env::var("GMCL_GPU_DENSE_FROM")
+                .ok()
+                .and_then(|v| v.trim().parse().ok()),
             dense_window: None,
         }
     }
