@@ -18,6 +18,10 @@ pub(crate) fn engine(params: &MclParams) -> Result<GpuEngine> {
     let tuning = GpuTuning::from_env();
     Ok(GpuEngine::open()?.with_tuning(GpuTuning {
         max_batch_entries: params.batch_entries.or(tuning.max_batch_entries),
+        // Dense rows are made and pruned in a window of all the columns (the fused kernel),
+        // which pays only for rows whose products cover it (s16: 0.80 s; with rows from 1/32
+        // of the columns, 0.82 s).
+        dense_fraction: tuning.dense_fraction.or(Some(1)),
         ..tuning
     }))
 }

@@ -35,6 +35,11 @@ const SHARED_RESERVE: u64 = 256;
 const MAX_TABLE_SLOTS: u64 = 8 * 1024;
 /// Threads of the dense accumulator blocks.
 const DENSE_THREADS: u32 = 512;
+/// Rows with at least C's columns / DENSE_FRACTION products (and more than the hash tables
+/// hold) take the dense-row accumulator. On an H200, 32 beat 1 and 8 on every case of the sym
+/// and rmat-paper suites up to s18 (docs/performance.md): reading B's rows once into shared
+/// memory wins over writing and splitting each product long before a row covers C.
+pub const DENSE_FRACTION: u64 = 32;
 /// Threads of the dense-row blocks (DENSE_ROW_THREADS in kernels/dense.cu).
 const DENSE_ROW_THREADS: u32 = 1024;
 /// Threads of the outer-product blocks.
@@ -71,10 +76,11 @@ pub struct GpuTuning {
     /// on the host (MCL prunes each one). Default: no cap beyond the device's memory.
     pub max_batch_entries: Option<u64>,
     /// Rows with more products than the hash tables hold and at least this many go to the
-    /// dense-row accumulator instead of the outer product (default: C's column count, where a
-    /// row's products cover its columns on average; `u64::MAX`: never). Masked products never
-    /// use it.
+    /// dense-row accumulator instead of the outer product (default: C's column count divided
+    /// by `dense_fraction`; `u64::MAX`: never). Masked products never use it.
     pub dense_from: Option<u64>,
+    /// See `dense_from` (default [`DENSE_FRACTION`]).
+    pub dense_fraction: Option<u64>,
     /// Columns of the dense-row accumulator's window (a multiple of 32; default: what shared
     /// memory holds). Tests lower it to force several windows on small inputs.
     pub dense_window: Option<u32>,
@@ -82,7 +88,8 @@ pub struct GpuTuning {
 
 impl GpuTuning {
     /// The defaults, overridden by `GMCL_GPU_MEMORY_LIMIT` (bytes), `GMCL_GPU_POISON=1`,
-    /// `GMCL_GPU_PROFILE=1` and `GMCL_GPU_DENSE_FROM` (products; for tuning experiments).
+    /// `GMCL_GPU_PROFILE=1`, `GMCL_GPU_DENSE_FROM` and `GMCL_GPU_DENSE_FRACTION` (for tuning
+    /// experiments).
     pub fn from_env() -> Self {
         GpuTuning {
             memory_limit: std::env::var("GMCL_GPU_MEMORY_LIMIT")
@@ -93,6 +100,9 @@ impl GpuTuning {
             max_chunks_per_level: None,
             max_batch_entries: None,
             dense_from: std::env::var("GMCL_GPU_DENSE_FROM")
+                .ok()
+                .and_then(|v| v.trim().parse().ok()),
+            dense_fraction: std::env::var("GMCL_GPU_DENSE_FRACTION")
                 .ok()
                 .and_then(|v| v.trim().parse().ok()),
             dense_window: None,
@@ -975,7 +985,12 @@ impl GpuEngine {
     /// Whether and how this product uses the dense-row accumulator: from how many products a
     /// row goes there and the windows (columns) of its two kernels, sized from shared memory.
     fn dense_rows<T: Scalar>(&self, ops: &Operands<T>, p: &MagnusParams) -> Option<DenseRows> {
-        let from = self.tuning.dense_from.unwrap_or(ops.c_cols).max(p.tau + 1);
+        let fraction = self.tuning.dense_fraction.unwrap_or(DENSE_FRACTION).max(1);
+        let from = self
+            .tuning
+            .dense_from
+            .unwrap_or(ops.c_cols / fraction)
+            .max(p.tau + 1);
         if ops.has_mask != 0 || from == u64::MAX || ops.c_cols == 0 {
             return None;
         }
