@@ -363,13 +363,7 @@ fn fused_dense_columns_match_the_cpu() {
     // R-MAT's second expansion has columns with more products than columns: every pruning
     // scheme, both precisions.
     let g = rmat_graph(11, 16, 5);
-    let g64 = Csr::from_parts_unchecked(
-        g.nrows(),
-        g.ncols(),
-        g.row_ptr().to_vec(),
-        g.col_idx().to_vec(),
-        g.values().iter().map(|&v| v as f64).collect(),
-    );
+    let g64 = g.cast::<f64>();
     let (m32, m64) = (iterated(&g, 1), iterated(&g64, 1));
     for (i, prune) in schemes().into_iter().enumerate() {
         for inflation in [2.0, 1.4] {
