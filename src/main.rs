@@ -203,6 +203,11 @@ struct SpgemmArgs {
     /// Value type of the product.
     #[arg(long, value_enum, default_value = "f64")]
     precision: Precision,
+    /// Multiply this many times (a benchmark: the inputs are loaded once; above 1, one untimed
+    /// warm-up product comes first, each product is freed before the next, the products are
+    /// checked equal, and the times reported are the medians).
+    #[arg(long, default_value_t = 1, value_name = "N")]
+    repeat: usize,
     /// Print one JSON object to stdout.
     #[arg(long)]
     json: bool,
@@ -521,6 +526,8 @@ struct SpgemmReport {
     seconds: f64,
     device_seconds: f64,
     gflops: f64,
+    /// Products made (times are their medians).
+    runs: usize,
     /// The GPU engine's phases (with --engine gpu --json).
     #[serde(skip_serializing_if = "Option::is_none")]
     phases: Option<Vec<PhaseReport>>,
@@ -572,6 +579,9 @@ fn run_spgemm<T: Scalar>(a: SpgemmArgs, ui: Ui) -> Result<()> {
         None => None,
     };
     let b = mb.as_ref().unwrap_or(&ma);
+    if a.repeat == 0 {
+        return Err(Error::Invalid("--repeat must be at least 1".into()));
+    }
     let resolved = resolve_engine(a.engine, ui)?;
     let ((c, stats, phases), engine) = with_fallback(a.engine, resolved, ui, |engine| {
         if engine == EngineKind::Gpu && a.json {
@@ -581,7 +591,8 @@ fn run_spgemm<T: Scalar>(a: SpgemmArgs, ui: Ui) -> Result<()> {
                 profile: true,
                 ..spgemm::gpu::GpuTuning::from_env()
             });
-            let (c, stats) = gpu.multiply(&ma, b, &SpgemmOptions::default())?;
+            let (c, stats) =
+                multiply_repeatedly(a.repeat, || gpu.multiply(&ma, b, &SpgemmOptions::default()))?;
             let copy = gpu.gpu().copy_bandwidth()?;
             let phases = gpu
                 .last_phases()
@@ -590,7 +601,9 @@ fn run_spgemm<T: Scalar>(a: SpgemmArgs, ui: Ui) -> Result<()> {
                 .collect::<Vec<_>>();
             Ok((c, stats, Some(phases)))
         } else {
-            let (c, stats) = spgemm::multiply(engine, &ma, b, &SpgemmOptions::default())?;
+            let (c, stats) = multiply_repeatedly(a.repeat, || {
+                spgemm::multiply(engine, &ma, b, &SpgemmOptions::default())
+            })?;
             Ok((c, stats, None))
         }
     })?;
@@ -605,6 +618,7 @@ fn run_spgemm<T: Scalar>(a: SpgemmArgs, ui: Ui) -> Result<()> {
         intermediate_products: stats.intermediate_products,
         seconds: stats.seconds,
         device_seconds: stats.device_seconds,
+        runs: a.repeat,
         phases,
         gflops: if stats.device_seconds > 0.0 {
             2.0 * stats.intermediate_products as f64 / stats.device_seconds / 1e9
@@ -1022,8 +1036,97 @@ fn run_dist(a: DistArgs) -> Result<()> {
     Ok(())
 }
 
-/// Picks the engine to run: `auto` becomes the GPU engine when a GPU is usable, else the CPU
-/// engine with one notice saying why.
+/// Multiplies `repeat` times (after a warm-up product when more than once), freeing each product
+/// before the next as a fresh process would start without it; returns the last product with
+/// the median of each time. Products that differ (which would be a bug) are an error.
+fn multiply_repeatedly<T: Scalar>(
+    repeat: usize,
+    mut product: impl FnMut() -> Result<(Csr<T>, spgemm::ProductStats)>,
+) -> Result<(Csr<T>, spgemm::ProductStats)> {
+    let warm_up = usize::from(repeat > 1);
+    let mut times = Vec::with_capacity(repeat);
+    let mut first: Option<ProductFingerprint> = None;
+    let mut last = None;
+    for run in 0..repeat + warm_up {
+        drop(last.take());
+        let (c, stats) = product()?;
+        let print = ProductFingerprint::of(&c);
+        match &first {
+            None => first = Some(print),
+            Some(f) if !f.matches(&print) => {
+                return Err(Error::Invalid(
+                    "repeated products differ: please report this as a bug".into(),
+                ))
+            }
+            Some(_) => {}
+        }
+        if run >= warm_up {
+            times.push((stats.seconds, stats.device_seconds));
+        }
+        last = Some((c, stats));
+    }
+    let (c, mut stats) = last.expect("at least one product is made");
+    let median = |f: fn(&(f64, f64)) -> f64| {
+        let mut v: Vec<f64> = times.iter().map(f).collect();
+        v.sort_by(f64::total_cmp);
+        v[v.len() / 2]
+    };
+    stats.seconds = median(|t| t.0);
+    stats.device_seconds = median(|t| t.1);
+    Ok((c, stats))
+}
+
+/// What repeated products are compared by without keeping two of them: the structure exactly
+/// (a hash of offsets and columns), the values by their sum (the GPU engine's float atomics may
+/// add in another order, so the values may differ within rounding).
+struct ProductFingerprint {
+    nnz: usize,
+    structure: u64,
+    value_sum: f64,
+    value_abs_sum: f64,
+}
+
+impl ProductFingerprint {
+    fn of<T: Scalar>(c: &Csr<T>) -> Self {
+        use rayon::prelude::*;
+        let mix = |h: u64, x: u64| (h ^ x).wrapping_mul(0x100_0000_01b3).rotate_left(29);
+        let rows = c
+            .row_ptr()
+            .par_chunks(1 << 16)
+            .map(|ch| ch.iter().fold(0u64, |h, &x| mix(h, x)));
+        let cols = c
+            .col_idx()
+            .par_chunks(1 << 16)
+            .map(|ch| ch.iter().fold(0u64, |h, &x| mix(h, x as u64)));
+        let structure = rows
+            .chain(cols)
+            .collect::<Vec<u64>>()
+            .into_iter()
+            .fold(0xcbf2_9ce4_8422_2325, mix);
+        let (value_sum, value_abs_sum) = c
+            .values()
+            .par_iter()
+            .map(|v| (v.to_f64(), v.to_f64().abs()))
+            .reduce(|| (0.0, 0.0), |x, y| (x.0 + y.0, x.1 + y.1));
+        Self {
+            nnz: c.nnz(),
+            structure,
+            value_sum,
+            value_abs_sum,
+        }
+    }
+
+    fn matches(&self, other: &Self) -> bool {
+        let scale = self
+            .value_abs_sum
+            .max(other.value_abs_sum)
+            .max(f64::MIN_POSITIVE);
+        self.nnz == other.nnz
+            && self.structure == other.structure
+            && (self.value_sum - other.value_sum).abs() <= 1e-4 * scale
+    }
+}
+
 /// Counts `repeat` times (after a warm-up count when more than once); the result has the
 /// median of each time. Differing counts (which would be a bug) are an error.
 fn count_repeatedly(
@@ -1098,6 +1201,8 @@ fn open_gpu_early(kind: EngineKind) {
     }
 }
 
+/// Picks the engine to run: `auto` becomes the GPU engine when a GPU is usable, else the CPU
+/// engine with one notice saying why.
 fn resolve_engine(kind: EngineKind, ui: Ui) -> Result<EngineKind> {
     let (engine, why) = spgemm::resolve(kind);
     if let Some(why) = why {

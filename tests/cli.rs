@@ -153,6 +153,28 @@ fn generated_mtx_multiplies() {
     assert_eq!(r["rows"], 1024);
     assert!(r["nnz"].as_u64().unwrap() > 1024);
     assert!(r["intermediate_products"].as_u64().unwrap() >= r["nnz"].as_u64().unwrap());
+    assert_eq!(r["runs"], 1);
+    // --repeat: the same product each time (written once), the times are medians.
+    let c = dir.path().join("c.mtx");
+    let once = dir.path().join("once.mtx");
+    ok(&["spgemm", s(&g), "--engine", "cpu", "-o", s(&once), "-q"]);
+    let r = json(&[
+        "spgemm",
+        s(&g),
+        "--json",
+        "--engine",
+        "cpu",
+        "--repeat",
+        "3",
+        "-o",
+        s(&c),
+        "-q",
+    ]);
+    assert_eq!(r["runs"], 3);
+    assert!(r["seconds"].as_f64().unwrap() > 0.0);
+    assert_eq!(std::fs::read(&c).unwrap(), std::fs::read(&once).unwrap());
+    let err = fails(&["spgemm", s(&g), "--repeat", "0"]);
+    assert!(err.contains("--repeat"), "{err}");
 }
 
 #[test]
