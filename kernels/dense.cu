@@ -1,10 +1,11 @@
-// Dense rows: rows of C whose intermediate products are at least as many as C has columns (the
-// expansions of MCL on power-law graphs: millions of products per row landing on most columns).
-// Row by row (Gustavson) into a dense accumulator in shared memory, a window of `width` columns
-// at a time, one block per row: B's entries are read once and nothing goes through global
-// memory but C itself, where the outer product would write and multisplit every product.
-// Presence is one bit per column (a sum may be 0 and still be an entry). The block's warps take
-// A's entries in turn; the lanes of a warp walk B's row within the window.
+// Dense rows: rows of C with many intermediate products against C's width (at least C's columns
+// / DENSE_FRACTION; the expansions of MCL and the hub rows of R-MAT products). Row by row
+// (Gustavson) into a dense accumulator in shared memory, one block per row: B's entries are read
+// once and nothing goes through global memory but C itself, where the outer product would write
+// and multisplit every product. Presence is one bit per column (a sum may be 0 and still be an
+// entry). A row that fits is made whole with its values at their ranks among the presence bits;
+// a longer one a window of `width` columns at a time. The block's warps take A's entries in
+// turn; long B rows are cut into pieces shared out over the warps.
 
 #define DENSE_ROW_THREADS 1024
 // B entries a lane loads before using them: one block fills a multiprocessor, so its 32 warps
@@ -26,17 +27,13 @@ __device__ __forceinline__ u64 window_start(const u64* b_ptr, const u32* b_col, 
     return lo;
 }
 
-// Calls visit(at, value) for each entry of B's row k whose column lies in the window [c0, c1),
-// `at` being the column's place in the window (value 0 unless VALUES). The warp's lanes share the
-// row, each keeping DENSE_UNROLL loads in flight; columns are sorted, so the first one past the
-// window ends the lane's walk.
+// The entries of a B row from index j (the lane's first) to `end` whose column is below c1, in
+// steps of DENSE_UNROLL * WARP, `stride` apart; calls visit(column - c0, value). Columns are
+// sorted, so the first one past the window ends the lane's walk.
 template <typename T, bool VALUES, typename Visit>
-__device__ __forceinline__ void window_entries(const u64* b_ptr, const u32* b_col, const T* b_val,
-                                               u32 k, u64 c0, u64 c1, u32 lane, Visit visit) {
-    const u64 end = b_ptr[k + 1];
-    bool inside = true;
-    for (u64 j = window_start(b_ptr, b_col, k, c0) + lane; inside && j < end;
-         j += DENSE_UNROLL * WARP) {
+__device__ __forceinline__ void walk_b_row(const u32* b_col, const T* b_val, u64 j, u64 end,
+                                           u64 stride, u64 c0, u64 c1, Visit visit) {
+    for (bool inside = true; inside && j < end; j += stride) {
         u32 c[DENSE_UNROLL];
         T v[DENSE_UNROLL];
         #pragma unroll
@@ -56,6 +53,107 @@ __device__ __forceinline__ void window_entries(const u64* b_ptr, const u32* b_co
     }
 }
 
+// Calls visit(at, value) for each entry of B's row k whose column lies in the window [c0, c1),
+// `at` being the column's place in the window (value 0 unless VALUES). The warp's lanes share the
+// row, each keeping DENSE_UNROLL loads in flight.
+template <typename T, bool VALUES, typename Visit>
+__device__ __forceinline__ void window_entries(const u64* b_ptr, const u32* b_col, const T* b_val,
+                                               u32 k, u64 c0, u64 c1, u32 lane, Visit visit) {
+    walk_b_row<T, VALUES>(b_col, b_val, window_start(b_ptr, b_col, k, c0) + lane, b_ptr[k + 1],
+                          DENSE_UNROLL * WARP, c0, c1, visit);
+}
+
+// B rows longer than this many entries (within the window) are listed and shared out.
+#define LISTED_B_ROW WARP
+// Most B rows a block lists at a time; a warp walks the others itself.
+#define ROW_LIST 128
+
+// Calls visit(a, at, b) for every product of A's row [a0, a1) with B whose column lies in the
+// window [c0, c1) (`at`: its place in the window; a, b: the two values, 0 unless VALUES), spread
+// evenly over the block. Warps take A's entries in turn and walk short B rows at once; longer
+// ones are listed, cut into pieces of DENSE_UNROLL * WARP entries, and the pieces dealt to the
+// warps: in a power-law B a few hub rows hold most products, and a warp walking a hub alone
+// kept the rest of its block waiting at the next barrier. Starts and ends with the block in step
+// (every thread must call). `list`: 2 * ROW_LIST + 2 words of shared memory.
+template <typename T, bool VALUES, typename Visit>
+__device__ void row_entries(const u32* a_col, const T* a_val, u64 a0, u64 a1, const u64* b_ptr,
+                            const u32* b_col, const T* b_val, u64 c0, u64 c1, u32* list,
+                            Visit visit) {
+    u32* listed = list;                // A's entry, as an offset from a0
+    u32* pieces = list + ROW_LIST;     // its pieces, then where they start among all pieces
+    u32& nlisted = list[2 * ROW_LIST];
+    const u32 lane = threadIdx.x & (WARP - 1), warp = threadIdx.x / WARP;
+    const u32 nwarps = blockDim.x / WARP;
+    const u64 piece = DENSE_UNROLL * WARP;
+    __syncthreads();
+    if (threadIdx.x == 0) nlisted = 0;
+    __syncthreads();
+    for (u64 e = a0 + warp; e < a1; e += nwarps) {
+        const u32 k = a_col[e];
+        const u64 j0 = window_start(b_ptr, b_col, k, c0), end = b_ptr[k + 1];
+        if (end - j0 > LISTED_B_ROW) {
+            u32 slot = 0;
+            if (lane == 0) slot = atomicAdd(&nlisted, 1u);
+            slot = __shfl_sync(0xffffffffu, slot, 0);
+            if (slot < ROW_LIST) {
+                if (lane == 0) {
+                    listed[slot] = (u32)(e - a0);
+                    pieces[slot] = (u32)((end - j0 + piece - 1) / piece);
+                }
+                continue;
+            }
+        }
+        const T av = VALUES ? a_val[e] : (T)0;
+        walk_b_row<T, VALUES>(b_col, b_val, j0 + lane, end, piece, c0, c1,
+                              [&](u32 at, T bv) { visit(av, at, bv); });
+    }
+    __syncthreads();
+    const u32 n = nlisted < ROW_LIST ? nlisted : ROW_LIST;
+    if (n == 0) return;  // uniform: every thread read the same count
+    // Warp 0 turns the piece counts into starts (ROW_LIST / WARP per lane, in order).
+    if (warp == 0) {
+        constexpr u32 PER = ROW_LIST / WARP;
+        u32 mine[PER], sum = 0;
+        #pragma unroll
+        for (u32 q = 0; q < PER; ++q) {
+            const u32 i = lane * PER + q;
+            mine[q] = i < n ? pieces[i] : 0;
+            sum += mine[q];
+        }
+        u32 before = sum;
+        #pragma unroll
+        for (u32 d = 1; d < WARP; d <<= 1) {
+            const u32 x = __shfl_up_sync(0xffffffffu, before, d);
+            if (lane >= d) before += x;
+        }
+        before -= sum;
+        #pragma unroll
+        for (u32 q = 0; q < PER; ++q) {
+            const u32 i = lane * PER + q;
+            if (i < n) pieces[i] = before;
+            before += mine[q];
+        }
+        if (lane == WARP - 1) list[2 * ROW_LIST + 1] = before;  // all pieces
+    }
+    __syncthreads();
+    const u32 total = list[2 * ROW_LIST + 1];
+    for (u32 q = warp; q < total; q += nwarps) {
+        u32 lo = 0, hi = n;  // the last listed row whose pieces start at or before q
+        while (hi - lo > 1) {
+            const u32 mid = (lo + hi) / 2;
+            if (pieces[mid] <= q) lo = mid; else hi = mid;
+        }
+        const u64 e = a0 + listed[lo];
+        const u32 k = a_col[e];
+        const u64 end = b_ptr[k + 1];
+        const u64 j = window_start(b_ptr, b_col, k, c0) + (u64)(q - pieces[lo]) * piece;
+        const T av = VALUES ? a_val[e] : (T)0;
+        walk_b_row<T, VALUES>(b_col, b_val, j + lane, j + piece < end ? j + piece : end, piece,
+                              c0, c1, [&](u32 at, T bv) { visit(av, at, bv); });
+    }
+    __syncthreads();
+}
+
 // Counts the entries of each listed row of C = A·B (c_nnz[r] for batch row r = rows[i]); the
 // window is `width` columns (a multiple of 32), its bits in dynamic shared memory.
 extern "C" __global__ void __launch_bounds__(DENSE_ROW_THREADS)
@@ -66,21 +164,17 @@ dense_rows_symbolic(const u64* a_ptr, const u32* a_col, const u64* b_ptr, const 
     __shared__ double tmp[WARP];
     const u32 r = rows[blockIdx.x];
     const u64 a0 = a_ptr[row0 + r], a1 = a_ptr[row0 + r + 1];
-    const u32 lane = threadIdx.x & (WARP - 1), warp = threadIdx.x / WARP;
-    const u32 nwarps = blockDim.x / WARP;
+    __shared__ u32 list[2 * ROW_LIST + 2];
     u64 count = 0;
     for (u64 c0 = 0; c0 < ncols; c0 += width) {
         const u64 c1 = c0 + width < ncols ? c0 + width : ncols;
         const u32 words = (u32)((c1 - c0 + 31) / 32);
         for (u32 w = threadIdx.x; w < words; w += blockDim.x) bits[w] = 0;
         __syncthreads();
-        for (u64 e = a0 + warp; e < a1; e += nwarps) {
-            window_entries<float, false>(b_ptr, b_col, (const float*)0, a_col[e], c0, c1, lane,
-                                         [&](u32 at, float) {
-                                             atomicOr(&bits[at >> 5], 1u << (at & 31));
-                                         });
-        }
-        __syncthreads();
+        row_entries<float, false>(a_col, (const float*)0, a0, a1, b_ptr, b_col, (const float*)0,
+                                  c0, c1, list, [&](float, u32 at, float) {
+                                      atomicOr(&bits[at >> 5], 1u << (at & 31));
+                                  });
         u64 mine = 0;
         for (u32 w = threadIdx.x; w < words; w += blockDim.x) mine += __popc(bits[w]);
         // Counts are far below 2^53, so a double sum is exact.
@@ -89,8 +183,57 @@ dense_rows_symbolic(const u64* a_ptr, const u32* a_col, const u64* b_ptr, const 
     if (threadIdx.x == 0) c_nnz[r] = count;
 }
 
+// A row whose presence bits over all of C's columns, their running counts and its values fit
+// the shared memory at once is made in one pass without windows ("rank-compressed"): the bits
+// first (B's columns only), then each column's place in the row is its rank among the bits, and
+// the values are summed at that place, so they come out in column order with no sort. Rows of
+// a few thousand entries against a wide C (R-MAT A·B) would otherwise pay for clearing and
+// scanning every window and a binary search per B row and window.
+template <typename T>
+__device__ void rank_row_numeric(const u64* a_range, const u32* a_col, const T* a_val,
+                                 const u64* b_ptr, const u32* b_col, const T* b_val, u64 ncols,
+                                 u64 out, u32 nnz, u32* c_col, T* c_val, unsigned char* smem,
+                                 u64* tmp, u64* total, u32* list) {
+    const u64 a0 = a_range[0], a1 = a_range[1];
+    const u32 words = (u32)((ncols + 31) / 32);
+    u32* bits = (u32*)smem;
+    u32* rank = bits + words;
+    T* acc = (T*)(smem + (((u64)words * 8 + 15) & ~(u64)15));
+    for (u32 w = threadIdx.x; w < words; w += blockDim.x) bits[w] = 0;
+    for (u32 i = threadIdx.x; i < nnz; i += blockDim.x) acc[i] = (T)0;
+    row_entries<float, false>(a_col, (const float*)0, a0, a1, b_ptr, b_col, (const float*)0, 0,
+                              ncols, list, [&](float, u32 c, float) {
+                                  atomicOr(&bits[c >> 5], 1u << (c & 31));
+                              });
+    u64 before = 0;
+    for (u32 w0 = 0; w0 < words; w0 += blockDim.x) {
+        const u32 w = w0 + threadIdx.x;
+        const u32 word = w < words ? bits[w] : 0;
+        const u64 at = block_exclusive_scan_u64(__popc(word), tmp, total);
+        if (w < words) rank[w] = (u32)(before + at);
+        before += *total;
+    }
+    row_entries<T, true>(a_col, a_val, a0, a1, b_ptr, b_col, b_val, 0, ncols, list,
+                         [&](T av, u32 c, T bv) {
+                             const u32 w = c >> 5;
+                             atomicAdd(&acc[rank[w] + __popc(bits[w] & ((1u << (c & 31)) - 1u))],
+                                       av * bv);
+                         });
+    for (u32 i = threadIdx.x; i < nnz; i += blockDim.x) c_val[out + i] = acc[i];
+    for (u32 w = threadIdx.x; w < words; w += blockDim.x) {
+        u32 word = bits[w];
+        u64 o = out + rank[w];
+        while (word) {
+            const u32 b = __ffs(word) - 1;
+            word &= word - 1;
+            c_col[o++] = w * 32 + b;
+        }
+    }
+}
+
 // Computes each listed row of C into its place c_ptr[r] (offsets of the batch's rows), columns
-// in order; the window holds `width` values of T and their presence bits.
+// in order; the shared memory holds `width` values of T and their presence bits: a window of
+// that many columns at a time, or the whole row rank-compressed when it fits.
 template <typename T>
 __device__ void dense_rows_numeric(const u64* a_ptr, const u32* a_col, const T* a_val,
                                    const u64* b_ptr, const u32* b_col, const T* b_val, u64 row0,
@@ -100,27 +243,29 @@ __device__ void dense_rows_numeric(const u64* a_ptr, const u32* a_col, const T* 
     u32* bits = (u32*)(acc + width);
     __shared__ u64 tmp[WARP];
     __shared__ u64 total;
+    __shared__ u32 list[2 * ROW_LIST + 2];
     const u32 r = rows[blockIdx.x];
     const u64 a0 = a_ptr[row0 + r], a1 = a_ptr[row0 + r + 1];
-    const u32 lane = threadIdx.x & (WARP - 1), warp = threadIdx.x / WARP;
-    const u32 nwarps = blockDim.x / WARP;
     u64 out = c_ptr[r];
+    const u64 nnz = c_ptr[r + 1] - out;
+    const u64 shared = (u64)width * sizeof(T) + width / 8;
+    const u64 words_all = (ncols + 31) / 32;
+    if (((words_all * 8 + 15) & ~(u64)15) + nnz * sizeof(T) <= shared) {
+        rank_row_numeric<T>(a_ptr + row0 + r, a_col, a_val, b_ptr, b_col, b_val, ncols, out,
+                            (u32)nnz, c_col, c_val, smem, tmp, &total, list);
+        return;
+    }
     for (u64 c0 = 0; c0 < ncols; c0 += width) {
         const u64 c1 = c0 + width < ncols ? c0 + width : ncols;
         const u32 span = (u32)(c1 - c0);
         const u32 words = (span + 31) / 32;
         for (u32 w = threadIdx.x; w < words; w += blockDim.x) bits[w] = 0;
         for (u32 c = threadIdx.x; c < span; c += blockDim.x) acc[c] = (T)0;
-        __syncthreads();
-        for (u64 e = a0 + warp; e < a1; e += nwarps) {
-            const T av = a_val[e];
-            window_entries<T, true>(b_ptr, b_col, b_val, a_col[e], c0, c1, lane,
-                                    [&](u32 at, T bv) {
-                                        atomicAdd(&acc[at], av * bv);
-                                        atomicOr(&bits[at >> 5], 1u << (at & 31));
-                                    });
-        }
-        __syncthreads();
+        row_entries<T, true>(a_col, a_val, a0, a1, b_ptr, b_col, b_val, c0, c1, list,
+                             [&](T av, u32 at, T bv) {
+                                 atomicAdd(&acc[at], av * bv);
+                                 atomicOr(&bits[at >> 5], 1u << (at & 31));
+                             });
         // Ordered write: each thread takes a word; a block scan of the words' counts places them.
         for (u32 w0 = 0; w0 < words; w0 += blockDim.x) {
             const u32 w = w0 + threadIdx.x;

@@ -82,6 +82,13 @@ struct BenchSpgemmArgs {
     /// Largest scale of the suite (default: from the GPU's memory; 15 without a GPU).
     #[arg(long, value_name = "N")]
     max_scale: Option<u32>,
+    /// Smallest scale of the suite (default: its first, 15 for rmat-paper, 14 for sym).
+    #[arg(long, value_name = "N")]
+    min_scale: Option<u32>,
+    /// Only these densities of the suite, comma-separated: A's nonzeros per row for rmat-paper
+    /// (4, 8, 16, 32), edge factors for sym (8, 16). Default: all.
+    #[arg(long, value_name = "LIST", value_delimiter = ',')]
+    densities: Vec<u32>,
     /// Timed runs per engine after one warm-up; the median is reported.
     #[arg(long, default_value_t = 5, value_name = "N")]
     repeat: usize,
@@ -790,10 +797,15 @@ fn run_bench_spgemm<T: Scalar>(a: BenchSpgemmArgs, ui: Ui) -> Result<()> {
         )));
     }
     let mut cases = bench::suite_cases(suite, max_scale);
+    cases.retain(|c| {
+        a.min_scale
+            .map_or(true, |m| c.scale().is_some_and(|s| s >= m))
+            && (a.densities.is_empty() || c.density().is_some_and(|d| a.densities.contains(&d)))
+    });
     cases.extend(a.files.iter().cloned().map(bench::CaseSpec::file));
     if cases.is_empty() {
         return Err(Error::Invalid(format!(
-            "nothing to run: the {} suite has no case up to scale {max_scale} and no file was given",
+            "nothing to run: the {} suite has no case up to scale {max_scale} with the scales and densities asked for, and no file was given",
             suite.name()
         )));
     }

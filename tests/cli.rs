@@ -337,6 +337,38 @@ fn bench_spgemm_on_the_cpu_prints_a_table() {
     assert!(run["gflops"].as_f64().unwrap() > 0.0);
     let svg = std::fs::read_to_string(&p).unwrap();
     assert!(svg.contains("no speedup to plot"));
+    // One scale and one density of a suite (scale 10 is below the suite's first: nothing).
+    let out = ok(&[
+        "bench",
+        "spgemm",
+        "--engines",
+        "cpu",
+        "--suite",
+        "sym",
+        "--min-scale",
+        "14",
+        "--max-scale",
+        "14",
+        "--densities",
+        "8",
+        "--repeat",
+        "1",
+        "-q",
+    ]);
+    let cases: Vec<&str> = out.lines().filter(|l| l.starts_with("sym ")).collect();
+    assert_eq!(cases.len(), 1, "{out}");
+    assert!(cases[0].starts_with("sym s14 ef8"), "{out}");
+    let err = fails(&[
+        "bench",
+        "spgemm",
+        "--engines",
+        "cpu",
+        "--suite",
+        "sym",
+        "--max-scale",
+        "10",
+    ]);
+    assert!(err.contains("nothing to run"), "{err}");
 }
 
 #[test]

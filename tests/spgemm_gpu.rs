@@ -240,6 +240,37 @@ fn dense_rows_match_the_cpu_engine() {
 }
 
 #[test]
+fn rows_past_a_lower_hash_limit_match_the_cpu_engine() {
+    // Rows with more products than the hash limit leave the hash tables for the dense-row
+    // accumulator (rank-compressed, or in windows of 1024 columns), whatever dense_from says;
+    // with the dense-row accumulator off the limit is ignored.
+    for (limit, from, window) in [
+        (0, Some(0), None),
+        (100, Some(0), None),
+        (1000, Some(0), Some(1024)),
+        (100, Some(u64::MAX), None),
+    ] {
+        let Some(e) = engine(None).map(|e| {
+            e.with_tuning(GpuTuning {
+                poison: true,
+                hash_limit: Some(limit),
+                dense_from: from,
+                dense_window: window,
+                ..Default::default()
+            })
+        }) else {
+            return;
+        };
+        let what = |s: &str| format!("{s}, hash limit {limit}, dense from {from:?}");
+        let a = rmat::<f64>(12, 16, 5);
+        check_both(&e, &a, &a, &what("rmat s12 ef16"));
+        let a = random::<f64>(300, 2000, 40, 41);
+        let b = random::<f64>(2000, 70000, 20, 42);
+        check_both(&e, &a, &b, &what("300x2000x70000"));
+    }
+}
+
+#[test]
 fn empty_and_tiny_inputs() {
     let Some(e) = engine(None) else { return };
     let none = SpgemmOptions::default();

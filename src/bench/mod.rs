@@ -168,6 +168,16 @@ impl CaseSpec {
         }
     }
 
+    /// The density of a generated case: A's nonzeros per row (rmat-paper) or the edge factor
+    /// (sym).
+    pub fn density(&self) -> Option<u32> {
+        match self.source {
+            Source::RmatPair { a_per_row, .. } => Some(a_per_row),
+            Source::Sym { edge_factor, .. } => Some(edge_factor),
+            Source::File(_) => None,
+        }
+    }
+
     /// The R-MAT pair case.
     pub fn rmat_pair(scale: u32, a_per_row: u32, b_per_row: u32) -> Self {
         CaseSpec {

@@ -22,6 +22,8 @@ pub(crate) fn engine(params: &MclParams) -> Result<GpuEngine> {
         // which pays only for rows whose products cover it (s16: 0.80 s; with rows from 1/32
         // of the columns, 0.82 s).
         dense_fraction: tuning.dense_fraction.or(Some(1)),
+        // For the same reason the other rows keep the hash tables up to τ.
+        hash_limit: tuning.hash_limit.or(Some(u64::MAX)),
         ..tuning
     }))
 }

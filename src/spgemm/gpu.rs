@@ -36,10 +36,14 @@ const MAX_TABLE_SLOTS: u64 = 8 * 1024;
 /// Threads of the dense accumulator blocks.
 const DENSE_THREADS: u32 = 512;
 /// Rows with at least C's columns / DENSE_FRACTION products (and more than the hash tables
-/// hold) take the dense-row accumulator. On an H200, 32 beat 1 and 8 on every case of the sym
-/// and rmat-paper suites up to s18 (docs/performance.md): reading B's rows once into shared
-/// memory wins over writing and splitting each product long before a row covers C.
-pub const DENSE_FRACTION: u64 = 32;
+/// hold) take the dense-row accumulator. On an H200, with rows made rank-compressed and long B
+/// rows shared out over the block, 128 beat 32 on every case of the sym and rmat-paper suites up
+/// to s18 (docs/performance.md): at those scales every row past the hash tables goes there.
+pub const DENSE_FRACTION: u64 = 128;
+/// Rows with more products than this leave the hash tables for the dense-row accumulator
+/// (where it is on): its rank-compressed rows beat a hash table and its sort from here on (H200,
+/// s18 A4·B8: 17.9 ms with all hash tables up to τ = 4096, 14.1 ms from 512; docs/performance.md).
+pub const HASH_LIMIT: u64 = 512;
 /// Threads of the dense-row blocks (DENSE_ROW_THREADS in kernels/dense.cu).
 const DENSE_ROW_THREADS: u32 = 1024;
 /// Threads of the outer-product blocks.
@@ -81,6 +85,11 @@ pub struct GpuTuning {
     pub dense_from: Option<u64>,
     /// See `dense_from` (default [`DENSE_FRACTION`]).
     pub dense_fraction: Option<u64>,
+    /// Rows with more products than this (rounded down to a table's limit) leave the hash
+    /// tables; below τ they all go to the dense-row accumulator, and the limit is ignored where
+    /// that is off (masked products, `dense_from` `u64::MAX`). Default [`HASH_LIMIT`];
+    /// `u64::MAX` keeps every table up to τ.
+    pub hash_limit: Option<u64>,
     /// Columns of the dense-row accumulator's window (a multiple of 32; default: what shared
     /// memory holds). Tests lower it to force several windows on small inputs.
     pub dense_window: Option<u32>,
@@ -88,8 +97,8 @@ pub struct GpuTuning {
 
 impl GpuTuning {
     /// The defaults, overridden by `GMCL_GPU_MEMORY_LIMIT` (bytes), `GMCL_GPU_POISON=1`,
-    /// `GMCL_GPU_PROFILE=1`, `GMCL_GPU_DENSE_FROM` and `GMCL_GPU_DENSE_FRACTION` (for tuning
-    /// experiments).
+    /// `GMCL_GPU_PROFILE=1`, `GMCL_GPU_DENSE_FROM`, `GMCL_GPU_DENSE_FRACTION` and
+    /// `GMCL_GPU_HASH_LIMIT` (for tuning experiments).
     pub fn from_env() -> Self {
         GpuTuning {
             memory_limit: std::env::var("GMCL_GPU_MEMORY_LIMIT")
@@ -103,6 +112,9 @@ impl GpuTuning {
                 .ok()
                 .and_then(|v| v.trim().parse().ok()),
             dense_fraction: std::env::var("GMCL_GPU_DENSE_FRACTION")
+                .ok()
+                .and_then(|v| v.trim().parse().ok()),
+            hash_limit: std::env::var("GMCL_GPU_HASH_LIMIT")
                 .ok()
                 .and_then(|v| v.trim().parse().ok()),
             dense_window: None,
@@ -700,6 +712,10 @@ impl GpuEngine {
         let entry_cap = self.tuning.max_batch_entries.unwrap_or(u64::MAX);
         let c_cols = ops.c_cols;
         let dense_from = self.dense_rows(ops, p).map_or(u64::MAX, |d| d.from);
+        let hash_limit = table_limits(&self.row_bins(ops, p))
+            .last()
+            .copied()
+            .unwrap_or(0);
         let mut out = Vec::new();
         let mut first = rows.start;
         let mut used = 0u64;
@@ -716,7 +732,7 @@ impl GpuEngine {
             entries += bound;
             // Heavy rows hold their products in Ĉ (dense rows do not); every row's C entries are
             // at most its products and its columns.
-            let heavy = if prods > p.tau && prods < dense_from {
+            let heavy = if prods > hash_limit && prods < dense_from {
                 copies * prods * entry
             } else {
                 0
@@ -773,7 +789,9 @@ impl GpuEngine {
                 .arg(&mut prod);
         })?;
         exclusive_scan(g, main, &mut prod, n + 1, "products per row")?;
-        let bins = hash_bins(p.tau);
+        // The hash bins of C's rows (all of them for the heavy rows' chunks).
+        let all_bins = hash_bins(p.tau);
+        let bins = self.row_bins(ops, p);
         // Rows past the hash tables: the outer product, or the dense-row bin (past dense_from).
         let mut limits = table_limits(&bins);
         let dense = self.dense_rows(ops, p);
@@ -842,7 +860,7 @@ impl GpuEngine {
                 &heavy_rows,
                 nheavy,
                 row0,
-                &bins,
+                &all_bins,
                 &mut bufs,
                 prof,
             )?;
@@ -982,18 +1000,45 @@ impl GpuEngine {
         Ok((c, deferred))
     }
 
+    /// The hash bins whose limit is at most the tuning's `hash_limit`.
+    fn lowered_bins(&self, p: &MagnusParams) -> Vec<Bin> {
+        let limit = self.tuning.hash_limit.unwrap_or(HASH_LIMIT);
+        hash_bins(p.tau)
+            .into_iter()
+            .filter(|b| b.table as u64 / 2 <= limit)
+            .collect()
+    }
+
+    /// The hash bins that take C's rows: all of them, or those under a lowered `hash_limit`
+    /// where the dense-row accumulator takes the rest.
+    fn row_bins<T: Scalar>(&self, ops: &Operands<T>, p: &MagnusParams) -> Vec<Bin> {
+        match self.dense_rows(ops, p) {
+            Some(_) => self.lowered_bins(p),
+            None => hash_bins(p.tau),
+        }
+    }
+
     /// Whether and how this product uses the dense-row accumulator: from how many products a
     /// row goes there and the windows (columns) of its two kernels, sized from shared memory.
     fn dense_rows<T: Scalar>(&self, ops: &Operands<T>, p: &MagnusParams) -> Option<DenseRows> {
-        let fraction = self.tuning.dense_fraction.unwrap_or(DENSE_FRACTION).max(1);
-        let from = self
-            .tuning
-            .dense_from
-            .unwrap_or(ops.c_cols / fraction)
-            .max(p.tau + 1);
-        if ops.has_mask != 0 || from == u64::MAX || ops.c_cols == 0 {
+        if ops.has_mask != 0 || self.tuning.dense_from == Some(u64::MAX) || ops.c_cols == 0 {
             return None;
         }
+        let fraction = self.tuning.dense_fraction.unwrap_or(DENSE_FRACTION).max(1);
+        let hash_top = table_limits(&self.lowered_bins(p))
+            .last()
+            .copied()
+            .unwrap_or(0);
+        // Rows turned away by a lowered hash limit all come here: the outer product's groups
+        // are sized for rows of more than τ products.
+        let from = match hash_top < p.tau {
+            true => hash_top + 1,
+            false => self
+                .tuning
+                .dense_from
+                .unwrap_or(ops.c_cols / fraction)
+                .max(p.tau + 1),
+        };
         let val_bytes = std::mem::size_of::<T>() as u64;
         let shared = self.gpu.large_shared();
         // Windows are multiples of 1024 columns, no wider than C (rounded up to 32).
