@@ -183,51 +183,60 @@ dense_rows_symbolic(const u64* a_ptr, const u32* a_col, const u64* b_ptr, const 
     if (threadIdx.x == 0) c_nnz[r] = count;
 }
 
-// A row whose presence bits over all of C's columns, their running counts and its values fit
-// the shared memory at once is made in one pass without windows ("rank-compressed"): the bits
-// first (B's columns only), then each column's place in the row is its rank among the bits, and
-// the values are summed at that place, so they come out in column order with no sort. Rows of
-// a few thousand entries against a wide C (R-MAT A·B) would otherwise pay for clearing and
-// scanning every window and a binary search per B row and window.
+// A row whose values all fit the shared memory beside the presence bits of a wide window of
+// columns and their running counts is made "rank-compressed": per window, the bits first (B's
+// columns only), then each column's place in the row is its rank among the bits, and the values
+// are summed at that place, so they come out in column order with no sort. The window covers all
+// of C's columns when its bits and counts take at most half the shared memory (up to 2^18
+// columns in 227 KiB), else several windows, each found by a binary search in every B row. Rows
+// of a few thousand entries against a wide C (R-MAT A·B) would otherwise pay for clearing and
+// scanning every narrow window of values and for a binary search per B row and window.
 template <typename T>
 __device__ void rank_row_numeric(const u64* a_range, const u32* a_col, const T* a_val,
                                  const u64* b_ptr, const u32* b_col, const T* b_val, u64 ncols,
-                                 u64 out, u32 nnz, u32* c_col, T* c_val, unsigned char* smem,
-                                 u64* tmp, u64* total, u32* list) {
+                                 u64 window, u64 out, u32* c_col, T* c_val,
+                                 unsigned char* smem, u64* tmp, u64* total, u32* list) {
     const u64 a0 = a_range[0], a1 = a_range[1];
-    const u32 words = (u32)((ncols + 31) / 32);
+    const u32 words = (u32)(window / 32);
     u32* bits = (u32*)smem;
     u32* rank = bits + words;
-    T* acc = (T*)(smem + (((u64)words * 8 + 15) & ~(u64)15));
-    for (u32 w = threadIdx.x; w < words; w += blockDim.x) bits[w] = 0;
-    for (u32 i = threadIdx.x; i < nnz; i += blockDim.x) acc[i] = (T)0;
-    row_entries<float, false>(a_col, (const float*)0, a0, a1, b_ptr, b_col, (const float*)0, 0,
-                              ncols, list, [&](float, u32 c, float) {
-                                  atomicOr(&bits[c >> 5], 1u << (c & 31));
-                              });
-    u64 before = 0;
-    for (u32 w0 = 0; w0 < words; w0 += blockDim.x) {
-        const u32 w = w0 + threadIdx.x;
-        const u32 word = w < words ? bits[w] : 0;
-        const u64 at = block_exclusive_scan_u64(__popc(word), tmp, total);
-        if (w < words) rank[w] = (u32)(before + at);
-        before += *total;
-    }
-    row_entries<T, true>(a_col, a_val, a0, a1, b_ptr, b_col, b_val, 0, ncols, list,
-                         [&](T av, u32 c, T bv) {
-                             const u32 w = c >> 5;
-                             atomicAdd(&acc[rank[w] + __popc(bits[w] & ((1u << (c & 31)) - 1u))],
-                                       av * bv);
-                         });
-    for (u32 i = threadIdx.x; i < nnz; i += blockDim.x) c_val[out + i] = acc[i];
-    for (u32 w = threadIdx.x; w < words; w += blockDim.x) {
-        u32 word = bits[w];
-        u64 o = out + rank[w];
-        while (word) {
-            const u32 b = __ffs(word) - 1;
-            word &= word - 1;
-            c_col[o++] = w * 32 + b;
+    T* acc = (T*)(smem + (u64)words * 8);
+    for (u64 c0 = 0; c0 < ncols; c0 += window) {
+        const u64 c1 = c0 + window < ncols ? c0 + window : ncols;
+        const u32 used = (u32)((c1 - c0 + 31) / 32);
+        for (u32 w = threadIdx.x; w < used; w += blockDim.x) bits[w] = 0;
+        row_entries<float, false>(a_col, (const float*)0, a0, a1, b_ptr, b_col, (const float*)0,
+                                  c0, c1, list, [&](float, u32 c, float) {
+                                      atomicOr(&bits[c >> 5], 1u << (c & 31));
+                                  });
+        u64 before = 0;
+        for (u32 w0 = 0; w0 < used; w0 += blockDim.x) {
+            const u32 w = w0 + threadIdx.x;
+            const u32 word = w < used ? bits[w] : 0;
+            const u64 at = block_exclusive_scan_u64(__popc(word), tmp, total);
+            if (w < used) rank[w] = (u32)(before + at);
+            before += *total;
         }
+        const u32 here = (u32)before;  // this window's entries, at most the row's
+        for (u32 i = threadIdx.x; i < here; i += blockDim.x) acc[i] = (T)0;
+        row_entries<T, true>(a_col, a_val, a0, a1, b_ptr, b_col, b_val, c0, c1, list,
+                             [&](T av, u32 c, T bv) {
+                                 const u32 w = c >> 5;
+                                 const u32 below = bits[w] & ((1u << (c & 31)) - 1u);
+                                 atomicAdd(&acc[rank[w] + __popc(below)], av * bv);
+                             });
+        for (u32 i = threadIdx.x; i < here; i += blockDim.x) c_val[out + i] = acc[i];
+        for (u32 w = threadIdx.x; w < used; w += blockDim.x) {
+            u32 word = bits[w];
+            u64 o = out + rank[w];
+            while (word) {
+                const u32 b = __ffs(word) - 1;
+                word &= word - 1;
+                c_col[o++] = (u32)c0 + w * 32 + b;
+            }
+        }
+        out += here;
+        __syncthreads();
     }
 }
 
@@ -249,10 +258,14 @@ __device__ void dense_rows_numeric(const u64* a_ptr, const u32* a_col, const T* 
     u64 out = c_ptr[r];
     const u64 nnz = c_ptr[r + 1] - out;
     const u64 shared = (u64)width * sizeof(T) + width / 8;
-    const u64 words_all = (ncols + 31) / 32;
-    if (((words_all * 8 + 15) & ~(u64)15) + nnz * sizeof(T) <= shared) {
-        rank_row_numeric<T>(a_ptr + row0 + r, a_col, a_val, b_ptr, b_col, b_val, ncols, out,
-                            (u32)nnz, c_col, c_val, smem, tmp, &total, list);
+    // The rank window: all columns (rounded up to 32) when their bits and counts take at most
+    // half the shared memory, else the widest multiple of 1024 columns that does.
+    const u64 ncols32 = (ncols + 31) / 32 * 32;
+    const u64 half = shared / 2 * 4 / 1024 * 1024;
+    const u64 window = ncols32 <= half ? ncols32 : half;
+    if (window > 0 && window / 4 + nnz * sizeof(T) <= shared) {
+        rank_row_numeric<T>(a_ptr + row0 + r, a_col, a_val, b_ptr, b_col, b_val, ncols, window,
+                            out, c_col, c_val, smem, tmp, &total, list);
         return;
     }
     for (u64 c0 = 0; c0 < ncols; c0 += width) {

@@ -267,6 +267,10 @@ fn rows_past_a_lower_hash_limit_match_the_cpu_engine() {
         let a = random::<f64>(300, 2000, 40, 41);
         let b = random::<f64>(2000, 70000, 20, 42);
         check_both(&e, &a, &b, &what("300x2000x70000"));
+        // C wider than one rank window (bits and counts of at most half the shared memory).
+        let a = random::<f64>(64, 3000, 40, 43);
+        let b = random::<f64>(3000, 600_000, 40, 44);
+        check_both(&e, &a, &b, &what("64x3000x600000"));
     }
 }
 
