@@ -187,8 +187,8 @@ dense_rows_symbolic(const u64* a_ptr, const u32* a_col, const u64* b_ptr, const 
 // columns and their running counts is made "rank-compressed": per window, the bits first (B's
 // columns only), then each column's place in the row is its rank among the bits, and the values
 // are summed at that place, so they come out in column order with no sort. The window covers all
-// of C's columns when its bits and counts take at most half the shared memory (up to 2^18
-// columns in 227 KiB), else several windows, each found by a binary search in every B row. Rows
+// of C's columns when its bits and counts take at most half the shared memory (454,656 columns
+// in 227 KiB), else several windows of that width, each found by a binary search in every B row. Rows
 // of a few thousand entries against a wide C (R-MAT A·B) would otherwise pay for clearing and
 // scanning every narrow window of values and for a binary search per B row and window.
 template <typename T>

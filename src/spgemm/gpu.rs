@@ -35,10 +35,11 @@ const SHARED_RESERVE: u64 = 256;
 const MAX_TABLE_SLOTS: u64 = 8 * 1024;
 /// Threads of the dense accumulator blocks.
 const DENSE_THREADS: u32 = 512;
-/// Rows with at least C's columns / DENSE_FRACTION products (and more than the hash tables
-/// hold) take the dense-row accumulator. On an H200, with rows made rank-compressed and long B
-/// rows shared out over the block, 128 beat 32 on every case of the sym and rmat-paper suites up
-/// to s18 (docs/performance.md): at those scales every row past the hash tables goes there.
+/// Where the hash tables keep rows up to τ products (`hash_limit` at τ or more, as MCL sets it),
+/// rows past τ with at least C's columns / DENSE_FRACTION products take the dense-row
+/// accumulator and the others the outer product. On an H200, 128 beat 32 on every case of the sym
+/// and rmat-paper suites up to s18 (docs/performance.md). Under the default [`HASH_LIMIT`] every
+/// row past the hash tables takes the dense-row accumulator, and this fraction does not apply.
 pub const DENSE_FRACTION: u64 = 128;
 /// Rows with more products than this leave the hash tables for the dense-row accumulator
 /// (where it is on): its rank-compressed rows beat a hash table and its sort from here on (H200,
@@ -83,7 +84,8 @@ pub struct GpuTuning {
     /// dense-row accumulator instead of the outer product (default: C's column count divided
     /// by `dense_fraction`; `u64::MAX`: never). Masked products never use it.
     pub dense_from: Option<u64>,
-    /// See `dense_from` (default [`DENSE_FRACTION`]).
+    /// See `dense_from` (default [`DENSE_FRACTION`]). Both apply only where `hash_limit` keeps
+    /// the hash tables up to τ.
     pub dense_fraction: Option<u64>,
     /// Rows with more products than this (rounded down to a table's limit) leave the hash
     /// tables; below τ they all go to the dense-row accumulator, and the limit is ignored where
