@@ -1078,13 +1078,8 @@ fn multiply_repeatedly<T: Scalar>(
         last = Some((c, stats));
     }
     let (c, mut stats) = last.expect("at least one product is made");
-    let median = |f: fn(&(f64, f64)) -> f64| {
-        let mut v: Vec<f64> = times.iter().map(f).collect();
-        v.sort_by(f64::total_cmp);
-        v[v.len() / 2]
-    };
-    stats.seconds = median(|t| t.0);
-    stats.device_seconds = median(|t| t.1);
+    stats.seconds = upper_median(times.iter().map(|t| t.0));
+    stats.device_seconds = upper_median(times.iter().map(|t| t.1));
     Ok((c, stats))
 }
 
@@ -1139,6 +1134,13 @@ impl ProductFingerprint {
     }
 }
 
+/// The middle value (the upper of the two middle ones for an even count) of a nonempty list.
+fn upper_median(values: impl Iterator<Item = f64>) -> f64 {
+    let mut v: Vec<f64> = values.collect();
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
+
 /// Counts `repeat` times (after a warm-up count when more than once); the result has the
 /// median of each time. Differing counts (which would be a bug) are an error.
 fn count_repeatedly(
@@ -1158,11 +1160,7 @@ fn count_repeatedly(
             "repeated counts differ: please report this as a bug".into(),
         ));
     }
-    let median = |f: fn(&tricount::Triangles) -> f64| {
-        let mut v: Vec<f64> = runs.iter().map(f).collect();
-        v.sort_by(f64::total_cmp);
-        v[v.len() / 2]
-    };
+    let median = |f: fn(&tricount::Triangles) -> f64| upper_median(runs.iter().map(f));
     let runs = &runs[warm_up..];
     let mut t = runs[0].clone();
     t.seconds = median(|r| r.seconds);

@@ -185,6 +185,11 @@ fn table_limits(bins: &[Bin]) -> Vec<u64> {
     bins.iter().map(|b| b.table as u64 / 2).collect()
 }
 
+/// The largest item the bins take (0 without bins).
+fn top_limit(bins: &[Bin]) -> u64 {
+    bins.last().map_or(0, |b| b.table as u64 / 2)
+}
+
 /// The hash bins for chunks of the last level (`width` columns wide): a chunk with more than
 /// width/16 elements is cheaper in the dense accumulator (clearing and scanning `width` columns)
 /// than in a hash table that must be sorted.
@@ -714,10 +719,7 @@ impl GpuEngine {
         let entry_cap = self.tuning.max_batch_entries.unwrap_or(u64::MAX);
         let c_cols = ops.c_cols;
         let dense_from = self.dense_rows(ops, p).map_or(u64::MAX, |d| d.from);
-        let hash_limit = table_limits(&self.row_bins(ops, p))
-            .last()
-            .copied()
-            .unwrap_or(0);
+        let hash_limit = top_limit(&self.row_bins(ops, p));
         let mut out = Vec::new();
         let mut first = rows.start;
         let mut used = 0u64;
@@ -1027,10 +1029,7 @@ impl GpuEngine {
             return None;
         }
         let fraction = self.tuning.dense_fraction.unwrap_or(DENSE_FRACTION).max(1);
-        let hash_top = table_limits(&self.lowered_bins(p))
-            .last()
-            .copied()
-            .unwrap_or(0);
+        let hash_top = top_limit(&self.lowered_bins(p));
         // Rows turned away by a lowered hash limit all come here: the outer product's groups
         // are sized for rows of more than τ products.
         let from = match hash_top < p.tau {
