@@ -1160,8 +1160,8 @@ fn count_repeatedly(
             "repeated counts differ: please report this as a bug".into(),
         ));
     }
-    let median = |f: fn(&tricount::Triangles) -> f64| upper_median(runs.iter().map(f));
     let runs = &runs[warm_up..];
+    let median = |f: fn(&tricount::Triangles) -> f64| upper_median(runs.iter().map(f));
     let mut t = runs[0].clone();
     t.seconds = median(|r| r.seconds);
     t.orient_seconds = median(|r| r.orient_seconds);
