@@ -3,9 +3,10 @@
 // (Gustavson) into a dense accumulator in shared memory, one block per row: B's entries are read
 // once and nothing goes through global memory but C itself, where the outer product would write
 // and multisplit every product. Presence is one bit per column (a sum may be 0 and still be an
-// entry). A row that fits is made whole with its values at their ranks among the presence bits;
-// a longer one a window of `width` columns at a time. The block's warps take A's entries in
-// turn; long B rows are cut into pieces shared out over the warps.
+// entry). Values are summed at their columns' ranks among the presence bits (rank windows), or,
+// where the shared memory is too small for those, a window of `width` columns at a time. The
+// block's warps take A's entries in turn; long B rows are cut into pieces shared out over the
+// warps.
 
 #define DENSE_ROW_THREADS 1024
 // B entries a lane loads before using them: one block fills a multiprocessor, so its 32 warps
@@ -67,21 +68,27 @@ __device__ __forceinline__ void window_entries(const u64* b_ptr, const u32* b_co
 #define LISTED_B_ROW WARP
 // Most B rows a block lists at a time; a warp walks the others itself.
 #define ROW_LIST 128
+// Words of the shared `list` that row_entries takes: per listed row its A entry, pieces, first
+// entry and span; then the count and the number of pieces.
+#define ROW_LIST_WORDS (4 * ROW_LIST + 2)
 
 // Calls visit(a, at, b) for every product of A's row [a0, a1) with B whose column lies in the
 // window [c0, c1) (`at`: its place in the window; a, b: the two values, 0 unless VALUES), spread
 // evenly over the block. Warps take A's entries in turn and walk short B rows at once; longer
 // ones are listed, cut into pieces of DENSE_UNROLL * WARP entries, and the pieces dealt to the
 // warps: in a power-law B a few hub rows hold most products, and a warp walking a hub alone
-// kept the rest of its block waiting at the next barrier. Starts and ends with the block in step
-// (every thread must call). `list`: 2 * ROW_LIST + 2 words of shared memory.
+// kept the rest of its block waiting at the next barrier. A listed row's entries in the window
+// are found once (two binary searches), not per piece. Starts and ends with the block in step
+// (every thread must call). `list`: ROW_LIST_WORDS words of shared memory.
 template <typename T, bool VALUES, typename Visit>
 __device__ void row_entries(const u32* a_col, const T* a_val, u64 a0, u64 a1, const u64* b_ptr,
                             const u32* b_col, const T* b_val, u64 c0, u64 c1, u32* list,
                             Visit visit) {
     u32* listed = list;                // A's entry, as an offset from a0
     u32* pieces = list + ROW_LIST;     // its pieces, then where they start among all pieces
-    u32& nlisted = list[2 * ROW_LIST];
+    u32* first = list + 2 * ROW_LIST;  // its first entry in the window, from the row's start
+    u32* span = list + 3 * ROW_LIST;   // its entries in the window
+    u32& nlisted = list[4 * ROW_LIST];
     const u32 lane = threadIdx.x & (WARP - 1), warp = threadIdx.x / WARP;
     const u32 nwarps = blockDim.x / WARP;
     const u64 piece = DENSE_UNROLL * WARP;
@@ -90,21 +97,25 @@ __device__ void row_entries(const u32* a_col, const T* a_val, u64 a0, u64 a1, co
     __syncthreads();
     for (u64 e = a0 + warp; e < a1; e += nwarps) {
         const u32 k = a_col[e];
-        const u64 j0 = window_start(b_ptr, b_col, k, c0), end = b_ptr[k + 1];
-        if (end - j0 > LISTED_B_ROW) {
+        const u64 j0 = window_start(b_ptr, b_col, k, c0);
+        u64 j1 = b_ptr[k + 1];
+        if (j1 - j0 > LISTED_B_ROW && b_col[j1 - 1] >= c1) j1 = window_start(b_ptr, b_col, k, c1);
+        if (j1 - j0 > LISTED_B_ROW) {
             u32 slot = 0;
             if (lane == 0) slot = atomicAdd(&nlisted, 1u);
             slot = __shfl_sync(0xffffffffu, slot, 0);
             if (slot < ROW_LIST) {
                 if (lane == 0) {
                     listed[slot] = (u32)(e - a0);
-                    pieces[slot] = (u32)((end - j0 + piece - 1) / piece);
+                    pieces[slot] = (u32)((j1 - j0 + piece - 1) / piece);
+                    first[slot] = (u32)(j0 - b_ptr[k]);
+                    span[slot] = (u32)(j1 - j0);
                 }
                 continue;
             }
         }
         const T av = VALUES ? a_val[e] : (T)0;
-        walk_b_row<T, VALUES>(b_col, b_val, j0 + lane, end, piece, c0, c1,
+        walk_b_row<T, VALUES>(b_col, b_val, j0 + lane, j1, piece, c0, c1,
                               [&](u32 at, T bv) { visit(av, at, bv); });
     }
     __syncthreads();
@@ -133,10 +144,10 @@ __device__ void row_entries(const u32* a_col, const T* a_val, u64 a0, u64 a1, co
             if (i < n) pieces[i] = before;
             before += mine[q];
         }
-        if (lane == WARP - 1) list[2 * ROW_LIST + 1] = before;  // all pieces
+        if (lane == WARP - 1) list[4 * ROW_LIST + 1] = before;  // all pieces
     }
     __syncthreads();
-    const u32 total = list[2 * ROW_LIST + 1];
+    const u32 total = list[4 * ROW_LIST + 1];
     for (u32 q = warp; q < total; q += nwarps) {
         u32 lo = 0, hi = n;  // the last listed row whose pieces start at or before q
         while (hi - lo > 1) {
@@ -144,9 +155,8 @@ __device__ void row_entries(const u32* a_col, const T* a_val, u64 a0, u64 a1, co
             if (pieces[mid] <= q) lo = mid; else hi = mid;
         }
         const u64 e = a0 + listed[lo];
-        const u32 k = a_col[e];
-        const u64 end = b_ptr[k + 1];
-        const u64 j = window_start(b_ptr, b_col, k, c0) + (u64)(q - pieces[lo]) * piece;
+        const u64 row = b_ptr[a_col[e]] + first[lo];
+        const u64 j = row + (u64)(q - pieces[lo]) * piece, end = row + span[lo];
         const T av = VALUES ? a_val[e] : (T)0;
         walk_b_row<T, VALUES>(b_col, b_val, j + lane, j + piece < end ? j + piece : end, piece,
                               c0, c1, [&](u32 at, T bv) { visit(av, at, bv); });
@@ -164,7 +174,7 @@ dense_rows_symbolic(const u64* a_ptr, const u32* a_col, const u64* b_ptr, const 
     __shared__ double tmp[WARP];
     const u32 r = rows[blockIdx.x];
     const u64 a0 = a_ptr[row0 + r], a1 = a_ptr[row0 + r + 1];
-    __shared__ u32 list[2 * ROW_LIST + 2];
+    __shared__ u32 list[ROW_LIST_WORDS];
     u64 count = 0;
     for (u64 c0 = 0; c0 < ncols; c0 += width) {
         const u64 c1 = c0 + width < ncols ? c0 + width : ncols;
@@ -183,66 +193,124 @@ dense_rows_symbolic(const u64* a_ptr, const u32* a_col, const u64* b_ptr, const 
     if (threadIdx.x == 0) c_nnz[r] = count;
 }
 
-// A row whose values all fit the shared memory beside the presence bits of a wide window of
-// columns and their running counts is made "rank-compressed": per window, the bits first (B's
-// columns only), then each column's place in the row is its rank among the bits, and the values
-// are summed at that place, so they come out in column order with no sort. The window covers all
-// of C's columns when its bits and counts take at most half the shared memory (454,656 columns
-// in 227 KiB), else several windows of that width, each found by a binary search in every B row. Rows
-// of a few thousand entries against a wide C (R-MAT A·B) would otherwise pay for clearing and
-// scanning every narrow window of values and for a binary search per B row and window.
+// Rank-compressed rows. A window of `window` columns (a multiple of RANK_BLOCK) keeps in shared
+// memory its presence bits, each 64-column word's rank within its block of RANK_BLOCK columns
+// (u16) and each block's rank in the window (u32): 164 bytes per 1024 columns, so 2^20 columns
+// take 164 KiB. A walk over the row's products sets the bits; the ranks follow from them;
+// then the values are summed at their columns' ranks, in chunks of whole blocks whose entries
+// fit the values' room, each chunk one more walk of the products in its columns. Values come out
+// in column order with no sort, no empty column is cleared or scanned, and the cost of a row
+// grows with its entries, not with C's width (rows of a few thousand entries against 2^20
+// columns: R-MAT A·B at scale 20).
+#define RANK_BLOCK 1024
+// Bytes of the bits, word ranks and block ranks of RANK_BLOCK columns.
+#define RANK_BLOCK_BYTES (RANK_BLOCK / 8 + RANK_BLOCK / 64 * 2 + 4)
+// Values a window leaves room for at least (a chunk holds at least one whole block).
+#define RANK_MIN_VALUES 4096
+
+// The rank window for `shared` bytes and values of `val_bytes`: the widest multiple of
+// RANK_BLOCK columns (no wider than C) that leaves room for RANK_MIN_VALUES values; 0 if none.
+__device__ __forceinline__ u64 rank_window(u64 shared, u64 val_bytes, u64 ncols) {
+    const u64 need = RANK_MIN_VALUES * val_bytes + 32;
+    if (shared < need) return 0;
+    const u64 widest = (shared - need) / RANK_BLOCK_BYTES * RANK_BLOCK;
+    const u64 all = (ncols + RANK_BLOCK - 1) / RANK_BLOCK * RANK_BLOCK;
+    return all < widest ? all : widest;
+}
+
 template <typename T>
-__device__ void rank_row_numeric(const u64* a_range, const u32* a_col, const T* a_val,
+__device__ void rank_row_numeric(u64 a0, u64 a1, const u32* a_col, const T* a_val,
                                  const u64* b_ptr, const u32* b_col, const T* b_val, u64 ncols,
-                                 u64 window, u64 out, u32* c_col, T* c_val,
+                                 u64 window, u64 shared, u64 out, u32* c_col, T* c_val,
                                  unsigned char* smem, u64* tmp, u64* total, u32* list) {
-    const u64 a0 = a_range[0], a1 = a_range[1];
-    const u32 words = (u32)(window / 32);
+    const u32 lane = threadIdx.x & (WARP - 1), warp = threadIdx.x / WARP;
+    const u32 nwarps = blockDim.x / WARP;
+    constexpr u32 WORDS = RANK_BLOCK / 64;  // 64-column words per block
     u32* bits = (u32*)smem;
-    u32* rank = bits + words;
-    T* acc = (T*)(smem + (u64)words * 8);
+    const u64* bits64 = (const u64*)smem;
+    unsigned short* rel = (unsigned short*)(smem + window / 8);
+    u32* base = (u32*)(smem + window / 8 + window / 32);
+    const u64 acc_at = (window / 8 + window / 32 + (window / RANK_BLOCK + 1) * 4 + 15) / 16 * 16;
+    T* acc = (T*)(smem + acc_at);
+    const u32 room = (u32)((shared - acc_at) / sizeof(T));
     for (u64 c0 = 0; c0 < ncols; c0 += window) {
         const u64 c1 = c0 + window < ncols ? c0 + window : ncols;
-        const u32 used = (u32)((c1 - c0 + 31) / 32);
-        for (u32 w = threadIdx.x; w < used; w += blockDim.x) bits[w] = 0;
+        const u32 blocks = (u32)((c1 - c0 + RANK_BLOCK - 1) / RANK_BLOCK);
+        for (u32 w = threadIdx.x; w < blocks * (RANK_BLOCK / 32); w += blockDim.x) bits[w] = 0;
         row_entries<float, false>(a_col, (const float*)0, a0, a1, b_ptr, b_col, (const float*)0,
                                   c0, c1, list, [&](float, u32 c, float) {
                                       atomicOr(&bits[c >> 5], 1u << (c & 31));
                                   });
-        u64 before = 0;
-        for (u32 w0 = 0; w0 < used; w0 += blockDim.x) {
-            const u32 w = w0 + threadIdx.x;
-            const u32 word = w < used ? bits[w] : 0;
-            const u64 at = block_exclusive_scan_u64(__popc(word), tmp, total);
-            if (w < used) rank[w] = (u32)(before + at);
-            before += *total;
-        }
-        const u32 here = (u32)before;  // this window's entries, at most the row's
-        for (u32 i = threadIdx.x; i < here; i += blockDim.x) acc[i] = (T)0;
-        row_entries<T, true>(a_col, a_val, a0, a1, b_ptr, b_col, b_val, c0, c1, list,
-                             [&](T av, u32 c, T bv) {
-                                 const u32 w = c >> 5;
-                                 const u32 below = bits[w] & ((1u << (c & 31)) - 1u);
-                                 atomicAdd(&acc[rank[w] + __popc(below)], av * bv);
-                             });
-        for (u32 i = threadIdx.x; i < here; i += blockDim.x) c_val[out + i] = acc[i];
-        for (u32 w = threadIdx.x; w < used; w += blockDim.x) {
-            u32 word = bits[w];
-            u64 o = out + rank[w];
-            while (word) {
-                const u32 b = __ffs(word) - 1;
-                word &= word - 1;
-                c_col[o++] = (u32)c0 + w * 32 + b;
+        // Ranks: half a warp per block, a lane per word.
+        for (u32 p = warp; p * 2 < blocks; p += nwarps) {
+            const u32 b = p * 2 + (lane >> 4), h = lane & 15;
+            const bool mine = b < blocks;
+            const u32 count = mine ? __popcll(bits64[b * WORDS + h]) : 0;
+            u32 inc = count;
+            #pragma unroll
+            for (u32 d = 1; d < WORDS; d <<= 1) {
+                const u32 x = __shfl_up_sync(0xffffffffu, inc, d, WORDS);
+                if (h >= d) inc += x;
+            }
+            if (mine) {
+                rel[b * WORDS + h] = (unsigned short)(inc - count);
+                if (h == WORDS - 1) base[b] = inc;
             }
         }
-        out += here;
         __syncthreads();
+        u64 before = 0;
+        for (u32 b0 = 0; b0 < blocks; b0 += blockDim.x) {
+            const u32 b = b0 + threadIdx.x;
+            const u64 at = block_exclusive_scan_u64(b < blocks ? base[b] : 0, tmp, total);
+            if (b < blocks) base[b] = (u32)(before + at);
+            before += *total;
+        }
+        if (threadIdx.x == 0) base[blocks] = (u32)before;
+        __syncthreads();
+        for (u32 from = 0; from < blocks;) {
+            // The chunk: blocks [from, to), as many as the values' room takes (ranks only grow).
+            const u32 lo = base[from];
+            u32 to = from;
+            for (u32 b0 = from + 1; b0 <= blocks; b0 += blockDim.x) {
+                const u32 b = b0 + threadIdx.x;
+                const u32 fits = __syncthreads_count(b <= blocks && base[b] - lo <= room);
+                to += fits;
+                if (fits < blockDim.x) break;  // uniform: every thread got the same count
+            }
+            const u32 here = base[to] - lo;
+            for (u32 i = threadIdx.x; i < here; i += blockDim.x) acc[i] = (T)0;
+            const u64 cs = c0 + (u64)from * RANK_BLOCK;
+            const u64 ce = c0 + (u64)to * RANK_BLOCK < c1 ? c0 + (u64)to * RANK_BLOCK : c1;
+            const u32 skip = from * RANK_BLOCK;
+            row_entries<T, true>(a_col, a_val, a0, a1, b_ptr, b_col, b_val, cs, ce, list,
+                                 [&](T av, u32 at, T bv) {
+                                     const u32 c = at + skip;
+                                     const u64 below = bits64[c >> 6] & ((1ull << (c & 63)) - 1);
+                                     const u32 r = base[c / RANK_BLOCK] + rel[c >> 6] +
+                                                   __popcll(below) - lo;
+                                     atomicAdd(&acc[r], av * bv);
+                                 });
+            for (u32 i = threadIdx.x; i < here; i += blockDim.x) c_val[out + i] = acc[i];
+            for (u32 w = from * WORDS + threadIdx.x; w < to * WORDS; w += blockDim.x) {
+                u64 word = bits64[w];
+                u64 o = out + base[w / WORDS] + rel[w] - lo;
+                while (word) {
+                    const u32 b = __ffsll(word) - 1;
+                    word &= word - 1;
+                    c_col[o++] = (u32)(c0 + (u64)w * 64 + b);
+                }
+            }
+            out += here;
+            from = to;
+            __syncthreads();
+        }
     }
 }
 
 // Computes each listed row of C into its place c_ptr[r] (offsets of the batch's rows), columns
-// in order; the shared memory holds `width` values of T and their presence bits: a window of
-// that many columns at a time, or the whole row rank-compressed when it fits.
+// in order. The shared memory (`width` values of T and their presence bits) holds rank windows
+// (rank_row_numeric) unless it is too small for them (narrow windows set for tests and tuning);
+// then a window of `width` columns at a time, each cleared and scanned whole.
 template <typename T>
 __device__ void dense_rows_numeric(const u64* a_ptr, const u32* a_col, const T* a_val,
                                    const u64* b_ptr, const u32* b_col, const T* b_val, u64 row0,
@@ -252,19 +320,14 @@ __device__ void dense_rows_numeric(const u64* a_ptr, const u32* a_col, const T* 
     u32* bits = (u32*)(acc + width);
     __shared__ u64 tmp[WARP];
     __shared__ u64 total;
-    __shared__ u32 list[2 * ROW_LIST + 2];
+    __shared__ u32 list[ROW_LIST_WORDS];
     const u32 r = rows[blockIdx.x];
     const u64 a0 = a_ptr[row0 + r], a1 = a_ptr[row0 + r + 1];
     u64 out = c_ptr[r];
-    const u64 nnz = c_ptr[r + 1] - out;
     const u64 shared = (u64)width * sizeof(T) + width / 8;
-    // The rank window: all columns (rounded up to 32) when their bits and counts take at most
-    // half the shared memory, else the widest multiple of 1024 columns that does.
-    const u64 ncols32 = (ncols + 31) / 32 * 32;
-    const u64 half = shared / 2 * 4 / 1024 * 1024;
-    const u64 window = ncols32 <= half ? ncols32 : half;
-    if (window > 0 && window / 4 + nnz * sizeof(T) <= shared) {
-        rank_row_numeric<T>(a_ptr + row0 + r, a_col, a_val, b_ptr, b_col, b_val, ncols, window,
+    const u64 window = rank_window(shared, sizeof(T), ncols);
+    if (window > 0) {
+        rank_row_numeric<T>(a0, a1, a_col, a_val, b_ptr, b_col, b_val, ncols, window, shared,
                             out, c_col, c_val, smem, tmp, &total, list);
         return;
     }

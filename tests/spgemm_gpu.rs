@@ -198,12 +198,14 @@ fn dense_engine(dense_from: Option<u64>, window: Option<u32>) -> Option<GpuEngin
 
 #[test]
 fn dense_rows_match_the_cpu_engine() {
-    // Every row past the hash tables in the dense-row accumulator (dense_from 0), with one
-    // window or with windows of 64 and 1024 columns (several windows per row, each found by a
-    // binary search in B's rows); then the default routing (rows with as many products as C
-    // has columns).
+    // Every row past the hash tables in the dense-row accumulator (dense_from 0): rank windows
+    // as wide as the shared memory allows; shared memory of 8192 columns (rank windows of
+    // about 10^5 columns, so several windows per row, each found by a binary search in B's
+    // rows, and chunks of a few thousand values); windows of 64 and 1024 columns (too small
+    // for rank windows: cleared and scanned whole); then the default routing.
     for (from, window) in [
         (Some(0), None),
+        (Some(0), Some(8192)),
         (Some(0), Some(64)),
         (Some(0), Some(1024)),
         (None, None),
@@ -242,12 +244,13 @@ fn dense_rows_match_the_cpu_engine() {
 #[test]
 fn rows_past_a_lower_hash_limit_match_the_cpu_engine() {
     // Rows with more products than the hash limit leave the hash tables for the dense-row
-    // accumulator (rank-compressed, or in windows of 1024 columns), whatever dense_from says;
-    // with the dense-row accumulator off the limit is ignored.
+    // accumulator (rank windows, or windows of 1024 columns), whatever dense_from says; with
+    // the dense-row accumulator off the limit is ignored.
     for (limit, from, window) in [
         (0, Some(0), None),
         (100, Some(0), None),
         (1000, Some(0), Some(1024)),
+        (1000, Some(0), Some(8192)),
         (100, Some(u64::MAX), None),
     ] {
         let Some(e) = engine(None).map(|e| {
@@ -267,7 +270,7 @@ fn rows_past_a_lower_hash_limit_match_the_cpu_engine() {
         let a = random::<f64>(300, 2000, 40, 41);
         let b = random::<f64>(2000, 70000, 20, 42);
         check_both(&e, &a, &b, &what("300x2000x70000"));
-        // C wider than one rank window (bits and counts of at most half the shared memory).
+        // C wider than one rank window when the shared memory is that of 8192 columns.
         let a = random::<f64>(64, 3000, 40, 43);
         let b = random::<f64>(3000, 600_000, 40, 44);
         check_both(&e, &a, &b, &what("64x3000x600000"));

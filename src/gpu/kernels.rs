@@ -78,7 +78,7 @@ pub const LARGE_SHARED: &[&str] = &[
 
 /// Bytes of the opt-in shared memory left for the static shared variables of the
 /// [`LARGE_SHARED`] kernels.
-pub const OPTIN_RESERVE: u64 = 2048;
+pub const OPTIN_RESERVE: u64 = 3072;
 
 /// The whole translation unit NVRTC compiles, with `#line` markers so that compiler messages
 /// name the original file and line.
