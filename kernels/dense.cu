@@ -73,7 +73,7 @@ __device__ __forceinline__ void window_entries(const u64* b_ptr, const u32* b_co
 #define ROW_LIST_WORDS (4 * ROW_LIST + 2)
 
 // Calls visit(a, at, b) for every product of A's row [a0, a1) with B whose column lies in the
-// window [c0, c1) (`at`: its place in the window; a, b: the two values, 0 unless VALUES), spread
+// window [c0, c1) of C's `ncols` columns (`at`: its place in the window; a, b: the two values, 0 unless VALUES), spread
 // evenly over the block. Warps take A's entries in turn and walk short B rows at once; longer
 // ones are listed, cut into pieces of DENSE_UNROLL * WARP entries, and the pieces dealt to the
 // warps: in a power-law B a few hub rows hold most products, and a warp walking a hub alone
@@ -82,8 +82,8 @@ __device__ __forceinline__ void window_entries(const u64* b_ptr, const u32* b_co
 // (every thread must call). `list`: ROW_LIST_WORDS words of shared memory.
 template <typename T, bool VALUES, typename Visit>
 __device__ void row_entries(const u32* a_col, const T* a_val, u64 a0, u64 a1, const u64* b_ptr,
-                            const u32* b_col, const T* b_val, u64 c0, u64 c1, u32* list,
-                            Visit visit) {
+                            const u32* b_col, const T* b_val, u64 c0, u64 c1, u64 ncols,
+                            u32* list, Visit visit) {
     u32* listed = list;                // A's entry, as an offset from a0
     u32* pieces = list + ROW_LIST;     // its pieces, then where they start among all pieces
     u32* first = list + 2 * ROW_LIST;  // its first entry in the window, from the row's start
@@ -99,7 +99,8 @@ __device__ void row_entries(const u32* a_col, const T* a_val, u64 a0, u64 a1, co
         const u32 k = a_col[e];
         const u64 j0 = window_start(b_ptr, b_col, k, c0);
         u64 j1 = b_ptr[k + 1];
-        if (j1 - j0 > LISTED_B_ROW && b_col[j1 - 1] >= c1) j1 = window_start(b_ptr, b_col, k, c1);
+        if (c1 < ncols && j1 - j0 > LISTED_B_ROW && b_col[j1 - 1] >= c1)
+            j1 = window_start(b_ptr, b_col, k, c1);
         if (j1 - j0 > LISTED_B_ROW) {
             u32 slot = 0;
             if (lane == 0) slot = atomicAdd(&nlisted, 1u);
@@ -182,7 +183,7 @@ dense_rows_symbolic(const u64* a_ptr, const u32* a_col, const u64* b_ptr, const 
         for (u32 w = threadIdx.x; w < words; w += blockDim.x) bits[w] = 0;
         __syncthreads();
         row_entries<float, false>(a_col, (const float*)0, a0, a1, b_ptr, b_col, (const float*)0,
-                                  c0, c1, list, [&](float, u32 at, float) {
+                                  c0, c1, ncols, list, [&](float, u32 at, float) {
                                       atomicOr(&bits[at >> 5], 1u << (at & 31));
                                   });
         u64 mine = 0;
@@ -207,6 +208,12 @@ dense_rows_symbolic(const u64* a_ptr, const u32* a_col, const u64* b_ptr, const 
 #define RANK_BLOCK_BYTES (RANK_BLOCK / 8 + RANK_BLOCK / 64 * 2 + 4)
 // Values a window leaves room for at least (a chunk holds at least one whole block).
 #define RANK_MIN_VALUES 4096
+// Entries of a 64-column word past which a whole warp writes its columns, and most such words
+// listed at a time (the others are written by their own thread).
+#ifndef CROWDED_WORD
+#define CROWDED_WORD 8
+#endif
+#define CROWDED_LIST (ROW_LIST_WORDS - 2)
 
 // The rank window for `shared` bytes and values of `val_bytes`: the widest multiple of
 // RANK_BLOCK columns (no wider than C) that leaves room for RANK_MIN_VALUES values; 0 if none.
@@ -233,12 +240,13 @@ __device__ void rank_row_numeric(u64 a0, u64 a1, const u32* a_col, const T* a_va
     const u64 acc_at = (window / 8 + window / 32 + (window / RANK_BLOCK + 1) * 4 + 15) / 16 * 16;
     T* acc = (T*)(smem + acc_at);
     const u32 room = (u32)((shared - acc_at) / sizeof(T));
+    __shared__ u32 crowded;  // crowded words listed (in `list`, free once a walk is done)
     for (u64 c0 = 0; c0 < ncols; c0 += window) {
         const u64 c1 = c0 + window < ncols ? c0 + window : ncols;
         const u32 blocks = (u32)((c1 - c0 + RANK_BLOCK - 1) / RANK_BLOCK);
         for (u32 w = threadIdx.x; w < blocks * (RANK_BLOCK / 32); w += blockDim.x) bits[w] = 0;
         row_entries<float, false>(a_col, (const float*)0, a0, a1, b_ptr, b_col, (const float*)0,
-                                  c0, c1, list, [&](float, u32 c, float) {
+                                  c0, c1, ncols, list, [&](float, u32 c, float) {
                                       atomicOr(&bits[c >> 5], 1u << (c & 31));
                                   });
         // Ranks: half a warp per block, a lane per word.
@@ -278,11 +286,13 @@ __device__ void rank_row_numeric(u64 a0, u64 a1, const u32* a_col, const T* a_va
                 if (fits < blockDim.x) break;  // uniform: every thread got the same count
             }
             const u32 here = base[to] - lo;
+            if (threadIdx.x == 0) crowded = 0;  // row_entries' first barrier orders this
             for (u32 i = threadIdx.x; i < here; i += blockDim.x) acc[i] = (T)0;
             const u64 cs = c0 + (u64)from * RANK_BLOCK;
             const u64 ce = c0 + (u64)to * RANK_BLOCK < c1 ? c0 + (u64)to * RANK_BLOCK : c1;
             const u32 skip = from * RANK_BLOCK;
-            row_entries<T, true>(a_col, a_val, a0, a1, b_ptr, b_col, b_val, cs, ce, list,
+            row_entries<T, true>(a_col, a_val, a0, a1, b_ptr, b_col, b_val, cs, ce, ncols,
+                                 list,
                                  [&](T av, u32 at, T bv) {
                                      const u32 c = at + skip;
                                      const u64 below = bits64[c >> 6] & ((1ull << (c & 63)) - 1);
@@ -291,13 +301,34 @@ __device__ void rank_row_numeric(u64 a0, u64 a1, const u32* a_col, const T* a_va
                                      atomicAdd(&acc[r], av * bv);
                                  });
             for (u32 i = threadIdx.x; i < here; i += blockDim.x) c_val[out + i] = acc[i];
+            // Columns: a thread per word; words of more than CROWDED_WORD entries are listed and
+            // written by whole warps, dealt out over the block (R-MAT rows crowd their low
+            // columns: threads walking full words alone kept the block waiting at the barrier).
             for (u32 w = from * WORDS + threadIdx.x; w < to * WORDS; w += blockDim.x) {
-                u64 word = bits64[w];
+                const u64 word = bits64[w];
+                if (!word) continue;
+                if (__popcll(word) > CROWDED_WORD) {
+                    const u32 slot = atomicAdd(&crowded, 1u);
+                    if (slot < CROWDED_LIST) {
+                        list[slot] = w;
+                        continue;
+                    }
+                }
                 u64 o = out + base[w / WORDS] + rel[w] - lo;
-                while (word) {
-                    const u32 b = __ffsll(word) - 1;
-                    word &= word - 1;
-                    c_col[o++] = (u32)(c0 + (u64)w * 64 + b);
+                for (u64 rest = word; rest; rest &= rest - 1)
+                    c_col[o++] = (u32)(c0 + (u64)w * 64 + __ffsll(rest) - 1);
+            }
+            __syncthreads();
+            const u32 listed = crowded < CROWDED_LIST ? crowded : CROWDED_LIST;
+            for (u32 q = warp; q < listed; q += nwarps) {
+                const u32 w = list[q];
+                const u64 word = bits64[w];
+                const u64 o = out + base[w / WORDS] + rel[w] - lo;
+                #pragma unroll
+                for (u32 half = 0; half < 64; half += WARP) {
+                    const u32 b = half + lane;
+                    if ((word >> b) & 1)
+                        c_col[o + __popcll(word & ((1ull << b) - 1))] = (u32)(c0 + (u64)w * 64 + b);
                 }
             }
             out += here;
@@ -337,7 +368,7 @@ __device__ void dense_rows_numeric(const u64* a_ptr, const u32* a_col, const T* 
         const u32 words = (span + 31) / 32;
         for (u32 w = threadIdx.x; w < words; w += blockDim.x) bits[w] = 0;
         for (u32 c = threadIdx.x; c < span; c += blockDim.x) acc[c] = (T)0;
-        row_entries<T, true>(a_col, a_val, a0, a1, b_ptr, b_col, b_val, c0, c1, list,
+        row_entries<T, true>(a_col, a_val, a0, a1, b_ptr, b_col, b_val, c0, c1, ncols, list,
                              [&](T av, u32 at, T bv) {
                                  atomicAdd(&acc[at], av * bv);
                                  atomicOr(&bits[at >> 5], 1u << (at & 31));

@@ -1,17 +1,40 @@
 // Setup phase (paper Alg. 3): intermediate products per row, and the partition of rows (or of
 // chunks) into bins by size: hash bins for light ones, one bin for heavy ones.
 
-// out[r] = intermediate products of row row0 + r of A·B. One thread per row.
+// out[r] = intermediate products of row row0 + r of A·B. A warp takes 32 rows at a time, a
+// lane per row; rows of more than 32 entries (the hubs of a power-law A, which left one thread
+// walking thousands of entries while the rest had finished) are summed by the whole warp.
 extern "C" __global__ void row_products(const u64* a_ptr, const u32* a_col, const u64* b_ptr,
                                         u64 row0, u64 nrows, u64* out) {
-    for (u64 r = blockIdx.x * (u64)blockDim.x + threadIdx.x; r < nrows;
-         r += (u64)gridDim.x * blockDim.x) {
-        u64 s = 0;
-        for (u64 e = a_ptr[row0 + r]; e < a_ptr[row0 + r + 1]; ++e) {
-            u32 k = a_col[e];
-            s += b_ptr[k + 1] - b_ptr[k];
+    const u32 lane = threadIdx.x & (WARP - 1);
+    const u64 step = (u64)gridDim.x * blockDim.x;
+    for (u64 r0 = (blockIdx.x * (u64)blockDim.x + threadIdx.x) / WARP * WARP; r0 < nrows;
+         r0 += step) {
+        const u64 r = r0 + lane;
+        u64 e0 = 0, e1 = 0, s = 0;
+        if (r < nrows) {
+            e0 = a_ptr[row0 + r];
+            e1 = a_ptr[row0 + r + 1];
         }
-        out[r] = s;
+        const bool hub = e1 - e0 > WARP;
+        if (!hub) {
+            for (u64 e = e0; e < e1; ++e) {
+                const u32 k = a_col[e];
+                s += b_ptr[k + 1] - b_ptr[k];
+            }
+        }
+        for (u32 todo = __ballot_sync(0xffffffffu, hub); todo; todo &= todo - 1) {
+            const u32 l = __ffs(todo) - 1;
+            const u64 f0 = __shfl_sync(0xffffffffu, e0, l), f1 = __shfl_sync(0xffffffffu, e1, l);
+            u64 part = 0;
+            for (u64 e = f0 + lane; e < f1; e += WARP) {
+                const u32 k = a_col[e];
+                part += b_ptr[k + 1] - b_ptr[k];
+            }
+            part = __shfl_sync(0xffffffffu, warp_inclusive_scan_u64(part), WARP - 1);
+            if (lane == l) s = part;
+        }
+        if (r < nrows) out[r] = s;
     }
 }
 

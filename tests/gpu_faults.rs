@@ -11,7 +11,7 @@ use common::gpu;
 use gmcl::generate::{self, RmatParams};
 use gmcl::gpu::fault;
 use gmcl::mcl::{self, MclParams};
-use gmcl::spgemm::gpu::GpuEngine;
+use gmcl::spgemm::gpu::{GpuEngine, GpuTuning};
 use gmcl::spgemm::{cpu::CpuEngine, EngineKind, SpgemmOptions};
 use gmcl::tricount::{self, Method, Options, SimpleGraph};
 use gmcl::{BuildOptions, Csr, Error};
@@ -73,19 +73,26 @@ fn each_stage_fails_cleanly_and_the_gpu_stays_usable() {
         },
     )
     .unwrap();
-    let engine = GpuEngine::open().unwrap();
     let expected = CpuEngine::default()
         .multiply(&a, &a, &SpgemmOptions::default())
         .unwrap();
-    let stages = every_stage_fails_cleanly(&gpu, &expected.nnz(), || {
-        let (c, _) = engine.multiply(&a, &a, &SpgemmOptions::default())?;
-        Ok(c.nnz())
-    });
-    assert!(stages.len() > 20, "only {} checked calls", stages.len());
-    assert!(
-        stages.iter().any(|s| s.contains("outer product")),
-        "{stages:?}"
-    );
+    // Heavy rows through the dense-row accumulator (the default routing), then through the
+    // outer product and multisplit (dense rows off).
+    for (dense_from, heavy_stage) in [(None, "dense_rows"), (Some(u64::MAX), "outer product")] {
+        let engine = GpuEngine::open().unwrap().with_tuning(GpuTuning {
+            dense_from,
+            ..GpuTuning::from_env()
+        });
+        let stages = every_stage_fails_cleanly(&gpu, &expected.nnz(), || {
+            let (c, _) = engine.multiply(&a, &a, &SpgemmOptions::default())?;
+            Ok(c.nnz())
+        });
+        assert!(stages.len() > 20, "only {} checked calls", stages.len());
+        assert!(
+            stages.iter().any(|s| s.contains(heavy_stage)),
+            "no '{heavy_stage}' stage among {stages:?}"
+        );
+    }
 
     // Triangle counting.
     let g = SimpleGraph::from_edges(rmat_edges(12, 2)).unwrap();
