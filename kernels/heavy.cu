@@ -183,12 +183,13 @@ multisplit_histogram(const u64* in_ptr, u64 nrows, const u32* in_col, u32 nchunk
     const u64 r0 = group_row[blockIdx.x];
     u32 chunk[MS_PER_THREAD];
     u64 r = r0;
+    u64 row_end = in_ptr[r0 + 1];  // the end of row r (rows change rarely: they exceed τ)
     #pragma unroll
     for (int j = 0; j < MS_PER_THREAD; ++j) {
         const u64 i = g0 + threadIdx.x + (u64)j * blockDim.x;
         chunk[j] = EMPTY_KEY;
         if (i < g1) {
-            while (i >= in_ptr[r + 1]) ++r;
+            while (i >= row_end) row_end = in_ptr[++r + 1];
             chunk[j] = (u32)(r - r0) * nchunks + (in_col[i] >> shift);
         }
     }
