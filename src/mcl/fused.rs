@@ -83,15 +83,19 @@ pub(super) fn iterate<T: Scalar>(
     // Dense rows ordered by the column of their largest value (rows heading for the same
     // attractor share more k, so their groups read fewer rows of M), then the sparse rows.
     let ncols = m.ncols();
-    let mut order: Vec<u32> = (0..n as u32).collect();
-    order.par_sort_unstable_by_key(|&i| {
-        let i = i as usize;
-        if is_dense(per_row[i], ncols) {
-            (0u8, largest_at(m, i), i as u32)
-        } else {
-            (1u8, 0, i as u32)
-        }
-    });
+    // The keys are made once: a sort calls its key function per comparison.
+    let mut keys: Vec<(bool, u32, u32)> = (0..n as u32)
+        .into_par_iter()
+        .map(|i| {
+            if is_dense(per_row[i as usize], ncols) {
+                (false, largest_at(m, i as usize), i)
+            } else {
+                (true, 0, i)
+            }
+        })
+        .collect();
+    keys.par_sort_unstable();
+    let order: Vec<u32> = keys.into_iter().map(|k| k.2).collect();
     let ordered: Vec<u64> = order.iter().map(|&i| per_row[i as usize]).collect();
     // One accumulator per worker thread, made once (`map_init` would make one per split of
     // the work, each paged in afresh).
