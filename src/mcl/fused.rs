@@ -19,6 +19,7 @@ use crate::spgemm::{
 };
 use rayon::prelude::*;
 use std::ops::Range;
+use std::sync::Mutex;
 use std::time::Instant;
 
 /// Groups of rows per thread: enough for the heavy rows of power-law graphs to balance.
@@ -47,6 +48,9 @@ fn groups(products: &[u64], target: u64) -> Vec<Range<usize>> {
     }
     out
 }
+
+/// A worker's accumulator and pruning buffers.
+type State<T> = (PositiveRows<T>, prune::Scratch<T>);
 
 /// A group's pruned columns and its figures.
 struct Done<'a, T> {
@@ -79,74 +83,86 @@ pub(super) fn iterate<T: Scalar>(
     // Dense rows ordered by the column of their largest value (rows heading for the same
     // attractor share more k, so their groups read fewer rows of M), then the sparse rows.
     let ncols = m.ncols();
-    let mut order: Vec<u32> = (0..n as u32).collect();
-    order.par_sort_unstable_by_key(|&i| {
-        let i = i as usize;
-        if is_dense(per_row[i], ncols) {
-            (0u8, largest_at(m, i), i as u32)
-        } else {
-            (1u8, 0, i as u32)
-        }
-    });
+    // The keys are made once: a sort calls its key function per comparison.
+    let mut keys: Vec<(bool, u32, u32)> = (0..n as u32)
+        .into_par_iter()
+        .map(|i| {
+            if is_dense(per_row[i as usize], ncols) {
+                (false, largest_at(m, i as usize), i)
+            } else {
+                (true, 0, i)
+            }
+        })
+        .collect();
+    keys.par_sort_unstable();
+    let order: Vec<u32> = keys.into_iter().map(|k| k.2).collect();
     let ordered: Vec<u64> = order.iter().map(|&i| per_row[i as usize]).collect();
+    // One accumulator per worker thread, made once (`map_init` would make one per split of
+    // the work, each paged in afresh).
+    let states: Vec<Mutex<Option<State<T>>>> = (0..rayon::current_num_threads().max(1))
+        .map(|_| Mutex::new(None))
+        .collect();
     let done: Vec<Result<Done<'_, T>>> = groups(&ordered, target)
         .into_par_iter()
         .with_max_len(1)
-        .map_init(
-            || (PositiveRows::new(ncols), prune::Scratch::default()),
-            |(rows, scratch), g| {
-                crate::interrupt::check()?;
-                let t0 = Instant::now();
-                let mut d = Done {
-                    rows: &order[g.clone()],
-                    part: Part::with_rows(g.len()),
-                    expanded: 0,
-                    expand_seconds: 0.0,
-                    seconds: 0.0,
-                };
-                let mut prune = |d: &mut Done<'_, T>, i: usize, cols: &[u32], vals: &[T]| {
-                    d.expanded += cols.len() as u64;
-                    let node = i as u32;
-                    d.part
-                        .push_column(cols, vals, node, &params.prune, cutoff, inflation, scratch);
-                };
-                // Runs of dense rows are made GROUP at a time.
-                let mut run: Vec<(usize, u64)> = Vec::with_capacity(GROUP);
-                let mut at = 0;
-                let mine = d.rows;
-                while at < mine.len() {
-                    run.clear();
-                    while at < mine.len() && run.len() < GROUP {
-                        let i = mine[at] as usize;
-                        if !is_dense(per_row[i], ncols) {
-                            break;
-                        }
-                        run.push((i, per_row[i]));
-                        at += 1;
+        .map(|g| {
+            let slot = rayon::current_thread_index().unwrap_or(0) % states.len();
+            // Uncontended: a worker runs one group at a time, and nothing below waits on
+            // other rayon work.
+            let mut state = states[slot].lock().unwrap_or_else(|e| e.into_inner());
+            let (rows, scratch) =
+                state.get_or_insert_with(|| (PositiveRows::new(ncols), prune::Scratch::default()));
+            crate::interrupt::check()?;
+            let t0 = Instant::now();
+            let mut d = Done {
+                rows: &order[g.clone()],
+                part: Part::with_rows(g.len()),
+                expanded: 0,
+                expand_seconds: 0.0,
+                seconds: 0.0,
+            };
+            let mut prune = |d: &mut Done<'_, T>, i: usize, cols: &[u32], vals: &[T]| {
+                d.expanded += cols.len() as u64;
+                let node = i as u32;
+                d.part
+                    .push_column(cols, vals, node, &params.prune, cutoff, inflation, scratch);
+            };
+            // Runs of dense rows are made GROUP at a time.
+            let mut run: Vec<(usize, u64)> = Vec::with_capacity(GROUP);
+            let mut at = 0;
+            let mine = d.rows;
+            while at < mine.len() {
+                run.clear();
+                while at < mine.len() && run.len() < GROUP {
+                    let i = mine[at] as usize;
+                    if !is_dense(per_row[i], ncols) {
+                        break;
                     }
-                    if run.is_empty() {
-                        let i = mine[at] as usize;
-                        let t = Instant::now();
-                        let (cols, vals) = rows.row(m, m, i, per_row[i]);
-                        d.expand_seconds += t.elapsed().as_secs_f64();
-                        prune(&mut d, i, cols, vals);
-                        at += 1;
-                        continue;
-                    }
-                    let t = Instant::now();
-                    rows.rows_together(m, m, narrow.as_deref(), &run);
-                    d.expand_seconds += t.elapsed().as_secs_f64();
-                    for (q, &(r, _)) in run.iter().enumerate() {
-                        let t = Instant::now();
-                        let (cols, vals) = rows.take(m, m, q);
-                        d.expand_seconds += t.elapsed().as_secs_f64();
-                        prune(&mut d, r, cols, vals);
-                    }
+                    run.push((i, per_row[i]));
+                    at += 1;
                 }
-                d.seconds = t0.elapsed().as_secs_f64();
-                Ok(d)
-            },
-        )
+                if run.is_empty() {
+                    let i = mine[at] as usize;
+                    let t = Instant::now();
+                    let (cols, vals) = rows.row(m, m, i, per_row[i]);
+                    d.expand_seconds += t.elapsed().as_secs_f64();
+                    prune(&mut d, i, cols, vals);
+                    at += 1;
+                    continue;
+                }
+                let t = Instant::now();
+                rows.rows_together(m, m, narrow.as_deref(), &run);
+                d.expand_seconds += t.elapsed().as_secs_f64();
+                for (q, &(r, _)) in run.iter().enumerate() {
+                    let t = Instant::now();
+                    let (cols, vals) = rows.take(m, m, q);
+                    d.expand_seconds += t.elapsed().as_secs_f64();
+                    prune(&mut d, r, cols, vals);
+                }
+            }
+            d.seconds = t0.elapsed().as_secs_f64();
+            Ok(d)
+        })
         .collect();
     let mut it = Iteration {
         products: total,

@@ -82,6 +82,9 @@ pub(crate) struct PositiveRows<T> {
     /// Rows of the group and whether they were made together (else one by one, on demand).
     rows: Vec<(usize, u64)>,
     together: bool,
+    /// The rows of a group made together, drained from `group`: columns, values and length
+    /// of each (allocated on first use).
+    drained: Vec<(Vec<u32>, Vec<T>, usize)>,
 }
 
 impl<T: Scalar> PositiveRows<T> {
@@ -100,6 +103,7 @@ impl<T: Scalar> PositiveRows<T> {
             merged: Vec::new(),
             rows: Vec::new(),
             together: false,
+            drained: Vec::new(),
         }
     }
 
@@ -183,6 +187,42 @@ impl<T: Scalar> PositiveRows<T> {
             }
             None => accumulate_group(&mut self.group, self.mask, &self.merged, b, b.col_idx()),
         }
+        self.drain_group(rows.len());
+    }
+
+    /// Moves the group's rows out of the interleaved accumulator into `drained` (and zeroes
+    /// it), a tile of columns at a time: each lane of a tile is scanned while the tile is in
+    /// L1, so the accumulator is read from L2 or L3 once, not once per row.
+    fn drain_group(&mut self, len: usize) {
+        let n = self.ncols;
+        if self.drained.len() < GROUP {
+            self.drained = (0..GROUP)
+                .map(|_| (vec![0; n], vec![T::ZERO; n], 0))
+                .collect();
+        }
+        for d in &mut self.drained {
+            d.2 = 0;
+        }
+        const TILE: usize = 512;
+        for (t, tile) in self.group[..n].chunks_mut(TILE).enumerate() {
+            let base = t * TILE;
+            for (g, (cols, vals, o)) in self.drained[..len].iter_mut().enumerate() {
+                let (cols, vals) = (&mut cols[..n], &mut vals[..n]);
+                let mut at = *o;
+                for (j, slot) in tile.iter().enumerate() {
+                    let v = slot[g];
+                    // SAFETY: `at <= base + j < n`, the length of `cols` and `vals`: at most one
+                    // entry per column before this one.
+                    unsafe {
+                        *cols.get_unchecked_mut(at) = (base + j) as u32;
+                        *vals.get_unchecked_mut(at) = v;
+                    }
+                    at += (v != T::ZERO) as usize;
+                }
+                *o = at;
+            }
+            tile.fill([T::ZERO; GROUP]);
+        }
     }
 
     /// Row `g` of the group [`PositiveRows::rows_together`] made (`g` counting from 0, in
@@ -192,22 +232,8 @@ impl<T: Scalar> PositiveRows<T> {
         if !self.together {
             return self.row(a, b, i, products);
         }
-        let n = self.ncols;
-        let (acc, cols, vals) = (&self.group[..n], &mut self.cols[..n], &mut self.vals[..n]);
-        let mut o = 0usize;
-        for (j, slot) in acc.iter().enumerate() {
-            let v = slot[g];
-            // SAFETY: `o <= j < n`, the length of `cols` and `vals`.
-            unsafe {
-                *cols.get_unchecked_mut(o) = j as u32;
-                *vals.get_unchecked_mut(o) = v;
-            }
-            o += (v != T::ZERO) as usize;
-        }
-        if g + 1 == self.rows.len() {
-            self.group[..n].fill([T::ZERO; GROUP]);
-        }
-        (&self.cols[..o], &self.vals[..o])
+        let (cols, vals, len) = &self.drained[g];
+        (&cols[..*len], &vals[..*len])
     }
 
     /// Sums the row in the value array, then scans every column for nonzero values.
