@@ -585,7 +585,7 @@ impl Engines {
             other => other,
         };
         if engines.contains(&Engine::Gpu) {
-            this.gpu = Some(GpuEngine::open().map_err(|e| unavailable("gpu", e))?);
+            this.gpu = Some(GpuEngine::open_unadvised().map_err(|e| unavailable("gpu", e))?);
         }
         if engines.contains(&Engine::Cusparse) {
             this.cusparse =

@@ -373,15 +373,20 @@ impl GpuEngine {
     /// Opens the GPU (compiling the kernels on first use in the process), with tuning from the
     /// environment. Fails with [`Error::EngineUnavailable`] saying why when there is no usable GPU.
     pub fn open() -> Result<Self> {
-        let gpu = gpu::device().map_err(|e| match e {
+        Self::open_unadvised().map_err(|e| match e {
             Error::EngineUnavailable(why) => Error::EngineUnavailable(format!(
                 "the GPU engine cannot run: {why}; use --engine cpu (or auto, which falls back \
                  to the CPU)"
             )),
             other => other,
-        })?;
+        })
+    }
+
+    /// As [`GpuEngine::open`], but an [`Error::EngineUnavailable`] carries the reason alone, for
+    /// callers that give their own advice (`gmcl bench` names its `--engines` option).
+    pub fn open_unadvised() -> Result<Self> {
         Ok(GpuEngine {
-            gpu,
+            gpu: gpu::device()?,
             tuning: GpuTuning::from_env(),
             last_phases: Default::default(),
         })
