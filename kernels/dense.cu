@@ -73,13 +73,13 @@ __device__ __forceinline__ void window_entries(const u64* b_ptr, const u32* b_co
 #define ROW_LIST_WORDS (4 * ROW_LIST + 2)
 
 // Calls visit(a, at, b) for every product of A's row [a0, a1) with B whose column lies in the
-// window [c0, c1) of C's `ncols` columns (`at`: its place in the window; a, b: the two values, 0 unless VALUES), spread
-// evenly over the block. Warps take A's entries in turn and walk short B rows at once; longer
-// ones are listed, cut into pieces of DENSE_UNROLL * WARP entries, and the pieces dealt to the
-// warps: in a power-law B a few hub rows hold most products, and a warp walking a hub alone
-// kept the rest of its block waiting at the next barrier. A listed row's entries in the window
-// are found once (two binary searches), not per piece. Starts and ends with the block in step
-// (every thread must call). `list`: ROW_LIST_WORDS words of shared memory.
+// window [c0, c1) of C's `ncols` columns (`at`: its place in the window; a, b: the two values,
+// 0 unless VALUES), spread evenly over the block. Warps take A's entries in turn and walk short
+// B rows at once; longer ones are listed, cut into pieces of DENSE_UNROLL * WARP entries, and
+// the pieces dealt to the warps: in a power-law B a few hub rows hold most products, and a warp
+// walking a hub alone kept the rest of its block waiting at the next barrier. A listed row's
+// entries in the window are found once (two binary searches), not per piece. Starts and ends
+// with the block in step (every thread must call). `list`: ROW_LIST_WORDS words of shared memory.
 template <typename T, bool VALUES, typename Visit>
 __device__ void row_entries(const u32* a_col, const T* a_val, u64 a0, u64 a1, const u64* b_ptr,
                             const u32* b_col, const T* b_val, u64 c0, u64 c1, u64 ncols,
