@@ -18,6 +18,7 @@
 
 use crate::error::{Error, Result};
 use crate::scalar::Scalar;
+use crate::spgemm::compact::append_at_least;
 
 /// mcl's preset resource schemes 1..7: `(P, S, R, pct)`.
 const SCHEMES: [(u32, u32, u32, u32); 7] = [
@@ -132,37 +133,6 @@ fn kth_largest_where<T: Scalar>(
     scratch.clear();
     scratch.extend(vals.iter().copied().filter(|&v| keep(v)));
     kth_largest(scratch, k)
-}
-
-/// Appends the entries of `(cols, vals)` whose value is at least `bar` to `out_cols`/`out_vals`,
-/// in order. Branch-free (every entry is written, the end moves on past kept ones): whether an
-/// entry passes is as good as random, and a branch on it mispredicts about half the time.
-fn append_at_least<T: Scalar>(
-    cols: &[u32],
-    vals: &[T],
-    bar: T,
-    out_cols: &mut Vec<u32>,
-    out_vals: &mut Vec<T>,
-) {
-    let n = cols.len().min(vals.len());
-    out_cols.reserve(n);
-    out_vals.reserve(n);
-    let (oc, ov) = (out_cols.spare_capacity_mut(), out_vals.spare_capacity_mut());
-    let (oc, ov) = (&mut oc[..n], &mut ov[..n]);
-    let mut o = 0usize;
-    for (&c, &v) in cols[..n].iter().zip(&vals[..n]) {
-        // SAFETY: `o <= ` the entries seen so far `< n`, the length of `oc` and `ov`.
-        unsafe {
-            oc.get_unchecked_mut(o).write(c);
-            ov.get_unchecked_mut(o).write(v);
-        }
-        o += (v >= bar) as usize;
-    }
-    // SAFETY: the first `o` spare entries of both were written.
-    unsafe {
-        out_cols.set_len(out_cols.len() + o);
-        out_vals.set_len(out_vals.len() + o);
-    }
 }
 
 /// `Σ v` over `vals` in order, in `f64` (the order fixes the rounding: every caller sums the

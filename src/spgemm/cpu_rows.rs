@@ -19,6 +19,7 @@
 //! is bitwise the row [`super::cpu::CpuEngine`] makes, and so is its structure, given the
 //! precondition of [`products_are_positive`].
 
+use super::compact::{self, Lane, SLACK};
 use super::cpu_accum::prefetch;
 use super::cpu_accum::RowProduct;
 use crate::csr::Csr;
@@ -70,7 +71,7 @@ pub(crate) struct PositiveRows<T> {
     ncols: usize,
     /// Columns touched by a sparse row.
     touched: Vec<u32>,
-    /// The row made last: `ncols` long, the first `len` entries valid.
+    /// The row made last: `ncols + SLACK` long, the first `len` entries valid.
     cols: Vec<u32>,
     vals: Vec<T>,
     /// The interleaved accumulator of a group (allocated on first use): `GROUP` values per
@@ -83,8 +84,10 @@ pub(crate) struct PositiveRows<T> {
     rows: Vec<(usize, u64)>,
     together: bool,
     /// The rows of a group made together, drained from `group`: columns, values and length
-    /// of each (allocated on first use).
-    drained: Vec<(Vec<u32>, Vec<T>, usize)>,
+    /// of each (allocated on first use, `ncols + SLACK` long).
+    drained: Vec<Lane<T>>,
+    /// A tile of the group's accumulator, lane by lane, while it is drained.
+    lanes: Vec<T>,
 }
 
 impl<T: Scalar> PositiveRows<T> {
@@ -96,14 +99,15 @@ impl<T: Scalar> PositiveRows<T> {
             mask: width - 1,
             ncols,
             touched: Vec::new(),
-            cols: vec![0; ncols],
-            vals: vec![T::ZERO; ncols],
+            cols: vec![0; ncols + SLACK],
+            vals: vec![T::ZERO; ncols + SLACK],
             group: Vec::new(),
             entries: Vec::new(),
             merged: Vec::new(),
             rows: Vec::new(),
             together: false,
             drained: Vec::new(),
+            lanes: Vec::new(),
         }
     }
 
@@ -162,8 +166,9 @@ impl<T: Scalar> PositiveRows<T> {
             let (ac, av) = a.row(i);
             entries.extend(ac.iter().zip(av).map(|(&k, &x)| (k, g as u32, x)));
         }
-        // By k, then by row: each row's k stay in their order.
-        entries.sort_unstable_by_key(|e| ((e.0 as u64) << 32) | e.1 as u64);
+        // By k, then by row: each row's entries are already sorted by k, and a stable sort
+        // merges such runs (in the order of the rows) instead of sorting from scratch.
+        entries.sort_by_key(|e| e.0);
         self.merged.clear();
         for &(k, g, x) in entries.iter() {
             if self.merged.last().map(|m| m.0) != Some(k) {
@@ -191,36 +196,22 @@ impl<T: Scalar> PositiveRows<T> {
     }
 
     /// Moves the group's rows out of the interleaved accumulator into `drained` (and zeroes
-    /// it), a tile of columns at a time: each lane of a tile is scanned while the tile is in
-    /// L1, so the accumulator is read from L2 or L3 once, not once per row.
+    /// it), a tile of columns at a time: the tile's lanes are compacted while it is in L1
+    /// ([`compact::lanes_nonzero`]), so the accumulator is read from L2 or L3 once, not once per
+    /// row.
     fn drain_group(&mut self, len: usize) {
         let n = self.ncols;
         if self.drained.len() < GROUP {
             self.drained = (0..GROUP)
-                .map(|_| (vec![0; n], vec![T::ZERO; n], 0))
+                .map(|_| (vec![0; n + SLACK], vec![T::ZERO; n + SLACK], 0))
                 .collect();
         }
         for d in &mut self.drained {
             d.2 = 0;
         }
-        const TILE: usize = 512;
         for (t, tile) in self.group[..n].chunks_mut(TILE).enumerate() {
-            let base = t * TILE;
-            for (g, (cols, vals, o)) in self.drained[..len].iter_mut().enumerate() {
-                let (cols, vals) = (&mut cols[..n], &mut vals[..n]);
-                let mut at = *o;
-                for (j, slot) in tile.iter().enumerate() {
-                    let v = slot[g];
-                    // SAFETY: `at <= base + j < n`, the length of `cols` and `vals`: at most one
-                    // entry per column before this one.
-                    unsafe {
-                        *cols.get_unchecked_mut(at) = (base + j) as u32;
-                        *vals.get_unchecked_mut(at) = v;
-                    }
-                    at += (v != T::ZERO) as usize;
-                }
-                *o = at;
-            }
+            let base = (t * TILE) as u32;
+            compact::lanes_nonzero(tile, base, &mut self.drained[..len], &mut self.lanes);
             tile.fill([T::ZERO; GROUP]);
         }
     }
@@ -243,17 +234,7 @@ impl<T: Scalar> PositiveRows<T> {
         // SAFETY: `c & mask <= mask < acc.len()`.
         row.for_each_product(|c, p| unsafe { *acc.get_unchecked_mut(c as usize & mask) += p });
         let n = self.ncols;
-        let (acc, cols, vals) = (&self.acc[..n], &mut self.cols[..n], &mut self.vals[..n]);
-        let mut o = 0usize;
-        for (j, &v) in acc.iter().enumerate() {
-            // Branch-free: every column is written at `o`, which moves on only past a nonzero.
-            // SAFETY: `o <= j < n`, the length of `cols` and `vals`.
-            unsafe {
-                *cols.get_unchecked_mut(o) = j as u32;
-                *vals.get_unchecked_mut(o) = v;
-            }
-            o += (v != T::ZERO) as usize;
-        }
+        let o = compact::nonzero(&self.acc[..n], 0, &mut self.cols, &mut self.vals, 0);
         self.acc[..n].fill(T::ZERO);
         o
     }
@@ -373,6 +354,10 @@ fn accumulate_group_any<T: Scalar, C: Col>(
 
 /// Rows of `B` ahead whose first lines are prefetched.
 const AHEAD: usize = 4;
+
+/// Columns drained together by [`PositiveRows::drain_group`]: a tile of the accumulator (16 KB
+/// of `f32`) and its lanes stay in L1 while they are compacted.
+const TILE: usize = 512;
 
 #[cfg(test)]
 mod tests {

@@ -15,6 +15,7 @@
 //!
 //! Offsets and product counts are 64-bit: on real graphs both pass 2³¹.
 
+pub(crate) mod compact;
 pub mod cpu;
 mod cpu_accum;
 mod cpu_ordered;
