@@ -23,6 +23,23 @@ pub(crate) fn prefetch<E>(p: *const E) {
     let _ = p;
 }
 
+/// Hints the processor to bring every line of `s[start..end]` into cache: for a row of `B`
+/// read soon and whole, whose later lines would otherwise arrive one stall at a time.
+#[inline(always)]
+pub(crate) fn prefetch_all<E>(s: &[E], start: usize, end: usize) {
+    let step = (64 / std::mem::size_of::<E>()).max(1);
+    let p = s.as_ptr();
+    let mut q = start;
+    while q < end {
+        prefetch(p.wrapping_add(q));
+        q += step;
+    }
+    // `start` need not begin a line, so the stride can step past the last one.
+    if end > start {
+        prefetch(p.wrapping_add(end - 1));
+    }
+}
+
 /// The intermediate products of one row of `C = A·B`: row `i` of `A` is entries `s..e` of
 /// `A`'s arrays. Walking them prefetches the rows of `B` that the next entries of `A` (in this
 /// row or the rows after it) will read, since those reads are random and would stall.
