@@ -49,6 +49,8 @@ pub(crate) struct RowProduct<'a, T> {
     b: &'a Csr<T>,
     s: usize,
     e: usize,
+    /// Prefetch the rows of `B` ahead whole, not only their first lines.
+    whole_rows: bool,
 }
 
 impl<'a, T: Scalar> RowProduct<'a, T> {
@@ -60,6 +62,17 @@ impl<'a, T: Scalar> RowProduct<'a, T> {
             b,
             s: a.row_ptr()[i] as usize,
             e: a.row_ptr()[i + 1] as usize,
+            whole_rows: false,
+        }
+    }
+
+    /// Row `i` of `A·B`, prefetching each row of `B` ahead whole: for rows of `B` long enough
+    /// (hundreds of entries) that their later lines would stall the loop.
+    #[inline]
+    pub(crate) fn prefetching_whole_rows(a: &'a Csr<T>, b: &'a Csr<T>, i: usize) -> Self {
+        RowProduct {
+            whole_rows: true,
+            ..Self::new(a, b, i)
         }
     }
 
@@ -71,8 +84,14 @@ impl<'a, T: Scalar> RowProduct<'a, T> {
         }
         if let Some(&k) = ac.get(at + AHEAD) {
             let s = bp[k as usize] as usize;
-            prefetch(self.b.col_idx().as_ptr().wrapping_add(s));
-            prefetch(self.b.values().as_ptr().wrapping_add(s));
+            if self.whole_rows {
+                let e = bp[k as usize + 1] as usize;
+                prefetch_all(self.b.col_idx(), s, e);
+                prefetch_all(self.b.values(), s, e);
+            } else {
+                prefetch(self.b.col_idx().as_ptr().wrapping_add(s));
+                prefetch(self.b.values().as_ptr().wrapping_add(s));
+            }
         }
     }
 

@@ -34,11 +34,6 @@ const DENSE_RATIO: u64 = 16;
 /// Rows made together by [`PositiveRows::rows_together`].
 pub(crate) const GROUP: usize = 8;
 
-/// [`PositiveRows::rows_together`] reads `B` once per distinct `k` of the group: worth it when
-/// the group's rows of `A` have at least this many entries per distinct `k` (else each row is
-/// made alone, with `GROUP` times less work per product of `B`). Tenths.
-const SHARING_TENTHS: usize = 16;
-
 /// True when a row with `products` products over `ncols` columns takes the dense accumulator
 /// (and may be made in a group).
 pub(crate) fn is_dense(products: u64, ncols: usize) -> bool {
@@ -80,7 +75,8 @@ pub(crate) struct PositiveRows<T> {
     /// The group's entries of `A`: `(k, row in group, value)`, then merged by `k`.
     entries: Vec<(u32, u32, T)>,
     merged: Vec<(u32, [T; GROUP])>,
-    /// Rows of the group and whether they were made together (else one by one, on demand).
+    /// Rows of the group and whether they were made together (else it is one row, made on
+    /// demand).
     rows: Vec<(usize, u64)>,
     together: bool,
     /// The rows of a group made together, drained from `group`: columns, values and length
@@ -134,7 +130,7 @@ impl<T: Scalar> PositiveRows<T> {
             }
             bc.len()
         } else if is_dense(products, self.ncols) {
-            self.dense(RowProduct::new(a, b, i))
+            self.dense(RowProduct::prefetching_whole_rows(a, b, i))
         } else {
             self.sparse(RowProduct::new(a, b, i))
         };
@@ -143,8 +139,10 @@ impl<T: Scalar> PositiveRows<T> {
 
     /// Makes rows `rows` of `A·B` (at most [`GROUP`], with their product counts) together,
     /// reading each row of `B` once for all of them; [`PositiveRows::take`] then hands them
-    /// out, in order. Each is bitwise what [`PositiveRows::row`] makes. When the rows share too
-    /// few `k` to gain, they are made one by one in `take` instead.
+    /// out, in order. Each is bitwise what [`PositiveRows::row`] makes. Rows are made together
+    /// even when they share few `k`: on s16's MCL (Zen 5) that beat making rows sharing under
+    /// 1.1 or 1.6 entries per distinct `k` one by one, whose scalar adds still read `B` once
+    /// per product and whose dense scans cover every column per row.
     ///
     /// `narrow`, when given, is `B`'s column indices as `u16` (for `B` with at most 2¹⁶
     /// columns: [`narrow_columns`]), read instead of the `u32` ones: a quarter fewer bytes per
@@ -160,6 +158,10 @@ impl<T: Scalar> PositiveRows<T> {
         debug_assert_eq!(b.ncols(), self.ncols);
         self.rows.clear();
         self.rows.extend_from_slice(rows);
+        self.together = rows.len() > 1;
+        if !self.together {
+            return;
+        }
         let entries = &mut self.entries;
         entries.clear();
         for (g, &(i, _)) in rows.iter().enumerate() {
@@ -177,10 +179,6 @@ impl<T: Scalar> PositiveRows<T> {
             if let Some(m) = self.merged.last_mut() {
                 m.1[g as usize] = x;
             }
-        }
-        self.together = rows.len() > 1 && entries.len() * 10 >= self.merged.len() * SHARING_TENTHS;
-        if !self.together {
-            return;
         }
         if self.group.len() < self.acc.len() {
             self.group = vec![[T::ZERO; GROUP]; self.acc.len()];
@@ -415,7 +413,7 @@ mod tests {
     }
 
     /// Every group of consecutive rows, made together, equals the engine bitwise; returns how
-    /// many groups were made together (not one by one).
+    /// many groups were made together (not as a lone row).
     fn check_groups(a: &Csr<f32>, b: &Csr<f32>) -> usize {
         let mut together = 0;
         let c = cpu::multiply(a, b, &SpgemmOptions::default()).unwrap();
@@ -450,7 +448,7 @@ mod tests {
             (17, 200, 1000, 3),
             (1, 1, 1, 4),
         ] {
-            // Dense rows of A share most k (together); sparse ones few (one by one).
+            // Dense rows of A share most k; sparse ones few.
             check_groups(&random(m, k, seed, 0.05), &random(k, n, seed + 100, 0.3));
             let shared = check_groups(&random(m, k, seed, 0.6), &random(k, n, seed + 100, 0.3));
             assert!(shared > 0 || m == 1);
