@@ -21,11 +21,13 @@ trap 'rm -rf "$tmp"' EXIT
 g="$tmp/s$scale.el"
 "${bins[0]}" generate --scale "$scale" --edge-factor 16 --undirected --seed 1 -o "$g" -q
 log() { echo "$*" | tee -a "$out/summary.txt"; }
+# A binary's name in the logs: its folder and file, e.g. release-gmcl.
+name_of() { echo "$(basename "$(dirname "$1")")-$(basename "$1")"; }
 started() { log "== round $1 $2 start $(date -u +%T) load $(cut -d' ' -f1 /proc/loadavg)"; }
 log "== sym R-MAT s$scale ef16 ($(wc -l <"$g") edges), $threads threads, $(date -u +%F)"
 for round in $(seq "${ROUNDS:-2}"); do
     for b in "${bins[@]}"; do
-        name=$(basename "$(dirname "$b")")-$(basename "$b")
+        name=$(name_of "$b")
         started "$round" "$name"
         /usr/bin/time -f "wall %e user %U sys %S cpu %P rss %MkB" "$b" --threads "$threads" \
             cluster "$g" --engine cpu -o "$tmp/$name.$round" 2>&1 \
@@ -39,7 +41,7 @@ for round in $(seq "${ROUNDS:-2}"); do
 done
 if [ "${SKIP_MCL:-0}" != 1 ] && [ -x "$mcl_bin" ]; then
     for b in "${bins[@]}"; do
-        name=$(basename "$(dirname "$b")")-$(basename "$b")
+        name=$(name_of "$b")
         log "dist $name mcl: $("${bins[0]}" dist "$tmp/$name.1" "$tmp/mcl.1" 2>&1 | tr '\n' ' ')"
     done
 fi

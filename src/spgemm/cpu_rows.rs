@@ -76,10 +76,9 @@ pub(crate) struct PositiveRows<T> {
     /// The group's entries of `A`: `(k, row in group, value)`, then merged by `k`.
     entries: Vec<(u32, u32, T)>,
     merged: Vec<(u32, [T; GROUP])>,
-    /// Rows of the group and whether they were made together (else it is one row, made on
-    /// demand).
+    /// Rows of the group: made together when there are several ([`PositiveRows::together`]),
+    /// else the one row is made on demand.
     rows: Vec<(usize, u64)>,
-    together: bool,
     /// The rows of a group made together, drained from `group`: columns, values and length
     /// of each (allocated on first use, `ncols + SLACK` long).
     drained: Vec<Lane<T>>,
@@ -102,7 +101,6 @@ impl<T: Scalar> PositiveRows<T> {
             entries: Vec::new(),
             merged: Vec::new(),
             rows: Vec::new(),
-            together: false,
             drained: Vec::new(),
             lanes: Vec::new(),
         }
@@ -159,8 +157,7 @@ impl<T: Scalar> PositiveRows<T> {
         debug_assert_eq!(b.ncols(), self.ncols);
         self.rows.clear();
         self.rows.extend_from_slice(rows);
-        self.together = rows.len() > 1;
-        if !self.together {
+        if !self.together() {
             return;
         }
         let entries = &mut self.entries;
@@ -216,11 +213,16 @@ impl<T: Scalar> PositiveRows<T> {
         }
     }
 
+    /// Whether the last group's rows were made together: every group of two or more is.
+    fn together(&self) -> bool {
+        self.rows.len() > 1
+    }
+
     /// Row `g` of the group [`PositiveRows::rows_together`] made (`g` counting from 0, in
     /// order: each row once), sorted by column, valid until the next call.
     pub(crate) fn take(&mut self, a: &Csr<T>, b: &Csr<T>, g: usize) -> (&[u32], &[T]) {
         let (i, products) = self.rows[g];
-        if !self.together {
+        if !self.together() {
             return self.row(a, b, i, products);
         }
         let (cols, vals, len) = &self.drained[g];
@@ -470,7 +472,7 @@ mod tests {
         ] {
             for group in all.chunks(size) {
                 rows.rows_together(a, b, narrow, group);
-                together += rows.together as usize;
+                together += rows.together() as usize;
                 for (g, &(i, _)) in group.iter().enumerate() {
                     let (cols, vals) = rows.take(a, b, g);
                     assert_eq!(cols, c.row(i).0, "row {i}");
