@@ -53,7 +53,7 @@ fn check_prune<T: Scalar>(gpu: &Gpu, c: &Csr<T>, p: &PruneParams, inflation: f64
     let row0 = 7u32;
     let dc = DeviceCsr::upload(gpu, c).unwrap();
     let (out, chaos) =
-        gmcl::gpu::mcl::prune_batch(gpu, &dc, row0 as u64, p, inflation, true).unwrap();
+        gmcl::mcl::gpu::prune_batch(gpu, &dc, row0 as u64, p, inflation, true).unwrap();
     let out = out.download(gpu).unwrap();
     let (cols, vals, host_chaos) = host_prune(c, row0, p, inflation);
     assert_eq!(out.nrows(), c.nrows(), "{what}");

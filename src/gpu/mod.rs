@@ -7,7 +7,6 @@
 pub mod fault;
 pub mod kernels;
 pub mod matrix;
-pub mod mcl;
 pub(crate) mod prims;
 pub mod profile;
 pub mod triangles;

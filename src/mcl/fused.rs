@@ -15,7 +15,7 @@ use crate::error::Result;
 use crate::scalar::Scalar;
 use crate::spgemm::{
     self,
-    cpu_rows::{is_dense, narrow_columns, PositiveRows, GROUP},
+    cpu::rows::{is_dense, narrow_columns, PositiveRows, GROUP},
 };
 use rayon::prelude::*;
 use std::ops::Range;
@@ -27,7 +27,7 @@ const GROUPS_PER_THREAD: u64 = 64;
 
 /// Whether the fused path applies to `m`: every product of `m·m` is positive.
 pub(super) fn applies<T: Scalar>(m: &Csr<T>) -> bool {
-    spgemm::cpu_rows::products_are_positive(m, m)
+    spgemm::cpu::rows::products_are_positive(m, m)
 }
 
 /// Positions `0..products.len()` cut into consecutive groups of about `target` products each

@@ -18,13 +18,13 @@
 //! (on power-law graphs about 190 times the size of `M` in the first iteration) never exists
 //! at once.
 //!
-//! On the GPU engine the matrix stays on the device for all iterations ([`device`]): the
+//! On the GPU engine the matrix stays on the device for all iterations ([`gpu`]): the
 //! batches are made, pruned, inflated and stacked there, and only the limit comes back.
 //!
 //! Values are `f32` in gmcl's command line, as in mcl (`float` cells).
 
-mod device;
 mod fused;
+pub mod gpu;
 pub mod inflate;
 pub mod interpret;
 pub mod measures;
@@ -323,14 +323,14 @@ fn prune_rows<T: Scalar>(
 
 /// One MCL iteration on the transposed matrix `m`: expansion in row batches, each pruned and
 /// inflated as it is made. Returns the next matrix and the iteration's figures (`index` 0).
-/// On the GPU engine the iteration runs on the device ([`device`]).
+/// On the GPU engine the iteration runs on the device ([`gpu`]).
 pub fn iterate<T: Scalar>(
     m: &Csr<T>,
     params: &MclParams,
     inflation: f64,
 ) -> Result<(Csr<T>, Iteration)> {
     if params.engine == EngineKind::Gpu {
-        return device::iterate_host(m, params, inflation);
+        return gpu::iterate_host(m, params, inflation);
     }
     if params.engine == EngineKind::Cpu && params.fused && fused::applies(m) {
         return fused::iterate(m, params, inflation);
@@ -449,17 +449,17 @@ pub fn cluster<T: Scalar>(
     };
     let (m, iterations, converged) = if params.engine == EngineKind::Gpu {
         // The matrix stays on the device from the start matrix to the limit.
-        let engine = device::engine(params)?;
-        let gpu = engine.gpu();
-        gpu.reset_pool_peak()?;
-        let dm = device::DeviceMatrix::upload(&engine, &m)?;
+        let engine = gpu::engine(params)?;
+        let device = engine.gpu();
+        device.reset_pool_peak()?;
+        let dm = gpu::DeviceMatrix::upload(&engine, &m)?;
         drop(m);
         let (dm, iterations, converged) =
             run_iterations(dm, params, &mut timed, |dm, inflation| {
-                device::iterate(&engine, dm, params, inflation)
+                gpu::iterate(&engine, dm, params, inflation)
             })?;
-        let m = dm.m.download(gpu)?;
-        device_peak_bytes = gpu.pool_peak()?;
+        let m = dm.m.download(device)?;
+        device_peak_bytes = device.pool_peak()?;
         (m, iterations, converged)
     } else {
         run_iterations(m, params, &mut timed, |m, inflation| {

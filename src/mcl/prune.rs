@@ -18,7 +18,7 @@
 
 use crate::error::{Error, Result};
 use crate::scalar::Scalar;
-use crate::spgemm::compact::append_at_least;
+use crate::spgemm::cpu::compact::append_at_least;
 
 /// mcl's preset resource schemes 1..7: `(P, S, R, pct)`.
 const SCHEMES: [(u32, u32, u32, u32); 7] = [

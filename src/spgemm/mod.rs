@@ -15,12 +15,8 @@
 //!
 //! Offsets and product counts are 64-bit: on real graphs both pass 2³¹.
 
-pub(crate) mod compact;
 pub mod cpu;
-mod cpu_accum;
-mod cpu_ordered;
-pub(crate) mod cpu_rows;
-pub(crate) use cpu_accum::prefetch;
+pub(crate) use cpu::prefetch;
 pub mod gpu;
 pub mod params;
 

@@ -4,7 +4,7 @@
 //! 1. **Plan.** Count each row's intermediate products and choose its accumulator; cut the rows
 //!    into tasks of about equal product count (not row count: power-law rows are very uneven),
 //!    many per thread, handed out dynamically.
-//! 2. **Compute.** By default in a single pass ([`Tuning::single_pass`], see `cpu_ordered.rs`):
+//! 2. **Compute.** By default in a single pass ([`Tuning::single_pass`], see `ordered.rs`):
 //!    threads claim tasks in order, compute each into a per-thread buffer that stays in cache,
 //!    and copy finished tasks into `C` (reserved at an upper bound of its size) as soon as every
 //!    earlier task is done, so no symbolic pass walks the products a second time. Otherwise, or
@@ -26,11 +26,17 @@
 //! the result is bitwise the same whichever accumulator, schedule or thread count computes it.
 //! An entry whose products cancel to zero is kept (the structure never depends on values).
 
-use super::cpu_accum::{Chunked, Dense, Hash, Masked, RowProduct};
+mod accum;
+pub(crate) mod compact;
+mod ordered;
+pub(crate) mod rows;
+
 use super::{check_operands, row_products, Pattern, SpgemmOptions};
 use crate::csr::Csr;
 use crate::error::{Error, Result};
 use crate::scalar::Scalar;
+pub(crate) use accum::prefetch;
+use accum::{Chunked, Dense, Hash, Masked, RowProduct};
 use rayon::prelude::*;
 use std::mem::MaybeUninit;
 use std::ops::Range;
@@ -228,7 +234,7 @@ impl CpuEngine {
         if t.single_pass {
             let tasks = plan_tasks(&products, a, rows.start, want, t.task_products.max(1));
             if let Some((row_ptr, col_idx, values)) =
-                super::cpu_ordered::run(&job, &bounds, &tasks, threads, t.stash_entries)
+                ordered::run(&job, &bounds, &tasks, threads, t.stash_entries)
             {
                 crate::interrupt::check()?;
                 let c = Csr::from_parts_unchecked(rows.len(), ncols, row_ptr, col_idx, values);

@@ -4,12 +4,12 @@
 //! ([`DeferredRows`]) are made and pruned in one kernel (kernels/mcl_dense.cu), so they are
 //! never stored unpruned.
 
-use super::matrix::DeviceCsr;
-use super::prims::{
+use crate::error::Result;
+use crate::gpu::matrix::DeviceCsr;
+use crate::gpu::prims::{
     check, download, exclusive_scan, launch, read_at, shape, uninit, upload, zeros,
 };
-use super::Gpu;
-use crate::error::Result;
+use crate::gpu::Gpu;
 use crate::mcl::PruneParams;
 use crate::scalar::Scalar;
 use crate::spgemm::gpu::DeferredRows;

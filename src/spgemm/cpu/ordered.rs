@@ -13,7 +13,7 @@
 //! reservation is trimmed to the real size at the end. When it cannot be made the caller runs the
 //! two passes instead.
 
-use super::cpu::{Job, Workspace};
+use super::{Job, Workspace};
 use crate::csr::SharedSlice;
 use crate::scalar::Scalar;
 use rayon::prelude::*;

@@ -1,5 +1,5 @@
 //! MCL with the matrix resident on the GPU: expansion by the gMAGNUS engine in row batches that
-//! stay on the device, each pruned, inflated and measured there ([`crate::gpu::mcl`]) as soon as
+//! stay on the device, each pruned, inflated and measured there ([`prune`]) as soon as
 //! it is made; the pruned batches are stacked into the next matrix on the device. Only the
 //! per-batch chaos crosses to the host between iterations, and the limit at the end.
 
@@ -7,9 +7,11 @@ use super::{Iteration, MclParams};
 use crate::csr::Csr;
 use crate::error::Result;
 use crate::gpu::matrix::DeviceCsr;
-use crate::gpu::mcl::{prune_expansion, FusedRows};
+mod prune;
+
 use crate::scalar::Scalar;
 use crate::spgemm::gpu::{GpuEngine, GpuTuning};
+pub use prune::{prune_batch, prune_expansion, FusedRows, Pruned};
 use std::time::Instant;
 
 /// The GPU engine for MCL: batches bounded by `params.batch_entries` when given, else by the
@@ -41,7 +43,7 @@ impl<T: Scalar> DeviceMatrix<T> {
     pub(crate) fn upload(engine: &GpuEngine, m: &Csr<T>) -> Result<Self> {
         Ok(DeviceMatrix {
             m: DeviceCsr::upload(engine.gpu(), m)?,
-            positive_products: crate::spgemm::cpu_rows::products_are_positive(m, m),
+            positive_products: crate::spgemm::cpu::rows::products_are_positive(m, m),
         })
     }
 }

@@ -1,7 +1,7 @@
 //! Compaction of dense value runs: the nonzero values of a run of consecutive columns, with
 //! their column indices, in column order.
 //!
-//! This is how the positive-product accumulators ([`super::cpu_rows`]) hand out a row: a scan of
+//! This is how the positive-product accumulators ([`super::rows`]) hand out a row: a scan of
 //! every column of the window. A branch-free scalar loop spends about five instructions per
 //! column, which is most of a row's cost where the products per column are few (MCL's first and
 //! third iterations). With AVX2 and `f32`, eight columns take one compare, one lookup and two

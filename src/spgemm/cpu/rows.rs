@@ -19,9 +19,9 @@
 //! is bitwise the row [`super::cpu::CpuEngine`] makes, and so is its structure, given the
 //! precondition of [`products_are_positive`].
 
+use super::accum::prefetch_all;
+use super::accum::RowProduct;
 use super::compact::{self, Lane, SLACK};
-use super::cpu_accum::prefetch_all;
-use super::cpu_accum::RowProduct;
 use crate::csr::Csr;
 use crate::scalar::Scalar;
 use rayon::prelude::*;

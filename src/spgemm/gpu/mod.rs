@@ -1,0 +1,334 @@
+//! gMAGNUS on the GPU (paper Alg. 3): `C = A·B` with light rows in binned shared-memory hash
+//! tables and heavy rows through the outer product, the hierarchical multisplit and dense
+//! shared-memory accumulators. Light and heavy rows run on their own streams.
+//!
+//! Memory-bounded: the rows are processed in batches sized from the free device memory; a batch
+//! that still runs out of memory is split in two and retried. [`GpuEngine::multiply_batches`]
+//! hands each batch to the caller as it is made.
+//!
+//! The host code reads as the paper's phase list, one file per phase (the kernels each phase
+//! launches are named in its file):
+//!
+//! | phase | file | kernels |
+//! |---|---|---|
+//! | operands on the device, products per row | `operands.rs` | `setup.cu` |
+//! | parameters, bins, batches | `plan.rs` | — |
+//! | a batch, phase by phase | `batch.rs` | — |
+//! | setup: products, bins (Alg. 3, 1-5) | `setup.rs`, `bins.rs` | `setup.cu`, `scan.cu` |
+//! | symbolic (light rows; heavy chunks) | `symbolic.rs` | `accumulate.cu`, `dense.cu` |
+//! | heavy rows' reorder (Alg. 4, 5) | `heavy.rs`, `chunks.rs` | `heavy.cu` |
+//! | C's offsets, allocation | `offsets.rs` | `heavy.cu`, `scan.cu` |
+//! | numeric (light rows; heavy chunks) | `numeric.rs` | `accumulate.cu`, `dense.cu` |
+
+mod batch;
+mod bins;
+mod chunks;
+mod heavy;
+mod numeric;
+mod offsets;
+mod operands;
+mod plan;
+mod setup;
+mod symbolic;
+
+pub use plan::{DENSE_FRACTION, HASH_LIMIT};
+
+use super::{check_operands, ProductStats, SpgemmOptions};
+use crate::csr::Csr;
+use crate::error::{Error, Result};
+use crate::gpu::matrix::DeviceCsr;
+use crate::gpu::prims::{check, zeros};
+use crate::gpu::profile::{Phase, Profile};
+use crate::gpu::{self, Gpu};
+use crate::scalar::Scalar;
+use bins::BinLists;
+use cudarc::driver::CudaView;
+use operands::{check_columns, host_products, Operands};
+use std::ops::Range;
+use std::sync::Arc;
+use std::time::Instant;
+
+/// Knobs of the GPU engine; the defaults are what a user wants.
+#[derive(Clone, Debug, Default)]
+pub struct GpuTuning {
+    /// Use at most this many bytes of device memory for a batch's work (default: what is free,
+    /// less a margin). Tests set it low to exercise row batching.
+    pub memory_limit: Option<u64>,
+    /// Fill outputs with 0xFF bytes before the kernels write them, so that a missed write shows.
+    pub poison: bool,
+    /// Print the time of each phase on stderr (waits for the device after each phase).
+    pub profile: bool,
+    /// Most chunks one multisplit level may make (a power of two; default: what shared memory
+    /// allows). Tests lower it to force several levels on small inputs.
+    pub max_chunks_per_level: Option<u64>,
+    /// Most entries a batch of C may have, bounded before the product by the sum over its rows of
+    /// min(products, columns): caps the host memory a batch takes when the caller keeps batches
+    /// on the host (MCL prunes each one). Default: no cap beyond the device's memory.
+    pub max_batch_entries: Option<u64>,
+    /// Rows with more products than the hash tables hold and at least this many go to the
+    /// dense-row accumulator instead of the outer product (default: C's column count divided
+    /// by `dense_fraction`; `u64::MAX`: never). Masked products never use it.
+    pub dense_from: Option<u64>,
+    /// See `dense_from` (default [`DENSE_FRACTION`]). Both apply only where `hash_limit` keeps
+    /// the hash tables up to τ.
+    pub dense_fraction: Option<u64>,
+    /// Rows with more products than this (rounded down to a table's limit) leave the hash
+    /// tables; below τ they all go to the dense-row accumulator, and the limit is ignored where
+    /// that is off (masked products, `dense_from` `u64::MAX`). Default [`HASH_LIMIT`];
+    /// `u64::MAX` keeps every table up to τ.
+    pub hash_limit: Option<u64>,
+    /// Columns of the dense-row accumulator's window (a multiple of 32; default: what shared
+    /// memory holds). Tests lower it to force several windows on small inputs.
+    pub dense_window: Option<u32>,
+}
+
+impl GpuTuning {
+    /// The defaults, overridden by `GMCL_GPU_MEMORY_LIMIT` (bytes), `GMCL_GPU_POISON=1`,
+    /// `GMCL_GPU_PROFILE=1`, `GMCL_GPU_DENSE_FROM`, `GMCL_GPU_DENSE_FRACTION` and
+    /// `GMCL_GPU_HASH_LIMIT` (for tuning experiments).
+    pub fn from_env() -> Self {
+        GpuTuning {
+            memory_limit: std::env::var("GMCL_GPU_MEMORY_LIMIT")
+                .ok()
+                .and_then(|v| v.trim().parse().ok()),
+            poison: std::env::var("GMCL_GPU_POISON").is_ok_and(|v| v == "1"),
+            profile: std::env::var("GMCL_GPU_PROFILE").is_ok_and(|v| v == "1"),
+            max_chunks_per_level: None,
+            max_batch_entries: None,
+            dense_from: std::env::var("GMCL_GPU_DENSE_FROM")
+                .ok()
+                .and_then(|v| v.trim().parse().ok()),
+            dense_fraction: std::env::var("GMCL_GPU_DENSE_FRACTION")
+                .ok()
+                .and_then(|v| v.trim().parse().ok()),
+            hash_limit: std::env::var("GMCL_GPU_HASH_LIMIT")
+                .ok()
+                .and_then(|v| v.trim().parse().ok()),
+            dense_window: None,
+        }
+    }
+}
+
+/// The gMAGNUS engine on one GPU.
+pub struct GpuEngine {
+    gpu: Arc<Gpu>,
+    tuning: GpuTuning,
+    /// The phases of the last product, when profiling.
+    last_phases: std::sync::Mutex<Vec<Phase>>,
+}
+
+/// The dense rows of a batch that [`GpuEngine::square_on_device`] left out of C (they have no
+/// entries there) for its caller to make: MCL makes and prunes them in one kernel
+/// ([`crate::mcl::gpu`]). A whole row of C fits in one window of shared memory.
+pub struct DeferredRows {
+    lists: BinLists,
+    bin: usize,
+}
+
+impl DeferredRows {
+    /// The rows, numbered from the batch's first row, in no particular order.
+    pub fn rows(&self) -> CudaView<'_, u32> {
+        self.lists.view(self.bin)
+    }
+
+    /// How many rows there are.
+    pub fn count(&self) -> u64 {
+        self.lists.counts[self.bin]
+    }
+}
+
+impl GpuEngine {
+    /// Opens the GPU (compiling the kernels on first use in the process), with tuning from the
+    /// environment. Fails with [`Error::EngineUnavailable`] saying why when there is no usable GPU.
+    pub fn open() -> Result<Self> {
+        Self::open_unadvised().map_err(|e| match e {
+            Error::EngineUnavailable(why) => Error::EngineUnavailable(format!(
+                "the GPU engine cannot run: {why}; use --engine cpu (or auto, which falls back \
+                 to the CPU)"
+            )),
+            other => other,
+        })
+    }
+
+    /// As [`GpuEngine::open`], but an [`Error::EngineUnavailable`] carries the reason alone, for
+    /// callers that give their own advice (`gmcl bench` names its `--engines` option).
+    pub fn open_unadvised() -> Result<Self> {
+        Ok(GpuEngine {
+            gpu: gpu::device()?,
+            tuning: GpuTuning::from_env(),
+            last_phases: Default::default(),
+        })
+    }
+
+    /// Replaces the tuning.
+    pub fn with_tuning(mut self, tuning: GpuTuning) -> Self {
+        self.tuning = tuning;
+        self
+    }
+
+    /// The phases of the last product (empty unless `tuning.profile` is on).
+    pub fn last_phases(&self) -> Vec<Phase> {
+        self.last_phases
+            .lock()
+            .map(|p| p.clone())
+            .unwrap_or_default()
+    }
+
+    /// The GPU in use.
+    pub fn gpu(&self) -> &Gpu {
+        &self.gpu
+    }
+
+    /// Whether outputs are poisoned before the kernels write them ([`GpuTuning::poison`]).
+    pub fn poisons(&self) -> bool {
+        self.tuning.poison
+    }
+
+    /// Computes `C = A·B` (the rows and entries `opts` asks for) and copies it to the host.
+    pub fn multiply<T: Scalar>(
+        &self,
+        a: &Csr<T>,
+        b: &Csr<T>,
+        opts: &SpgemmOptions,
+    ) -> Result<(Csr<T>, ProductStats)> {
+        let rows = check_operands(a, b, opts)?;
+        let mut parts = Vec::new();
+        let stats = self.multiply_batches(a, b, opts, |_, part| {
+            parts.push(part);
+            Ok(())
+        })?;
+        if parts.len() == 1 {
+            if let Some(c) = parts.pop() {
+                return Ok((c, stats));
+            }
+        }
+        // Several batches: one copy into arrays of the final size.
+        let nnz: usize = parts.iter().map(|c| c.nnz()).sum();
+        let mut row_ptr: Vec<u64> = Vec::with_capacity(rows.len() + 1);
+        row_ptr.push(0);
+        let mut col_idx = Vec::with_capacity(nnz);
+        let mut values = Vec::with_capacity(nnz);
+        for part in parts {
+            let base = col_idx.len() as u64;
+            let (_, _, p, c, v) = part.into_parts();
+            row_ptr.extend(p[1..].iter().map(|&x| x + base));
+            col_idx.extend_from_slice(&c);
+            values.extend_from_slice(&v);
+        }
+        let c = Csr::from_parts_unchecked(rows.len(), b.ncols(), row_ptr, col_idx, values);
+        Ok((c, stats))
+    }
+
+    /// Computes `C = A·B` in row batches, handing each batch (its rows of `C`, and those rows as a
+    /// matrix whose row 0 is the batch's first row) to `consume` as soon as it is made, in order.
+    pub fn multiply_batches<T: Scalar>(
+        &self,
+        a: &Csr<T>,
+        b: &Csr<T>,
+        opts: &SpgemmOptions,
+        mut consume: impl FnMut(Range<usize>, Csr<T>) -> Result<()>,
+    ) -> Result<ProductStats> {
+        let rows = check_operands(a, b, opts)?;
+        check_columns(b.ncols())?;
+        let _busy = self.gpu.busy.lock().unwrap_or_else(|p| p.into_inner());
+        let start = Instant::now();
+        let mut prof = Profile::new(&self.gpu.ctx, self.tuning.profile);
+        let ops = self.upload_operands(a, b, opts.mask.as_ref())?;
+        let products = host_products(a, b, &rows);
+        prof.mark("upload A, B; plan batches")?;
+        let g = &*self.gpu;
+        let stats = self.run_batches(&ops, rows, &products, &mut prof, |batch, c, _, prof| {
+            let c = c.download(g)?;
+            prof.mark("copy C to the host")?;
+            consume(batch, c)
+        })?;
+        self.finish(
+            stats,
+            start,
+            prof,
+            (a.nrows(), a.ncols(), b.nrows(), b.ncols()),
+        )
+    }
+
+    /// Squares the square matrix `m`, already on the device, in row batches that stay on the
+    /// device: each (its rows of `m²`, row 0 being the batch's first row) goes to `consume` as
+    /// soon as it is made, in order, with `m` itself. With `defer_dense`, the dense rows are
+    /// left out of each batch and handed over as [`DeferredRows`] when a whole row fits one
+    /// window of shared memory (`Some` only then). Gives `m` back with the product's figures.
+    pub fn square_on_device<T: Scalar>(
+        &self,
+        m: DeviceCsr<T>,
+        defer_dense: bool,
+        mut consume: impl FnMut(
+            Range<usize>,
+            DeviceCsr<T>,
+            Option<DeferredRows>,
+            &DeviceCsr<T>,
+        ) -> Result<()>,
+    ) -> Result<(ProductStats, DeviceCsr<T>)> {
+        if m.nrows != m.ncols {
+            return Err(Error::Invalid(format!(
+                "cannot square a {} x {} matrix",
+                m.nrows, m.ncols
+            )));
+        }
+        check_columns(m.ncols)?;
+        let _busy = self.gpu.busy.lock().unwrap_or_else(|p| p.into_inner());
+        let start = Instant::now();
+        let s = &self.gpu.main;
+        let mut prof = Profile::new(&self.gpu.ctx, self.tuning.profile);
+        let n = m.nrows as u64;
+        let ops = Operands {
+            k_cols: n,
+            c_cols: n,
+            a: m,
+            b: None,
+            m_ptr: zeros(s, 1, "an empty mask")?,
+            m_col: zeros(s, 1, "an empty mask")?,
+            has_mask: 0,
+            defer_dense,
+        };
+        let products = self.device_products(&ops)?;
+        prof.mark("products per row; plan batches")?;
+        let stats = self.run_batches(
+            &ops,
+            0..n as usize,
+            &products,
+            &mut prof,
+            |batch, c, deferred, _| consume(batch, c, deferred, &ops.a),
+        )?;
+        let stats = self.finish(
+            stats,
+            start,
+            prof,
+            (n as usize, n as usize, n as usize, n as usize),
+        )?;
+        Ok((stats, ops.a))
+    }
+
+    /// Waits for the device, stamps the wall time and keeps (and, when profiling, prints) the
+    /// phases of a product of an `a.0 x a.1` by a `a.2 x a.3` matrix.
+    fn finish(
+        &self,
+        mut stats: ProductStats,
+        start: Instant,
+        prof: Profile,
+        shape: (usize, usize, usize, usize),
+    ) -> Result<ProductStats> {
+        check("finish", self.gpu.main.synchronize())?;
+        stats.seconds = start.elapsed().as_secs_f64();
+        if let Ok(mut last) = self.last_phases.lock() {
+            *last = prof.phases().to_vec();
+        }
+        prof.report(&format!(
+            "{} x {} times {} x {}",
+            shape.0, shape.1, shape.2, shape.3
+        ));
+        Ok(stats)
+    }
+}
+
+/// The name of a typed kernel for values of type `T`.
+fn typed<T: Scalar>(kernel: &str) -> String {
+    format!("{kernel}_{}", T::NAME)
+}

@@ -1,0 +1,133 @@
+//! The numeric phase: each row of C accumulated into its place. Light rows in shared-memory hash
+//! tables or dense-row windows on the light stream; the heavy rows' final chunks in hash tables or
+//! dense chunk accumulators on the heavy stream, columns shifted back by each chunk's base.
+
+use super::batch::{Batch, HeavyChunks};
+use super::chunks::buf;
+use super::operands::Operands;
+use super::plan::DENSE_ROW_THREADS;
+use super::{typed, GpuEngine};
+use crate::error::Result;
+use crate::gpu::prims::{launch, shape};
+use crate::gpu::profile::Profile;
+use crate::scalar::Scalar;
+use crate::spgemm::params::MagnusParams;
+use cudarc::driver::{CudaSlice, PushKernelArg};
+
+impl GpuEngine {
+    /// Writes the batch's rows of C into `c_col` and `c_val` (at the offsets `batch.row_nnz`).
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn numeric<T: Scalar>(
+        &self,
+        ops: &Operands<T>,
+        p: &MagnusParams,
+        batch: &Batch,
+        chunks: &HeavyChunks<T>,
+        c_col: &mut CudaSlice<u32>,
+        c_val: &mut CudaSlice<T>,
+        prof: &mut Profile,
+    ) -> Result<()> {
+        self.numeric_light(ops, batch, c_col, c_val)?;
+        prof.mark("numeric: light rows")?;
+        self.numeric_heavy(ops, p, batch, chunks, c_col, c_val)
+    }
+
+    /// Light rows: hash-table bins, then the dense rows made here.
+    fn numeric_light<T: Scalar>(
+        &self,
+        ops: &Operands<T>,
+        batch: &Batch,
+        c_col: &mut CudaSlice<u32>,
+        c_val: &mut CudaSlice<T>,
+    ) -> Result<()> {
+        let g = &*self.gpu;
+        let light = &g.light;
+        let row0 = batch.row0;
+        let val_bytes = std::mem::size_of::<T>() as u64;
+        for (b, bin) in batch.bins.iter().enumerate() {
+            if batch.row_lists.counts[b] == 0 {
+                continue;
+            }
+            let list = batch.row_lists.view(b);
+            let cfg = shape(
+                batch.row_lists.counts[b],
+                bin.threads,
+                bin.table as u64 * (4 + val_bytes),
+            )?;
+            launch(g, light, &typed::<T>("hash_rows_numeric"), cfg, |l| {
+                ops.push_operands(l);
+                l.arg(&row0)
+                    .arg(&list)
+                    .arg(&bin.table)
+                    .arg(&ops.m_ptr)
+                    .arg(&ops.m_col)
+                    .arg(&ops.has_mask)
+                    .arg(&batch.row_nnz)
+                    .arg(&mut *c_col)
+                    .arg(&mut *c_val);
+            })?;
+        }
+        if let (Some(d), true) = (&batch.dense, batch.ndense > 0) {
+            let list = batch.row_lists.view(batch.bins.len() + 1);
+            let shared = d.numeric_width as u64 * val_bytes + d.numeric_width as u64 / 8;
+            let cfg = shape(batch.ndense, DENSE_ROW_THREADS, shared)?;
+            launch(g, light, &typed::<T>("dense_rows_numeric"), cfg, |l| {
+                ops.push_operands(l);
+                l.arg(&row0)
+                    .arg(&list)
+                    .arg(&ops.c_cols)
+                    .arg(&d.numeric_width)
+                    .arg(&batch.row_nnz)
+                    .arg(&mut *c_col)
+                    .arg(&mut *c_val);
+            })?;
+        }
+        Ok(())
+    }
+
+    /// The final chunks of the heavy rows.
+    fn numeric_heavy<T: Scalar>(
+        &self,
+        ops: &Operands<T>,
+        p: &MagnusParams,
+        batch: &Batch,
+        chunks: &HeavyChunks<T>,
+        c_col: &mut CudaSlice<u32>,
+        c_val: &mut CudaSlice<T>,
+    ) -> Result<()> {
+        let g = &*self.gpu;
+        let heavy = &g.heavy;
+        let row0 = batch.row0;
+        let nch = p.chunks_required as u32;
+        let width_shift = p.chunk_width.trailing_zeros();
+        let heavy_rows = batch.heavy_rows();
+        for f in &chunks.finals {
+            let (ptr, hh, base) = f.rows();
+            let col = buf(&chunks.bufs.col, f.buffer)?;
+            let val = buf(&chunks.bufs.val, f.buffer)?;
+            for c in f.launches(p.chunk_width, true)? {
+                launch(g, heavy, &c.kernel, c.cfg, |l| {
+                    l.arg(&ptr)
+                        .arg(col)
+                        .arg(val)
+                        .arg(&c.list)
+                        .arg(&hh)
+                        .arg(&base)
+                        .arg(&c.size)
+                        .arg(&width_shift)
+                        .arg(&nch)
+                        .arg(&heavy_rows)
+                        .arg(&row0)
+                        .arg(&ops.m_ptr)
+                        .arg(&ops.m_col)
+                        .arg(&ops.has_mask)
+                        .arg(&chunks.grid)
+                        .arg(&batch.row_nnz)
+                        .arg(&mut *c_col)
+                        .arg(&mut *c_val);
+                })?;
+            }
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,74 @@
+//! Setup of a batch (paper Alg. 3, lines 1-5): each row's intermediate products and their
+//! prefix (Ĉ's row offsets), then the rows sorted into bins: hash tables by size, the heavy rows
+//! (outer product) and the dense rows (dense-row accumulator).
+
+use super::batch::Batch;
+use super::operands::Operands;
+use super::plan::{hash_bins, table_limits};
+use super::GpuEngine;
+use crate::error::Result;
+use crate::gpu::prims::{exclusive_scan, launch, strided, zeros};
+use crate::gpu::profile::Profile;
+use crate::scalar::Scalar;
+use crate::spgemm::params::MagnusParams;
+use cudarc::driver::PushKernelArg;
+use std::ops::Range;
+
+impl GpuEngine {
+    /// Counts and bins the rows of the batch `rows` on the main stream.
+    pub(super) fn setup<T: Scalar>(
+        &self,
+        ops: &Operands<T>,
+        p: &MagnusParams,
+        rows: &Range<usize>,
+        prof: &mut Profile,
+    ) -> Result<Batch> {
+        let g = &*self.gpu;
+        let main = &g.main;
+        let n = rows.len() as u64;
+        let row0 = rows.start as u64;
+        // Products per row and their prefix (Ĉ.rowPtr of the whole batch).
+        let mut prod = zeros::<u64>(main, n as usize + 1, "products per row")?;
+        launch(g, main, "row_products", strided(g, n, 256), |l| {
+            l.arg(&ops.a.row_ptr)
+                .arg(&ops.a.col_idx)
+                .arg(&ops.b().row_ptr)
+                .arg(&row0)
+                .arg(&n)
+                .arg(&mut prod);
+        })?;
+        exclusive_scan(g, main, &mut prod, n + 1, "products per row")?;
+        // The hash bins of C's rows (all of them for the heavy rows' chunks).
+        let all_bins = hash_bins(p.tau);
+        let bins = self.row_bins(ops, p);
+        // Rows past the hash tables: the outer product, or the dense-row bin (past dense_from).
+        let mut limits = table_limits(&bins);
+        let dense = self.dense_rows(ops, p);
+        if let Some(d) = &dense {
+            limits.push(d.from - 1);
+        }
+        let row_lists = self.bin_items(main, &prod, 0, n, &limits)?;
+        let nheavy = row_lists.counts[bins.len()];
+        // Deferred dense rows are not made here: their `ndense` stays 0.
+        let deferred = dense.as_ref().is_some_and(|d| d.deferred);
+        let ndense = match deferred {
+            true => 0,
+            false => row_lists.counts.get(bins.len() + 1).copied().unwrap_or(0),
+        };
+        let row_nnz = zeros::<u64>(main, n as usize + 1, "row sizes of C")?;
+        prof.mark("setup: products, bins")?;
+        Ok(Batch {
+            row0,
+            n,
+            prod,
+            bins,
+            all_bins,
+            row_lists,
+            dense,
+            nheavy,
+            ndense,
+            deferred,
+            row_nnz,
+        })
+    }
+}
