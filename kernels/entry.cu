@@ -49,7 +49,7 @@ outer_product_##S(const u64* at_ptr, const u32* at_row, const T* at_val, const u
                      group_last, b_ptr, b_col, b_val, cursor, out_col, out_val, group_elems,      \
                      total, smem_##S);                                                            \
 }                                                                                                 \
-extern "C" __global__ void __launch_bounds__(256, 4)                                             \
+extern "C" __global__ void __launch_bounds__(SPLIT_THREADS, 4)                                   \
 multisplit_##S(const u64* in_ptr, u64 nrows, const u32* in_col, const T* in_val, u32 nchunks,    \
                u32 shift, u64 group_elems, u32 max_rows, const u32* group_row, const u32* pos,    \
                u64* cursor, u32* out_col, T* out_val) {                                           \

@@ -168,8 +168,10 @@ __device__ __forceinline__ u32 warp_claim(u32* counter, u32 key) {
 #define MS_PER_THREAD 16
 #define MS_PER_THREAD_F32 12
 #define MS_PER_THREAD_F64 8
+// Threads of the histogram and multisplit blocks (8 warps, the paper's n_subGroups).
+#define SPLIT_THREADS 256
 
-extern "C" __global__ void __launch_bounds__(256)
+extern "C" __global__ void __launch_bounds__(SPLIT_THREADS)
 multisplit_histogram(const u64* in_ptr, u64 nrows, const u32* in_col, u32 nchunks, u32 shift,
                      u64 group_elems, u32 max_rows, const u32* group_row, u64* counts) {
     extern __shared__ u32 hist[];  // [warps][max_rows * nchunks]

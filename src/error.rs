@@ -3,6 +3,9 @@
 
 use std::path::PathBuf;
 
+/// The exit status of a process ended by an interrupt (128 + SIGINT), as shells report it.
+pub const INTERRUPTED_EXIT_STATUS: i32 = 130;
+
 /// Every error gmcl reports.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
@@ -82,7 +85,7 @@ impl Error {
         match self {
             Error::EngineUnavailable(_) => 3,
             Error::Gpu { .. } => 4,
-            Error::Interrupted => crate::interrupt::EXIT_STATUS,
+            Error::Interrupted => INTERRUPTED_EXIT_STATUS,
             _ => 2,
         }
     }

@@ -10,12 +10,9 @@
 //! Without [`install`] (a library user), nothing sets the flag and [`check`] never fails, unless
 //! the caller sets the flag itself with [`request`].
 
-use crate::error::{Error, Result};
+use crate::error::{Error, Result, INTERRUPTED_EXIT_STATUS};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
-
-/// The exit status of a process ended by an interrupt (128 + SIGINT), as shells report it.
-pub const EXIT_STATUS: i32 = 130;
 
 /// The flag the signal handler sets. An `Arc` because signal-hook's registration takes one.
 fn flag() -> &'static Arc<AtomicBool> {
@@ -24,7 +21,7 @@ fn flag() -> &'static Arc<AtomicBool> {
 }
 
 /// Makes SIGINT and SIGTERM set the interrupt flag; a second one while the flag is set exits
-/// at once with status [`EXIT_STATUS`]. Call once, early in `main`.
+/// at once with status [`INTERRUPTED_EXIT_STATUS`]. Call once, early in `main`.
 ///
 /// It also ignores SIGXFSZ, so that a write past a file size limit (`ulimit -f`) fails with an
 /// error naming the file (EFBIG) rather than killing the process and leaving its temporary file.
@@ -39,9 +36,13 @@ pub fn install() -> Result<()> {
     for sig in [SIGINT, SIGTERM] {
         // Registered first, so it sees the flag before this signal's own handler sets it: the
         // second signal exits, the first only sets the flag.
-        signal_hook::flag::register_conditional_shutdown(sig, EXIT_STATUS, Arc::clone(f))
-            .and_then(|_| signal_hook::flag::register(sig, Arc::clone(f)))
-            .map_err(|e| Error::Invalid(format!("cannot install the signal handler: {e}")))?;
+        signal_hook::flag::register_conditional_shutdown(
+            sig,
+            INTERRUPTED_EXIT_STATUS,
+            Arc::clone(f),
+        )
+        .and_then(|_| signal_hook::flag::register(sig, Arc::clone(f)))
+        .map_err(|e| Error::Invalid(format!("cannot install the signal handler: {e}")))?;
     }
     Ok(())
 }

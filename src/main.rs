@@ -596,7 +596,7 @@ fn run_spgemm<T: Scalar>(a: SpgemmArgs, ui: Ui) -> Result<()> {
             // phases) and reports it with its bandwidth against the device's copy bandwidth.
             let gpu = spgemm::gpu::GpuEngine::open()?.with_tuning(spgemm::gpu::GpuTuning {
                 profile: true,
-                ..spgemm::gpu::GpuTuning::from_env()
+                ..spgemm::gpu::GpuTuning::default()
             });
             let (c, stats) =
                 multiply_repeatedly(a.repeat, || gpu.multiply(&ma, b, &SpgemmOptions::default()))?;

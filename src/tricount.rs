@@ -883,7 +883,7 @@ fn masked_product(
     };
     let opts = SpgemmOptions {
         mask: Some(Pattern::of(mask)),
-        rows: None,
+        ..Default::default()
     };
     spgemm::multiply(engine, a, b, &opts)
 }

@@ -15,7 +15,7 @@ fn kernels_compile_for_hopper_and_ampere() {
         return;
     }
     for arch in ["sm_90", "sm_80"] {
-        let ptx = match kernels::compile(arch) {
+        let ptx = match kernels::compile(arch, &[]) {
             Ok(p) => p,
             Err(e) => panic!("{e}"),
         };

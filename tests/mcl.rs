@@ -2,6 +2,7 @@
 //! (made by mcl, commands in tests/golden/README.md), through the library and the binary.
 
 use gmcl::mcl::{self, MclParams, PruneParams};
+use gmcl::spgemm::EngineKind;
 use std::collections::BTreeSet;
 use std::path::Path;
 use std::process::{Command, Output};
@@ -45,6 +46,7 @@ fn with(inflation: f64, scheme: u32) -> MclParams {
     MclParams {
         inflation,
         prune: PruneParams::scheme(scheme).unwrap(),
+        engine: EngineKind::Cpu,
         ..Default::default()
     }
 }
@@ -86,7 +88,11 @@ fn label_input_gives_mcls_file_byte_for_byte() {
 
 #[test]
 fn karate_iterations_and_measures_match_mcl() {
-    let (_, r) = cluster_file("graphs/karate.el", &MclParams::default());
+    let cpu = MclParams {
+        engine: EngineKind::Cpu,
+        ..Default::default()
+    };
+    let (_, r) = cluster_file("graphs/karate.el", &cpu);
     // mcl's log shows 11 iterations for karate.
     assert_eq!(r.iterations, 11);
     let loaded = gmcl::io::load(Path::new("graphs/karate.el"), None).unwrap();

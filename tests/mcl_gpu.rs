@@ -11,6 +11,7 @@ use gmcl::gpu::matrix::DeviceCsr;
 use gmcl::gpu::Gpu;
 use gmcl::mcl::{self, inflate, prune, MclParams, PruneParams};
 use gmcl::scalar::Scalar;
+use gmcl::spgemm::gpu::GpuTuning;
 use gmcl::spgemm::EngineKind;
 use proptest::prelude::*;
 use std::path::Path;
@@ -200,6 +201,14 @@ fn load_graph(path: &str) -> Csr<f32> {
     mcl::graph_from_edges::<f32>(&loaded.edges).unwrap().0
 }
 
+/// The GPU engine with every output poisoned before the kernels write it.
+fn poisoned() -> GpuTuning {
+    GpuTuning {
+        poison: true,
+        ..Default::default()
+    }
+}
+
 /// Clusters `g` on both engines; the partitions must be identical and the chaos of every
 /// iteration equal within rounding.
 fn same_clustering(g: &Csr<f32>, params: &MclParams, what: &str) {
@@ -207,6 +216,7 @@ fn same_clustering(g: &Csr<f32>, params: &MclParams, what: &str) {
         let mut chaos = Vec::new();
         let p = MclParams {
             engine,
+            gpu: poisoned(),
             ..params.clone()
         };
         let r = mcl::cluster(g, &p, &mut |it| chaos.push((it.chaos, it.kept))).unwrap();
@@ -297,6 +307,7 @@ fn same_iteration<T: Scalar>(m: &Csr<T>, params: &MclParams, what: &str) -> u64 
     let run = |engine| {
         let p = MclParams {
             engine,
+            gpu: poisoned(),
             ..params.clone()
         };
         mcl::iterate(m, &p, params.inflation).unwrap()
@@ -350,7 +361,11 @@ fn same_iteration<T: Scalar>(m: &Csr<T>, params: &MclParams, what: &str) -> u64 
 fn iterated<T: Scalar>(g: &Csr<T>, iterations: usize) -> Csr<T> {
     let mut m = mcl::start_matrix(g, 1.0);
     for _ in 0..iterations {
-        m = mcl::iterate(&m, &MclParams::default(), 2.0).unwrap().0;
+        let cpu = MclParams {
+            engine: EngineKind::Cpu,
+            ..Default::default()
+        };
+        m = mcl::iterate(&m, &cpu, 2.0).unwrap().0;
     }
     m
 }
@@ -419,6 +434,7 @@ fn fused_dense_columns_match_the_cpu() {
         &m,
         &MclParams {
             engine: EngineKind::Gpu,
+            gpu: poisoned(),
             ..p
         },
         2.0,

@@ -261,6 +261,7 @@ fn masks_and_row_batches() {
                 let opts = SpgemmOptions {
                     mask: m.map(Pattern::of),
                     rows: Some(rows.clone()),
+                    ..Default::default()
                 };
                 let c = e.multiply(&a, &b, &opts).unwrap();
                 check(&c, &r, rows.clone(), m, 1e-14);
@@ -272,11 +273,13 @@ fn masks_and_row_batches() {
     let opts = SpgemmOptions {
         mask: Some(Pattern::of(&bad)),
         rows: None,
+        ..Default::default()
     };
     assert!(spgemm::multiply(EngineKind::Cpu, &a, &b, &opts).is_err());
     let opts = SpgemmOptions {
         mask: None,
         rows: Some(30..41),
+        ..Default::default()
     };
     assert!(spgemm::multiply(EngineKind::Cpu, &a, &b, &opts).is_err());
 }
@@ -353,6 +356,7 @@ fn results_do_not_depend_on_the_thread_count() {
         SpgemmOptions {
             mask: Some(Pattern::of(&mask)),
             rows: Some(100..6000),
+            ..Default::default()
         },
     ] {
         let c1 = one.install(|| cpu(&a, &b, &opts));
@@ -411,7 +415,7 @@ proptest! {
         let start = lo.min(n);
         let rows = start..(start + len).min(n);
         let r = reference(&a, &b);
-        let opts = SpgemmOptions { mask: Some(Pattern::of(&mask)), rows: Some(rows.clone()) };
+        let opts = SpgemmOptions { mask: Some(Pattern::of(&mask)), rows: Some(rows.clone()), ..Default::default() };
         for e in engines() {
             check(&e.multiply(&a, &b, &opts).unwrap(), &r, rows.clone(), Some(&mask), 1e-14);
         }

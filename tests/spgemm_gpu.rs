@@ -376,14 +376,14 @@ fn masked_products_match_the_cpu_engine() {
     let a = rmat::<f64>(12, 16, 3);
     let opts = SpgemmOptions {
         mask: Some(Pattern::of(&a)),
-        rows: None,
+        ..Default::default()
     };
     let nnz = check(&e, &a, &a, &opts, "A² masked by A");
     assert!(nnz > 0);
     let a = random::<f32>(500, 500, 40, 9);
     let opts = SpgemmOptions {
         mask: Some(Pattern::of(&a)),
-        rows: None,
+        ..Default::default()
     };
     check(&e, &a, &a, &opts, "random masked");
 }
@@ -395,8 +395,8 @@ fn row_batches_and_memory_limits_give_the_same_product() {
     let (whole, _) = full.multiply(&a, &a, &SpgemmOptions::default()).unwrap();
     // Rows asked for explicitly.
     let opts = SpgemmOptions {
-        mask: None,
         rows: Some(1000..5000),
+        ..Default::default()
     };
     check(&full, &a, &a, &opts, "rows 1000..5000");
     // A memory limit far below the product's size forces many batches.

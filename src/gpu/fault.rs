@@ -1,36 +1,22 @@
-//! A test switch for GPU faults. `GMCL_GPU_FAULT=N` (or [`inject_at`]) makes the N-th driver
-//! call that gmcl checks from then on (an allocation, a copy, a kernel launch, a wait: every
+//! A test switch for GPU faults. [`inject_at`] (the command line calls it for
+//! `GMCL_GPU_FAULT=N`) makes the N-th driver call that gmcl checks from then on (an allocation, a copy, a kernel launch, a wait: every
 //! call that goes through `prims::check`) fail as if the driver had returned an error, so that
 //! tests can make each stage of a GPU run fail in turn and see that it stops cleanly, names the
 //! stage and frees what it took. Off (and one relaxed atomic load per call) unless set.
 
 use crate::error::{Error, Result};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::Once;
 
 /// Checked calls left before the injected fault; 0 when off.
 static COUNTDOWN: AtomicU64 = AtomicU64::new(0);
 /// Whether the armed fault has been raised.
 static FIRED: AtomicBool = AtomicBool::new(false);
-static FROM_ENV: Once = Once::new();
 
 /// The message of an injected fault.
 pub const INJECTED: &str = "injected fault (GMCL_GPU_FAULT)";
 
-fn read_env() {
-    FROM_ENV.call_once(|| {
-        if let Some(n) = std::env::var("GMCL_GPU_FAULT")
-            .ok()
-            .and_then(|v| v.trim().parse::<u64>().ok())
-        {
-            COUNTDOWN.store(n, Ordering::Relaxed);
-        }
-    });
-}
-
 /// Arms a fault at the `n`-th checked driver call from now (0 disarms), for this process.
 pub fn inject_at(n: u64) {
-    read_env();
     FIRED.store(false, Ordering::Relaxed);
     COUNTDOWN.store(n, Ordering::Relaxed);
 }
@@ -42,7 +28,6 @@ pub fn fired() -> bool {
 
 /// Counts one checked call of `stage`; fails it when it is the armed one.
 pub(crate) fn trip(stage: &str) -> Result<()> {
-    read_env();
     let before = COUNTDOWN.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |c| c.checked_sub(1));
     if before == Ok(1) {
         FIRED.store(true, Ordering::Relaxed);

@@ -92,6 +92,25 @@ pub fn source() -> String {
     s
 }
 
+/// The value of the integer macro `name` as the kernels define it (`#define NAME 1024`), or
+/// `None` when no kernel file defines it so. Host code whose launch sizes must match a kernel's
+/// constant checks the pair with this in its tests.
+pub fn defined(name: &str) -> Option<u64> {
+    SOURCES.iter().find_map(|(_, text)| {
+        text.lines().find_map(|line| {
+            let mut words = line.split_whitespace();
+            if words.next() != Some("#define") || words.next() != Some(name) {
+                return None;
+            }
+            let value = words.next()?.trim_end_matches(['u', 'U', 'l', 'L']);
+            match value.strip_prefix("0x") {
+                Some(hex) => u64::from_str_radix(hex, 16).ok(),
+                None => value.parse().ok(),
+            }
+        })
+    })
+}
+
 /// Whether the NVRTC library can be loaded (cudarc panics on a call into a missing library, so
 /// this is asked first).
 pub fn nvrtc_present() -> bool {
@@ -99,23 +118,22 @@ pub fn nvrtc_present() -> bool {
     unsafe { cudarc::nvrtc::sys::is_culib_present() }
 }
 
-/// The NVRTC options for `arch`, with the `-D` macro definitions of `GMCL_KERNEL_DEFINES`
-/// (space-separated `NAME=VALUE`, such as `DENSE_UNROLL=8`): a knob for tuning experiments on
-/// the constants the kernels guard with `#ifndef`.
-fn options(arch: &str) -> Vec<String> {
+/// The NVRTC options for `arch`, with the macro definitions `defines` (`NAME=VALUE`, such as
+/// `DENSE_UNROLL=8`): a knob for tuning experiments on the constants the kernels guard with
+/// `#ifndef`.
+fn options(arch: &str, defines: &[String]) -> Vec<String> {
     let mut o = vec![
         format!("--gpu-architecture={arch}"),
         "--std=c++17".into(),
         "-lineinfo".into(),
     ];
-    if let Ok(defs) = std::env::var("GMCL_KERNEL_DEFINES") {
-        o.extend(defs.split_whitespace().map(|d| format!("-D{d}")));
-    }
+    o.extend(defines.iter().map(|d| format!("-D{d}")));
     o
 }
 
-/// Compiles every kernel to PTX for `arch` (such as `sm_90`) with NVRTC.
-pub fn compile(arch: &str) -> Result<Ptx> {
+/// Compiles every kernel to PTX for `arch` (such as `sm_90`) with NVRTC, with the macro
+/// definitions `defines` (`NAME=VALUE`; none for the kernels as shipped).
+pub fn compile(arch: &str, defines: &[String]) -> Result<Ptx> {
     if !nvrtc_present() {
         return Err(Error::EngineUnavailable(
             "NVRTC (libnvrtc.so.13) was not found: install the CUDA 13 toolkit or \
@@ -124,7 +142,7 @@ pub fn compile(arch: &str) -> Result<Ptx> {
         ));
     }
     let opts = CompileOptions {
-        options: options(arch),
+        options: options(arch, defines),
         name: Some("gmagnus.cu".into()),
         ..Default::default()
     };
@@ -132,12 +150,18 @@ pub fn compile(arch: &str) -> Result<Ptx> {
         .map_err(|e| Error::gpu(format!("compile kernels for {arch}"), e))
 }
 
-/// The PTX for `arch`: read from the kernel cache when an earlier run compiled the same source
-/// with the same options (unless `refresh`), else compiled (a quarter to a half second) and
-/// stored there. A cache that cannot be read or written only costs the compile.
-pub fn compile_cached(arch: &str, refresh: bool) -> Result<Ptx> {
-    let Some(path) = cache_dir().map(|d| d.join(cache_name(arch))) else {
-        return compile(arch);
+/// The PTX for `arch` with the macro definitions `defines`: read from the folder `cache` when
+/// an earlier run compiled the same source with the same options (unless `refresh`), else
+/// compiled (a quarter to a half second) and stored there. A cache that cannot be read or
+/// written only costs the compile; without one, every call compiles.
+pub fn compile_cached(
+    arch: &str,
+    defines: &[String],
+    cache: Option<&std::path::Path>,
+    refresh: bool,
+) -> Result<Ptx> {
+    let Some(path) = cache.map(|d| d.join(cache_name(arch, defines))) else {
+        return compile(arch, defines);
     };
     if !refresh {
         if let Ok(text) = std::fs::read_to_string(&path) {
@@ -146,30 +170,16 @@ pub fn compile_cached(arch: &str, refresh: bool) -> Result<Ptx> {
             }
         }
     }
-    let ptx = compile(arch)?;
+    let ptx = compile(arch, defines)?;
     let _ = store(&path, &ptx.to_src());
     Ok(ptx)
 }
 
-/// Where compiled kernels are kept: `GMCL_KERNEL_CACHE` (a folder; `0` or `off`: nowhere),
-/// else `$XDG_CACHE_HOME/gmcl`, else `$HOME/.cache/gmcl`.
-pub fn cache_dir() -> Option<std::path::PathBuf> {
-    use std::path::PathBuf;
-    let env = |k: &str| std::env::var_os(k).filter(|v| !v.is_empty());
-    match env("GMCL_KERNEL_CACHE") {
-        Some(v) if v == "0" || v == "off" => None,
-        Some(v) => Some(PathBuf::from(v)),
-        None => env("XDG_CACHE_HOME")
-            .map(|d| PathBuf::from(d).join("gmcl"))
-            .or_else(|| env("HOME").map(|h| PathBuf::from(h).join(".cache").join("gmcl"))),
-    }
-}
-
 /// The cache file of `arch`: named by an FNV-1a hash of the source and the options, so that a
 /// changed kernel or option never reads a stale file.
-fn cache_name(arch: &str) -> String {
+fn cache_name(arch: &str, defines: &[String]) -> String {
     let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    let text = source() + &options(arch).join(" ");
+    let text = source() + &options(arch, defines).join(" ");
     for b in text.bytes() {
         h ^= b as u64;
         h = h.wrapping_mul(0x0000_0100_0000_01b3);
@@ -195,14 +205,22 @@ mod tests {
 
     #[test]
     fn cache_names_follow_the_architecture() {
-        assert_ne!(cache_name("sm_90"), cache_name("sm_80"));
-        assert_eq!(cache_name("sm_90"), cache_name("sm_90"));
-        assert!(cache_name("sm_90").starts_with("kernels-sm_90-"));
+        assert_ne!(cache_name("sm_90", &[]), cache_name("sm_80", &[]));
+        assert_eq!(cache_name("sm_90", &[]), cache_name("sm_90", &[]));
+        assert!(cache_name("sm_90", &[]).starts_with("kernels-sm_90-"));
         let dir = std::env::temp_dir().join(format!("gmcl-cache-test-{}", std::process::id()));
         let path = dir.join("a.ptx");
         store(&path, ".entry x(").unwrap();
         assert_eq!(std::fs::read_to_string(&path).unwrap(), ".entry x(");
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn integer_macros_are_read_from_the_kernels() {
+        assert_eq!(defined("WARP"), Some(32));
+        assert_eq!(defined("EMPTY_KEY"), Some(0xffff_ffff));
+        assert_eq!(defined("SCAN_ITEMS"), None, "an expression, not an integer");
+        assert_eq!(defined("NO_SUCH_MACRO"), None);
     }
 
     #[test]

@@ -50,12 +50,42 @@ impl std::fmt::Debug for Gpu {
 }
 
 static DEVICE: OnceLock<std::result::Result<Arc<Gpu>, String>> = OnceLock::new();
+static OPTIONS: OnceLock<DeviceOptions> = OnceLock::new();
+
+/// How the process's GPU is opened: where compiled kernels are kept and extra macro
+/// definitions for the kernels. The default keeps no cache and compiles the kernels as shipped.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct DeviceOptions {
+    /// A folder that keeps compiled kernels between processes (`None`: compile every time).
+    pub kernel_cache: Option<std::path::PathBuf>,
+    /// Macro definitions (`NAME=VALUE`) passed to NVRTC, for tuning experiments on the
+    /// constants the kernels guard with `#ifndef`.
+    pub kernel_defines: Vec<String>,
+}
+
+/// Sets how the process's GPU will be opened. Call it before anything opens the GPU (the
+/// command line does, first thing); it fails when the GPU was already opened or configured.
+pub fn configure(options: DeviceOptions) -> Result<()> {
+    if DEVICE.get().is_some() {
+        return Err(Error::Invalid(
+            "the GPU was opened before its options were set".into(),
+        ));
+    }
+    OPTIONS
+        .set(options)
+        .map_err(|_| Error::Invalid("the GPU's options were already set".into()))
+}
 
 /// The process's GPU (device 0), opened and its kernels compiled on first use, then cached.
 /// Fails with [`Error::EngineUnavailable`] saying why when there is none that gmcl can use.
 pub fn device() -> Result<Arc<Gpu>> {
     DEVICE
-        .get_or_init(|| Gpu::open(0).map(Arc::new).map_err(|e| e.to_string()))
+        .get_or_init(|| {
+            let options = OPTIONS.get_or_init(DeviceOptions::default);
+            Gpu::open(0, options)
+                .map(Arc::new)
+                .map_err(|e| e.to_string())
+        })
         .clone()
         .map_err(Error::EngineUnavailable)
 }
@@ -109,7 +139,7 @@ fn keep_freed_memory(ctx: &Arc<CudaContext>) -> Result<PoolHandle> {
 }
 
 impl Gpu {
-    fn open(ordinal: usize) -> Result<Gpu> {
+    fn open(ordinal: usize, options: &DeviceOptions) -> Result<Gpu> {
         // SAFETY: only tries to open libcuda by its candidate names.
         if !unsafe { sys::is_culib_present() } {
             return Err(Error::EngineUnavailable(
@@ -142,13 +172,14 @@ impl Gpu {
             ctx.attribute(sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT),
         )? as u32;
         let arch = format!("sm_{}{}", capability.0, capability.1);
-        let ptx = kernels::compile_cached(&arch, false)?;
+        let (defines, cache) = (&options.kernel_defines, options.kernel_cache.as_deref());
+        let ptx = kernels::compile_cached(&arch, defines, cache, false)?;
         let module = match ctx.load_module(ptx) {
             Ok(m) => m,
             // A cached file the driver refuses (damaged, or from an older driver): compile again.
             Err(_) => driver(
                 "load the compiled kernels",
-                ctx.load_module(kernels::compile_cached(&arch, true)?),
+                ctx.load_module(kernels::compile_cached(&arch, defines, cache, true)?),
             )?,
         };
         let mut functions = HashMap::new();

@@ -241,3 +241,15 @@ pub(crate) fn launch<'a>(
     // sizes the grid and shared memory as the kernel expects.
     check(name, unsafe { l.launch(cfg) }).map(|_| ())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::gpu::kernels::defined;
+
+    #[test]
+    fn scan_items_match_the_kernel() {
+        let threads = defined("SCAN_THREADS").unwrap();
+        assert_eq!(SCAN_ITEMS, threads * defined("SCAN_PER_THREAD").unwrap());
+    }
+}

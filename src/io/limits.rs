@@ -10,16 +10,30 @@
 use super::{reader, Format, Loaded};
 use crate::error::{Error, Result};
 use std::path::Path;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 /// The least memory any command needs per vertex: CSR row offsets (8 bytes) and one more 8-byte
 /// array (degrees, ranks or labels).
 pub const BYTES_PER_VERTEX: u64 = 16;
 
-/// The memory gmcl may use, in bytes: `GMCL_MEMORY_LIMIT` when set (for tests), else the
-/// smaller of the machine's physical memory and the cgroup's limit, when they can be read.
+/// [`set_memory_limit`]'s value; `u64::MAX` when none was set.
+static LIMIT: AtomicU64 = AtomicU64::new(u64::MAX);
+/// Whether [`set_memory_limit`] was called (a set limit of "none" turns the check off).
+static LIMIT_SET: AtomicBool = AtomicBool::new(false);
+
+/// Replaces what [`memory_bytes`] reads off the machine for this process: `Some(bytes)`, or
+/// `None` for no limit (the command line sets it from `GMCL_MEMORY_LIMIT`, for tests).
+pub fn set_memory_limit(limit: Option<u64>) {
+    LIMIT.store(limit.unwrap_or(u64::MAX), Ordering::Relaxed);
+    LIMIT_SET.store(true, Ordering::Relaxed);
+}
+
+/// The memory gmcl may use, in bytes: the limit set by [`set_memory_limit`], else the smaller of
+/// the machine's physical memory and the cgroup's limit, when they can be read.
 pub fn memory_bytes() -> Option<u64> {
-    if let Ok(v) = std::env::var("GMCL_MEMORY_LIMIT") {
-        return v.trim().parse().ok();
+    if LIMIT_SET.load(Ordering::Relaxed) {
+        let limit = LIMIT.load(Ordering::Relaxed);
+        return (limit != u64::MAX).then_some(limit);
     }
     let physical = physical_memory();
     let cgroup = std::fs::read_to_string("/sys/fs/cgroup/memory.max")

@@ -228,6 +228,7 @@ fn largest_at<T: Scalar>(m: &Csr<T>, i: usize) -> u32 {
 
 #[cfg(test)]
 mod tests {
+    use super::super::tests::cpu_params;
     use super::super::{cluster, graph_from_edges, iterate as iterate_any, start_matrix};
     use super::*;
     use crate::edges::EdgeList;
@@ -256,7 +257,7 @@ mod tests {
             batch_entries: Some(1 << 12),
             inflation,
             prune,
-            ..Default::default()
+            ..cpu_params()
         };
         let fused = MclParams {
             fused: true,
@@ -306,10 +307,10 @@ mod tests {
     #[test]
     fn fused_clustering_equals_the_batched_one() {
         let (g, _) = graph_from_edges::<f32>(&rmat(11, 8, 9)).unwrap();
-        let fused = cluster(&g, &MclParams::default(), &mut |_| {}).unwrap();
+        let fused = cluster(&g, &cpu_params(), &mut |_| {}).unwrap();
         let batched = MclParams {
             fused: false,
-            ..Default::default()
+            ..cpu_params()
         };
         let b = cluster(&g, &batched, &mut |_| {}).unwrap();
         assert_eq!(fused.clusters, b.clusters);
@@ -322,7 +323,7 @@ mod tests {
         let (g, _) = graph_from_edges::<f32>(&el).unwrap();
         let m = start_matrix(&g, 1.0);
         assert!(!applies(&m));
-        let r = cluster(&g, &MclParams::default(), &mut |_| {}).unwrap();
+        let r = cluster(&g, &cpu_params(), &mut |_| {}).unwrap();
         assert!(r.converged);
     }
 }

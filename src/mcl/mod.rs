@@ -38,6 +38,7 @@ use crate::csr::{BuildOptions, Csr, Duplicates};
 use crate::edges::EdgeList;
 use crate::error::{Error, Result};
 use crate::scalar::Scalar;
+use crate::spgemm::gpu::GpuTuning;
 use crate::spgemm::{self, EngineKind, SpgemmOptions};
 use rayon::prelude::*;
 use std::ops::Range;
@@ -58,8 +59,13 @@ pub struct MclParams {
     pub chaos_limit: f64,
     /// What interpretation does with overlap (default: cut).
     pub overlap: Overlap,
-    /// The SpGEMM engine of the expansion.
+    /// The SpGEMM engine of the expansion (default `Auto`: the GPU engine when a GPU is usable,
+    /// else the CPU engine).
     pub engine: EngineKind,
+    /// How the GPU engine runs the expansion. MCL's own choices apply to the knobs left at their
+    /// defaults: dense columns made and pruned in one window of all the columns, hash tables
+    /// up to τ for the others.
+    pub gpu: GpuTuning,
     /// Entries of `M²` per expansion batch: rows are grouped while the sum of their bounds
     /// `min(intermediate products, n)` stays under this (a row over it makes a batch alone).
     /// `None`: [`CPU_BATCH_ENTRIES`] on the CPU; on the GPU, what the device's memory allows.
@@ -85,7 +91,8 @@ impl Default for MclParams {
             max_iterations: 10000,
             chaos_limit: 1e-4,
             overlap: Overlap::Cut,
-            engine: EngineKind::Cpu,
+            engine: EngineKind::Auto,
+            gpu: GpuTuning::default(),
             batch_entries: None,
             fused: true,
         }
@@ -329,10 +336,11 @@ pub fn iterate<T: Scalar>(
     params: &MclParams,
     inflation: f64,
 ) -> Result<(Csr<T>, Iteration)> {
-    if params.engine == EngineKind::Gpu {
+    let engine = spgemm::resolve(params.engine).0;
+    if engine == EngineKind::Gpu {
         return gpu::iterate_host(m, params, inflation);
     }
-    if params.engine == EngineKind::Cpu && params.fused && fused::applies(m) {
+    if params.fused && fused::applies(m) {
         return fused::iterate(m, params, inflation);
     }
     let start = Instant::now();
@@ -378,8 +386,9 @@ pub fn iterate<T: Scalar>(
         let opts = SpgemmOptions {
             mask: None,
             rows: Some(batch.clone()),
+            gpu: params.gpu.clone(),
         };
-        let (c, stats) = spgemm::multiply(params.engine, m, m, &opts)?;
+        let (c, stats) = spgemm::multiply(engine, m, m, &opts)?;
         products += stats.intermediate_products;
         expand_seconds += stats.seconds;
         absorb(batch.start, c);
@@ -436,6 +445,11 @@ pub fn cluster<T: Scalar>(
         )));
     }
     let start = Instant::now();
+    // `Auto` is decided once, here: the whole run then stays on one engine.
+    let params = &MclParams {
+        engine: spgemm::resolve(params.engine).0,
+        ..params.clone()
+    };
     let m = start_matrix(graph, params.loop_gain);
     let mut device_peak_bytes = 0;
     // When the first iteration began and the last ended.
@@ -485,6 +499,15 @@ pub fn cluster<T: Scalar>(
 mod tests {
     use super::*;
 
+    /// mcl's defaults on the CPU engine (the default engine, `Auto`, takes a GPU when there is
+    /// one, and these tests are about the CPU paths).
+    pub(in crate::mcl) fn cpu_params() -> MclParams {
+        MclParams {
+            engine: EngineKind::Cpu,
+            ..Default::default()
+        }
+    }
+
     fn two_cliques(k: u32) -> EdgeList {
         let mut e = Vec::new();
         for base in [0, k] {
@@ -530,7 +553,7 @@ mod tests {
     fn two_cliques_give_two_clusters() {
         let (g, _) = graph_from_edges::<f32>(&two_cliques(6)).unwrap();
         let mut seen = 0;
-        let r = cluster(&g, &MclParams::default(), &mut |it| {
+        let r = cluster(&g, &cpu_params(), &mut |it| {
             seen += 1;
             assert_eq!(it.index, seen);
         })
@@ -546,10 +569,10 @@ mod tests {
     #[test]
     fn batches_do_not_change_the_result() {
         let (g, _) = graph_from_edges::<f64>(&two_cliques(7)).unwrap();
-        let whole = cluster(&g, &MclParams::default(), &mut |_| {}).unwrap();
+        let whole = cluster(&g, &cpu_params(), &mut |_| {}).unwrap();
         let p = MclParams {
             batch_entries: Some(10),
-            ..Default::default()
+            ..cpu_params()
         };
         let small = cluster(&g, &p, &mut |_| {}).unwrap();
         assert_eq!(
@@ -573,26 +596,26 @@ mod tests {
         for p in [
             MclParams {
                 inflation: 0.0,
-                ..Default::default()
+                ..cpu_params()
             },
             MclParams {
                 inflation: 30.5,
-                ..Default::default()
+                ..cpu_params()
             },
             MclParams {
                 loop_gain: -1.0,
-                ..Default::default()
+                ..cpu_params()
             },
             MclParams {
                 batch_entries: Some(0),
-                ..Default::default()
+                ..cpu_params()
             },
         ] {
             assert!(cluster(&g, &p, &mut |_| {}).is_err());
         }
         let p = MclParams {
             max_iterations: 0,
-            ..Default::default()
+            ..cpu_params()
         };
         let r = cluster(&g, &p, &mut |_| {}).unwrap();
         assert_eq!((r.iterations, r.converged), (0, false));

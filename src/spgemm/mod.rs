@@ -120,6 +120,8 @@ pub struct SpgemmOptions<'a> {
     /// Compute only these rows of `C` (a row batch). The result then has `rows.len()` rows
     /// (its row 0 is row `rows.start` of `C`) and all of `C`'s columns.
     pub rows: Option<Range<usize>>,
+    /// How the GPU engine runs the product (the CPU engine ignores it).
+    pub gpu: gpu::GpuTuning,
 }
 
 /// Figures about one product.
@@ -249,7 +251,9 @@ pub fn multiply<T: Scalar>(
     opts: &SpgemmOptions,
 ) -> Result<(Csr<T>, ProductStats)> {
     match resolve(engine).0 {
-        EngineKind::Gpu | EngineKind::Auto => gpu::GpuEngine::open()?.multiply(a, b, opts),
+        EngineKind::Gpu | EngineKind::Auto => gpu::GpuEngine::open()?
+            .with_tuning(opts.gpu.clone())
+            .multiply(a, b, opts),
         EngineKind::Cpu => {
             let start = Instant::now();
             let (c, products) = cpu::CpuEngine::default().multiply_counted(a, b, opts)?;

@@ -14,10 +14,10 @@ use crate::spgemm::gpu::{GpuEngine, GpuTuning};
 pub use prune::{prune_batch, prune_expansion, FusedRows, Pruned};
 use std::time::Instant;
 
-/// The GPU engine for MCL: batches bounded by `params.batch_entries` when given, else by the
-/// device's memory alone.
+/// The GPU engine for MCL, tuned by `params.gpu`: batches bounded by `params.batch_entries`
+/// when given, else by the device's memory alone.
 pub(crate) fn engine(params: &MclParams) -> Result<GpuEngine> {
-    let tuning = GpuTuning::from_env();
+    let tuning = params.gpu.clone();
     Ok(GpuEngine::open()?.with_tuning(GpuTuning {
         max_batch_entries: params.batch_entries.or(tuning.max_batch_entries),
         // Dense rows are made and pruned in a window of all the columns (the fused kernel),

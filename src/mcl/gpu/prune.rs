@@ -272,3 +272,15 @@ fn fused_rows<T: Scalar>(
     )?;
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::gpu::kernels::defined;
+
+    #[test]
+    fn launch_sizes_match_the_kernels() {
+        assert_eq!(Some(PRUNE_THREADS as u64), defined("PRUNE_THREADS"));
+        assert_eq!(Some(FUSED_THREADS as u64), defined("DENSE_ROW_THREADS"));
+    }
+}

@@ -721,6 +721,7 @@ mod tests {
             let opts = SpgemmOptions {
                 mask: Some(Pattern::of(&mask)),
                 rows: Some(37..151),
+                ..Default::default()
             };
             let c = e.multiply(&a, &a, &opts).unwrap();
             assert_eq!((c.nrows(), c.ncols()), (114, 200));

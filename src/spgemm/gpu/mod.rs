@@ -49,7 +49,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 /// Knobs of the GPU engine; the defaults are what a user wants.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct GpuTuning {
     /// Use at most this many bytes of device memory for a batch's work (default: what is free,
     /// less a margin). Tests set it low to exercise row batching.
@@ -82,33 +82,6 @@ pub struct GpuTuning {
     pub dense_window: Option<u32>,
 }
 
-impl GpuTuning {
-    /// The defaults, overridden by `GMCL_GPU_MEMORY_LIMIT` (bytes), `GMCL_GPU_POISON=1`,
-    /// `GMCL_GPU_PROFILE=1`, `GMCL_GPU_DENSE_FROM`, `GMCL_GPU_DENSE_FRACTION` and
-    /// `GMCL_GPU_HASH_LIMIT` (for tuning experiments).
-    pub fn from_env() -> Self {
-        GpuTuning {
-            memory_limit: std::env::var("GMCL_GPU_MEMORY_LIMIT")
-                .ok()
-                .and_then(|v| v.trim().parse().ok()),
-            poison: std::env::var("GMCL_GPU_POISON").is_ok_and(|v| v == "1"),
-            profile: std::env::var("GMCL_GPU_PROFILE").is_ok_and(|v| v == "1"),
-            max_chunks_per_level: None,
-            max_batch_entries: None,
-            dense_from: std::env::var("GMCL_GPU_DENSE_FROM")
-                .ok()
-                .and_then(|v| v.trim().parse().ok()),
-            dense_fraction: std::env::var("GMCL_GPU_DENSE_FRACTION")
-                .ok()
-                .and_then(|v| v.trim().parse().ok()),
-            hash_limit: std::env::var("GMCL_GPU_HASH_LIMIT")
-                .ok()
-                .and_then(|v| v.trim().parse().ok()),
-            dense_window: None,
-        }
-    }
-}
-
 /// The gMAGNUS engine on one GPU.
 pub struct GpuEngine {
     gpu: Arc<Gpu>,
@@ -138,8 +111,8 @@ impl DeferredRows {
 }
 
 impl GpuEngine {
-    /// Opens the GPU (compiling the kernels on first use in the process), with tuning from the
-    /// environment. Fails with [`Error::EngineUnavailable`] saying why when there is no usable GPU.
+    /// Opens the GPU (compiling the kernels on first use in the process), with the default
+    /// tuning ([`GpuEngine::with_tuning`] changes it). Fails with [`Error::EngineUnavailable`] saying why when there is no usable GPU.
     pub fn open() -> Result<Self> {
         Self::open_unadvised().map_err(|e| match e {
             Error::EngineUnavailable(why) => Error::EngineUnavailable(format!(
@@ -155,7 +128,7 @@ impl GpuEngine {
     pub fn open_unadvised() -> Result<Self> {
         Ok(GpuEngine {
             gpu: gpu::device()?,
-            tuning: GpuTuning::from_env(),
+            tuning: GpuTuning::default(),
             last_phases: Default::default(),
         })
     }

@@ -271,6 +271,21 @@ impl GpuEngine {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::gpu::kernels::defined;
+
+    #[test]
+    fn launch_sizes_match_the_kernels() {
+        assert_eq!(Some(DENSE_ROW_THREADS as u64), defined("DENSE_ROW_THREADS"));
+        assert_eq!(Some(SPLIT_THREADS as u64), defined("SPLIT_THREADS"));
+        assert_eq!(Some(split_per_thread(4)), defined("MS_PER_THREAD_F32"));
+        assert_eq!(Some(split_per_thread(8)), defined("MS_PER_THREAD_F64"));
+        let slots = defined("MAX_SLOTS_PER_THREAD").unwrap();
+        assert_eq!(
+            MAX_TABLE_SLOTS,
+            slots * 1024,
+            "8 slots per thread of a 1024-thread block"
+        );
+    }
 
     #[test]
     fn bins_cover_up_to_tau_and_fit_shared_memory() {
