@@ -53,6 +53,52 @@ pub(crate) fn prefault<E>(s: &mut [E]) {
     advise(s.as_mut_ptr(), std::mem::size_of_val(s), POPULATE_WRITE, 4);
 }
 
+/// A slice that many threads may write at disjoint positions. The caller promises that no two
+/// threads touch the same position.
+pub(crate) struct SharedSlice<E> {
+    ptr: *mut E,
+    len: usize,
+}
+unsafe impl<E: Send> Sync for SharedSlice<E> {}
+unsafe impl<E: Send> Send for SharedSlice<E> {}
+
+impl<E> SharedSlice<E> {
+    /// Over uninitialised spare capacity of a vector.
+    pub(crate) fn new(s: &mut [std::mem::MaybeUninit<E>]) -> Self {
+        SharedSlice {
+            ptr: s.as_mut_ptr() as *mut E,
+            len: s.len(),
+        }
+    }
+    /// Over an initialised slice.
+    #[allow(dead_code)] // for engines that fill rows in place
+    pub(crate) fn new_init(s: &mut [E]) -> Self {
+        SharedSlice {
+            ptr: s.as_mut_ptr(),
+            len: s.len(),
+        }
+    }
+    /// Writes `v` at `i` without dropping what was there.
+    ///
+    /// # Safety
+    /// No other thread may access position `i` meanwhile.
+    #[inline]
+    pub(crate) unsafe fn write(&self, i: usize, v: E) {
+        assert!(i < self.len);
+        self.ptr.add(i).write(v)
+    }
+    /// The sub-slice `[s, e)`.
+    ///
+    /// # Safety
+    /// No other thread may access `[s, e)` while the returned slice lives.
+    #[inline]
+    #[allow(clippy::mut_from_ref, dead_code)]
+    pub(crate) unsafe fn slice_mut(&self, s: usize, e: usize) -> &mut [E] {
+        assert!(s <= e && e <= self.len);
+        std::slice::from_raw_parts_mut(self.ptr.add(s), e - s)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -8,7 +8,7 @@
 
 use super::rng::GOLDEN;
 use super::stream::Batch;
-use crate::csr::SharedSlice;
+use crate::mem::SharedSlice;
 use rayon::prelude::*;
 use std::ops::Range;
 

@@ -14,7 +14,7 @@
 //! two passes instead.
 
 use super::{Job, Workspace};
-use crate::csr::SharedSlice;
+use crate::mem::SharedSlice;
 use crate::scalar::Scalar;
 use rayon::prelude::*;
 use std::collections::BTreeMap;

@@ -1,255 +1,15 @@
-//! Compressed sparse row matrices and their parallel construction from edge lists.
+//! Building a CSR matrix from an edge list in parallel: entries are distributed into buckets
+//! of consecutive rows, each bucket is counting-sorted by row in cache, each row sorted by
+//! column and its duplicates combined.
 
+use super::{BuildOptions, Csr, Duplicates};
 use crate::edges::EdgeList;
 use crate::error::{Error, Result};
+use crate::mem::SharedSlice;
 use crate::scalar::Scalar;
 use rayon::prelude::*;
 
-/// A sparse matrix in compressed sparse row form: 64-bit row offsets (nonzero counts pass 2^32 on
-/// real products), 32-bit column indices sorted within each row, and values of type `T`.
-#[derive(Clone, Debug, PartialEq)]
-pub struct Csr<T> {
-    nrows: usize,
-    ncols: usize,
-    row_ptr: Vec<u64>,
-    col_idx: Vec<u32>,
-    values: Vec<T>,
-}
-
-/// How entries with the same row and column are combined when a matrix is built.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
-pub enum Duplicates {
-    /// Add their values (Matrix Market and edge-list convention).
-    #[default]
-    Sum,
-    /// Keep the largest value (what mcl does with label input).
-    Max,
-    /// Keep every entry; rows may then hold repeated columns (used to count duplicates).
-    Keep,
-}
-
-/// Options of [`Csr::from_edges`].
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct BuildOptions {
-    /// Add `(v, u)` for every `(u, v)`: the undirected graph. Needs a square shape.
-    pub symmetrize: bool,
-    /// Drop `(u, u)` entries.
-    pub drop_self_loops: bool,
-    /// How repeated entries are combined.
-    pub duplicates: Duplicates,
-}
-
 impl<T: Scalar> Csr<T> {
-    /// An `nrows × ncols` matrix with no entries.
-    pub fn empty(nrows: usize, ncols: usize) -> Self {
-        Csr {
-            nrows,
-            ncols,
-            row_ptr: vec![0; nrows + 1],
-            col_idx: Vec::new(),
-            values: Vec::new(),
-        }
-    }
-
-    /// Assembles a matrix from its arrays, checking every invariant: offsets start at 0, never
-    /// decrease and end at the entry count, and columns are in range and strictly increasing
-    /// within each row.
-    pub fn from_parts(
-        nrows: usize,
-        ncols: usize,
-        row_ptr: Vec<u64>,
-        col_idx: Vec<u32>,
-        values: Vec<T>,
-    ) -> Result<Self> {
-        let bad = |m: String| Err(Error::Invalid(format!("invalid CSR: {m}")));
-        if row_ptr.len() != nrows + 1 {
-            return bad(format!("{} row offsets for {nrows} rows", row_ptr.len()));
-        }
-        if row_ptr[0] != 0 || row_ptr[nrows] as usize != col_idx.len() {
-            return bad("offsets must start at 0 and end at the entry count".into());
-        }
-        if col_idx.len() != values.len() {
-            return bad(format!(
-                "{} columns but {} values",
-                col_idx.len(),
-                values.len()
-            ));
-        }
-        if ncols > u32::MAX as usize + 1 {
-            return bad(format!("{ncols} columns do not fit 32-bit indices"));
-        }
-        let m = Csr {
-            nrows,
-            ncols,
-            row_ptr,
-            col_idx,
-            values,
-        };
-        let bad_row = (0..nrows).into_par_iter().find_any(|&i| {
-            let (s, e) = (m.row_ptr[i], m.row_ptr[i + 1]);
-            if e < s || e as usize > m.col_idx.len() {
-                return true;
-            }
-            let cols = &m.col_idx[s as usize..e as usize];
-            cols.windows(2).any(|w| w[0] >= w[1])
-                || cols.last().is_some_and(|&c| c as usize >= ncols)
-        });
-        if let Some(i) = bad_row {
-            return bad(format!(
-                "row {i} has bad offsets, unsorted or out-of-range columns"
-            ));
-        }
-        Ok(m)
-    }
-
-    /// Assembles a matrix from arrays the caller guarantees valid (as [`Csr::from_parts`] checks).
-    /// Used by engines that construct sorted rows themselves; debug builds still check.
-    pub fn from_parts_unchecked(
-        nrows: usize,
-        ncols: usize,
-        row_ptr: Vec<u64>,
-        col_idx: Vec<u32>,
-        values: Vec<T>,
-    ) -> Self {
-        debug_assert!(Csr::from_parts(
-            nrows,
-            ncols,
-            row_ptr.clone(),
-            col_idx.clone(),
-            values.clone()
-        )
-        .is_ok());
-        Csr {
-            nrows,
-            ncols,
-            row_ptr,
-            col_idx,
-            values,
-        }
-    }
-
-    /// Number of rows.
-    pub fn nrows(&self) -> usize {
-        self.nrows
-    }
-    /// Number of columns.
-    pub fn ncols(&self) -> usize {
-        self.ncols
-    }
-    /// Number of stored entries.
-    pub fn nnz(&self) -> usize {
-        self.col_idx.len()
-    }
-    /// Row offsets, `nrows + 1` of them.
-    pub fn row_ptr(&self) -> &[u64] {
-        &self.row_ptr
-    }
-    /// Column index of each entry.
-    pub fn col_idx(&self) -> &[u32] {
-        &self.col_idx
-    }
-    /// Value of each entry.
-    pub fn values(&self) -> &[T] {
-        &self.values
-    }
-    /// Mutable values (the structure stays fixed).
-    pub fn values_mut(&mut self) -> &mut [T] {
-        &mut self.values
-    }
-    /// Number of entries in row `i`.
-    #[inline]
-    pub fn row_len(&self, i: usize) -> usize {
-        (self.row_ptr[i + 1] - self.row_ptr[i]) as usize
-    }
-    /// The columns and values of row `i`.
-    #[inline]
-    pub fn row(&self, i: usize) -> (&[u32], &[T]) {
-        let (s, e) = (self.row_ptr[i] as usize, self.row_ptr[i + 1] as usize);
-        (&self.col_idx[s..e], &self.values[s..e])
-    }
-    /// Takes the matrix apart into (nrows, ncols, row_ptr, col_idx, values).
-    pub fn into_parts(self) -> (usize, usize, Vec<u64>, Vec<u32>, Vec<T>) {
-        (
-            self.nrows,
-            self.ncols,
-            self.row_ptr,
-            self.col_idx,
-            self.values,
-        )
-    }
-
-    /// The same matrix with values converted to another scalar type.
-    pub fn cast<U: Scalar>(&self) -> Csr<U> {
-        Csr {
-            nrows: self.nrows,
-            ncols: self.ncols,
-            row_ptr: self.row_ptr.clone(),
-            col_idx: self.col_idx.clone(),
-            values: self
-                .values
-                .par_iter()
-                .map(|v| U::from_f64(v.to_f64()))
-                .collect(),
-        }
-    }
-
-    /// Builds a matrix from a dense row-major array, storing every nonzero (for tests and small
-    /// examples).
-    pub fn from_dense(nrows: usize, ncols: usize, dense: &[T]) -> Self {
-        assert_eq!(dense.len(), nrows * ncols, "dense array has the wrong size");
-        let mut row_ptr = vec![0u64];
-        let (mut col_idx, mut values) = (Vec::new(), Vec::new());
-        for i in 0..nrows {
-            for j in 0..ncols {
-                let v = dense[i * ncols + j];
-                if v != T::ZERO {
-                    col_idx.push(j as u32);
-                    values.push(v);
-                }
-            }
-            row_ptr.push(col_idx.len() as u64);
-        }
-        Csr {
-            nrows,
-            ncols,
-            row_ptr,
-            col_idx,
-            values,
-        }
-    }
-
-    /// The dense row-major form (for tests and small examples).
-    pub fn to_dense(&self) -> Vec<T> {
-        let mut d = vec![T::ZERO; self.nrows * self.ncols];
-        for i in 0..self.nrows {
-            let (c, v) = self.row(i);
-            for (&j, &x) in c.iter().zip(v) {
-                d[i * self.ncols + j as usize] += x;
-            }
-        }
-        d
-    }
-
-    /// The transpose, built by a parallel counting sort over columns; rows of the result are
-    /// sorted because rows of `self` are visited in order.
-    pub fn transpose(&self) -> Csr<T> {
-        let el = EdgeList {
-            nrows: self.ncols,
-            ncols: self.nrows,
-            edges: (0..self.nrows)
-                .into_par_iter()
-                .flat_map_iter(|i| self.row(i).0.iter().map(move |&j| (j, i as u32)))
-                .collect(),
-            weights: Some(self.values.par_iter().map(|v| v.to_f64()).collect()),
-        };
-        let opts = BuildOptions {
-            duplicates: Duplicates::Keep,
-            ..Default::default()
-        };
-        // The input has no repeated (row, col) pairs, so Keep changes nothing and cannot fail.
-        Csr::from_edges(&el, &opts).unwrap_or_else(|_| unreachable!("transpose of a valid CSR"))
-    }
-
     /// Builds a matrix from an edge list in parallel: entries are first distributed into buckets
     /// of consecutive rows (each thread writing its own stretch of every bucket, so no atomics),
     /// then each bucket is counting-sorted by row within its own small, cache-resident region,
@@ -344,6 +104,18 @@ struct Bucketed<P> {
     spare: Vec<u32>,
 }
 
+/// How the rows are cut into buckets and the edge list into slices (one per task).
+struct Layout {
+    /// Buckets of `1 << shift` consecutive rows.
+    shift: u32,
+    /// Rows per bucket.
+    rows: usize,
+    /// Buckets in all.
+    count: usize,
+    /// Edges per slice of the edge list.
+    slice_len: usize,
+}
+
 /// Distributes the entries of `el` (mirrored and filtered as `opts` says; `make(col, k)` builds
 /// the item of edge `k`) into row order, then runs `finish_row` on every row, which returns how
 /// many of its items to keep.
@@ -355,9 +127,6 @@ fn bucket_rows<P: Copy + Send + Sync>(
     finish_row: impl Fn(&mut [P]) -> usize + Sync,
 ) -> Bucketed<P> {
     let nrows = el.nrows;
-    let keep = |u: u32, v: u32| !(opts.drop_self_loops && u == v);
-    let mirror = |u: u32, v: u32| opts.symmetrize && u != v;
-
     // Buckets of 2^shift consecutive rows, about `bucket_entries` entries each.
     let n_edges = el.edges.len();
     let wanted = (n_edges * (1 + opts.symmetrize as usize) / bucket_entries.max(1)).max(1);
@@ -366,23 +135,57 @@ fn bucket_rows<P: Copy + Send + Sync>(
         .next_power_of_two()
         .trailing_zeros()
         .min(31);
-    let bucket_rows = 1usize << shift;
-    let mask = (bucket_rows - 1) as u32;
-    let n_buckets = nrows.div_ceil(bucket_rows);
-    let slice_len = n_edges
-        .div_ceil(4 * rayon::current_num_threads().max(1))
-        .max(1 << 14);
+    let layout = Layout {
+        shift,
+        rows: 1usize << shift,
+        count: nrows.div_ceil(1usize << shift),
+        slice_len: n_edges
+            .div_ceil(4 * rayon::current_num_threads().max(1))
+            .max(1 << 14),
+    };
+    let (mut cursors, bucket_ptr) = count_buckets(el, opts, &layout);
+    let (mut items, mut local_rows) = scatter(el, opts, &layout, &mut cursors, &bucket_ptr, make);
+    let (start, kept) = sort_buckets(
+        &mut items,
+        &mut local_rows,
+        &bucket_ptr,
+        nrows,
+        layout.rows,
+        finish_row,
+    );
+    Bucketed {
+        items,
+        start,
+        kept,
+        spare: local_rows,
+    }
+}
 
-    // 1. Entries per bucket in each slice of the edge list.
+/// Whether edge `(u, v)` is kept (not a self loop that is dropped).
+fn keep(opts: &BuildOptions, u: u32, v: u32) -> bool {
+    !(opts.drop_self_loops && u == v)
+}
+
+/// Whether edge `(u, v)` is also entered as `(v, u)`.
+fn mirror(opts: &BuildOptions, u: u32, v: u32) -> bool {
+    opts.symmetrize && u != v
+}
+
+/// Step 1: the entries of each bucket in each slice of the edge list, turned into each slice's
+/// write cursor per bucket, and the buckets' offsets (`count + 1` of them). Bucket b holds
+/// slice 0's entries, then slice 1's, ...: file order within a bucket, so the result does not
+/// depend on the slicing.
+fn count_buckets(el: &EdgeList, opts: &BuildOptions, layout: &Layout) -> (Vec<Vec<u64>>, Vec<u64>) {
+    let (shift, n_buckets) = (layout.shift, layout.count);
     let mut cursors: Vec<Vec<u64>> = el
         .edges
-        .par_chunks(slice_len)
+        .par_chunks(layout.slice_len)
         .map(|part| {
             let mut h = vec![0u64; n_buckets];
             for &(u, v) in part {
-                if keep(u, v) {
+                if keep(opts, u, v) {
                     h[(u >> shift) as usize] += 1;
-                    if mirror(u, v) {
+                    if mirror(opts, u, v) {
                         h[(v >> shift) as usize] += 1;
                     }
                 }
@@ -390,8 +193,6 @@ fn bucket_rows<P: Copy + Send + Sync>(
             h
         })
         .collect();
-    // Bucket b holds slice 0's entries, then slice 1's, ...: file order within a bucket, so the
-    // result does not depend on the slicing.
     let mut bucket_ptr = vec![0u64; n_buckets + 1];
     let mut total = 0u64;
     for b in 0..n_buckets {
@@ -403,9 +204,21 @@ fn bucket_rows<P: Copy + Send + Sync>(
         }
     }
     bucket_ptr[n_buckets] = total;
-    let total = total as usize;
+    (cursors, bucket_ptr)
+}
 
-    // 2. Scatter the items and their rows within the bucket into bucket order.
+/// Step 2: the items and their rows within the bucket, in bucket order.
+fn scatter<P: Copy + Send + Sync>(
+    el: &EdgeList,
+    opts: &BuildOptions,
+    layout: &Layout,
+    cursors: &mut [Vec<u64>],
+    bucket_ptr: &[u64],
+    make: impl Fn(u32, usize) -> P + Sync,
+) -> (Vec<P>, Vec<u32>) {
+    let (shift, slice_len) = (layout.shift, layout.slice_len);
+    let mask = (layout.rows - 1) as u32;
+    let total = bucket_ptr[layout.count] as usize;
     let mut items: Vec<P> = Vec::with_capacity(total);
     let mut local_rows: Vec<u32> = Vec::with_capacity(total);
     crate::mem::advise_huge_pages(&mut items);
@@ -420,7 +233,7 @@ fn bucket_rows<P: Copy + Send + Sync>(
             .for_each(|(s, (part, cur))| {
                 let base = s * slice_len;
                 for (k, &(u, v)) in part.iter().enumerate() {
-                    if keep(u, v) {
+                    if keep(opts, u, v) {
                         let c = &mut cur[(u >> shift) as usize];
                         let at = *c as usize;
                         *c += 1;
@@ -430,7 +243,7 @@ fn bucket_rows<P: Copy + Send + Sync>(
                             out.write(at, make(v, base + k));
                             rows_out.write(at, u & mask);
                         }
-                        if mirror(u, v) {
+                        if mirror(opts, u, v) {
                             let c = &mut cur[(v >> shift) as usize];
                             let at = *c as usize;
                             *c += 1;
@@ -449,63 +262,68 @@ fn bucket_rows<P: Copy + Send + Sync>(
         items.set_len(total);
         local_rows.set_len(total);
     }
+    (items, local_rows)
+}
 
-    // 3. In each bucket: counting sort by row (through a scratch copy of the bucket), then
-    // finish each row.
+/// Step 3: in each bucket, a counting sort by row (through a scratch copy of the bucket), then
+/// `finish_row` on each row. Returns each row's start in `items` (`nrows + 1` offsets) and how
+/// many of its items it kept.
+fn sort_buckets<P: Copy + Send + Sync>(
+    items: &mut [P],
+    local_rows: &mut [u32],
+    bucket_ptr: &[u64],
+    nrows: usize,
+    bucket_rows: usize,
+    finish_row: impl Fn(&mut [P]) -> usize + Sync,
+) -> (Vec<u64>, Vec<u64>) {
+    let total = items.len();
     let mut start = vec![0u64; nrows + 1];
     let mut kept = vec![0u64; nrows];
-    {
-        let lens: Vec<usize> = bucket_ptr
-            .windows(2)
-            .map(|w| (w[1] - w[0]) as usize)
-            .collect();
-        let regions = crate::mem::split_by_lengths(&mut items, &lens);
-        let row_regions = crate::mem::split_by_lengths(&mut local_rows, &lens);
-        start[..nrows]
-            .par_chunks_mut(bucket_rows)
-            .zip(kept.par_chunks_mut(bucket_rows))
-            .zip(regions)
-            .zip(row_regions)
-            .enumerate()
-            .with_max_len(1)
-            .for_each_init(Vec::new, |scratch, (b, (((ptr, kept), region), rows))| {
-                ptr.fill(0);
-                for &r in rows.iter() {
-                    ptr[r as usize] += 1;
-                }
-                let mut acc = 0u64;
-                for p in ptr.iter_mut() {
-                    let c = *p;
-                    *p = acc;
-                    acc += c;
-                }
-                kept.copy_from_slice(ptr);
-                scratch.clear();
-                scratch.extend_from_slice(region);
-                for (&r, &e) in rows.iter().zip(scratch.iter()) {
-                    let c = &mut kept[r as usize];
-                    region[*c as usize] = e;
-                    *c += 1;
-                }
-                let len = region.len() as u64;
-                for i in 0..ptr.len() {
-                    let s = ptr[i] as usize;
-                    let e = ptr.get(i + 1).copied().unwrap_or(len) as usize;
-                    kept[i] = finish_row(&mut region[s..e]) as u64;
-                }
-                let base = bucket_ptr[b];
-                for p in ptr.iter_mut() {
-                    *p += base;
-                }
-            });
-    }
+    let lens: Vec<usize> = bucket_ptr
+        .windows(2)
+        .map(|w| (w[1] - w[0]) as usize)
+        .collect();
+    let regions = crate::mem::split_by_lengths(items, &lens);
+    let row_regions = crate::mem::split_by_lengths(local_rows, &lens);
+    start[..nrows]
+        .par_chunks_mut(bucket_rows)
+        .zip(kept.par_chunks_mut(bucket_rows))
+        .zip(regions)
+        .zip(row_regions)
+        .enumerate()
+        .with_max_len(1)
+        .for_each_init(Vec::new, |scratch, (b, (((ptr, kept), region), rows))| {
+            ptr.fill(0);
+            for &r in rows.iter() {
+                ptr[r as usize] += 1;
+            }
+            let mut acc = 0u64;
+            for p in ptr.iter_mut() {
+                let c = *p;
+                *p = acc;
+                acc += c;
+            }
+            kept.copy_from_slice(ptr);
+            scratch.clear();
+            scratch.extend_from_slice(region);
+            for (&r, &e) in rows.iter().zip(scratch.iter()) {
+                let c = &mut kept[r as usize];
+                region[*c as usize] = e;
+                *c += 1;
+            }
+            let len = region.len() as u64;
+            for i in 0..ptr.len() {
+                let s = ptr[i] as usize;
+                let e = ptr.get(i + 1).copied().unwrap_or(len) as usize;
+                kept[i] = finish_row(&mut region[s..e]) as u64;
+            }
+            let base = bucket_ptr[b];
+            for p in ptr.iter_mut() {
+                *p += base;
+            }
+        });
     start[nrows] = total as u64;
-    Bucketed {
-        items,
-        start,
-        kept,
-        spare: local_rows,
-    }
+    (start, kept)
 }
 
 /// Offsets from per-row counts.
@@ -671,52 +489,6 @@ fn combine_sorted<T: Scalar>(row: &mut [(u32, T)], dup: Duplicates) -> usize {
     w + 1
 }
 
-/// A slice that many threads may write at disjoint positions. The caller promises that no two
-/// threads touch the same position.
-pub(crate) struct SharedSlice<E> {
-    ptr: *mut E,
-    len: usize,
-}
-unsafe impl<E: Send> Sync for SharedSlice<E> {}
-unsafe impl<E: Send> Send for SharedSlice<E> {}
-
-impl<E> SharedSlice<E> {
-    /// Over uninitialised spare capacity of a vector.
-    pub(crate) fn new(s: &mut [std::mem::MaybeUninit<E>]) -> Self {
-        SharedSlice {
-            ptr: s.as_mut_ptr() as *mut E,
-            len: s.len(),
-        }
-    }
-    /// Over an initialised slice.
-    #[allow(dead_code)] // for engines that fill rows in place
-    pub(crate) fn new_init(s: &mut [E]) -> Self {
-        SharedSlice {
-            ptr: s.as_mut_ptr(),
-            len: s.len(),
-        }
-    }
-    /// Writes `v` at `i` without dropping what was there.
-    ///
-    /// # Safety
-    /// No other thread may access position `i` meanwhile.
-    #[inline]
-    pub(crate) unsafe fn write(&self, i: usize, v: E) {
-        assert!(i < self.len);
-        self.ptr.add(i).write(v)
-    }
-    /// The sub-slice `[s, e)`.
-    ///
-    /// # Safety
-    /// No other thread may access `[s, e)` while the returned slice lives.
-    #[inline]
-    #[allow(clippy::mut_from_ref, dead_code)]
-    pub(crate) unsafe fn slice_mut(&self, s: usize, e: usize) -> &mut [E] {
-        assert!(s <= e && e <= self.len);
-        std::slice::from_raw_parts_mut(self.ptr.add(s), e - s)
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -787,17 +559,6 @@ mod tests {
         );
     }
 
-    #[test]
-    fn transpose_and_checked_parts() {
-        let a = Csr::from_dense(2, 3, &[1.0f64, 0.0, 2.0, 0.0, 3.0, 0.0]);
-        let t = a.transpose();
-        assert_eq!(t.to_dense(), vec![1.0, 0.0, 0.0, 3.0, 2.0, 0.0]);
-        assert_eq!(t.transpose(), a);
-        assert!(Csr::<f64>::from_parts(1, 3, vec![0, 2], vec![2, 1], vec![1.0, 1.0]).is_err());
-        assert!(Csr::<f64>::from_parts(1, 3, vec![0, 1], vec![3], vec![1.0]).is_err());
-        assert!(Csr::<f64>::from_parts(1, 3, vec![0, 2], vec![0, 2], vec![1.0, 1.0]).is_ok());
-    }
-
     /// The reference: a map from (row, col) to the combined value, built one entry at a time.
     fn reference(e: &EdgeList, o: &BuildOptions) -> Vec<(u32, u32, Vec<f64>)> {
         let mut m: std::collections::BTreeMap<(u32, u32), Vec<f64>> = Default::default();
@@ -856,12 +617,5 @@ mod tests {
             proptest::prop_assert_eq!(m.col_idx(), &cols[..]);
             proptest::prop_assert_eq!(m.values(), &vals[..]);
         }
-    }
-
-    #[test]
-    fn empty_shapes() {
-        let m: Csr<f64> = Csr::from_edges(&el(0, &[], None), &BuildOptions::default()).unwrap();
-        assert_eq!((m.nrows(), m.nnz(), m.row_ptr().len()), (0, 0, 1));
-        assert_eq!(Csr::<f32>::empty(4, 2).row_len(3), 0);
     }
 }
