@@ -5,10 +5,10 @@
 use super::reader::{
     self, is_space, parse_float, put, skip_spaces, token_end, ChunkResult, Stats, Stop,
 };
+use super::Labels;
 use super::{Format, Loaded};
 use crate::edges::EdgeList;
 use crate::error::{Error, Result};
-use crate::graph::Labels;
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
 use std::mem::MaybeUninit;

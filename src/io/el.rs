@@ -8,10 +8,10 @@ use super::reader::{
     self, is_space, parse_float, put, scan_uint, skip_spaces, token_end, ChunkResult, Parsed,
     Stats, Stop, MAX_ID,
 };
+use super::Labels;
 use super::{Format, Loaded};
 use crate::edges::EdgeList;
 use crate::error::Result;
-use crate::graph::Labels;
 use std::mem::MaybeUninit;
 use std::path::Path;
 

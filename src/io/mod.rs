@@ -23,6 +23,7 @@
 
 mod abc;
 mod el;
+mod labels;
 pub mod limits;
 mod mtx;
 mod reader;
@@ -30,7 +31,7 @@ mod snap;
 
 use crate::edges::EdgeList;
 use crate::error::{Error, Result};
-use crate::graph::Labels;
+pub use labels::Labels;
 use std::fmt;
 use std::path::Path;
 use std::str::FromStr;

@@ -12,10 +12,10 @@ use super::reader::{
     self, is_space, parse_float, put, quote, scan_uint, skip_spaces, token_end, ChunkResult, Stats,
     Stop,
 };
+use super::Labels;
 use super::{Format, Loaded};
 use crate::edges::EdgeList;
 use crate::error::{Error, Result};
-use crate::graph::Labels;
 use rayon::prelude::*;
 use std::mem::MaybeUninit;
 use std::path::Path;

@@ -4,10 +4,10 @@
 
 use super::el::{self, TWO_OR_THREE, TWO_SIGNAL};
 use super::reader::{self, Stop};
+use super::Labels;
 use super::{Format, Loaded};
 use crate::edges::EdgeList;
 use crate::error::Result;
-use crate::graph::Labels;
 use rayon::prelude::*;
 use std::path::Path;
 

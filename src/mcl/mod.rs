@@ -23,7 +23,7 @@
 //!
 //! Values are `f32` in gmcl's command line, as in mcl (`float` cells).
 
-mod fused;
+mod cpu;
 pub mod gpu;
 pub mod inflate;
 pub mod interpret;
@@ -340,8 +340,8 @@ pub fn iterate<T: Scalar>(
     if engine == EngineKind::Gpu {
         return gpu::iterate_host(m, params, inflation);
     }
-    if params.fused && fused::applies(m) {
-        return fused::iterate(m, params, inflation);
+    if params.fused && cpu::applies(m) {
+        return cpu::iterate(m, params, inflation);
     }
     let start = Instant::now();
     let n = m.nrows();

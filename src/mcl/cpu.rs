@@ -1,4 +1,4 @@
-//! One MCL iteration on the CPU with expansion and pruning fused.
+//! MCL's CPU half: one iteration with expansion and pruning fused.
 //!
 //! Each thread makes one column of `M²` (a row of `Mᵀ·Mᵀ`) at a time in its own accumulator
 //! ([`PositiveRows`]: a bare value array, since every product is positive; heavy columns are

@@ -1,4 +1,4 @@
-//! A loaded graph: its edge list and the names of its vertices.
+//! The names vertices had in the input file.
 
 /// The names vertices had in the input, indexed by gmcl's dense vertex id.
 #[derive(Clone, Debug, Default, PartialEq)]
