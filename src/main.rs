@@ -390,6 +390,7 @@ fn main() {
     if let Err(e) = gmcl::interrupt::install() {
         exit_with(&e);
     }
+    configure_from_env();
     if let Some(n) = cli.threads {
         if n == 0 {
             exit_with(&Error::Invalid("--threads must be at least 1".into()));
@@ -596,7 +597,7 @@ fn run_spgemm<T: Scalar>(a: SpgemmArgs, ui: Ui) -> Result<()> {
             // phases) and reports it with its bandwidth against the device's copy bandwidth.
             let gpu = spgemm::gpu::GpuEngine::open()?.with_tuning(spgemm::gpu::GpuTuning {
                 profile: true,
-                ..spgemm::gpu::GpuTuning::default()
+                ..gpu_tuning_from_env()
             });
             let (c, stats) =
                 multiply_repeatedly(a.repeat, || gpu.multiply(&ma, b, &SpgemmOptions::default()))?;
@@ -609,7 +610,11 @@ fn run_spgemm<T: Scalar>(a: SpgemmArgs, ui: Ui) -> Result<()> {
             Ok((c, stats, Some(phases)))
         } else {
             let (c, stats) = multiply_repeatedly(a.repeat, || {
-                spgemm::multiply(engine, &ma, b, &SpgemmOptions::default())
+                let opts = SpgemmOptions {
+                    gpu: gpu_tuning_from_env(),
+                    ..Default::default()
+                };
+                spgemm::multiply(engine, &ma, b, &opts)
             })?;
             Ok((c, stats, None))
         }
@@ -892,6 +897,7 @@ fn run_cluster<T: Scalar>(a: ClusterArgs, ui: Ui) -> Result<()> {
         max_iterations: a.max_iterations,
         overlap: a.overlap,
         engine: a.engine,
+        gpu: gpu_tuning_from_env(),
         batch_entries: a.batch_entries,
         fused: !a.unfused,
         ..Default::default()
@@ -1219,6 +1225,58 @@ fn resolve_engine(kind: EngineKind, ui: Ui) -> Result<EngineKind> {
         ui.notice(&format!("no usable GPU ({why}): running on the CPU engine"));
     }
     Ok(engine)
+}
+
+/// Passes the settings the environment gives to the library, which reads no environment
+/// variable itself: where compiled kernels are kept (`GMCL_KERNEL_CACHE`, a folder, or `0`/`off`
+/// for none; else `$XDG_CACHE_HOME/gmcl`, else `$HOME/.cache/gmcl`), extra kernel macros for
+/// tuning experiments (`GMCL_KERNEL_DEFINES="NAME=VALUE ..."`), the memory figure the loaders
+/// check graphs against (`GMCL_MEMORY_LIMIT`, bytes) and the GPU fault switch of the tests
+/// (`GMCL_GPU_FAULT=N`: the N-th checked driver call fails).
+fn configure_from_env() {
+    use std::path::PathBuf;
+    let var = |k: &str| std::env::var_os(k).filter(|v| !v.is_empty());
+    let kernel_cache = match var("GMCL_KERNEL_CACHE") {
+        Some(v) if v == "0" || v == "off" => None,
+        Some(v) => Some(PathBuf::from(v)),
+        None => var("XDG_CACHE_HOME")
+            .map(|d| PathBuf::from(d).join("gmcl"))
+            .or_else(|| var("HOME").map(|h| PathBuf::from(h).join(".cache").join("gmcl"))),
+    };
+    let kernel_defines = std::env::var("GMCL_KERNEL_DEFINES")
+        .map(|d| d.split_whitespace().map(String::from).collect())
+        .unwrap_or_default();
+    // Nothing has opened the GPU yet, so this cannot fail.
+    let _ = gmcl::gpu::configure(gmcl::gpu::DeviceOptions {
+        kernel_cache,
+        kernel_defines,
+    });
+    if let Ok(v) = std::env::var("GMCL_MEMORY_LIMIT") {
+        gmcl::io::limits::set_memory_limit(v.trim().parse().ok());
+    }
+    if let Some(n) = std::env::var("GMCL_GPU_FAULT")
+        .ok()
+        .and_then(|v| v.trim().parse::<u64>().ok())
+    {
+        gmcl::gpu::fault::inject_at(n);
+    }
+}
+
+/// The GPU engine's tuning: the defaults, with `GMCL_GPU_MEMORY_LIMIT` (bytes),
+/// `GMCL_GPU_POISON=1`, `GMCL_GPU_PROFILE=1`, `GMCL_GPU_DENSE_FROM`, `GMCL_GPU_DENSE_FRACTION`
+/// and `GMCL_GPU_HASH_LIMIT` (for tuning experiments).
+fn gpu_tuning_from_env() -> spgemm::gpu::GpuTuning {
+    let number = |k: &str| std::env::var(k).ok().and_then(|v| v.trim().parse().ok());
+    let on = |k: &str| std::env::var(k).is_ok_and(|v| v == "1");
+    spgemm::gpu::GpuTuning {
+        memory_limit: number("GMCL_GPU_MEMORY_LIMIT"),
+        poison: on("GMCL_GPU_POISON"),
+        profile: on("GMCL_GPU_PROFILE"),
+        dense_from: number("GMCL_GPU_DENSE_FROM"),
+        dense_fraction: number("GMCL_GPU_DENSE_FRACTION"),
+        hash_limit: number("GMCL_GPU_HASH_LIMIT"),
+        ..Default::default()
+    }
 }
 
 fn to_json<S: serde::Serialize>(v: &S) -> Result<String> {
