@@ -10,7 +10,6 @@ pub mod matrix;
 pub mod mcl;
 pub(crate) mod prims;
 pub mod profile;
-pub mod triangles;
 
 use crate::error::{Error, Result};
 use cudarc::driver::{sys, CudaContext, CudaFunction, CudaModule, CudaStream};

@@ -30,6 +30,8 @@ use std::ops::Range;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering::Relaxed};
 use std::time::Instant;
 
+pub mod gpu;
+
 /// An undirected graph with no self loops and no repeated edges, stored as its symmetric
 /// adjacency pattern (each row sorted, each edge in both rows).
 #[derive(Clone, Debug, PartialEq)]
@@ -385,8 +387,8 @@ fn count_fused(
         other => other,
     })?;
     let a = g.adjacency();
-    let tuning = crate::gpu::triangles::TriangleTuning::from_env();
-    let d = crate::gpu::triangles::count(&gpu, a.row_ptr(), a.col_idx(), opts.per_vertex, &tuning)?;
+    let tuning = gpu::TriangleTuning::from_env();
+    let d = gpu::count(&gpu, a.row_ptr(), a.col_idx(), opts.per_vertex, &tuning)?;
     Ok(Triangles {
         triangles: d.triangles,
         per_vertex: d.per_vertex,

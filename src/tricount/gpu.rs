@@ -2,10 +2,12 @@
 //! is oriented by degree on the device, then the masked product `C⟨U⟩ = U·U` is summed as it is
 //! formed, so no product matrix is ever stored.
 
-use super::prims::{check, exclusive_scan, launch, read_at, shape, uninit, upload, zeros};
-use super::profile::{Phase, Profile};
-use super::Gpu;
 use crate::error::{Error, Result};
+use crate::gpu::prims::{
+    check, exclusive_scan, launch, read_at, shape, strided, uninit, upload, zeros,
+};
+use crate::gpu::profile::{Phase, Profile};
+use crate::gpu::Gpu;
 use cudarc::driver::{CudaSlice, PushKernelArg};
 use std::time::Instant;
 
@@ -114,7 +116,7 @@ pub fn count(
         THREADS,
         0,
     )?;
-    let per_vertex_grid = super::prims::strided(gpu, n as u64, THREADS);
+    let per_vertex_grid = strided(gpu, n as u64, THREADS);
 
     // Ranks by degree: a counting sort.
     let mut starts = zeros::<u64>(s, n + 1, "the degree histogram")?;
