@@ -2,12 +2,14 @@
 //! is oriented by degree on the device, then the masked product `C⟨U⟩ = U·U` is summed as it is
 //! formed, so no product matrix is ever stored.
 
+use super::{Method, Options, SimpleGraph, Triangles};
 use crate::error::{Error, Result};
 use crate::gpu::prims::{
     check, exclusive_scan, launch, read_at, shape, strided, uninit, upload, zeros,
 };
 use crate::gpu::profile::{Phase, Profile};
 use crate::gpu::Gpu;
+use crate::spgemm::EngineKind;
 use cudarc::driver::{CudaSlice, PushKernelArg};
 use std::time::Instant;
 
@@ -354,6 +356,42 @@ fn prev_power_of_two(x: u64) -> u64 {
     } else {
         1 << (63 - x.leading_zeros())
     }
+}
+
+/// The fused GPU kernel ([`Method::Fused`]), on the GPU engine only.
+pub(super) fn count_fused(
+    g: &SimpleGraph,
+    opts: &Options,
+    engine: EngineKind,
+    start: Instant,
+) -> Result<Triangles> {
+    if engine != EngineKind::Gpu {
+        return Err(Error::Invalid(
+            "the fused method runs on the GPU engine: use --engine gpu, or --method merge on \
+             the CPU"
+                .into(),
+        ));
+    }
+    let gpu = crate::gpu::device().map_err(|e| match e {
+        Error::EngineUnavailable(why) => {
+            Error::EngineUnavailable(format!("the GPU engine cannot count triangles here: {why}"))
+        }
+        other => other,
+    })?;
+    let a = g.adjacency();
+    let tuning = TriangleTuning::from_env();
+    let d = count(&gpu, a.row_ptr(), a.col_idx(), opts.per_vertex, &tuning)?;
+    Ok(Triangles {
+        triangles: d.triangles,
+        per_vertex: d.per_vertex,
+        method: Method::Fused,
+        relabelled: false,
+        orient_seconds: d.orient_seconds,
+        upload_seconds: d.upload_seconds,
+        device_seconds: d.device_seconds,
+        seconds: start.elapsed().as_secs_f64(),
+        ..Default::default()
+    })
 }
 
 #[cfg(test)]

@@ -18,19 +18,24 @@
 //!
 //! Counts are `u64`. The engine path multiplies `f64` matrices of ones: every entry of the
 //! product is a count of at most the number of vertices (< 2³²), far below 2⁵³, so it is exact.
+//!
+//! Where each part lives: [`orient`] the relabelling rule and the oriented graph, [`cpu`] the
+//! dedicated CPU kernel, [`masked`] the masked products on the engine, [`gpu`] the host side of
+//! the fused GPU kernel (kernels/triangles.cu).
 
 use crate::csr::{BuildOptions, Csr, Duplicates};
 use crate::edges::EdgeList;
 use crate::error::{Error, Result};
-use crate::scalar::Scalar;
-use crate::spgemm::prefetch;
-use crate::spgemm::{self, EngineKind, Pattern, ProductStats, SpgemmOptions};
-use rayon::prelude::*;
-use std::ops::Range;
-use std::sync::atomic::{AtomicU32, AtomicU64, Ordering::Relaxed};
+use crate::spgemm::{self, EngineKind};
+use orient::Oriented;
 use std::time::Instant;
 
+mod cpu;
 pub mod gpu;
+mod masked;
+mod orient;
+
+pub use orient::worth_relabelling;
 
 /// An undirected graph with no self loops and no repeated edges, stored as its symmetric
 /// adjacency pattern (each row sorted, each edge in both rows).
@@ -188,16 +193,6 @@ impl Form {
             Form::DotUpper => "dot-upper",
         }
     }
-
-    /// Which role (lowest, middle, highest vertex of a triangle) a row and a column of the
-    /// product stand for.
-    fn roles(self) -> (Role, Role) {
-        match self {
-            Form::Sandia | Form::Auto => (Role::Low, Role::High),
-            Form::Dot => (Role::High, Role::Mid),
-            Form::DotUpper => (Role::Low, Role::Mid),
-        }
-    }
 }
 
 impl std::str::FromStr for Form {
@@ -213,13 +208,6 @@ impl std::str::FromStr for Form {
             ))),
         }
     }
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Role {
-    Low,
-    Mid,
-    High,
 }
 
 /// What [`count`] does.
@@ -268,52 +256,6 @@ pub struct Triangles {
     pub device_seconds: f64,
 }
 
-/// GAP's rule for relabelling by degree (`WorthRelabelling` in its `tc.cc`): only when the
-/// graph has at least 10 edges per vertex on average, and the mean of 1000 sampled degrees (of
-/// vertices with an edge, drawn with a fixed seed) is more than 1.3 times their median: the
-/// sign of a skewed, power-law degree distribution.
-pub fn worth_relabelling(g: &SimpleGraph) -> bool {
-    let n = g.vertices();
-    if n == 0 || g.edges() / (n as u64) < 10 {
-        return false;
-    }
-    let samples = n.min(1000);
-    let mut rng = SplitMix(27491095);
-    let mut degrees = Vec::with_capacity(samples);
-    // Vertices with an edge are at least √(20 n) of n here; the bound on draws only guards
-    // against looping long on a huge, nearly empty vertex set.
-    for _ in 0..(1000 * samples as u64) {
-        if degrees.len() == samples {
-            break;
-        }
-        let v = (rng.next() % n as u64) as usize;
-        let d = g.degree(v);
-        if d > 0 {
-            degrees.push(d as u64);
-        }
-    }
-    if degrees.is_empty() {
-        return false;
-    }
-    degrees.sort_unstable();
-    let mean = degrees.iter().sum::<u64>() as f64 / degrees.len() as f64;
-    let median = degrees[degrees.len() / 2] as f64;
-    mean / 1.3 > median
-}
-
-/// A small deterministic generator for the degree sample.
-struct SplitMix(u64);
-
-impl SplitMix {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-}
-
 /// Counts the triangles of `g`.
 ///
 /// The CPU kernel fails only with [`Error::Interrupted`] (checked between phases). The engine
@@ -328,7 +270,7 @@ pub fn count(g: &SimpleGraph, opts: &Options) -> Result<Triangles> {
         (m, _) => m,
     };
     if method == Method::Fused {
-        return count_fused(g, opts, engine, start);
+        return gpu::count_fused(g, opts, engine, start);
     }
     let relabelled = match opts.relabel {
         Relabel::Auto => worth_relabelling(g),
@@ -344,639 +286,22 @@ pub fn count(g: &SimpleGraph, opts: &Options) -> Result<Triangles> {
         orient_seconds: start.elapsed().as_secs_f64(),
         ..Default::default()
     };
-    let per_vertex = match method {
-        Method::Spgemm => {
-            let (total, pv) = o.count_spgemm(opts, &mut out)?;
-            out.triangles = total;
-            pv
-        }
-        _ if opts.per_vertex => {
-            let pv = o.per_vertex_pairs().unwrap_or_else(|| o.per_vertex_merge());
-            out.triangles = pv.iter().sum::<u64>() / 3;
-            Some(pv)
-        }
-        _ => {
-            out.triangles = o.count_pairs();
-            None
-        }
+    let (total, per_vertex) = match method {
+        Method::Spgemm => o.count_spgemm(opts, &mut out)?,
+        _ => o.count_merge(opts.per_vertex),
     };
+    out.triangles = total;
     crate::interrupt::check()?;
     out.per_vertex = per_vertex.map(|pv| o.to_original(pv));
     out.seconds = start.elapsed().as_secs_f64();
     Ok(out)
 }
 
-/// The fused GPU kernel ([`Method::Fused`]), on the GPU engine only.
-fn count_fused(
-    g: &SimpleGraph,
-    opts: &Options,
-    engine: EngineKind,
-    start: Instant,
-) -> Result<Triangles> {
-    if engine != EngineKind::Gpu {
-        return Err(Error::Invalid(
-            "the fused method runs on the GPU engine: use --engine gpu, or --method merge on \
-             the CPU"
-                .into(),
-        ));
-    }
-    let gpu = crate::gpu::device().map_err(|e| match e {
-        Error::EngineUnavailable(why) => {
-            Error::EngineUnavailable(format!("the GPU engine cannot count triangles here: {why}"))
-        }
-        other => other,
-    })?;
-    let a = g.adjacency();
-    let tuning = gpu::TriangleTuning::from_env();
-    let d = gpu::count(&gpu, a.row_ptr(), a.col_idx(), opts.per_vertex, &tuning)?;
-    Ok(Triangles {
-        triangles: d.triangles,
-        per_vertex: d.per_vertex,
-        method: Method::Fused,
-        relabelled: false,
-        orient_seconds: d.orient_seconds,
-        upload_seconds: d.upload_seconds,
-        device_seconds: d.device_seconds,
-        seconds: start.elapsed().as_secs_f64(),
-        ..Default::default()
-    })
-}
-
-/// The oriented graph: row `r` holds the neighbours of rank higher than `r`, sorted. Rows are
-/// ranks; `order[r]` is the original vertex of rank `r` when relabelled.
-struct Oriented {
-    ptr: Vec<u64>,
-    adj: Vec<u32>,
-    /// The number of lower-ranked neighbours of each row (its in-degree in the DAG).
-    indeg: Vec<u64>,
-    order: Option<Vec<u32>>,
-}
-
-impl Oriented {
-    fn new(g: &SimpleGraph, relabel: bool) -> Oriented {
-        let n = g.vertices();
-        if !relabel {
-            let keep = |u: usize| {
-                let nb = g.neighbours(u);
-                &nb[nb.partition_point(|&v| v as usize <= u)..]
-            };
-            let lens: Vec<u64> = (0..n)
-                .into_par_iter()
-                .with_min_len(1024)
-                .map(|u| keep(u).len() as u64)
-                .collect();
-            let ptr = prefix(&lens);
-            let adj = fill_rows(&ptr, |u, out| out.copy_from_slice(keep(u)));
-            let indeg = lens
-                .par_iter()
-                .enumerate()
-                .map(|(u, &l)| g.degree(u) as u64 - l)
-                .collect();
-            return Oriented {
-                ptr,
-                adj,
-                indeg,
-                order: None,
-            };
-        }
-        // Ranks in order of (degree, id): high-degree vertices last.
-        let mut keys: Vec<u64> = (0..n)
-            .into_par_iter()
-            .map(|v| ((g.degree(v) as u64) << 32) | v as u64)
-            .collect();
-        keys.par_sort_unstable();
-        let order: Vec<u32> = keys.into_par_iter().map(|k| k as u32).collect();
-        let mut rank = vec![0u32; n];
-        for (r, &v) in order.iter().enumerate() {
-            rank[v as usize] = r as u32;
-        }
-        let lens: Vec<u64> = (0..n)
-            .into_par_iter()
-            .with_min_len(1024)
-            .map(|r| {
-                let u = order[r] as usize;
-                g.neighbours(u)
-                    .iter()
-                    .filter(|&&v| rank[v as usize] as usize > r)
-                    .count() as u64
-            })
-            .collect();
-        let ptr = prefix(&lens);
-        let adj = fill_rows(&ptr, |r, out| {
-            let u = order[r] as usize;
-            let mut at = 0;
-            for &v in g.neighbours(u) {
-                let rv = rank[v as usize];
-                if rv as usize > r {
-                    out[at] = rv;
-                    at += 1;
-                }
-            }
-            out.sort_unstable();
-        });
-        let indeg = lens
-            .par_iter()
-            .enumerate()
-            .map(|(r, &l)| g.degree(order[r] as usize) as u64 - l)
-            .collect();
-        Oriented {
-            ptr,
-            adj,
-            indeg,
-            order: Some(order),
-        }
-    }
-
-    fn n(&self) -> usize {
-        self.ptr.len() - 1
-    }
-
-    #[inline]
-    fn row(&self, u: usize) -> &[u32] {
-        &self.adj[self.ptr[u] as usize..self.ptr[u + 1] as usize]
-    }
-
-    /// Per-vertex counts indexed by rank, moved to original vertex ids.
-    fn to_original(&self, by_rank: Vec<u64>) -> Vec<u64> {
-        match &self.order {
-            None => by_rank,
-            Some(order) => {
-                let mut out = vec![0u64; by_rank.len()];
-                for (r, &v) in order.iter().enumerate() {
-                    out[v as usize] = by_rank[r];
-                }
-                out
-            }
-        }
-    }
-
-    /// Consecutive row ranges of about equal work (`Σ_{v ∈ row u} |row v|` plus the row).
-    fn tasks(&self) -> Vec<Range<usize>> {
-        balanced(self.n(), |u| {
-            let row = self.row(u);
-            row.len() as u64
-                + row
-                    .iter()
-                    .map(|&v| self.ptr[v as usize + 1] - self.ptr[v as usize])
-                    .sum::<u64>()
-        })
-    }
-
-    /// The in-edges of each vertex `b`, grouped by `b` (offsets, then spans): for an edge
-    /// `a → b` at position `e` of `adj`, the span `e + 1 .. end of row a` (the entries of row `a`
-    /// after `b`), packed as `start << 32 | end`. `None` when positions pass 32 bits.
-    fn in_spans(&self) -> Option<(Vec<u64>, Vec<u64>)> {
-        let n = self.n();
-        if self.adj.len() > u32::MAX as usize {
-            return None;
-        }
-        let tptr = prefix(&self.indeg);
-        let cursor: Vec<AtomicU64> = tptr[..n].iter().map(|&p| AtomicU64::new(p)).collect();
-        let spans: Vec<AtomicU64> = (0..self.adj.len()).map(|_| AtomicU64::new(0)).collect();
-        (0..n).into_par_iter().with_min_len(256).for_each(|a| {
-            let (start, end) = (self.ptr[a], self.ptr[a + 1]);
-            for e in start..end {
-                let b = self.adj[e as usize] as usize;
-                let at = cursor[b].fetch_add(1, Relaxed);
-                spans[at as usize].store(((e + 1) << 32) | end, Relaxed);
-            }
-        });
-        let mut spans: Vec<u64> = spans.into_iter().map(AtomicU64::into_inner).collect();
-        // In order of position, so that the rows of `a` are visited in memory order.
-        let lens: Vec<usize> = (0..n).map(|b| (tptr[b + 1] - tptr[b]) as usize).collect();
-        crate::mem::split_by_lengths(&mut spans, &lens)
-            .into_par_iter()
-            .with_min_len(256)
-            .for_each(|seg| seg.sort_unstable());
-        Some((tptr, spans))
-    }
-
-    /// The total count, wedge by wedge at the lowest vertex: for each vertex `b`, its row is
-    /// marked in a bitmap; then for each in-edge `a → b`, the entries `c` of row `a` after `b`
-    /// (up to the largest entry of row `b`) are looked up. Each pair `b < c` of a row is visited
-    /// at most once: `Σ out(a)²/2` lookups at most, fewer than the `Σ in(b)·out(b)` of walking
-    /// the rows of a row's entries ([`Oriented::count_marked`]) on graphs ordered by degree.
-    fn count_pairs(&self) -> u64 {
-        let Some((tptr, spans)) = self.in_spans() else {
-            return self.count_marked();
-        };
-        let n = self.n();
-        let span = |k: usize| {
-            let x = spans[k];
-            ((x >> 32) as usize, (x & u32::MAX as u64) as usize)
-        };
-        let in_of = |b: usize| tptr[b] as usize..tptr[b + 1] as usize;
-        let tasks = balanced(n, |b| {
-            let out = self.row(b).len() as u64;
-            if out == 0 {
-                return 0;
-            }
-            out + in_of(b)
-                .map(|k| {
-                    let (s, e) = span(k);
-                    (e - s) as u64
-                })
-                .sum::<u64>()
-        });
-        let words = n.div_ceil(64);
-        tasks
-            .into_par_iter()
-            .map(|range| {
-                let mut bits = vec![0u64; words];
-                let mut total = 0u64;
-                for b in range {
-                    let nb = self.row(b);
-                    let Some(&hi) = nb.last() else {
-                        continue;
-                    };
-                    for &c in nb {
-                        bits[c as usize >> 6] |= 1u64 << (c & 63);
-                    }
-                    for k in in_of(b) {
-                        // Each span starts at a random place of `adj`: fetch a few ahead.
-                        if k + AHEAD < spans.len() {
-                            prefetch(self.adj.as_ptr().wrapping_add(span(k + AHEAD).0));
-                        }
-                        let (s, e) = span(k);
-                        for &c in &self.adj[s..e] {
-                            if c > hi {
-                                break;
-                            }
-                            total += (bits[c as usize >> 6] >> (c & 63)) & 1;
-                        }
-                    }
-                    for &c in nb {
-                        bits[c as usize >> 6] = 0;
-                    }
-                }
-                total
-            })
-            .sum()
-    }
-
-    /// Triangles through each vertex (indexed by rank), walking the wedges as
-    /// [`Oriented::count_pairs`] does. A triangle `a < b < c` is found from the in-edge `a → b`
-    /// and the entry `c` of row `b`: `b`'s count is kept locally, `c`'s per entry of row `b`
-    /// (found by a binary search in the row) and added once per entry, and `a`'s per in-edge,
-    /// stored at the in-edge's position in `adj` and summed row by row at the end. `None` when
-    /// positions pass 32 bits.
-    fn per_vertex_pairs(&self) -> Option<Vec<u64>> {
-        let (tptr, spans) = self.in_spans()?;
-        let n = self.n();
-        let span = |k: usize| {
-            let x = spans[k];
-            ((x >> 32) as usize, (x & u32::MAX as u64) as usize)
-        };
-        let in_of = |b: usize| tptr[b] as usize..tptr[b + 1] as usize;
-        let tasks = balanced(n, |b| {
-            let out = self.row(b).len() as u64;
-            if out == 0 {
-                return 0;
-            }
-            out + in_of(b)
-                .map(|k| {
-                    let (s, e) = span(k);
-                    (e - s) as u64
-                })
-                .sum::<u64>()
-        });
-        let counts: Vec<AtomicU64> = (0..n).map(|_| AtomicU64::new(0)).collect();
-        // Triangles whose lowest two vertices are the edge at each position of `adj`.
-        let low: Vec<AtomicU32> = (0..self.adj.len()).map(|_| AtomicU32::new(0)).collect();
-        let words = n.div_ceil(64);
-        tasks.into_par_iter().for_each(|range| {
-            let mut bits = vec![0u64; words];
-            let mut high: Vec<u64> = Vec::new();
-            for b in range {
-                let nb = self.row(b);
-                let Some(&hi) = nb.last() else {
-                    continue;
-                };
-                for &c in nb {
-                    bits[c as usize >> 6] |= 1u64 << (c & 63);
-                }
-                high.clear();
-                high.resize(nb.len(), 0);
-                let mut mid = 0u64;
-                for k in in_of(b) {
-                    if k + AHEAD < spans.len() {
-                        prefetch(self.adj.as_ptr().wrapping_add(span(k + AHEAD).0));
-                    }
-                    let (s, e) = span(k);
-                    let mut found = 0u32;
-                    for &c in &self.adj[s..e] {
-                        if c > hi {
-                            break;
-                        }
-                        if (bits[c as usize >> 6] >> (c & 63)) & 1 == 1 {
-                            found += 1;
-                            high[nb.partition_point(|&x| x < c)] += 1;
-                        }
-                    }
-                    if found > 0 {
-                        // Position s - 1 holds b in row a: the edge a → b.
-                        low[s - 1].store(found, Relaxed);
-                        mid += found as u64;
-                    }
-                }
-                for &c in nb {
-                    bits[c as usize >> 6] = 0;
-                }
-                if mid > 0 {
-                    counts[b].fetch_add(mid, Relaxed);
-                    for (&c, &h) in nb.iter().zip(&high) {
-                        if h > 0 {
-                            counts[c as usize].fetch_add(h, Relaxed);
-                        }
-                    }
-                }
-            }
-        });
-        Some(
-            counts
-                .into_par_iter()
-                .enumerate()
-                .map(|(a, t)| {
-                    let row = self.ptr[a] as usize..self.ptr[a + 1] as usize;
-                    t.into_inner() + low[row].iter().map(|x| x.load(Relaxed) as u64).sum::<u64>()
-                })
-                .collect(),
-        )
-    }
-
-    /// The total count: for each vertex `u`, its row is marked in a bitmap, and for each `v` of
-    /// its row, the entries of row `v` up to the largest of row `u` are looked up.
-    fn count_marked(&self) -> u64 {
-        let words = self.n().div_ceil(64);
-        self.tasks()
-            .into_par_iter()
-            .map(|range| {
-                let mut bits = vec![0u64; words];
-                let mut total = 0u64;
-                for u in range {
-                    let nu = self.row(u);
-                    let Some((&hi, firsts)) = nu.split_last() else {
-                        continue;
-                    };
-                    for &w in nu {
-                        bits[w as usize >> 6] |= 1u64 << (w & 63);
-                    }
-                    for &v in firsts {
-                        for &w in self.row(v as usize) {
-                            if w > hi {
-                                break;
-                            }
-                            total += (bits[w as usize >> 6] >> (w & 63)) & 1;
-                        }
-                    }
-                    for &w in nu {
-                        bits[w as usize >> 6] = 0;
-                    }
-                }
-                total
-            })
-            .sum()
-    }
-
-    /// Triangles through each vertex (indexed by rank), by merging sorted rows: for each edge
-    /// `(u, v)` of the oriented graph, the rows of `u` (after `v`) and `v` are merged; each common
-    /// `w` is a triangle `u < v < w`. `u`'s count is kept locally; those of `v` and `w` are
-    /// summed per row of `u` and added once per edge.
-    fn per_vertex_merge(&self) -> Vec<u64> {
-        let counts: Vec<AtomicU64> = (0..self.n()).map(|_| AtomicU64::new(0)).collect();
-        self.tasks().into_par_iter().for_each(|range| {
-            let mut acc: Vec<u64> = Vec::new();
-            for u in range {
-                let nu = self.row(u);
-                acc.clear();
-                acc.resize(nu.len(), 0);
-                let mut low = 0u64;
-                for (i, &v) in nu.iter().enumerate() {
-                    let (a, b) = (&nu[i + 1..], self.row(v as usize));
-                    let (mut x, mut y, mut found) = (0, 0, 0u64);
-                    while x < a.len() && y < b.len() {
-                        if a[x] < b[y] {
-                            x += 1;
-                        } else if a[x] > b[y] {
-                            y += 1;
-                        } else {
-                            acc[i + 1 + x] += 1;
-                            found += 1;
-                            x += 1;
-                            y += 1;
-                        }
-                    }
-                    acc[i] += found;
-                    low += found;
-                }
-                if low > 0 {
-                    counts[u].fetch_add(low, Relaxed);
-                    for (&v, &c) in nu.iter().zip(&acc) {
-                        if c > 0 {
-                            counts[v as usize].fetch_add(c, Relaxed);
-                        }
-                    }
-                }
-            }
-        });
-        counts.into_iter().map(AtomicU64::into_inner).collect()
-    }
-
-    /// The oriented graph as an `f64` matrix of ones.
-    fn upper(&self) -> Result<Csr<f64>> {
-        let n = self.n();
-        if n > u32::MAX as usize + 1 {
-            return Err(Error::Invalid(format!(
-                "{n} vertices do not fit 32-bit indices"
-            )));
-        }
-        Ok(Csr::from_parts_unchecked(
-            n,
-            n,
-            self.ptr.clone(),
-            self.adj.clone(),
-            vec![1.0; self.adj.len()],
-        ))
-    }
-
-    /// Intermediate products of each form: `Σ in·out`, `Σ out²`, `Σ in²`.
-    fn form_costs(&self) -> [(Form, u64); 3] {
-        let (mut sandia, mut dot, mut dot_upper) = (0u64, 0u64, 0u64);
-        for (u, &i) in self.indeg.iter().enumerate() {
-            let o = self.ptr[u + 1] - self.ptr[u];
-            sandia += i * o;
-            dot += o * o;
-            dot_upper += i * i;
-        }
-        [
-            (Form::Sandia, sandia),
-            (Form::Dot, dot),
-            (Form::DotUpper, dot_upper),
-        ]
-    }
-
-    /// The engine path: one masked product for the count, a second one (another form) when the
-    /// per-vertex counts need the role the first one does not give.
-    fn count_spgemm(&self, opts: &Options, out: &mut Triangles) -> Result<(u64, Option<Vec<u64>>)> {
-        let engine = opts.engine;
-        let mut costs = self.form_costs();
-        costs.sort_by_key(|&(_, c)| c);
-        let first = match opts.form {
-            Form::Auto => costs[0].0,
-            f => f,
-        };
-        let second = costs
-            .iter()
-            .map(|&(f, _)| f)
-            .find(|&f| f != first)
-            .unwrap_or(Form::Sandia);
-        let u = self.upper()?;
-        let needs_l = |f: Form| matches!(f, Form::Dot | Form::DotUpper);
-        let l = if needs_l(first) || (opts.per_vertex && needs_l(second)) {
-            Some(u.transpose())
-        } else {
-            None
-        };
-        let (c, stats) = masked_product(engine, first, &u, l.as_ref())?;
-        out.forms.push(first);
-        out.intermediate_products += stats.intermediate_products;
-        out.product_seconds += stats.seconds;
-        let total = sum_entries(&c);
-        if !opts.per_vertex {
-            return Ok((total, None));
-        }
-        let n = self.n();
-        let mut counts = vec![0u64; n];
-        let (r1, c1) = first.roles();
-        add_row_sums(&c, &mut counts);
-        add_col_sums(&c, &mut counts);
-        drop(c);
-        let (c2, stats2) = masked_product(engine, second, &u, l.as_ref())?;
-        out.forms.push(second);
-        out.intermediate_products += stats2.intermediate_products;
-        out.product_seconds += stats2.seconds;
-        // The second product gives the missing role through its rows or its columns.
-        let (r2, col2) = second.roles();
-        if r2 != r1 && r2 != c1 {
-            add_row_sums(&c2, &mut counts);
-        } else if col2 != r1 && col2 != c1 {
-            add_col_sums(&c2, &mut counts);
-        }
-        Ok((total, Some(counts)))
-    }
-}
-
-/// One masked product of the engine. `l` is `Uᵀ` (needed by the dot forms).
-fn masked_product(
-    engine: EngineKind,
-    form: Form,
-    u: &Csr<f64>,
-    l: Option<&Csr<f64>>,
-) -> Result<(Csr<f64>, ProductStats)> {
-    let need_l =
-        || l.ok_or_else(|| Error::Invalid("internal: the dot forms need the transpose".into()));
-    let (a, b, mask) = match form {
-        Form::Sandia | Form::Auto => (u, u, u),
-        Form::Dot => {
-            let l = need_l()?;
-            (l, u, l)
-        }
-        Form::DotUpper => (u, need_l()?, u),
-    };
-    let opts = SpgemmOptions {
-        mask: Some(Pattern::of(mask)),
-        rows: None,
-    };
-    spgemm::multiply(engine, a, b, &opts)
-}
-
-/// The sum of a product's entries, each an exact small integer.
-fn sum_entries<T: Scalar>(c: &Csr<T>) -> u64 {
-    c.values().par_iter().map(|v| v.to_f64() as u64).sum()
-}
-
-fn add_row_sums<T: Scalar>(c: &Csr<T>, counts: &mut [u64]) {
-    counts.par_iter_mut().enumerate().for_each(|(i, t)| {
-        *t += c.row(i).1.iter().map(|v| v.to_f64() as u64).sum::<u64>();
-    });
-}
-
-fn add_col_sums<T: Scalar>(c: &Csr<T>, counts: &mut [u64]) {
-    for (&j, v) in c.col_idx().iter().zip(c.values()) {
-        counts[j as usize] += v.to_f64() as u64;
-    }
-}
-
-/// Spans ahead of the current one whose first entries are prefetched.
-const AHEAD: usize = 8;
-
-/// Cuts `0..n` into consecutive ranges of about equal total `cost`, many per thread so that
-/// rayon can balance them.
-fn balanced(n: usize, cost: impl Fn(usize) -> u64 + Sync) -> Vec<Range<usize>> {
-    let cost: Vec<u64> = (0..n)
-        .into_par_iter()
-        .with_min_len(1024)
-        .map(&cost)
-        .collect();
-    let total: u64 = cost.iter().sum();
-    let pieces = (64 * rayon::current_num_threads().max(1)) as u64;
-    let target = (total / pieces).max(1 << 12);
-    let mut tasks = Vec::new();
-    let (mut begin, mut acc) = (0usize, 0u64);
-    for (u, &c) in cost.iter().enumerate() {
-        acc += c;
-        if acc >= target {
-            tasks.push(begin..u + 1);
-            begin = u + 1;
-            acc = 0;
-        }
-    }
-    if begin < n {
-        tasks.push(begin..n);
-    }
-    tasks
-}
-
-/// Offsets from lengths: `[0, l0, l0 + l1, ...]`.
-fn prefix(lens: &[u64]) -> Vec<u64> {
-    let mut ptr = Vec::with_capacity(lens.len() + 1);
-    let mut acc = 0u64;
-    ptr.push(0);
-    for &l in lens {
-        acc += l;
-        ptr.push(acc);
-    }
-    ptr
-}
-
-/// Allocates the rows `ptr` describes and fills each with `fill(row, slice)`, in parallel over
-/// blocks of rows.
-fn fill_rows(ptr: &[u64], fill: impl Fn(usize, &mut [u32]) + Sync) -> Vec<u32> {
-    let n = ptr.len() - 1;
-    let total = ptr[n] as usize;
-    let mut adj = vec![0u32; total];
-    let block = (n / (16 * rayon::current_num_threads().max(1))).max(1024);
-    let starts: Vec<usize> = (0..n).step_by(block).collect();
-    let lens: Vec<usize> = starts
-        .iter()
-        .map(|&s| (ptr[(s + block).min(n)] - ptr[s]) as usize)
-        .collect();
-    let parts = crate::mem::split_by_lengths(&mut adj, &lens);
-    parts.into_par_iter().zip(starts).for_each(|(part, s)| {
-        let base = ptr[s];
-        for r in s..(s + block).min(n) {
-            let (a, b) = ((ptr[r] - base) as usize, (ptr[r + 1] - base) as usize);
-            fill(r, &mut part[a..b]);
-        }
-    });
-    adj
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn graph(n: usize, edges: &[(u32, u32)]) -> SimpleGraph {
+    pub(super) fn graph(n: usize, edges: &[(u32, u32)]) -> SimpleGraph {
         SimpleGraph::from_edges(EdgeList::square(n, edges.to_vec(), None)).unwrap()
     }
 
@@ -1092,58 +417,6 @@ mod tests {
         match count(&g, &opts) {
             Ok(t) => assert_eq!((t.triangles, t.method), (1, Method::Fused)),
             Err(e) => assert!(matches!(e, Error::EngineUnavailable(_)), "{e}"),
-        }
-    }
-
-    #[test]
-    fn relabelling_rule() {
-        // A ring: too few edges per vertex.
-        let ring: Vec<(u32, u32)> = (0..100).map(|i| (i, (i + 1) % 100)).collect();
-        assert!(!worth_relabelling(&graph(100, &ring)));
-        // A clique of 30 (29 neighbours each, uniform): dense but not skewed.
-        let mut e = Vec::new();
-        for a in 0..30u32 {
-            for b in a + 1..30 {
-                e.push((a, b));
-            }
-        }
-        assert!(!worth_relabelling(&graph(30, &e)));
-        // Skewed: 2000 vertices of degree about 20 around hubs of degree 2000.
-        let mut e = Vec::new();
-        for h in 0..10u32 {
-            for v in 10..2000u32 {
-                e.push((h, v));
-            }
-        }
-        for v in 10..2000u32 {
-            e.push((v, 10 + (v + 1 - 10) % 1990));
-        }
-        assert!(worth_relabelling(&graph(2000, &e)));
-    }
-
-    #[test]
-    fn the_three_cpu_kernels_agree() {
-        // A small skewed graph: hubs 0..8 joined to many, plus a ring; in both orientations.
-        let mut e = Vec::new();
-        let mut x = 12345u64;
-        for _ in 0..3000 {
-            x = x
-                .wrapping_mul(6364136223846793005)
-                .wrapping_add(1442695040888963407);
-            let u = ((x >> 33) % 8) as u32;
-            let v = ((x >> 40) % 400) as u32;
-            e.push((u, v));
-        }
-        e.extend((0..400u32).map(|i| (i, (i + 1) % 400)));
-        let g = graph(400, &e);
-        for relabel in [false, true] {
-            let o = Oriented::new(&g, relabel);
-            let pairs = o.count_pairs();
-            assert_eq!(o.count_marked(), pairs);
-            let pv = o.per_vertex_merge();
-            assert_eq!(pv.iter().sum::<u64>(), 3 * pairs);
-            assert_eq!(o.per_vertex_pairs(), Some(pv));
-            assert!(pairs > 0);
         }
     }
 
