@@ -10,7 +10,7 @@ use crate::gpu::prims::{
 use crate::gpu::profile::{Phase, Profile};
 use crate::gpu::Gpu;
 use crate::spgemm::EngineKind;
-use cudarc::driver::{CudaSlice, PushKernelArg};
+use cudarc::driver::{CudaSlice, LaunchConfig, PushKernelArg};
 use std::time::Instant;
 
 /// Threads of the setup and light-row kernels (TRI_THREADS in kernels/triangles.cu).
@@ -99,184 +99,243 @@ pub fn count(
     }
     let _busy = gpu.busy.lock().unwrap_or_else(|e| e.into_inner());
     let s = &gpu.main;
-    let n32 = n as u32;
 
     let start = Instant::now();
     let ptr = upload(s, row_ptr, "the adjacency's row offsets")?;
     // Turned into ranks in place by orient_counts.
-    let mut adj = upload(s, col_idx, "the adjacency's columns")?;
+    let adj = upload(s, col_idx, "the adjacency's columns")?;
     check("upload the adjacency", s.synchronize())?;
     out.upload_seconds = start.elapsed().as_secs_f64();
 
     let start = Instant::now();
     let mut prof = Profile::new(&gpu.ctx, tuning.profile);
-    let n1 = n as u64 + 1;
-    let per_row = shape(
-        (n as u64 * 32)
-            .div_ceil(THREADS as u64)
-            .min(gpu.multiprocessors() as u64 * 64),
-        THREADS,
-        0,
-    )?;
-    let per_vertex_grid = strided(gpu, n as u64, THREADS);
-
-    // Ranks by degree: a counting sort.
-    let mut starts = zeros::<u64>(s, n + 1, "the degree histogram")?;
-    launch(gpu, s, "degree_histogram", per_vertex_grid, |l| {
-        l.arg(&ptr).arg(&n32).arg(&mut starts);
-    })?;
-    exclusive_scan(gpu, s, &mut starts, n1, "the degree histogram")?;
-    let mut rank = uninit::<u32>(s, n, poison, "the degree ranks")?;
-    launch(gpu, s, "degree_ranks", per_vertex_grid, |l| {
-        l.arg(&ptr).arg(&n32).arg(&mut starts).arg(&mut rank);
-    })?;
-    drop(starts);
-    prof.mark("ranks by degree")?;
-
-    // U and L, renumbered by rank.
-    let mut optr = zeros::<u64>(s, n + 1, "the oriented row offsets")?;
-    let mut iptr = zeros::<u64>(s, n + 1, "the in-edge row offsets")?;
-    let mut max_out = zeros::<u64>(s, 1, "the longest oriented row")?;
-    let mut item_ptr = zeros::<u64>(s, n + 1, "the light rows' items")?;
-    let mut heavy_count = zeros::<u32>(s, 1, "the heavy row count")?;
-    // Heavy rows have more than WARP_SLOTS / 2 entries: at most this many.
-    let mut heavy_rows = uninit::<u32>(
-        s,
-        (col_idx.len() as u64 / 2 / (WARP_SLOTS / 2 + 1) + 1).min(n as u64) as usize,
-        poison,
-        "the heavy row list",
-    )?;
-    launch(gpu, s, "orient_counts", per_row, |l| {
-        l.arg(&ptr)
-            .arg(&mut adj)
-            .arg(&n32)
-            .arg(&rank)
-            .arg(&mut optr)
-            .arg(&mut iptr)
-            .arg(&mut max_out)
-            .arg(&mut item_ptr)
-            .arg(&mut heavy_rows)
-            .arg(&mut heavy_count);
-    })?;
-    exclusive_scan(gpu, s, &mut optr, n1, "the oriented row lengths")?;
-    exclusive_scan(gpu, s, &mut iptr, n1, "the in-edge row lengths")?;
-    exclusive_scan(gpu, s, &mut item_ptr, n1, "the light rows' items")?;
-    prof.mark("orient: row lengths")?;
-    let oriented = read_at(s, &optr, n, "the oriented edge count")?;
-    if 2 * oriented != col_idx.len() as u64 {
-        return Err(Error::Invalid(format!(
-            "the adjacency is not symmetric: {oriented} oriented edges from {} entries",
-            col_idx.len()
-        )));
-    }
-    let mut oadj = uninit::<u32>(s, oriented as usize, poison, "the oriented adjacency")?;
-    launch(gpu, s, "orient_fill", per_row, |l| {
-        l.arg(&ptr)
-            .arg(&adj)
-            .arg(&n32)
-            .arg(&rank)
-            .arg(&optr)
-            .arg(&mut oadj);
-    })?;
-    drop((ptr, adj));
-    prof.mark("orient: fill")?;
-    launch(gpu, s, "sort_rows", per_row, |l| {
-        l.arg(&optr).arg(&mut oadj).arg(&n32);
-    })?;
-    prof.mark("orient: sort rows")?;
-    let mut cursor = check("copy the in-edge offsets", s.clone_dtod(&iptr))?;
-    let mut iadj = uninit::<u32>(s, oriented as usize, poison, "the in-edges")?;
-    let mut ifrom = uninit::<u32>(s, oriented as usize, poison, "the in-edges' offsets")?;
-    launch(gpu, s, "transpose_fill", per_row, |l| {
-        l.arg(&optr)
-            .arg(&oadj)
-            .arg(&n32)
-            .arg(&mut cursor)
-            .arg(&mut iadj)
-            .arg(&mut ifrom);
-    })?;
-    drop(cursor);
-    prof.mark("transpose")?;
-    let longest = read_at(s, &max_out, 0, "the longest oriented row")?;
-    let heavy_rows_listed = check(
-        "read the heavy row count",
-        s.clone_dtoh(&heavy_count.slice(0..1)),
-    )?[0];
+    let job = Job::new(gpu, n, poison)?;
+    let rank = job.degree_ranks(&ptr, &mut prof)?;
+    let dag = job.orient(ptr, adj, &rank, col_idx.len(), &mut prof)?;
     out.orient_seconds = start.elapsed().as_secs_f64();
 
-    // The count.
-    let mut next_item = zeros::<u64>(s, 1, "the item counter")?;
-    let mut total = zeros::<u64>(s, 1, "the triangle count")?;
-    // Per-vertex counts by rank (one unused slot when not asked for).
-    let mut by_rank = zeros::<u64>(s, if per_vertex { n } else { 1 }, "the per-vertex counts")?;
-    let count_per_vertex = per_vertex as u32;
-    let light = shape(gpu.multiprocessors() as u64 * 8, THREADS, 0)?;
-    // The kernels read optr/iptr/item_ptr[0..=n] and the rows they delimit, and write the
-    // counters and by_rank[0..n] when counting per vertex.
-    launch(gpu, s, "triangles_light", light, |l| {
-        l.arg(&optr)
-            .arg(&oadj)
-            .arg(&iptr)
-            .arg(&iadj)
-            .arg(&ifrom)
-            .arg(&item_ptr)
-            .arg(&n32)
-            .arg(&mut next_item)
-            .arg(&mut total)
-            .arg(&count_per_vertex)
-            .arg(&mut by_rank);
-    })?;
-    prof.mark("count: light rows")?;
-    if heavy_rows_listed > 0 {
-        count_heavy(
-            gpu,
-            tuning,
-            &HeavyRows {
-                optr: &optr,
-                oadj: &oadj,
-                iptr: &iptr,
-                iadj: &iadj,
-                ifrom: &ifrom,
-                rows: &heavy_rows,
-                count: heavy_rows_listed,
-                longest,
-            },
-            &mut total,
-            count_per_vertex,
-            &mut by_rank,
-        )?;
-    }
-    prof.mark("count: heavy rows")?;
+    let (total, by_rank) = job.count_oriented(tuning, &dag, per_vertex, &mut prof)?;
     out.triangles = read_at(s, &total, 0, "the triangle count")?;
     out.device_seconds = start.elapsed().as_secs_f64();
     prof.report("triangle counting");
     out.phases = prof.phases().to_vec();
     if per_vertex {
-        let c = by_rank;
-        let mut by_vertex = uninit::<u64>(s, n, poison, "the per-vertex counts")?;
-        launch(gpu, s, "gather_by_rank", per_vertex_grid, |l| {
-            l.arg(&rank).arg(&n32).arg(&c).arg(&mut by_vertex);
-        })?;
-        out.per_vertex = Some(check(
-            "copy the per-vertex counts to the host",
-            s.clone_dtoh(&by_vertex.slice(0..n)),
-        )?);
+        out.per_vertex = Some(job.gather_by_rank(&rank, by_rank)?);
     }
     Ok(out)
 }
 
-/// The oriented graph and its heavy rows, as `triangles_heavy` reads them.
-struct HeavyRows<'a> {
-    optr: &'a CudaSlice<u64>,
-    oadj: &'a CudaSlice<u32>,
-    iptr: &'a CudaSlice<u64>,
-    iadj: &'a CudaSlice<u32>,
-    ifrom: &'a CudaSlice<u32>,
-    rows: &'a CudaSlice<u32>,
-    /// How many rows `rows` lists.
-    count: u32,
+/// What every step of one count shares: the GPU, the vertex count, poisoning and the launch
+/// shapes.
+struct Job<'a> {
+    gpu: &'a Gpu,
+    n: usize,
+    poison: bool,
+    /// A warp per row, the grid capped.
+    per_row: LaunchConfig,
+    /// A thread per vertex, grid-stride.
+    per_vertex: LaunchConfig,
+}
+
+/// The oriented graph on the device, renumbered by rank: `U` (`optr`, `oadj`), its transpose `L`
+/// (`iptr`, `iadj`, with `ifrom` the offset of each in-edge in `oadj`), the light rows' items and
+/// the heavy rows, as the counting kernels read them.
+struct DeviceDag {
+    optr: CudaSlice<u64>,
+    oadj: CudaSlice<u32>,
+    iptr: CudaSlice<u64>,
+    iadj: CudaSlice<u32>,
+    ifrom: CudaSlice<u32>,
+    item_ptr: CudaSlice<u64>,
+    heavy_rows: CudaSlice<u32>,
+    /// How many rows `heavy_rows` lists.
+    heavy_count: u32,
     /// The longest row of U.
     longest: u64,
+}
+
+impl Job<'_> {
+    fn new(gpu: &Gpu, n: usize, poison: bool) -> Result<Job<'_>> {
+        let per_row = shape(
+            (n as u64 * 32)
+                .div_ceil(THREADS as u64)
+                .min(gpu.multiprocessors() as u64 * 64),
+            THREADS,
+            0,
+        )?;
+        let per_vertex = strided(gpu, n as u64, THREADS);
+        Ok(Job {
+            gpu,
+            n,
+            poison,
+            per_row,
+            per_vertex,
+        })
+    }
+
+    /// Ranks by degree: a counting sort.
+    fn degree_ranks(&self, ptr: &CudaSlice<u64>, prof: &mut Profile) -> Result<CudaSlice<u32>> {
+        let (gpu, s, n) = (self.gpu, &self.gpu.main, self.n);
+        let n32 = n as u32;
+        let mut starts = zeros::<u64>(s, n + 1, "the degree histogram")?;
+        launch(gpu, s, "degree_histogram", self.per_vertex, |l| {
+            l.arg(ptr).arg(&n32).arg(&mut starts);
+        })?;
+        exclusive_scan(gpu, s, &mut starts, n as u64 + 1, "the degree histogram")?;
+        let mut rank = uninit::<u32>(s, n, self.poison, "the degree ranks")?;
+        launch(gpu, s, "degree_ranks", self.per_vertex, |l| {
+            l.arg(ptr).arg(&n32).arg(&mut starts).arg(&mut rank);
+        })?;
+        drop(starts);
+        prof.mark("ranks by degree")?;
+        Ok(rank)
+    }
+
+    /// U and L, renumbered by rank, from the adjacency (`entries` of them) on the device, which
+    /// is freed once U is filled.
+    fn orient(
+        &self,
+        ptr: CudaSlice<u64>,
+        mut adj: CudaSlice<u32>,
+        rank: &CudaSlice<u32>,
+        entries: usize,
+        prof: &mut Profile,
+    ) -> Result<DeviceDag> {
+        let (gpu, s, n, poison, per_row) =
+            (self.gpu, &self.gpu.main, self.n, self.poison, self.per_row);
+        let (n32, n1) = (n as u32, n as u64 + 1);
+        let mut optr = zeros::<u64>(s, n + 1, "the oriented row offsets")?;
+        let mut iptr = zeros::<u64>(s, n + 1, "the in-edge row offsets")?;
+        let mut max_out = zeros::<u64>(s, 1, "the longest oriented row")?;
+        let mut item_ptr = zeros::<u64>(s, n + 1, "the light rows' items")?;
+        let mut heavy_count = zeros::<u32>(s, 1, "the heavy row count")?;
+        // Heavy rows have more than WARP_SLOTS / 2 entries: at most this many.
+        let mut heavy_rows = uninit::<u32>(
+            s,
+            (entries as u64 / 2 / (WARP_SLOTS / 2 + 1) + 1).min(n as u64) as usize,
+            poison,
+            "the heavy row list",
+        )?;
+        launch(gpu, s, "orient_counts", per_row, |l| {
+            l.arg(&ptr)
+                .arg(&mut adj)
+                .arg(&n32)
+                .arg(rank)
+                .arg(&mut optr)
+                .arg(&mut iptr)
+                .arg(&mut max_out)
+                .arg(&mut item_ptr)
+                .arg(&mut heavy_rows)
+                .arg(&mut heavy_count);
+        })?;
+        exclusive_scan(gpu, s, &mut optr, n1, "the oriented row lengths")?;
+        exclusive_scan(gpu, s, &mut iptr, n1, "the in-edge row lengths")?;
+        exclusive_scan(gpu, s, &mut item_ptr, n1, "the light rows' items")?;
+        prof.mark("orient: row lengths")?;
+        let oriented = read_at(s, &optr, n, "the oriented edge count")?;
+        if 2 * oriented != entries as u64 {
+            return Err(Error::Invalid(format!(
+                "the adjacency is not symmetric: {oriented} oriented edges from {entries} entries"
+            )));
+        }
+        let mut oadj = uninit::<u32>(s, oriented as usize, poison, "the oriented adjacency")?;
+        launch(gpu, s, "orient_fill", per_row, |l| {
+            l.arg(&ptr)
+                .arg(&adj)
+                .arg(&n32)
+                .arg(rank)
+                .arg(&optr)
+                .arg(&mut oadj);
+        })?;
+        drop((ptr, adj));
+        prof.mark("orient: fill")?;
+        launch(gpu, s, "sort_rows", per_row, |l| {
+            l.arg(&optr).arg(&mut oadj).arg(&n32);
+        })?;
+        prof.mark("orient: sort rows")?;
+        let mut cursor = check("copy the in-edge offsets", s.clone_dtod(&iptr))?;
+        let mut iadj = uninit::<u32>(s, oriented as usize, poison, "the in-edges")?;
+        let mut ifrom = uninit::<u32>(s, oriented as usize, poison, "the in-edges' offsets")?;
+        launch(gpu, s, "transpose_fill", per_row, |l| {
+            l.arg(&optr)
+                .arg(&oadj)
+                .arg(&n32)
+                .arg(&mut cursor)
+                .arg(&mut iadj)
+                .arg(&mut ifrom);
+        })?;
+        drop(cursor);
+        prof.mark("transpose")?;
+        let longest = read_at(s, &max_out, 0, "the longest oriented row")?;
+        let heavy_count = check(
+            "read the heavy row count",
+            s.clone_dtoh(&heavy_count.slice(0..1)),
+        )?[0];
+        Ok(DeviceDag {
+            optr,
+            oadj,
+            iptr,
+            iadj,
+            ifrom,
+            item_ptr,
+            heavy_rows,
+            heavy_count,
+            longest,
+        })
+    }
+
+    /// The count: light rows, then heavy rows. Returns the total and the per-vertex counts by
+    /// rank (one unused slot when not asked for), on the device.
+    fn count_oriented(
+        &self,
+        tuning: &TriangleTuning,
+        dag: &DeviceDag,
+        per_vertex: bool,
+        prof: &mut Profile,
+    ) -> Result<(CudaSlice<u64>, CudaSlice<u64>)> {
+        let (gpu, s, n) = (self.gpu, &self.gpu.main, self.n);
+        let n32 = n as u32;
+        let mut next_item = zeros::<u64>(s, 1, "the item counter")?;
+        let mut total = zeros::<u64>(s, 1, "the triangle count")?;
+        let mut by_rank = zeros::<u64>(s, if per_vertex { n } else { 1 }, "the per-vertex counts")?;
+        let count_per_vertex = per_vertex as u32;
+        let light = shape(gpu.multiprocessors() as u64 * 8, THREADS, 0)?;
+        // The kernels read optr/iptr/item_ptr[0..=n] and the rows they delimit, and write the
+        // counters and by_rank[0..n] when counting per vertex.
+        launch(gpu, s, "triangles_light", light, |l| {
+            l.arg(&dag.optr)
+                .arg(&dag.oadj)
+                .arg(&dag.iptr)
+                .arg(&dag.iadj)
+                .arg(&dag.ifrom)
+                .arg(&dag.item_ptr)
+                .arg(&n32)
+                .arg(&mut next_item)
+                .arg(&mut total)
+                .arg(&count_per_vertex)
+                .arg(&mut by_rank);
+        })?;
+        prof.mark("count: light rows")?;
+        if dag.heavy_count > 0 {
+            count_heavy(gpu, tuning, dag, &mut total, count_per_vertex, &mut by_rank)?;
+        }
+        prof.mark("count: heavy rows")?;
+        Ok((total, by_rank))
+    }
+
+    /// The per-vertex counts by rank, moved to vertex ids and copied to the host.
+    fn gather_by_rank(&self, rank: &CudaSlice<u32>, by_rank: CudaSlice<u64>) -> Result<Vec<u64>> {
+        let (gpu, s, n) = (self.gpu, &self.gpu.main, self.n);
+        let n32 = n as u32;
+        let mut by_vertex = uninit::<u64>(s, n, self.poison, "the per-vertex counts")?;
+        launch(gpu, s, "gather_by_rank", self.per_vertex, |l| {
+            l.arg(rank).arg(&n32).arg(&by_rank).arg(&mut by_vertex);
+        })?;
+        check(
+            "copy the per-vertex counts to the host",
+            s.clone_dtoh(&by_vertex.slice(0..n)),
+        )
+    }
 }
 
 /// Cuts the heavy rows' in-edges into items and counts their triangles into `total` (and
@@ -284,13 +343,13 @@ struct HeavyRows<'a> {
 fn count_heavy(
     gpu: &Gpu,
     tuning: &TriangleTuning,
-    h: &HeavyRows<'_>,
+    h: &DeviceDag,
     total: &mut CudaSlice<u64>,
     count_per_vertex: u32,
     by_rank: &mut CudaSlice<u64>,
 ) -> Result<()> {
     let s = &gpu.main;
-    let heavy = h.count;
+    let heavy = h.heavy_count;
     let mut item_ptr = zeros::<u64>(s, heavy as usize + 1, "the heavy rows' items")?;
     launch(
         gpu,
@@ -298,7 +357,10 @@ fn count_heavy(
         "heavy_items",
         shape((heavy as u64).div_ceil(256), 256, 0)?,
         |l| {
-            l.arg(h.rows).arg(&heavy).arg(h.iptr).arg(&mut item_ptr);
+            l.arg(&h.heavy_rows)
+                .arg(&heavy)
+                .arg(&h.iptr)
+                .arg(&mut item_ptr);
         },
     )?;
     exclusive_scan(
@@ -331,12 +393,12 @@ fn count_heavy(
     // global_slots slots of scratch (which holds blocks * global_slots); the kernel reads
     // item_ptr[0..=heavy] and the rows the items name.
     launch(gpu, s, "triangles_heavy", cfg, |l| {
-        l.arg(h.optr)
-            .arg(h.oadj)
-            .arg(h.iptr)
-            .arg(h.iadj)
-            .arg(h.ifrom)
-            .arg(h.rows)
+        l.arg(&h.optr)
+            .arg(&h.oadj)
+            .arg(&h.iptr)
+            .arg(&h.iadj)
+            .arg(&h.ifrom)
+            .arg(&h.heavy_rows)
             .arg(&item_ptr)
             .arg(&heavy)
             .arg(&mut next_item)
