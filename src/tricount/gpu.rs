@@ -1,6 +1,7 @@
-//! Triangle counting on the GPU (kernels/triangles.cu): the simple graph's symmetric adjacency
-//! is oriented by degree on the device, then the masked product `C⟨U⟩ = U·U` is summed as it is
-//! formed, so no product matrix is ever stored.
+//! Triangle counting on the GPU (kernels/triangles.cu), the host side of
+//! [`Method::Fused`]: the simple graph's symmetric adjacency is oriented by degree on the
+//! device, then the masked product `C⟨U⟩ = U·U` is summed as it is formed, so no product matrix
+//! is ever stored. Built on the device layer's primitives ([`crate::gpu`]).
 
 use super::{Method, Options, SimpleGraph, Triangles};
 use crate::error::{Error, Result};

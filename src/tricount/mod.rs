@@ -19,8 +19,8 @@
 //! Counts are `u64`. The engine path multiplies `f64` matrices of ones: every entry of the
 //! product is a count of at most the number of vertices (< 2³²), far below 2⁵³, so it is exact.
 //!
-//! Where each part lives: [`orient`] the relabelling rule and the oriented graph, [`cpu`] the
-//! dedicated CPU kernel, [`masked`] the masked products on the engine, [`gpu`] the host side of
+//! Where each part lives: `orient.rs` the relabelling rule and the oriented graph, `cpu.rs` the
+//! dedicated CPU kernel, `masked.rs` the masked products on the engine, [`gpu`] the host side of
 //! the fused GPU kernel (kernels/triangles.cu).
 
 use crate::csr::{BuildOptions, Csr, Duplicates};
@@ -247,7 +247,7 @@ pub struct Triangles {
     pub seconds: f64,
     /// Of which the orientation and relabelling.
     pub orient_seconds: f64,
-    /// Of which the engine's products (as [`ProductStats::seconds`] measures them).
+    /// Of which the engine's products (as [`spgemm::ProductStats::seconds`] measures them).
     pub product_seconds: f64,
     /// Fused kernel: of `seconds`, the copy of the graph to the device.
     pub upload_seconds: f64,
