@@ -690,6 +690,11 @@ fn run_tricount(a: TricountArgs, ui: Ui) -> Result<()> {
         relabel: a.relabel,
         form: a.form,
         per_vertex: a.per_vertex.is_some(),
+        gpu: gmcl::tricount::gpu::TriangleTuning {
+            poison: std::env::var("GMCL_GPU_POISON").is_ok_and(|v| v == "1"),
+            profile: std::env::var("GMCL_GPU_PROFILE").is_ok_and(|v| v == "1"),
+            ..Default::default()
+        },
     };
     // Created before counting, so that a path that cannot be written fails at once.
     let per_vertex_out = match &a.per_vertex {

@@ -44,6 +44,7 @@ fn every_long_loop_stops_on_an_interrupt() {
             relabel: tricount::Relabel::Auto,
             form: tricount::Form::Auto,
             per_vertex: false,
+            ..Default::default()
         }
     )));
     let params = MclParams {

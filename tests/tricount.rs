@@ -75,6 +75,7 @@ fn every_option() -> Vec<Options> {
                     relabel,
                     form,
                     per_vertex,
+                    ..Default::default()
                 });
             }
         }

@@ -10,8 +10,8 @@
 mod common;
 use common::gpu;
 use gmcl::generate::{self, RmatParams};
-use gmcl::gpu::triangles::{self, TriangleTuning};
 use gmcl::spgemm::EngineKind;
+use gmcl::tricount::gpu::{self as triangles, TriangleTuning};
 use gmcl::tricount::{self, Method, Options, SimpleGraph};
 use gmcl::EdgeList;
 use proptest::prelude::*;

@@ -9,7 +9,6 @@ pub mod kernels;
 pub mod matrix;
 pub(crate) mod prims;
 pub mod profile;
-pub mod triangles;
 
 use crate::error::{Error, Result};
 use cudarc::driver::{sys, CudaContext, CudaFunction, CudaModule, CudaStream};

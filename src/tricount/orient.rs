@@ -1,0 +1,224 @@
+//! The orientation every CPU method counts on: GAP's rule for when relabelling by degree pays
+//! ([`worth_relabelling`]), and the oriented DAG ([`Oriented`]) that keeps each edge once, from
+//! its lower-ranked end to its higher-ranked end, ranks being vertex ids or positions in order
+//! of degree.
+
+use super::SimpleGraph;
+use crate::generate::rng::{mix64, GOLDEN};
+use rayon::prelude::*;
+
+/// GAP's rule for relabelling by degree (`WorthRelabelling` in its `tc.cc`): only when the
+/// graph has at least 10 edges per vertex on average, and the mean of 1000 sampled degrees (of
+/// vertices with an edge, drawn with a fixed seed) is more than 1.3 times their median: the
+/// sign of a skewed, power-law degree distribution.
+pub fn worth_relabelling(g: &SimpleGraph) -> bool {
+    let n = g.vertices();
+    if n == 0 || g.edges() / (n as u64) < 10 {
+        return false;
+    }
+    let samples = n.min(1000);
+    // A splitmix64 stream: a counter stepped by the golden constant, each step mixed.
+    let mut state = 27491095u64;
+    let mut degrees = Vec::with_capacity(samples);
+    // Vertices with an edge are at least √(20 n) of n here; the bound on draws only guards
+    // against looping long on a huge, nearly empty vertex set.
+    for _ in 0..(1000 * samples as u64) {
+        if degrees.len() == samples {
+            break;
+        }
+        state = state.wrapping_add(GOLDEN);
+        let v = (mix64(state) % n as u64) as usize;
+        let d = g.degree(v);
+        if d > 0 {
+            degrees.push(d as u64);
+        }
+    }
+    if degrees.is_empty() {
+        return false;
+    }
+    degrees.sort_unstable();
+    let mean = degrees.iter().sum::<u64>() as f64 / degrees.len() as f64;
+    let median = degrees[degrees.len() / 2] as f64;
+    mean / 1.3 > median
+}
+
+/// The oriented graph: row `r` holds the neighbours of rank higher than `r`, sorted. Rows are
+/// ranks; `order[r]` is the original vertex of rank `r` when relabelled.
+pub(super) struct Oriented {
+    /// Row offsets.
+    pub(super) ptr: Vec<u64>,
+    /// The rows, one after the other.
+    pub(super) adj: Vec<u32>,
+    /// The number of lower-ranked neighbours of each row (its in-degree in the DAG).
+    pub(super) indeg: Vec<u64>,
+    order: Option<Vec<u32>>,
+}
+
+impl Oriented {
+    /// The orientation of `g` by vertex id, or by degree when `relabel`.
+    pub(super) fn new(g: &SimpleGraph, relabel: bool) -> Oriented {
+        let n = g.vertices();
+        if !relabel {
+            let keep = |u: usize| {
+                let nb = g.neighbours(u);
+                &nb[nb.partition_point(|&v| v as usize <= u)..]
+            };
+            let lens: Vec<u64> = (0..n)
+                .into_par_iter()
+                .with_min_len(1024)
+                .map(|u| keep(u).len() as u64)
+                .collect();
+            let ptr = prefix(&lens);
+            let adj = fill_rows(&ptr, |u, out| out.copy_from_slice(keep(u)));
+            let indeg = lens
+                .par_iter()
+                .enumerate()
+                .map(|(u, &l)| g.degree(u) as u64 - l)
+                .collect();
+            return Oriented {
+                ptr,
+                adj,
+                indeg,
+                order: None,
+            };
+        }
+        // Ranks in order of (degree, id): high-degree vertices last.
+        let mut keys: Vec<u64> = (0..n)
+            .into_par_iter()
+            .map(|v| ((g.degree(v) as u64) << 32) | v as u64)
+            .collect();
+        keys.par_sort_unstable();
+        let order: Vec<u32> = keys.into_par_iter().map(|k| k as u32).collect();
+        let mut rank = vec![0u32; n];
+        for (r, &v) in order.iter().enumerate() {
+            rank[v as usize] = r as u32;
+        }
+        let lens: Vec<u64> = (0..n)
+            .into_par_iter()
+            .with_min_len(1024)
+            .map(|r| {
+                let u = order[r] as usize;
+                g.neighbours(u)
+                    .iter()
+                    .filter(|&&v| rank[v as usize] as usize > r)
+                    .count() as u64
+            })
+            .collect();
+        let ptr = prefix(&lens);
+        let adj = fill_rows(&ptr, |r, out| {
+            let u = order[r] as usize;
+            let mut at = 0;
+            for &v in g.neighbours(u) {
+                let rv = rank[v as usize];
+                if rv as usize > r {
+                    out[at] = rv;
+                    at += 1;
+                }
+            }
+            out.sort_unstable();
+        });
+        let indeg = lens
+            .par_iter()
+            .enumerate()
+            .map(|(r, &l)| g.degree(order[r] as usize) as u64 - l)
+            .collect();
+        Oriented {
+            ptr,
+            adj,
+            indeg,
+            order: Some(order),
+        }
+    }
+
+    /// Number of rows (vertices).
+    pub(super) fn n(&self) -> usize {
+        self.ptr.len() - 1
+    }
+
+    /// The entries of row `u`, sorted.
+    #[inline]
+    pub(super) fn row(&self, u: usize) -> &[u32] {
+        &self.adj[self.ptr[u] as usize..self.ptr[u + 1] as usize]
+    }
+
+    /// Per-vertex counts indexed by rank, moved to original vertex ids.
+    pub(super) fn to_original(&self, by_rank: Vec<u64>) -> Vec<u64> {
+        match &self.order {
+            None => by_rank,
+            Some(order) => {
+                let mut out = vec![0u64; by_rank.len()];
+                for (r, &v) in order.iter().enumerate() {
+                    out[v as usize] = by_rank[r];
+                }
+                out
+            }
+        }
+    }
+}
+
+/// Offsets from lengths: `[0, l0, l0 + l1, ...]`.
+pub(super) fn prefix(lens: &[u64]) -> Vec<u64> {
+    let mut ptr = Vec::with_capacity(lens.len() + 1);
+    let mut acc = 0u64;
+    ptr.push(0);
+    for &l in lens {
+        acc += l;
+        ptr.push(acc);
+    }
+    ptr
+}
+
+/// Allocates the rows `ptr` describes and fills each with `fill(row, slice)`, in parallel over
+/// blocks of rows.
+fn fill_rows(ptr: &[u64], fill: impl Fn(usize, &mut [u32]) + Sync) -> Vec<u32> {
+    let n = ptr.len() - 1;
+    let total = ptr[n] as usize;
+    let mut adj = vec![0u32; total];
+    let block = (n / (16 * rayon::current_num_threads().max(1))).max(1024);
+    let starts: Vec<usize> = (0..n).step_by(block).collect();
+    let lens: Vec<usize> = starts
+        .iter()
+        .map(|&s| (ptr[(s + block).min(n)] - ptr[s]) as usize)
+        .collect();
+    let parts = crate::mem::split_by_lengths(&mut adj, &lens);
+    parts.into_par_iter().zip(starts).for_each(|(part, s)| {
+        let base = ptr[s];
+        for r in s..(s + block).min(n) {
+            let (a, b) = ((ptr[r] - base) as usize, (ptr[r + 1] - base) as usize);
+            fill(r, &mut part[a..b]);
+        }
+    });
+    adj
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tricount::tests::graph;
+
+    #[test]
+    fn relabelling_rule() {
+        // A ring: too few edges per vertex.
+        let ring: Vec<(u32, u32)> = (0..100).map(|i| (i, (i + 1) % 100)).collect();
+        assert!(!worth_relabelling(&graph(100, &ring)));
+        // A clique of 30 (29 neighbours each, uniform): dense but not skewed.
+        let mut e = Vec::new();
+        for a in 0..30u32 {
+            for b in a + 1..30 {
+                e.push((a, b));
+            }
+        }
+        assert!(!worth_relabelling(&graph(30, &e)));
+        // Skewed: 2000 vertices of degree about 20 around hubs of degree 2000.
+        let mut e = Vec::new();
+        for h in 0..10u32 {
+            for v in 10..2000u32 {
+                e.push((h, v));
+            }
+        }
+        for v in 10..2000u32 {
+            e.push((v, 10 + (v + 1 - 10) % 1990));
+        }
+        assert!(worth_relabelling(&graph(2000, &e)));
+    }
+}
