@@ -23,6 +23,7 @@ pub(crate) mod cpu_rows;
 pub(crate) use cpu_accum::prefetch;
 pub mod gpu;
 pub mod params;
+pub mod repeat;
 
 use crate::csr::Csr;
 use crate::error::{Error, Result};
@@ -149,11 +150,7 @@ impl ProductStats {
     }
     /// Billions of floating-point operations per second (0 when no time was measured).
     pub fn gflops(&self) -> f64 {
-        if self.seconds > 0.0 {
-            self.flops() as f64 / self.seconds / 1e9
-        } else {
-            0.0
-        }
+        crate::measure::gflops(self.intermediate_products, self.seconds)
     }
 }
 

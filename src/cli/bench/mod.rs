@@ -10,19 +10,23 @@
 //! cuSPARSE failures are recorded with their status, never dropped.
 
 pub mod check;
+mod command;
 pub mod cusparse;
 pub mod plot;
 pub mod report;
 
-use crate::csr::{BuildOptions, Csr, Duplicates};
-use crate::error::{Error, Result};
-use crate::generate::{generate, RmatParams};
-use crate::scalar::Scalar;
-use crate::spgemm::cpu::CpuEngine;
-use crate::spgemm::gpu::GpuEngine;
-use crate::spgemm::{intermediate_products, SpgemmOptions};
+pub use command::{run, BenchArgs};
+
 use check::{compare, default_tolerance, RawCsr, Verdict};
 use cusparse::Failure;
+use gmcl::csr::{BuildOptions, Csr, Duplicates};
+use gmcl::error::{Error, Result};
+use gmcl::generate::{generate, RmatParams};
+use gmcl::measure::{gflops, median};
+use gmcl::scalar::Scalar;
+use gmcl::spgemm::cpu::CpuEngine;
+use gmcl::spgemm::gpu::GpuEngine;
+use gmcl::spgemm::{intermediate_products, SpgemmOptions};
 use serde::Serialize;
 use std::fmt;
 use std::path::PathBuf;
@@ -282,7 +286,7 @@ pub fn build_case<T: Scalar>(spec: &CaseSpec) -> Result<(Csr<T>, Option<Csr<T>>)
             Ok((rmat(*scale, *edge_factor, SYM_SEED, true)?, None))
         }
         Source::File(path) => {
-            let loaded = crate::io::load(path, None)?;
+            let loaded = gmcl::io::load(path, None)?;
             let a: Csr<T> = Csr::from_edges(
                 &loaded.edges,
                 &BuildOptions {
@@ -310,30 +314,6 @@ pub fn build_case<T: Scalar>(spec: &CaseSpec) -> Result<(Csr<T>, Option<Csr<T>>)
             }
             Ok((a, None))
         }
-    }
-}
-
-/// The median (the mean of the two middle values for an even count); `None` when empty.
-pub fn median(xs: &[f64]) -> Option<f64> {
-    if xs.is_empty() {
-        return None;
-    }
-    let mut v = xs.to_vec();
-    v.sort_by(f64::total_cmp);
-    let n = v.len();
-    Some(if n % 2 == 1 {
-        v[n / 2]
-    } else {
-        (v[n / 2 - 1] + v[n / 2]) / 2.0
-    })
-}
-
-/// Billions of floating-point operations per second: 2 per intermediate product.
-pub fn gflops(products: u64, seconds: f64) -> f64 {
-    if seconds > 0.0 {
-        2.0 * products as f64 / seconds / 1e9
-    } else {
-        0.0
     }
 }
 
@@ -592,7 +572,7 @@ impl Engines {
                 Some(cusparse::Cusparse::open().map_err(|e| unavailable("cusparse", e))?);
         }
         if this.gpu.is_some() || this.cusparse.is_some() {
-            let gpu = crate::gpu::device()?;
+            let gpu = gmcl::gpu::device()?;
             this.device = Some(gpu.describe());
             this.device_memory = gpu.memory().ok().map(|m| m.1);
         }
@@ -944,10 +924,10 @@ pub fn run_all<T: Scalar>(
     report.device = engines.device.clone();
     report.cusparse_version = engines.cusparse_version();
     for spec in cases {
-        crate::interrupt::check()?;
+        gmcl::interrupt::check()?;
         let r = run_case::<T>(spec, engines, opts)?;
         // A case cut short by an interrupt is not reported (its runs may have failed for it).
-        crate::interrupt::check()?;
+        gmcl::interrupt::check()?;
         report.cases.push(r);
         report.summarise();
         after_case(&report)?;
@@ -965,15 +945,10 @@ mod tests {
     use super::*;
 
     #[test]
-    fn medians_and_means() {
-        assert_eq!(median(&[]), None);
-        assert_eq!(median(&[3.0]), Some(3.0));
-        assert_eq!(median(&[5.0, 1.0, 3.0]), Some(3.0));
-        assert_eq!(median(&[4.0, 1.0, 3.0, 2.0]), Some(2.5));
+    fn geometric_means() {
+        // Medians and GFLOP/s are gmcl::measure's, tested there.
         assert_eq!(geomean(&[]), None);
         assert!((geomean(&[2.0, 8.0]).unwrap() - 4.0).abs() < 1e-12);
-        assert!((gflops(500_000_000, 0.5) - 2.0).abs() < 1e-12);
-        assert_eq!(gflops(5, 0.0), 0.0);
     }
 
     #[test]

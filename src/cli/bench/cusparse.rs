@@ -10,12 +10,12 @@
 //! benchmark.
 
 use super::check::RawCsr;
-use crate::csr::Csr;
-use crate::error::{Error, Result};
-use crate::gpu::Gpu;
-use crate::scalar::Scalar;
 use cudarc::cusparse::sys as cs;
 use cudarc::driver::{result as drv, sys as dsys, CudaStream, DriverError};
+use gmcl::csr::Csr;
+use gmcl::error::{Error, Result};
+use gmcl::gpu::Gpu;
+use gmcl::scalar::Scalar;
 use std::ffi::c_void;
 use std::fmt;
 use std::ptr::null_mut;
@@ -168,13 +168,6 @@ pub struct DeviceCsr {
     mem: Allocations,
 }
 
-impl DeviceCsr {
-    /// Entries.
-    pub fn nnz(&self) -> u64 {
-        self.nnz as u64
-    }
-}
-
 /// SpGEMM descriptors, destroyed on drop.
 struct Descriptors {
     mats: Vec<cs::cusparseSpMatDescr_t>,
@@ -272,12 +265,12 @@ impl Cusparse {
         if let Some(why) = library_missing() {
             return Err(Error::EngineUnavailable(why));
         }
-        let gpu = crate::gpu::device()?;
-        gpu.ctx
+        let gpu = gmcl::gpu::device()?;
+        gpu.context()
             .bind_to_thread()
             .map_err(|e| Error::gpu("cuSPARSE: bind the context", e))?;
         let stream = gpu
-            .ctx
+            .context()
             .new_stream()
             .map_err(|e| Error::gpu("cuSPARSE: create a stream", e))?;
         let mut handle: cs::cusparseHandle_t = null_mut();
@@ -335,7 +328,7 @@ impl Cusparse {
                 ),
             ));
         }
-        driver(&stage, self.gpu.ctx.bind_to_thread())?;
+        driver(&stage, self.gpu.context().bind_to_thread())?;
         let ptr32: Vec<i32> = m.row_ptr().iter().map(|&p| p as i32).collect();
         let mut mem = Allocations::default();
         let row_ptr = mem.alloc(&stage, ptr32.len() * 4)?;
@@ -349,7 +342,7 @@ impl Cusparse {
                 driver(&stage, drv::memcpy_htod_sync(values, m.values()))?;
             }
         }
-        driver(&stage, self.gpu.ctx.synchronize())?;
+        driver(&stage, self.gpu.context().synchronize())?;
         Ok(DeviceCsr {
             rows: m.nrows() as i64,
             cols: m.ncols() as i64,
@@ -376,7 +369,7 @@ impl Cusparse {
                 format!("A has {} columns, B {} rows", a.cols, b.rows),
             ));
         }
-        driver("bind the context", self.gpu.ctx.bind_to_thread())?;
+        driver("bind the context", self.gpu.context().bind_to_thread())?;
         let events = Events(
             driver(
                 "create events",
