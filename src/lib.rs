@@ -6,9 +6,9 @@
 
 #![warn(missing_docs)]
 
-pub mod bench;
 pub mod csr;
 pub mod edges;
+pub mod engine;
 pub mod error;
 pub mod generate;
 pub mod gpu;
@@ -16,6 +16,7 @@ pub mod info;
 pub mod interrupt;
 pub mod io;
 pub mod mcl;
+pub mod measure;
 mod mem;
 pub mod output;
 pub mod scalar;

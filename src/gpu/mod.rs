@@ -238,6 +238,12 @@ impl Gpu {
             .ok_or_else(|| Error::gpu("launch", format!("no kernel named {name}")))
     }
 
+    /// The CUDA context, for code outside the library that drives the device itself (the
+    /// command line's cuSPARSE benchmark).
+    pub fn context(&self) -> &Arc<CudaContext> {
+        &self.ctx
+    }
+
     /// Shared memory one block may use without opting in, in bytes.
     pub fn shared_per_block(&self) -> u64 {
         self.shared_per_block

@@ -19,6 +19,7 @@ pub mod cpu;
 pub(crate) use cpu::prefetch;
 pub mod gpu;
 pub mod params;
+pub mod repeat;
 
 use crate::csr::Csr;
 use crate::error::{Error, Result};
@@ -147,11 +148,7 @@ impl ProductStats {
     }
     /// Billions of floating-point operations per second (0 when no time was measured).
     pub fn gflops(&self) -> f64 {
-        if self.seconds > 0.0 {
-            self.flops() as f64 / self.seconds / 1e9
-        } else {
-            0.0
-        }
+        crate::measure::gflops(self.intermediate_products, self.seconds)
     }
 }
 

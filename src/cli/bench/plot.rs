@@ -4,8 +4,8 @@
 //! right where speedups above 1 leave room. SVG only.
 
 use super::{CaseResult, Engine, Report};
-use crate::error::{Error, Result};
-use crate::output::AtomicOutput;
+use gmcl::error::{Error, Result};
+use gmcl::output::AtomicOutput;
 use plotters::prelude::*;
 use std::path::Path;
 

@@ -1,8 +1,8 @@
 //! The benchmark's outputs: the table printed on stdout and the JSON file.
 
 use super::{CaseResult, Engine, Outcome, Report};
-use crate::error::{Error, Result};
-use crate::output::AtomicOutput;
+use gmcl::error::{Error, Result};
+use gmcl::output::AtomicOutput;
 use std::path::Path;
 
 /// "1,234,567".
@@ -115,7 +115,7 @@ pub fn table(report: &Report) -> String {
             match (c.best_cusparse_ms, &c.best_cusparse) {
                 (Some(ms), Some(alg)) => row.extend([
                     fmt_ms(ms),
-                    fmt_gflops(super::gflops(c.products, ms / 1e3)),
+                    fmt_gflops(gmcl::measure::gflops(c.products, ms / 1e3)),
                     alg.clone(),
                 ]),
                 _ => {
@@ -214,7 +214,7 @@ pub(crate) mod tests {
             c_nnz: Some(100),
             times_ms: ms.into_iter().collect(),
             median_ms: ms,
-            gflops: ms.map(|m| super::super::gflops(1_000_000, m / 1e3)),
+            gflops: ms.map(|m| gmcl::measure::gflops(1_000_000, m / 1e3)),
             wall_median_ms: None,
         }
     }

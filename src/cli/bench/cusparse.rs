@@ -10,12 +10,12 @@
 //! benchmark.
 
 use super::check::RawCsr;
-use crate::csr::Csr;
-use crate::error::{Error, Result};
-use crate::gpu::Gpu;
-use crate::scalar::Scalar;
 use cudarc::cusparse::sys as cs;
 use cudarc::driver::{result as drv, sys as dsys, CudaStream, DriverError};
+use gmcl::csr::Csr;
+use gmcl::error::{Error, Result};
+use gmcl::gpu::Gpu;
+use gmcl::scalar::Scalar;
 use std::ffi::c_void;
 use std::fmt;
 use std::ptr::null_mut;
@@ -168,13 +168,6 @@ pub struct DeviceCsr {
     mem: Allocations,
 }
 
-impl DeviceCsr {
-    /// Entries.
-    pub fn nnz(&self) -> u64 {
-        self.nnz as u64
-    }
-}
-
 /// SpGEMM descriptors, destroyed on drop.
 struct Descriptors {
     mats: Vec<cs::cusparseSpMatDescr_t>,
@@ -182,6 +175,29 @@ struct Descriptors {
 }
 
 impl Descriptors {
+    /// A 32-bit zero-based CSR descriptor of `T` values over these device arrays, kept to be
+    /// destroyed with the others.
+    ///
+    /// # Safety
+    /// The pointers are device allocations of the sizes the shape and `nnz` describe, or null
+    /// where cuSPARSE is to fill them in later; they outlive the descriptor's use.
+    unsafe fn csr<T: Scalar>(
+        &mut self,
+        (rows, cols, nnz): (i64, i64, i64),
+        [p, c, v]: [*mut c_void; 3],
+    ) -> std::result::Result<cs::cusparseSpMatDescr_t, Failure> {
+        let i32i = cs::cusparseIndexType_t::CUSPARSE_INDEX_32I;
+        let base = cs::cusparseIndexBase_t::CUSPARSE_INDEX_BASE_ZERO;
+        let ty = data_type::<T>();
+        let mut m: cs::cusparseSpMatDescr_t = null_mut();
+        check(
+            "create matrix descriptors",
+            cs::cusparseCreateCsr(&mut m, rows, cols, nnz, p, c, v, i32i, i32i, base, ty),
+        )?;
+        self.mats.push(m);
+        Ok(m)
+    }
+
     fn destroy(&mut self) -> std::result::Result<(), Failure> {
         let mut first = Ok(());
         for m in self.mats.drain(..) {
@@ -215,6 +231,22 @@ impl Drop for Descriptors {
 
 /// CUDA events, destroyed on drop.
 struct Events(dsys::CUevent, dsys::CUevent);
+
+impl Events {
+    /// A start and an end event on the current context.
+    fn new() -> std::result::Result<Self, Failure> {
+        Ok(Events(
+            driver(
+                "create events",
+                drv::event::create(dsys::CUevent_flags::CU_EVENT_DEFAULT),
+            )?,
+            driver(
+                "create events",
+                drv::event::create(dsys::CUevent_flags::CU_EVENT_DEFAULT),
+            )?,
+        ))
+    }
+}
 
 impl Drop for Events {
     fn drop(&mut self) {
@@ -272,12 +304,12 @@ impl Cusparse {
         if let Some(why) = library_missing() {
             return Err(Error::EngineUnavailable(why));
         }
-        let gpu = crate::gpu::device()?;
-        gpu.ctx
+        let gpu = gmcl::gpu::device()?;
+        gpu.context()
             .bind_to_thread()
             .map_err(|e| Error::gpu("cuSPARSE: bind the context", e))?;
         let stream = gpu
-            .ctx
+            .context()
             .new_stream()
             .map_err(|e| Error::gpu("cuSPARSE: create a stream", e))?;
         let mut handle: cs::cusparseHandle_t = null_mut();
@@ -335,7 +367,7 @@ impl Cusparse {
                 ),
             ));
         }
-        driver(&stage, self.gpu.ctx.bind_to_thread())?;
+        driver(&stage, self.gpu.context().bind_to_thread())?;
         let ptr32: Vec<i32> = m.row_ptr().iter().map(|&p| p as i32).collect();
         let mut mem = Allocations::default();
         let row_ptr = mem.alloc(&stage, ptr32.len() * 4)?;
@@ -349,7 +381,7 @@ impl Cusparse {
                 driver(&stage, drv::memcpy_htod_sync(values, m.values()))?;
             }
         }
-        driver(&stage, self.gpu.ctx.synchronize())?;
+        driver(&stage, self.gpu.context().synchronize())?;
         Ok(DeviceCsr {
             rows: m.nrows() as i64,
             cols: m.ncols() as i64,
@@ -376,23 +408,12 @@ impl Cusparse {
                 format!("A has {} columns, B {} rows", a.cols, b.rows),
             ));
         }
-        driver("bind the context", self.gpu.ctx.bind_to_thread())?;
-        let events = Events(
-            driver(
-                "create events",
-                drv::event::create(dsys::CUevent_flags::CU_EVENT_DEFAULT),
-            )?,
-            driver(
-                "create events",
-                drv::event::create(dsys::CUevent_flags::CU_EVENT_DEFAULT),
-            )?,
-        );
+        driver("bind the context", self.gpu.context().bind_to_thread())?;
+        let events = Events::new()?;
         let stream = self.stream.cu_stream();
         let h = self.handle;
         let op = cs::cusparseOperation_t::CUSPARSE_OPERATION_NON_TRANSPOSE;
         let ty = data_type::<T>();
-        let i32i = cs::cusparseIndexType_t::CUSPARSE_INDEX_32I;
-        let base = cs::cusparseIndexBase_t::CUSPARSE_INDEX_BASE_ZERO;
         let (alpha, beta) = (T::ONE, T::ZERO);
         let alpha: *const c_void = (&alpha as *const T).cast();
         let beta: *const c_void = (&beta as *const T).cast();
@@ -411,35 +432,13 @@ impl Cusparse {
                 drv::event::record(events.0, stream),
             )?;
             let c_ptr = mem.alloc("allocate C offsets", (a.rows as usize + 1) * 4)?;
-            let mut create = |rows, cols, nnz, p, c, v| -> std::result::Result<_, Failure> {
-                let mut m: cs::cusparseSpMatDescr_t = null_mut();
-                check(
-                    "create matrix descriptors",
-                    cs::cusparseCreateCsr(&mut m, rows, cols, nnz, p, c, v, i32i, i32i, base, ty),
-                )?;
-                d.mats.push(m);
-                Ok(m)
-            };
             let as_ptr = |p: dsys::CUdeviceptr| p as *mut c_void;
-            let ma = create(
-                a.rows,
-                a.cols,
-                a.nnz,
-                as_ptr(a.row_ptr),
-                as_ptr(a.col_idx),
-                as_ptr(a.values),
-            )?
-            .cast_const();
-            let mb = create(
-                b.rows,
-                b.cols,
-                b.nnz,
-                as_ptr(b.row_ptr),
-                as_ptr(b.col_idx),
-                as_ptr(b.values),
-            )?
-            .cast_const();
-            let mc = create(a.rows, b.cols, 0, as_ptr(c_ptr), null_mut(), null_mut())?;
+            let operand = |m: &DeviceCsr| (m.rows, m.cols, m.nnz);
+            let arrays = |m: &DeviceCsr| [m.row_ptr, m.col_idx, m.values].map(as_ptr);
+            let ma = d.csr::<T>(operand(a), arrays(a))?.cast_const();
+            let mb = d.csr::<T>(operand(b), arrays(b))?.cast_const();
+            let c_arrays = [as_ptr(c_ptr), null_mut(), null_mut()];
+            let mc = d.csr::<T>((a.rows, b.cols, 0), c_arrays)?;
             check(
                 "create the SpGEMM descriptor",
                 cs::cusparseSpGEMM_createDescr(&mut d.spgemm),
@@ -526,23 +525,8 @@ impl Cusparse {
             )?;
             let c = if copy_back {
                 // The copies back happen in the warm-up run only, whose time is not counted.
-                driver("wait for the product", self.stream.synchronize())?;
-                let mut p32 = vec![0i32; a.rows as usize + 1];
-                let mut col = vec![0u32; nnz as usize];
-                let mut val = vec![T::ZERO; nnz as usize];
-                driver("copy C back", drv::memcpy_dtoh_sync(&mut p32, c_ptr))?;
-                if nnz > 0 {
-                    driver("copy C back", drv::memcpy_dtoh_sync(&mut col, c_col))?;
-                    driver("copy C back", drv::memcpy_dtoh_sync(&mut val, c_val))?;
-                }
-                Some(RawCsr {
-                    nrows: rows.max(0) as usize,
-                    ncols: cols.max(0) as usize,
-                    // A negative offset becomes huge and fails the check as malformed.
-                    row_ptr: p32.iter().map(|&x| x as i64 as u64).collect(),
-                    col_idx: col,
-                    values: val,
-                })
+                let sizes = (a.rows, rows, cols, nnz);
+                Some(self.copy_back::<T>(sizes, [c_ptr, c_col, c_val])?)
             } else {
                 None
             };
@@ -557,6 +541,37 @@ impl Cusparse {
                 c,
             })
         }
+    }
+}
+
+impl Cusparse {
+    /// Copies C back once the product is done: `a_rows + 1` offsets, `nnz` columns and values
+    /// from the three device arrays; `rows` and `cols` as cuSPARSE reported them.
+    ///
+    /// # Safety
+    /// The pointers are live device allocations of at least those sizes.
+    unsafe fn copy_back<T: Scalar>(
+        &self,
+        (a_rows, rows, cols, nnz): (i64, i64, i64, i64),
+        [c_ptr, c_col, c_val]: [dsys::CUdeviceptr; 3],
+    ) -> std::result::Result<RawCsr<T>, Failure> {
+        driver("wait for the product", self.stream.synchronize())?;
+        let mut p32 = vec![0i32; a_rows as usize + 1];
+        let mut col = vec![0u32; nnz as usize];
+        let mut val = vec![T::ZERO; nnz as usize];
+        driver("copy C back", drv::memcpy_dtoh_sync(&mut p32, c_ptr))?;
+        if nnz > 0 {
+            driver("copy C back", drv::memcpy_dtoh_sync(&mut col, c_col))?;
+            driver("copy C back", drv::memcpy_dtoh_sync(&mut val, c_val))?;
+        }
+        Ok(RawCsr {
+            nrows: rows.max(0) as usize,
+            ncols: cols.max(0) as usize,
+            // A negative offset becomes huge and fails the check as malformed.
+            row_ptr: p32.iter().map(|&x| x as i64 as u64).collect(),
+            col_idx: col,
+            values: val,
+        })
     }
 }
 

@@ -10,19 +10,23 @@
 //! cuSPARSE failures are recorded with their status, never dropped.
 
 pub mod check;
+mod command;
 pub mod cusparse;
 pub mod plot;
 pub mod report;
 
-use crate::csr::{BuildOptions, Csr, Duplicates};
-use crate::error::{Error, Result};
-use crate::generate::{generate, RmatParams};
-use crate::scalar::Scalar;
-use crate::spgemm::cpu::CpuEngine;
-use crate::spgemm::gpu::GpuEngine;
-use crate::spgemm::{intermediate_products, SpgemmOptions};
+pub use command::{run, BenchArgs};
+
 use check::{compare, default_tolerance, RawCsr, Verdict};
 use cusparse::Failure;
+use gmcl::csr::{BuildOptions, Csr, Duplicates};
+use gmcl::error::{Error, Result};
+use gmcl::generate::{generate, RmatParams};
+use gmcl::measure::{gflops, median};
+use gmcl::scalar::Scalar;
+use gmcl::spgemm::cpu::CpuEngine;
+use gmcl::spgemm::gpu::GpuEngine;
+use gmcl::spgemm::{intermediate_products, SpgemmOptions};
 use serde::Serialize;
 use std::fmt;
 use std::path::PathBuf;
@@ -282,7 +286,7 @@ pub fn build_case<T: Scalar>(spec: &CaseSpec) -> Result<(Csr<T>, Option<Csr<T>>)
             Ok((rmat(*scale, *edge_factor, SYM_SEED, true)?, None))
         }
         Source::File(path) => {
-            let loaded = crate::io::load(path, None)?;
+            let loaded = gmcl::io::load(path, None)?;
             let a: Csr<T> = Csr::from_edges(
                 &loaded.edges,
                 &BuildOptions {
@@ -310,30 +314,6 @@ pub fn build_case<T: Scalar>(spec: &CaseSpec) -> Result<(Csr<T>, Option<Csr<T>>)
             }
             Ok((a, None))
         }
-    }
-}
-
-/// The median (the mean of the two middle values for an even count); `None` when empty.
-pub fn median(xs: &[f64]) -> Option<f64> {
-    if xs.is_empty() {
-        return None;
-    }
-    let mut v = xs.to_vec();
-    v.sort_by(f64::total_cmp);
-    let n = v.len();
-    Some(if n % 2 == 1 {
-        v[n / 2]
-    } else {
-        (v[n / 2 - 1] + v[n / 2]) / 2.0
-    })
-}
-
-/// Billions of floating-point operations per second: 2 per intermediate product.
-pub fn gflops(products: u64, seconds: f64) -> f64 {
-    if seconds > 0.0 {
-        2.0 * products as f64 / seconds / 1e9
-    } else {
-        0.0
     }
 }
 
@@ -585,14 +565,15 @@ impl Engines {
             other => other,
         };
         if engines.contains(&Engine::Gpu) {
-            this.gpu = Some(GpuEngine::open_unadvised().map_err(|e| unavailable("gpu", e))?);
+            let engine = GpuEngine::open_unadvised().map_err(|e| unavailable("gpu", e))?;
+            this.gpu = Some(engine.with_tuning(crate::cli::env::gpu_tuning()));
         }
         if engines.contains(&Engine::Cusparse) {
             this.cusparse =
                 Some(cusparse::Cusparse::open().map_err(|e| unavailable("cusparse", e))?);
         }
         if this.gpu.is_some() || this.cusparse.is_some() {
-            let gpu = crate::gpu::device()?;
+            let gpu = gmcl::gpu::device()?;
             this.device = Some(gpu.describe());
             this.device_memory = gpu.memory().ok().map(|m| m.1);
         }
@@ -748,162 +729,35 @@ pub fn run_case<T: Scalar>(
     }
     let repeat = opts.repeat.max(1);
     let rel = opts.tolerance;
-    let spgemm_opts = SpgemmOptions::default();
     let mut reference: Option<(Csr<T>, String)> = None;
-
     if let Some(gpu) = &engines.gpu {
-        // The warm-up keeps C when another engine is checked against it; otherwise, and in the
-        // timed runs, each batch of C is dropped as it reaches the host, so that a product near
-        // the host's memory (sym s20 ef8: 8e9 entries) needs it at most once.
         let keep = engines.cpu || engines.cusparse.is_some();
-        let r = timed(repeat, |warm| {
-            let made = match warm && keep {
-                true => gpu
-                    .multiply(&a, b, &spgemm_opts)
-                    .map(|(c, st)| (Some(c), st)),
-                false => gpu
-                    .multiply_batches(&a, b, &spgemm_opts, |_, _| Ok(()))
-                    .map(|st| (None, st)),
-            };
-            made.map(|(c, st)| (warm.then_some((c, st.nnz)), st.device_seconds, st.seconds))
-                .map_err(|e| Failure::new("gMAGNUS", e.to_string()))
-        });
-        let run = match r {
-            Ok(Timed {
-                c: (c, nnz),
-                device_ms: times,
-                wall_ms: wall,
-            }) => {
-                reference = c.map(|c| (c, "gpu".into()));
-                counted_run(
-                    Engine::Gpu,
-                    None,
-                    Outcome::Reference,
-                    nnz,
-                    times,
-                    Some(wall),
-                    products,
-                )
-            }
-            Err(f) => EngineRun::failed(Engine::Gpu, None, &f.stage, f.status),
-        };
+        let run = gpu_run(gpu, &a, b, keep, repeat, products, &mut reference);
         say(&progress_line(&spec.name, &run));
         result.runs.push(run);
     }
-
     if engines.cpu {
-        let cpu = CpuEngine::default();
-        let r = timed(repeat, |_| {
-            let start = Instant::now();
-            cpu.multiply(&a, b, &spgemm_opts)
-                .map(|c| {
-                    let s = start.elapsed().as_secs_f64();
-                    (Some(c), s, s)
-                })
-                .map_err(|e| Failure::new("CPU engine", e.to_string()))
-        });
-        let run = match r {
-            Ok(Timed {
-                c,
-                device_ms: times,
-                ..
-            }) => {
-                let nnz = c.nnz() as u64;
-                let outcome = match &reference {
-                    None => {
-                        reference = Some((c, "cpu".into()));
-                        Outcome::Reference
-                    }
-                    Some(_) => judge(&mut reference, RawCsr::of(&c), rel),
-                };
-                counted_run(Engine::Cpu, None, outcome, nnz, times, None, products)
-            }
-            Err(f) => EngineRun::failed(Engine::Cpu, None, &f.stage, f.status),
-        };
+        let run = cpu_run(&a, b, repeat, rel, products, &mut reference);
         say(&progress_line(&spec.name, &run));
         result.runs.push(run);
     }
-
     if let Some(cs) = &engines.cusparse {
-        let uploaded = cs.upload("A", &a).and_then(|da| {
-            Ok((
-                da,
-                if b_own.is_some() {
-                    Some(cs.upload("B", b)?)
-                } else {
-                    None
-                },
-            ))
-        });
-        match uploaded {
-            Err(f) => {
-                for alg in cusparse::ALGORITHMS {
-                    let run = EngineRun::failed(
-                        Engine::Cusparse,
-                        Some(alg.name()),
-                        &f.stage,
-                        f.status.clone(),
-                    );
-                    say(&progress_line(&spec.name, &run));
-                    result.runs.push(run);
-                }
-            }
-            Ok((da, db)) => {
-                let db_ref = db.as_ref().unwrap_or(&da);
-                for alg in cusparse::ALGORITHMS {
-                    let variant = Some(alg.name());
-                    let warm = cs.multiply::<T>(&da, db_ref, alg, true);
-                    let run = match warm {
-                        Err(f) => EngineRun::failed(Engine::Cusparse, variant, &f.stage, f.status),
-                        Ok(p) => {
-                            let nnz = p.nnz;
-                            let outcome = match p.c {
-                                Some(c) => judge(&mut reference, c, rel),
-                                None => Outcome::Wrong {
-                                    reason: "no result copied back".into(),
-                                },
-                            };
-                            let mut times = Vec::new();
-                            let mut failure = None;
-                            if outcome.counts() {
-                                for _ in 0..repeat {
-                                    match cs.multiply::<T>(&da, db_ref, alg, false) {
-                                        Ok(p) => times.push(ms(p.seconds)),
-                                        Err(f) => {
-                                            failure = Some(f);
-                                            break;
-                                        }
-                                    }
-                                }
-                            }
-                            match failure {
-                                Some(f) => EngineRun::failed(
-                                    Engine::Cusparse,
-                                    variant,
-                                    &format!("{} (timed run {})", f.stage, times.len() + 1),
-                                    f.status,
-                                ),
-                                None => counted_run(
-                                    Engine::Cusparse,
-                                    variant,
-                                    outcome,
-                                    nnz,
-                                    times,
-                                    None,
-                                    products,
-                                ),
-                            }
-                        }
-                    };
-                    say(&progress_line(&spec.name, &run));
-                    result.runs.push(run);
-                }
-                if let Some(db) = db {
-                    db.free();
-                }
-                da.free();
-            }
-        }
+        let case = Operands {
+            name: &spec.name,
+            a: &a,
+            b,
+            b_is_a: b_own.is_none(),
+            products,
+        };
+        cusparse_runs(
+            cs,
+            &case,
+            repeat,
+            rel,
+            say,
+            &mut reference,
+            &mut result.runs,
+        );
     }
     // C's entries: the reference's, or gMAGNUS's count where it ran alone and kept no C.
     result.c_nnz = reference.as_ref().map(|(c, _)| c.nnz() as u64).or_else(|| {
@@ -915,6 +769,196 @@ pub fn run_case<T: Scalar>(
     });
     result.summarise();
     Ok(result)
+}
+
+/// A case's operands as the engines' runs take them.
+struct Operands<'a, T: Scalar> {
+    name: &'a str,
+    a: &'a Csr<T>,
+    b: &'a Csr<T>,
+    /// B is A (a square): cuSPARSE uploads it once.
+    b_is_a: bool,
+    products: u64,
+}
+
+/// gMAGNUS's run of a case: the warm-up's C becomes the reference when `keep` (another engine
+/// is checked against it).
+fn gpu_run<T: Scalar>(
+    gpu: &GpuEngine,
+    a: &Csr<T>,
+    b: &Csr<T>,
+    keep: bool,
+    repeat: usize,
+    products: u64,
+    reference: &mut Option<(Csr<T>, String)>,
+) -> EngineRun {
+    let spgemm_opts = SpgemmOptions::default();
+    // The warm-up keeps C when another engine is checked against it; otherwise, and in the
+    // timed runs, each batch of C is dropped as it reaches the host, so that a product near
+    // the host's memory (sym s20 ef8: 8e9 entries) needs it at most once.
+    let r = timed(repeat, |warm| {
+        let made = match warm && keep {
+            true => gpu
+                .multiply(a, b, &spgemm_opts)
+                .map(|(c, st)| (Some(c), st)),
+            false => gpu
+                .multiply_batches(a, b, &spgemm_opts, |_, _| Ok(()))
+                .map(|st| (None, st)),
+        };
+        made.map(|(c, st)| (warm.then_some((c, st.nnz)), st.device_seconds, st.seconds))
+            .map_err(|e| Failure::new("gMAGNUS", e.to_string()))
+    });
+    match r {
+        Ok(Timed {
+            c: (c, nnz),
+            device_ms: times,
+            wall_ms: wall,
+        }) => {
+            *reference = c.map(|c| (c, "gpu".into()));
+            counted_run(
+                Engine::Gpu,
+                None,
+                Outcome::Reference,
+                nnz,
+                times,
+                Some(wall),
+                products,
+            )
+        }
+        Err(f) => EngineRun::failed(Engine::Gpu, None, &f.stage, f.status),
+    }
+}
+
+/// The CPU engine's run of a case, checked against the reference (or made it).
+fn cpu_run<T: Scalar>(
+    a: &Csr<T>,
+    b: &Csr<T>,
+    repeat: usize,
+    rel: f64,
+    products: u64,
+    reference: &mut Option<(Csr<T>, String)>,
+) -> EngineRun {
+    let spgemm_opts = SpgemmOptions::default();
+    let cpu = CpuEngine::default();
+    let r = timed(repeat, |_| {
+        let start = Instant::now();
+        cpu.multiply(a, b, &spgemm_opts)
+            .map(|c| {
+                let s = start.elapsed().as_secs_f64();
+                (Some(c), s, s)
+            })
+            .map_err(|e| Failure::new("CPU engine", e.to_string()))
+    });
+    match r {
+        Ok(Timed {
+            c,
+            device_ms: times,
+            ..
+        }) => {
+            let nnz = c.nnz() as u64;
+            let outcome = match &*reference {
+                None => {
+                    *reference = Some((c, "cpu".into()));
+                    Outcome::Reference
+                }
+                Some(_) => judge(reference, RawCsr::of(&c), rel),
+            };
+            counted_run(Engine::Cpu, None, outcome, nnz, times, None, products)
+        }
+        Err(f) => EngineRun::failed(Engine::Cpu, None, &f.stage, f.status),
+    }
+}
+
+/// Every cuSPARSE algorithm's run of a case, each checked against the reference, told to `say`
+/// and added to `runs`.
+fn cusparse_runs<T: Scalar>(
+    cs: &cusparse::Cusparse,
+    case: &Operands<T>,
+    repeat: usize,
+    rel: f64,
+    say: &dyn Fn(&str),
+    reference: &mut Option<(Csr<T>, String)>,
+    runs: &mut Vec<EngineRun>,
+) {
+    let uploaded = cs.upload("A", case.a).and_then(|da| {
+        Ok((
+            da,
+            if !case.b_is_a {
+                Some(cs.upload("B", case.b)?)
+            } else {
+                None
+            },
+        ))
+    });
+    match uploaded {
+        Err(f) => {
+            for alg in cusparse::ALGORITHMS {
+                let run = EngineRun::failed(
+                    Engine::Cusparse,
+                    Some(alg.name()),
+                    &f.stage,
+                    f.status.clone(),
+                );
+                say(&progress_line(case.name, &run));
+                runs.push(run);
+            }
+        }
+        Ok((da, db)) => {
+            let db_ref = db.as_ref().unwrap_or(&da);
+            for alg in cusparse::ALGORITHMS {
+                let variant = Some(alg.name());
+                let warm = cs.multiply::<T>(&da, db_ref, alg, true);
+                let run = match warm {
+                    Err(f) => EngineRun::failed(Engine::Cusparse, variant, &f.stage, f.status),
+                    Ok(p) => {
+                        let nnz = p.nnz;
+                        let outcome = match p.c {
+                            Some(c) => judge(reference, c, rel),
+                            None => Outcome::Wrong {
+                                reason: "no result copied back".into(),
+                            },
+                        };
+                        let mut times = Vec::new();
+                        let mut failure = None;
+                        if outcome.counts() {
+                            for _ in 0..repeat {
+                                match cs.multiply::<T>(&da, db_ref, alg, false) {
+                                    Ok(p) => times.push(ms(p.seconds)),
+                                    Err(f) => {
+                                        failure = Some(f);
+                                        break;
+                                    }
+                                }
+                            }
+                        }
+                        match failure {
+                            Some(f) => EngineRun::failed(
+                                Engine::Cusparse,
+                                variant,
+                                &format!("{} (timed run {})", f.stage, times.len() + 1),
+                                f.status,
+                            ),
+                            None => counted_run(
+                                Engine::Cusparse,
+                                variant,
+                                outcome,
+                                nnz,
+                                times,
+                                None,
+                                case.products,
+                            ),
+                        }
+                    }
+                };
+                say(&progress_line(case.name, &run));
+                runs.push(run);
+            }
+            if let Some(db) = db {
+                db.free();
+            }
+            da.free();
+        }
+    }
 }
 
 fn progress_line(case: &str, r: &EngineRun) -> String {
@@ -944,10 +988,10 @@ pub fn run_all<T: Scalar>(
     report.device = engines.device.clone();
     report.cusparse_version = engines.cusparse_version();
     for spec in cases {
-        crate::interrupt::check()?;
+        gmcl::interrupt::check()?;
         let r = run_case::<T>(spec, engines, opts)?;
         // A case cut short by an interrupt is not reported (its runs may have failed for it).
-        crate::interrupt::check()?;
+        gmcl::interrupt::check()?;
         report.cases.push(r);
         report.summarise();
         after_case(&report)?;
@@ -965,15 +1009,10 @@ mod tests {
     use super::*;
 
     #[test]
-    fn medians_and_means() {
-        assert_eq!(median(&[]), None);
-        assert_eq!(median(&[3.0]), Some(3.0));
-        assert_eq!(median(&[5.0, 1.0, 3.0]), Some(3.0));
-        assert_eq!(median(&[4.0, 1.0, 3.0, 2.0]), Some(2.5));
+    fn geometric_means() {
+        // Medians and GFLOP/s are gmcl::measure's, tested there.
         assert_eq!(geomean(&[]), None);
         assert!((geomean(&[2.0, 8.0]).unwrap() - 4.0).abs() < 1e-12);
-        assert!((gflops(500_000_000, 0.5) - 2.0).abs() < 1e-12);
-        assert_eq!(gflops(5, 0.0), 0.0);
     }
 
     #[test]

@@ -1,0 +1,56 @@
+//! `gmcl dist`: distances between two clusterings (split/join, variation of information,
+//! adjusted Rand).
+
+use super::ui::to_json;
+use clap::Args;
+use gmcl::mcl;
+use gmcl::Result;
+use std::path::PathBuf;
+
+#[derive(Args)]
+pub struct DistArgs {
+    /// A clustering: one cluster per line, labels separated by tabs or spaces.
+    a: PathBuf,
+    /// Another clustering of the same nodes.
+    b: PathBuf,
+    /// Print one JSON object to stdout.
+    #[arg(long)]
+    json: bool,
+}
+
+pub fn run(a: DistArgs) -> Result<()> {
+    let ca = mcl::measures::read_clusters(&a.a)?;
+    let cb = mcl::measures::read_clusters(&a.b)?;
+    let (na, nb) = (a.a.display().to_string(), a.b.display().to_string());
+    let d = mcl::measures::distance_by_label(&ca, &cb, (&na, &nb))?;
+    if a.json {
+        outln!("{}", to_json(&d)?)?;
+    } else {
+        let pct = if d.nodes > 0 {
+            100.0 * d.split_join as f64 / d.nodes as f64
+        } else {
+            0.0
+        };
+        outln!(
+            "nodes                     {} ({} and {} clusters)",
+            d.nodes,
+            d.clusters_a,
+            d.clusters_b
+        )?;
+        outln!(
+            "split/join distance       {} ({} + {}), {:.3}% of the nodes",
+            d.split_join,
+            d.split_join_a,
+            d.split_join_b,
+            pct
+        )?;
+        outln!(
+            "variation of information  {:.5} ({:.5} + {:.5})",
+            d.variation_of_information,
+            d.vi_a,
+            d.vi_b
+        )?;
+        outln!("adjusted Rand index       {:.5}", d.adjusted_rand)?;
+    }
+    Ok(())
+}

@@ -1,0 +1,76 @@
+//! The environment variables gmcl reads: only the command line reads them, and it hands what
+//! they say to the library as explicit options.
+//!
+//! - `GMCL_KERNEL_CACHE`: where compiled kernels are kept (a folder; `0` or `off`: nowhere;
+//!   default `$XDG_CACHE_HOME/gmcl`, else `$HOME/.cache/gmcl`);
+//! - `GMCL_KERNEL_DEFINES="NAME=VALUE ..."`: macros for tuning experiments on the kernels'
+//!   `#ifndef` constants;
+//! - `GMCL_MEMORY_LIMIT=BYTES`: the memory the loaders check a graph's vertices against;
+//! - `GMCL_GPU_MEMORY_LIMIT`, `GMCL_GPU_DENSE_FROM`, `GMCL_GPU_DENSE_FRACTION`,
+//!   `GMCL_GPU_HASH_LIMIT`: the GPU engine's tuning knobs ([`GpuTuning`]);
+//! - `GMCL_GPU_POISON=1`, `GMCL_GPU_PROFILE=1`: outputs poisoned before the kernels write them,
+//!   phase times on stderr;
+//! - `GMCL_GPU_FAULT=N`: a test switch, the N-th checked GPU driver call fails.
+
+use gmcl::spgemm::gpu::GpuTuning;
+use gmcl::tricount::gpu::TriangleTuning;
+use std::path::PathBuf;
+
+/// Sets up the library from the process-wide variables (kernel cache and macros, the memory
+/// limit, the fault switch). Call before anything opens the GPU.
+pub fn configure() {
+    let var = |k: &str| std::env::var_os(k).filter(|v| !v.is_empty());
+    let kernel_cache = match var("GMCL_KERNEL_CACHE") {
+        Some(v) if v == "0" || v == "off" => None,
+        Some(v) => Some(PathBuf::from(v)),
+        None => var("XDG_CACHE_HOME")
+            .map(|d| PathBuf::from(d).join("gmcl"))
+            .or_else(|| var("HOME").map(|h| PathBuf::from(h).join(".cache").join("gmcl"))),
+    };
+    let kernel_defines = std::env::var("GMCL_KERNEL_DEFINES")
+        .map(|d| d.split_whitespace().map(String::from).collect())
+        .unwrap_or_default();
+    // Nothing has opened the GPU yet, so this cannot fail.
+    let _ = gmcl::gpu::configure(gmcl::gpu::DeviceOptions {
+        kernel_cache,
+        kernel_defines,
+    });
+    if let Ok(v) = std::env::var("GMCL_MEMORY_LIMIT") {
+        gmcl::io::limits::set_memory_limit(v.trim().parse().ok());
+    }
+    if let Some(n) = number("GMCL_GPU_FAULT") {
+        gmcl::gpu::fault::inject_at(n);
+    }
+}
+
+/// The GPU engine's tuning: the defaults, with the `GMCL_GPU_*` knobs that are set.
+pub fn gpu_tuning() -> GpuTuning {
+    GpuTuning {
+        memory_limit: number("GMCL_GPU_MEMORY_LIMIT"),
+        poison: on("GMCL_GPU_POISON"),
+        profile: on("GMCL_GPU_PROFILE"),
+        dense_from: number("GMCL_GPU_DENSE_FROM"),
+        dense_fraction: number("GMCL_GPU_DENSE_FRACTION"),
+        hash_limit: number("GMCL_GPU_HASH_LIMIT"),
+        ..Default::default()
+    }
+}
+
+/// The triangle kernels' switches: poisoning and profiling as for the engine.
+pub fn triangle_tuning() -> TriangleTuning {
+    TriangleTuning {
+        poison: on("GMCL_GPU_POISON"),
+        profile: on("GMCL_GPU_PROFILE"),
+        ..Default::default()
+    }
+}
+
+/// A variable that holds a number (unset or unreadable: `None`).
+fn number(k: &str) -> Option<u64> {
+    std::env::var(k).ok().and_then(|v| v.trim().parse().ok())
+}
+
+/// A switch: on when the variable is `1`.
+fn on(k: &str) -> bool {
+    std::env::var(k).is_ok_and(|v| v == "1")
+}

@@ -1,0 +1,106 @@
+//! `gmcl generate`: an R-MAT graph written as .el, .wel or .mtx.
+
+use super::Ui;
+use clap::Args;
+use gmcl::generate::{self, RmatParams};
+use gmcl::{Error, Result};
+use std::path::PathBuf;
+use std::time::Instant;
+
+#[derive(Args)]
+pub struct GenerateArgs {
+    /// log2 of the number of vertices.
+    #[arg(
+        long,
+        short = 's',
+        required_unless_present = "vertices",
+        conflicts_with = "vertices"
+    )]
+    scale: Option<u32>,
+    /// Number of vertices (need not be a power of two).
+    #[arg(long, short = 'n')]
+    vertices: Option<u64>,
+    /// Number of edges.
+    #[arg(
+        long,
+        short = 'm',
+        required_unless_present = "edge_factor",
+        conflicts_with = "edge_factor"
+    )]
+    edges: Option<u64>,
+    /// Edges per vertex: edges = edge-factor × vertices.
+    #[arg(long, short = 'e')]
+    edge_factor: Option<u64>,
+    /// R-MAT probability of the top-left quadrant (Graph500 and the gMAGNUS paper: 0.57;
+    /// PaRMAT's own default is 0.45).
+    #[arg(short = 'a', default_value_t = 0.57)]
+    a: f64,
+    /// Top-right quadrant (Graph500: 0.19; PaRMAT's default 0.22).
+    #[arg(short = 'b', default_value_t = 0.19)]
+    b: f64,
+    /// Bottom-left quadrant (Graph500: 0.19; PaRMAT's default 0.22). d = 1 - a - b - c.
+    #[arg(short = 'c', default_value_t = 0.19)]
+    c: f64,
+    /// Exactly `edges` distinct edges (the first distinct ones of the random stream).
+    #[arg(long)]
+    no_duplicates: bool,
+    /// No edge from a vertex to itself.
+    #[arg(long)]
+    no_self_loops: bool,
+    /// Undirected: each edge written once, as `min max`.
+    #[arg(long)]
+    undirected: bool,
+    /// Write edges sorted by source, then target.
+    #[arg(long)]
+    sorted: bool,
+    /// A weight per edge, uniform in [0.5, 1.5) (written as .wel, or real .mtx).
+    #[arg(long)]
+    weights: bool,
+    /// Random seed: the same seed gives byte-identical output whatever the thread count.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Output file; its extension picks the format (.el, .wel, .mtx).
+    #[arg(long, short = 'o')]
+    output: PathBuf,
+}
+
+pub fn run(a: GenerateArgs, ui: Ui) -> Result<()> {
+    let n = match (a.vertices, a.scale) {
+        (Some(n), _) => n,
+        (None, Some(s)) if s < 64 => 1u64 << s,
+        (None, s) => {
+            return Err(Error::Invalid(format!(
+                "--scale {s:?} is too large (at most 32)"
+            )))
+        }
+    };
+    let edges = match (a.edges, a.edge_factor) {
+        (Some(m), _) => m,
+        (None, Some(ef)) => ef
+            .checked_mul(n)
+            .ok_or_else(|| Error::Invalid(format!("{ef} × {n} edges overflow a 64-bit count")))?,
+        (None, None) => return Err(Error::Invalid("give --edges or --edge-factor".into())),
+    };
+    let mut p = RmatParams::new(a.scale.unwrap_or(0), edges);
+    p.vertices = a.vertices;
+    (p.a, p.b, p.c) = (a.a, a.b, a.c);
+    p.no_duplicates = a.no_duplicates;
+    p.no_self_loops = a.no_self_loops;
+    p.undirected = a.undirected;
+    p.sorted = a.sorted;
+    p.weights = a.weights;
+    p.seed = a.seed;
+    let start = Instant::now();
+    let el = generate::generate(&p)?;
+    let bar = ui.bar(el.len() as u64, "writing");
+    generate::write_edges(&a.output, &el, &|done| bar.set_position(done))?;
+    bar.finish_and_clear();
+    ui.notice(&format!(
+        "wrote {} edges over {} vertices to {} in {:.2} s",
+        el.len(),
+        p.n_vertices(),
+        a.output.display(),
+        start.elapsed().as_secs_f64()
+    ));
+    Ok(())
+}

@@ -1,0 +1,68 @@
+//! The `gmcl` command line: the arguments shared by every subcommand, and one module per
+//! subcommand with its arguments beside its `run`. Binary only: the library does not carry it.
+
+#[macro_use]
+mod ui;
+pub mod bench;
+pub mod cluster;
+pub mod dist;
+pub mod env;
+pub mod generate;
+pub mod info;
+pub mod spgemm;
+pub mod tricount;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use gmcl::io::Format;
+pub use ui::Ui;
+
+#[derive(Parser)]
+#[command(
+    name = "gmcl",
+    version,
+    about = "Markov clustering and triangle counting on large power-law graphs, on a GPU SpGEMM engine (gMAGNUS) or a multithreaded CPU engine."
+)]
+pub struct Cli {
+    /// Worker threads (default: all cores).
+    #[arg(long, global = true, value_name = "N")]
+    pub threads: Option<usize>,
+    /// Print no progress and no notices on stderr (errors still print).
+    #[arg(long, short, global = true)]
+    pub quiet: bool,
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Subcommand)]
+pub enum Command {
+    /// Generate an R-MAT graph (PaRMAT-compatible options), written as .el, .wel or .mtx.
+    Generate(generate::GenerateArgs),
+    /// Print a graph's vertices, edges, self loops, duplicates, symmetry and degrees.
+    Info(info::InfoArgs),
+    /// Multiply sparse matrices: C = A·B, or A² when B is left out. Writes Matrix Market.
+    Spgemm(spgemm::SpgemmArgs),
+    /// Markov clustering (MCL, as mcl 22-282): one cluster per line, largest first.
+    Cluster(cluster::ClusterArgs),
+    /// Distances between two clusterings: split/join, variation of information, adjusted Rand.
+    Dist(dist::DistArgs),
+    /// Benchmarks, every result checked before any time counts.
+    Bench(bench::BenchArgs),
+    /// Count the triangles of a graph (made simple and undirected first).
+    Tricount(tricount::TricountArgs),
+}
+
+// The `Args` structs here and in the subcommand modules carry no doc comments: clap may take a
+// struct's doc comment for help text, and `--help` is to read as it did.
+
+#[derive(Args)]
+pub struct InputArgs {
+    /// Input format (default: from the extension: .el .wel .mtx .abc, .txt/.snap for SNAP).
+    #[arg(long, value_name = "el|wel|snap|mtx|abc")]
+    pub format: Option<Format>,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+pub enum Precision {
+    F32,
+    F64,
+}

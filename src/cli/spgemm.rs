@@ -1,0 +1,193 @@
+//! `gmcl spgemm`: C = A·B (or A²) on the chosen engine, written as Matrix Market; with
+//! --repeat, a benchmark of the product.
+
+use super::ui::to_json;
+use super::{InputArgs, Precision, Ui};
+use clap::Args;
+use gmcl::io::{self, Format, Loaded};
+use gmcl::spgemm::repeat::multiply_repeatedly;
+use gmcl::spgemm::{self, EngineKind, SpgemmOptions};
+use gmcl::{engine, measure};
+use gmcl::{BuildOptions, Csr, Duplicates, Error, Result, Scalar};
+use std::path::{Path, PathBuf};
+
+#[derive(Args)]
+pub struct SpgemmArgs {
+    /// Matrix A (any input format; an edge list is the matrix it lists).
+    a: PathBuf,
+    /// Matrix B (default: A, giving A²).
+    b: Option<PathBuf>,
+    #[command(flatten)]
+    input_args: InputArgs,
+    /// Write C here as Matrix Market (1-based).
+    #[arg(long, short = 'o')]
+    output: Option<PathBuf>,
+    /// Engine: cpu, gpu (gMAGNUS) or auto (the GPU when usable, else the CPU).
+    #[arg(long, default_value = "auto")]
+    engine: EngineKind,
+    /// Make the inputs symmetric first (A + Aᵀ pattern, duplicate values summed).
+    #[arg(long)]
+    symmetrize: bool,
+    /// Value type of the product.
+    #[arg(long, value_enum, default_value = "f64")]
+    precision: Precision,
+    /// Multiply this many times (a benchmark: the inputs are loaded once; above 1, one untimed
+    /// warm-up product comes first, each product is freed before the next, the products are
+    /// checked equal, and the times reported are the medians).
+    #[arg(long, default_value_t = 1, value_name = "N")]
+    repeat: usize,
+    /// Print one JSON object to stdout.
+    #[arg(long)]
+    json: bool,
+}
+pub fn run(a: SpgemmArgs, ui: Ui) -> Result<()> {
+    match a.precision {
+        Precision::F32 => run_typed::<f32>(a, ui),
+        Precision::F64 => run_typed::<f64>(a, ui),
+    }
+}
+
+/// Loads a matrix for `spgemm`: entries as listed, duplicates summed.
+fn load_matrix<T: Scalar>(
+    path: &Path,
+    format: Option<Format>,
+    symmetrize: bool,
+) -> Result<(Loaded, Csr<T>)> {
+    let loaded = io::load(path, format)?;
+    let opts = BuildOptions {
+        symmetrize,
+        drop_self_loops: false,
+        duplicates: Duplicates::Sum,
+    };
+    let m = Csr::from_edges(&loaded.edges, &opts).map_err(|e| match e {
+        Error::Invalid(msg) => Error::Input {
+            path: path.to_path_buf(),
+            message: msg,
+        },
+        other => other,
+    })?;
+    Ok((loaded, m))
+}
+
+#[derive(serde::Serialize)]
+struct SpgemmReport {
+    engine: String,
+    rows: usize,
+    cols: usize,
+    nnz: usize,
+    intermediate_products: u64,
+    seconds: f64,
+    device_seconds: f64,
+    gflops: f64,
+    /// Products made (times are their medians).
+    runs: usize,
+    /// The GPU engine's phases (with --engine gpu --json).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    phases: Option<Vec<PhaseReport>>,
+}
+
+#[derive(serde::Serialize)]
+struct PhaseReport {
+    name: String,
+    ms: f64,
+    /// Bytes the phase's kernel moves at least (core kernels only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    bytes: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    gb_per_s: Option<f64>,
+    /// Achieved bandwidth over the device's measured copy bandwidth (the "speed of light").
+    #[serde(skip_serializing_if = "Option::is_none")]
+    share_of_copy_bandwidth: Option<f64>,
+}
+
+impl PhaseReport {
+    fn new(p: gmcl::gpu::profile::Phase, copy_bandwidth: f64) -> Self {
+        let rate = (p.bytes > 0 && p.seconds > 0.0).then(|| p.bytes as f64 / p.seconds);
+        PhaseReport {
+            name: p.name,
+            ms: p.seconds * 1e3,
+            bytes: (p.bytes > 0).then_some(p.bytes),
+            gb_per_s: rate.map(|r| r / 1e9),
+            share_of_copy_bandwidth: rate.map(|r| r / copy_bandwidth),
+        }
+    }
+}
+
+fn run_typed<T: Scalar>(a: SpgemmArgs, ui: Ui) -> Result<()> {
+    engine::open_gpu_early(a.engine);
+    let fmt = a.input_args.format;
+    let (la, ma) = load_matrix::<T>(&a.a, fmt, a.symmetrize)?;
+    let mb = match &a.b {
+        Some(pb) => {
+            let (lb, mb) = load_matrix::<T>(pb, fmt, a.symmetrize)?;
+            if la.labels != gmcl::Labels::Identity || lb.labels != gmcl::Labels::Identity {
+                return Err(Error::Invalid(
+                    "A·B of two files needs numeric ids (el, wel, mtx): label and SNAP ids are \
+                     renumbered per file, so their rows and columns would not match"
+                        .into(),
+                ));
+            }
+            Some(mb)
+        }
+        None => None,
+    };
+    let b = mb.as_ref().unwrap_or(&ma);
+    if a.repeat == 0 {
+        return Err(Error::Invalid("--repeat must be at least 1".into()));
+    }
+    let notice = &mut |msg: &str| ui.notice(msg);
+    let resolved = engine::resolve(a.engine, notice);
+    let ((c, stats, phases), engine) =
+        engine::run_with_fallback(a.engine, resolved, notice, |engine| {
+            if engine == EngineKind::Gpu && a.json {
+                // With --json the GPU engine times each phase (waiting for the device between
+                // phases) and reports it with its bandwidth against the device's copy bandwidth.
+                let gpu = spgemm::gpu::GpuEngine::open()?.with_tuning(spgemm::gpu::GpuTuning {
+                    profile: true,
+                    ..super::env::gpu_tuning()
+                });
+                let (c, stats) = multiply_repeatedly(a.repeat, || {
+                    gpu.multiply(&ma, b, &SpgemmOptions::default())
+                })?;
+                let copy = gpu.gpu().copy_bandwidth()?;
+                let phases = gpu
+                    .last_phases()
+                    .into_iter()
+                    .map(|p| PhaseReport::new(p, copy))
+                    .collect::<Vec<_>>();
+                Ok((c, stats, Some(phases)))
+            } else {
+                let opts = SpgemmOptions {
+                    gpu: super::env::gpu_tuning(),
+                    ..Default::default()
+                };
+                let (c, stats) =
+                    multiply_repeatedly(a.repeat, || spgemm::multiply(engine, &ma, b, &opts))?;
+                Ok((c, stats, None))
+            }
+        })?;
+    if let Some(out) = &a.output {
+        gmcl::output::write_mtx(out, &c)?;
+    }
+    let report = SpgemmReport {
+        engine: engine.to_string(),
+        rows: c.nrows(),
+        cols: c.ncols(),
+        nnz: c.nnz(),
+        intermediate_products: stats.intermediate_products,
+        seconds: stats.seconds,
+        device_seconds: stats.device_seconds,
+        runs: a.repeat,
+        phases,
+        gflops: measure::gflops(stats.intermediate_products, stats.device_seconds),
+    };
+    if a.json {
+        outln!("{}", to_json(&report)?)?;
+    } else {
+        outln!(
+            "C: {} x {}, {} nonzeros, {} intermediate products, {:.4} s on the {} engine ({:.4} s computing: {:.3} GFLOP/s)",
+            report.rows, report.cols, report.nnz, report.intermediate_products, report.seconds, report.engine, report.device_seconds, report.gflops
+        )?;
+    }
+    Ok(())
+}

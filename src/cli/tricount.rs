@@ -1,0 +1,215 @@
+//! `gmcl tricount`: the triangles of a graph, optionally per vertex; with --repeat, a
+//! benchmark of the count.
+
+use super::ui::to_json;
+use super::{InputArgs, Ui};
+use clap::Args;
+use gmcl::spgemm::EngineKind;
+use gmcl::tricount::{self, SimpleGraph};
+use gmcl::{engine, io, measure};
+use gmcl::{Error, Result};
+use std::path::PathBuf;
+use std::time::Instant;
+
+#[derive(Args)]
+pub struct TricountArgs {
+    /// The graph file (directions, self loops, duplicates and weights are ignored).
+    input: PathBuf,
+    #[command(flatten)]
+    input_args: InputArgs,
+    /// Write each vertex's triangle count here: `label<TAB>count` per vertex, in vertex order
+    /// (labels as in the input).
+    #[arg(long, value_name = "FILE")]
+    per_vertex: Option<PathBuf>,
+    /// Engine: cpu, gpu (gMAGNUS) or auto (the GPU when usable, else the CPU).
+    #[arg(long, default_value = "auto")]
+    engine: EngineKind,
+    /// auto (the merge kernel on the CPU, the fused kernel on the GPU), spgemm (a masked
+    /// product on the engine), merge (the dedicated CPU kernel) or fused (the GPU kernel: the
+    /// masked product C<U> = U·U summed as it is formed).
+    #[arg(long, default_value = "auto", value_name = "auto|spgemm|merge|fused")]
+    method: tricount::Method,
+    /// Renumber vertices by degree first: auto (GAP's rule: when degrees are skewed), always,
+    /// never.
+    #[arg(long, default_value = "auto", value_name = "auto|always|never")]
+    relabel: tricount::Relabel,
+    /// The masked product of the spgemm method: auto (fewest intermediate products), sandia
+    /// (C<U> = U·U), dot (C<L> = L·Lᵀ) or dot-upper (C<U> = U·Uᵀ).
+    #[arg(long, default_value = "auto", value_name = "auto|sandia|dot|dot-upper")]
+    form: tricount::Form,
+    /// Count this many times (a benchmark: the graph is loaded once; above 1, one untimed
+    /// warm-up count comes first; the counts are checked equal, and the times reported are the
+    /// medians).
+    #[arg(long, default_value_t = 1, value_name = "N")]
+    repeat: usize,
+    /// Print one JSON object to stdout.
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(serde::Serialize)]
+struct TricountReport {
+    triangles: u64,
+    vertices: u64,
+    edges: u64,
+    seconds: f64,
+    edges_per_second: f64,
+    method: &'static str,
+    /// Counts made (times are their medians).
+    runs: usize,
+    /// Loading the file and making the graph simple.
+    load_seconds: f64,
+    /// Of `seconds`, orienting (and renumbering) the graph.
+    orient_seconds: f64,
+    /// Fused GPU kernel only: from the graph on the device to the count, and its rate.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    device_seconds: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    device_edges_per_second: Option<f64>,
+}
+
+pub fn run(a: TricountArgs, ui: Ui) -> Result<()> {
+    let start = Instant::now();
+    engine::open_gpu_early(a.engine);
+    let loaded = io::load(&a.input, a.input_args.format)?;
+    let labels = loaded.labels;
+    let g = SimpleGraph::from_edges(loaded.edges).map_err(|e| match e {
+        Error::Invalid(msg) => Error::Input {
+            path: a.input.clone(),
+            message: msg,
+        },
+        other => other,
+    })?;
+    let load_seconds = start.elapsed().as_secs_f64();
+    let notice = &mut |msg: &str| ui.notice(msg);
+    let resolved = engine::resolve(a.engine, notice);
+    let opts = tricount::Options {
+        engine: resolved,
+        method: a.method,
+        relabel: a.relabel,
+        form: a.form,
+        per_vertex: a.per_vertex.is_some(),
+        gpu: super::env::triangle_tuning(),
+    };
+    // Created before counting, so that a path that cannot be written fails at once.
+    let per_vertex_out = match &a.per_vertex {
+        Some(path) => Some(gmcl::output::AtomicOutput::create(path)?),
+        None => None,
+    };
+    if a.repeat == 0 {
+        return Err(Error::Invalid("--repeat must be at least 1".into()));
+    }
+    let (t, engine) = engine::run_with_fallback(a.engine, resolved, notice, |engine| {
+        count_repeatedly(&g, &tricount::Options { engine, ..opts }, a.repeat)
+    })?;
+    if let (Some(mut out), Some(counts)) = (per_vertex_out, &t.per_vertex) {
+        let ids: Vec<u32> = (0..counts.len() as u32).collect();
+        gmcl::output::write_formatted(
+            &mut out,
+            &ids,
+            |&v, buf| {
+                labels.write_label(v, buf);
+                buf.push(b'\t');
+                buf.extend_from_slice(itoa::Buffer::new().format(counts[v as usize]).as_bytes());
+                buf.push(b'\n');
+            },
+            |_| {},
+        )?;
+        out.commit()?;
+    }
+    let report = TricountReport {
+        triangles: t.triangles,
+        vertices: g.vertices() as u64,
+        edges: g.edges(),
+        seconds: t.seconds,
+        edges_per_second: rate(g.edges(), t.seconds),
+        method: t.method.name(),
+        runs: a.repeat,
+        load_seconds,
+        orient_seconds: t.orient_seconds,
+        device_seconds: (t.method == tricount::Method::Fused).then_some(t.device_seconds),
+        device_edges_per_second: (t.method == tricount::Method::Fused)
+            .then(|| rate(g.edges(), t.device_seconds)),
+    };
+    let how = match t.method {
+        tricount::Method::Spgemm => {
+            let forms: Vec<&str> = t.forms.iter().map(|f| f.name()).collect();
+            format!(
+                "masked product ({}) on the {engine} engine, {} intermediate products in {:.4} s",
+                forms.join(" + "),
+                t.intermediate_products,
+                t.product_seconds
+            )
+        }
+        tricount::Method::Fused => format!(
+            "fused GPU kernel: upload {:.4} s, on the device {:.4} s ({:.3e} edges/s)",
+            t.upload_seconds,
+            t.device_seconds,
+            rate(g.edges(), t.device_seconds)
+        ),
+        m => format!("{} kernel", m.name()),
+    };
+    ui.notice(&format!(
+        "{} vertices, {} edges; loaded in {:.3} s; counted in {:.4} s (orientation {:.4} s; {}{}, {:.3e} edges/s)",
+        report.vertices,
+        report.edges,
+        load_seconds,
+        report.seconds,
+        t.orient_seconds,
+        how,
+        if t.relabelled {
+            ", relabelled by degree"
+        } else {
+            ""
+        },
+        report.edges_per_second
+    ));
+    if a.json {
+        outln!("{}", to_json(&report)?)?;
+    } else {
+        outln!("{}", report.triangles)?;
+    }
+    Ok(())
+}
+
+/// Counts `repeat` times (after a warm-up count when more than once); the result has the
+/// median of each time. Differing counts (which would be a bug) are an error.
+fn count_repeatedly(
+    g: &SimpleGraph,
+    opts: &tricount::Options,
+    repeat: usize,
+) -> Result<tricount::Triangles> {
+    let warm_up = usize::from(repeat > 1);
+    let runs = (0..repeat + warm_up)
+        .map(|_| tricount::count(g, opts))
+        .collect::<Result<Vec<_>>>()?;
+    if runs
+        .iter()
+        .any(|r| r.triangles != runs[0].triangles || r.per_vertex != runs[0].per_vertex)
+    {
+        return Err(Error::Invalid(
+            "repeated counts differ: please report this as a bug".into(),
+        ));
+    }
+    let runs = &runs[warm_up..];
+    let median = |f: fn(&tricount::Triangles) -> f64| {
+        measure::median(&runs.iter().map(f).collect::<Vec<_>>())
+            .expect("at least one count is timed")
+    };
+    let mut t = runs[0].clone();
+    t.seconds = median(|r| r.seconds);
+    t.orient_seconds = median(|r| r.orient_seconds);
+    t.product_seconds = median(|r| r.product_seconds);
+    t.upload_seconds = median(|r| r.upload_seconds);
+    t.device_seconds = median(|r| r.device_seconds);
+    Ok(t)
+}
+
+/// Edges per second, 0 for a zero time.
+fn rate(edges: u64, seconds: f64) -> f64 {
+    if seconds > 0.0 {
+        edges as f64 / seconds
+    } else {
+        0.0
+    }
+}
