@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Runs on the GPU machine, from the project root, over binaries built here by
-# ../shared/gpu/prepare (in .gpu/): `gmcl bench spgemm` on the paper's R-MAT suite and on the
+# scripts/gpu-prepare.sh (in .gpu/): `gmcl bench spgemm` on the paper's R-MAT suite and on the
 # symmetric squares, up to scale 18 (override with MAX_SCALE, REPEAT), gMAGNUS against every
 # cuSPARSE algorithm. Tables, JSON, plots and logs go to $OUT (or /tmp/bench-gpu). Each suite
 # runs under a time limit so that the whole script stays within about 8 minutes on an H200; the

@@ -2,7 +2,7 @@
 # MCL side by side on the GPU machine: gmcl on the GPU (matrix resident on the device), gmcl's
 # CPU engine and van Dongen's mcl 22-282 on all the machine's cores, on symmetric R-MAT graphs
 # (edge factor 16), partitions compared with `gmcl dist`. Run from the project root over
-# binaries built by ../shared/gpu/prepare (.gpu/) and mcl unpacked from the Debian packages
+# binaries built by scripts/gpu-prepare.sh (.gpu/) and mcl unpacked from the Debian packages
 # into .mcl/ (apt-get download mcl libtingea0; dpkg -x each into .mcl). SCALES (default
 # "15 16"), THREADS (default: all cores), SKIP_CPU=1 / SKIP_MCL=1 leave those out, GPU_RUNS
 # (default 1) runs gmcl on the GPU that many times (the first also fills the kernel cache),

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Runs on the GPU machine from the project root, over binaries built by ../shared/gpu/prepare:
+# Runs on the GPU machine from the project root, over binaries built by scripts/gpu-prepare.sh:
 # the fused triangle kernel on symmetric R-MAT graphs (edge factor 16, seed 1, made as the
 # anchor figures were), one process per scale: a warm-up count, then the median of REPEAT,
 # checked against the CPU merge kernel on all the machine's cores; then the same with the GPU

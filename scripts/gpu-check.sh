@@ -1,28 +1,21 @@
 #!/usr/bin/env bash
-# Runs on the GPU machine, from the project root, over binaries built here by
-# ../shared/gpu/prepare (in .gpu/): every test binary with the GPU required (huge tests too when
-# GMCL_HUGE=1), compute-sanitizer on CLI runs, and a quick CLI comparison of the engines.
-# Logs go to $OUT (or /tmp/gpu-check).
+# Runs on the GPU machine, from the project root, over binaries built by scripts/gpu-prepare.sh
+# (in .gpu/): every test binary with the GPU required (the huge tests too when GMCL_HUGE=1),
+# compute-sanitizer on CLI runs, and a quick CLI comparison of the engines. Logs go to $OUT (or
+# /tmp/gpu-check).
 set -uo pipefail
 out=${OUT:-/tmp/gpu-check}
 mkdir -p "$out"
-export GMCL_REQUIRE_GPU=1 RUST_BACKTRACE=1
+# The tests name the binary and the repository through these (the paths baked into them are
+# those of the machine that built them).
+export GMCL_REQUIRE_GPU=1 RUST_BACKTRACE=1 GMCL_BIN=$PWD/.gpu/gmcl GMCL_ROOT=$PWD
 status=0
-# Test binaries name this project's build paths (env!("CARGO_MANIFEST_DIR"), the gmcl binary):
-# recreate them here when they are missing.
-here=$(pwd)
-for root in /work/main; do
-    [ -e "$root/graphs" ] || { mkdir -p "$root" && ln -s "$here/graphs" "$root/graphs"; }
-    [ -e "$root/target/release/gmcl" ] || { mkdir -p "$root/target/release" && cp .gpu/gmcl "$root/target/release/gmcl"; }
-done
 nvidia-smi -L | tee "$out/device.txt"
 for t in .gpu/tests/*; do
     name=$(basename "$t")
     extra=()
-    [ "${GMCL_HUGE:-0}" = 1 ] && case $name in spgemm_gpu|tricount_gpu|mcl_gpu) extra=(--include-ignored);; esac
-    # Device MCL's whole runs with every engine output poisoned first.
-    poison=0; [ "$name" = mcl_gpu ] && poison=1
-    if ! GMCL_GPU_POISON=$poison timeout 900 "$t" "${extra[@]}" >"$out/test-$name.log" 2>&1; then
+    [ "${GMCL_HUGE:-0}" = 1 ] && extra=(--include-ignored)
+    if ! timeout 900 "$t" "${extra[@]}" >"$out/test-$name.log" 2>&1; then
         echo "FAILED: $name"; tail -40 "$out/test-$name.log"; status=1
     else
         echo "ok: $name ($(grep -h 'test result' "$out/test-$name.log" | tail -1))"

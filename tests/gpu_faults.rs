@@ -6,8 +6,8 @@
 //! Without a usable GPU these tests say so and pass, unless `GMCL_REQUIRE_GPU=1` (set on the GPU
 //! machine), where a missing GPU fails them.
 
-mod common;
-use common::gpu;
+#[path = "integration/util.rs"]
+mod util;
 use gmcl::generate::{self, RmatParams};
 use gmcl::gpu::fault;
 use gmcl::mcl::{self, MclParams};
@@ -15,7 +15,7 @@ use gmcl::spgemm::gpu::{GpuEngine, GpuTuning};
 use gmcl::spgemm::{cpu::CpuEngine, EngineKind, SpgemmOptions};
 use gmcl::tricount::{self, Method, Options, SimpleGraph};
 use gmcl::{BuildOptions, Csr, Error};
-use std::process::Command;
+use util::gpu;
 
 fn rmat_edges(scale: u32, seed: u64) -> gmcl::EdgeList {
     let mut p = RmatParams::new(scale, 16 << scale);
@@ -133,7 +133,7 @@ fn each_stage_fails_cleanly_and_the_gpu_stays_usable() {
 }
 
 fn gmcl(args: &[&str], fault_at: Option<u32>) -> std::process::Output {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_gmcl"));
+    let mut c = util::cmd();
     c.args(args);
     if let Some(n) = fault_at {
         c.env("GMCL_GPU_FAULT", n.to_string());
@@ -144,7 +144,8 @@ fn gmcl(args: &[&str], fault_at: Option<u32>) -> std::process::Output {
 #[test]
 fn the_cli_falls_back_to_the_cpu_under_auto_and_fails_under_gpu() {
     let Some(_) = gpu() else { return };
-    let karate = concat!(env!("CARGO_MANIFEST_DIR"), "/graphs/karate.el");
+    let karate = util::repo("graphs/karate.el");
+    let karate = karate.to_str().unwrap();
     for fault_at in [1, 3, 5] {
         let out = gmcl(&["tricount", karate, "--engine", "auto"], Some(fault_at));
         let err = String::from_utf8_lossy(&out.stderr);
@@ -232,7 +233,7 @@ fn two_processes_share_the_gpu() {
         .iter()
         .flat_map(|o| {
             [
-                Command::new(env!("CARGO_BIN_EXE_gmcl"))
+                util::cmd()
                     .args([
                         "spgemm",
                         g,
@@ -245,7 +246,7 @@ fn two_processes_share_the_gpu() {
                     ])
                     .spawn()
                     .unwrap(),
-                Command::new(env!("CARGO_BIN_EXE_gmcl"))
+                util::cmd()
                     .args(["tricount", g, "--engine", "gpu", "--repeat", "20", "-q"])
                     .stdout(std::process::Stdio::piped())
                     .spawn()

@@ -1,11 +1,11 @@
 //! MCL against van Dongen's `mcl` 22-282: the partitions of the golden files in tests/golden
 //! (made by mcl, commands in tests/golden/README.md), through the library and the binary.
 
+use crate::util::gmcl;
 use gmcl::mcl::{self, MclParams, PruneParams};
 use gmcl::spgemm::EngineKind;
 use std::collections::BTreeSet;
 use std::path::Path;
-use std::process::{Command, Output};
 
 type Partition = BTreeSet<BTreeSet<String>>;
 
@@ -106,13 +106,6 @@ fn karate_iterations_and_measures_match_mcl() {
 }
 
 // ---- the binary ----
-
-fn gmcl(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_gmcl"))
-        .args(args)
-        .output()
-        .expect("the gmcl binary runs")
-}
 
 fn ok(args: &[&str]) -> (String, String) {
     let out = gmcl(args);
@@ -259,7 +252,7 @@ fn cli_bad_options_and_input() {
         assert!(e.contains("GPU"), "{e}");
     } else {
         // With a GPU, the GPU engine gives mcl's clustering too.
-        let out = Command::new(env!("CARGO_BIN_EXE_gmcl"))
+        let out = crate::util::cmd()
             .args(["cluster", "graphs/karate.el", "--engine", "gpu", "-q"])
             .output()
             .unwrap();

@@ -7,8 +7,7 @@
 //! Without a usable GPU these tests say so and pass, unless `GMCL_REQUIRE_GPU=1` (set on the GPU
 //! machine), where a missing GPU fails them.
 
-mod common;
-use common::gpu;
+use crate::util::gpu;
 use gmcl::generate::{self, RmatParams};
 use gmcl::spgemm::EngineKind;
 use gmcl::tricount::gpu::{self as triangles, TriangleTuning};

@@ -2,10 +2,9 @@
 //! counts (`--threads 1`, `2`, `3`, the default), on R-MAT graphs made by `gmcl generate`.
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 fn gmcl(args: &[&str]) -> Vec<u8> {
-    let out = Command::new(env!("CARGO_BIN_EXE_gmcl"))
+    let out = crate::util::cmd()
         .args(args)
         .output()
         .expect("the gmcl binary runs");

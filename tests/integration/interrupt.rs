@@ -5,12 +5,12 @@
 
 use std::io::{BufRead, BufReader, Read};
 use std::path::Path;
-use std::process::{Child, Command, ExitStatus, Stdio};
+use std::process::{Child, ExitStatus, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 fn spawn(args: &[&str]) -> Child {
-    Command::new(env!("CARGO_BIN_EXE_gmcl"))
+    crate::util::cmd()
         .args(args)
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
@@ -134,7 +134,7 @@ fn ctrl_c_while_writing_removes_the_temporary_file_and_keeps_the_old_one() {
 fn sigterm_stops_mcl_between_iterations_or_within_one() {
     let dir = tempfile::tempdir().unwrap();
     let graph = dir.path().join("g.el");
-    let status = Command::new(env!("CARGO_BIN_EXE_gmcl"))
+    let status = crate::util::cmd()
         .args([
             "generate",
             "-s",

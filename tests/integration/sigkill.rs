@@ -4,13 +4,13 @@
 #![cfg(unix)]
 
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
 
 const OLD: &str = "0 1\n1 2\n";
 
 fn generate(out: &Path) -> Child {
-    Command::new(env!("CARGO_BIN_EXE_gmcl"))
+    crate::util::cmd()
         .args([
             "generate", "-s", "19", "-e", "16", "--seed", "5", "-q", "-o",
         ])

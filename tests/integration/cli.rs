@@ -1,15 +1,8 @@
 //! The real `gmcl` binary: subcommands, JSON output, exit statuses, and clean failures.
 //! Paths to repository files are relative to the current directory (the package root).
 
+use crate::util::gmcl;
 use std::path::Path;
-use std::process::{Command, Output};
-
-fn gmcl(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_gmcl"))
-        .args(args)
-        .output()
-        .expect("the gmcl binary runs")
-}
 
 fn ok(args: &[&str]) -> String {
     let out = gmcl(args);

@@ -3,8 +3,6 @@
 //! structure and on R-MAT graphs. Skipped where no GPU is usable (GMCL_REQUIRE_GPU=1 fails
 //! instead).
 
-mod common;
-
 use gmcl::csr::Csr;
 use gmcl::generate::{self, RmatParams};
 use gmcl::gpu::matrix::DeviceCsr;
@@ -138,7 +136,9 @@ fn schemes() -> Vec<PruneParams> {
 
 #[test]
 fn pruning_kernels_match_the_host() {
-    let Some(gpu) = common::gpu() else { return };
+    let Some(gpu) = crate::util::gpu() else {
+        return;
+    };
     let lens = [
         0, 1, 2, 3, 5, 8, 40, 255, 256, 257, 600, 1100, 1101, 1500, 4000, 20000, 0, 7,
     ];
@@ -182,7 +182,7 @@ proptest! {
         recover in 0u32..700,
         pct in 0u32..100,
     ) {
-        let Some(gpu) = common::gpu() else { return Ok(()) };
+        let Some(gpu) = crate::util::gpu() else { return Ok(()) };
         let p = PruneParams { prune, select, recover, pct };
         check_prune(&gpu, &batch::<f32>(5000, &lens, seed), &p, 2.0, "random f32");
     }
@@ -246,7 +246,7 @@ fn same_clustering(g: &Csr<f32>, params: &MclParams, what: &str) {
 
 #[test]
 fn device_mcl_matches_the_cpu_on_structured_graphs() {
-    if common::gpu().is_none() {
+    if crate::util::gpu().is_none() {
         return;
     }
     for (path, inflation) in [
@@ -273,7 +273,7 @@ fn device_mcl_matches_the_cpu_on_structured_graphs() {
 
 #[test]
 fn device_mcl_matches_the_cpu_on_rmat_graphs() {
-    if common::gpu().is_none() {
+    if crate::util::gpu().is_none() {
         return;
     }
     for (scale, ef, seed) in [(8, 8, 1), (10, 16, 2), (12, 8, 3)] {
@@ -292,7 +292,7 @@ fn device_mcl_matches_the_cpu_on_rmat_graphs() {
 #[test]
 #[ignore = "minutes: run on the GPU machine with GMCL_HUGE=1"]
 fn device_mcl_matches_the_cpu_at_scale_15() {
-    if common::gpu().is_none() || std::env::var("GMCL_HUGE").map_or(true, |v| v != "1") {
+    if crate::util::gpu().is_none() || std::env::var("GMCL_HUGE").map_or(true, |v| v != "1") {
         return;
     }
     let g = rmat_graph(15, 16, 3);
@@ -372,7 +372,7 @@ fn iterated<T: Scalar>(g: &Csr<T>, iterations: usize) -> Csr<T> {
 
 #[test]
 fn fused_dense_columns_match_the_cpu() {
-    if common::gpu().is_none() {
+    if crate::util::gpu().is_none() {
         return;
     }
     // R-MAT's second expansion has columns with more products than columns: every pruning

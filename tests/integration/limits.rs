@@ -6,7 +6,7 @@ use std::path::Path;
 use std::process::{Command, Output};
 
 fn gmcl(args: &[&str], memory: Option<&str>) -> Output {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_gmcl"));
+    let mut c = crate::util::cmd();
     c.args(args);
     if let Some(m) = memory {
         c.env("GMCL_MEMORY_LIMIT", m);
@@ -98,7 +98,7 @@ fn a_file_size_limit_fails_the_write_cleanly() {
     std::fs::write(&out, "0 1\n").unwrap();
     let script = format!(
         "ulimit -f 64 && exec '{}' generate -s 16 -e 16 -o '{}'",
-        env!("CARGO_BIN_EXE_gmcl"),
+        crate::util::gmcl_bin().display(),
         s(&out)
     );
     let r = Command::new("sh").args(["-c", &script]).output().unwrap();
@@ -136,7 +136,7 @@ fn a_full_device_and_a_full_stdout_are_errors() {
         .write(true)
         .open("/dev/full")
         .unwrap();
-    let r = Command::new(env!("CARGO_BIN_EXE_gmcl"))
+    let r = crate::util::cmd()
         .args(["info", "graphs/karate.el"])
         .stdout(full)
         .output()
@@ -152,7 +152,7 @@ fn a_closed_stderr_does_not_stop_a_run() {
     // Notices go to stderr; with its reader gone they are lost, and the run still succeeds.
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("k.clusters");
-    let mut child = Command::new(env!("CARGO_BIN_EXE_gmcl"))
+    let mut child = crate::util::cmd()
         .args([
             "cluster",
             "graphs/karate.el",

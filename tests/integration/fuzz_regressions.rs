@@ -2,7 +2,7 @@
 //! same checks the targets run (`fuzz/src/checks.rs`, included here by path), on stable.
 //! `tests/fuzz-regressions/TARGET/NAME` holds the input exactly as libFuzzer saved it.
 
-#[path = "../fuzz/src/checks.rs"]
+#[path = "../../fuzz/src/checks.rs"]
 #[allow(dead_code)]
 mod checks;
 

@@ -1,0 +1,21 @@
+//! The integration tests: the real `gmcl` binary and the library's public API, one module per
+//! area, helpers in [`util`]. Tests that change process-wide state (the interrupt flag, the GPU
+//! fault switch) live in binaries of their own beside this one (`tests/interrupt_lib.rs`,
+//! `tests/gpu_faults.rs`), since the tests of one binary run in parallel threads.
+
+mod util;
+
+mod cli;
+mod determinism;
+mod fuzz_regressions;
+mod interrupt;
+mod io_errors;
+mod kernels_nvrtc;
+mod limits;
+mod mcl;
+mod mcl_gpu;
+mod sigkill;
+mod spgemm_cpu;
+mod spgemm_gpu;
+mod tricount;
+mod tricount_gpu;

@@ -1,0 +1,52 @@
+//! Helpers shared by the integration tests: the `gmcl` binary, files of the repository, the GPU.
+//!
+//! Test binaries built on one machine may run on another (the GPU machine has no Rust): there
+//! `GMCL_BIN` names the `gmcl` binary and `GMCL_ROOT` the repository, in place of the paths of
+//! the machine that built them.
+
+#![allow(dead_code)] // each test binary that includes this file uses a part of it
+
+use std::path::PathBuf;
+use std::process::{Command, Output};
+use std::sync::Arc;
+
+/// The `gmcl` binary under test.
+pub fn gmcl_bin() -> PathBuf {
+    std::env::var_os("GMCL_BIN")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_BIN_EXE_gmcl")))
+}
+
+/// A command running the `gmcl` binary.
+pub fn cmd() -> Command {
+    Command::new(gmcl_bin())
+}
+
+/// Runs `gmcl` with `args` and returns what it did.
+pub fn gmcl(args: &[&str]) -> Output {
+    cmd().args(args).output().expect("the gmcl binary runs")
+}
+
+/// The path of `rel`, a file of the repository (such as `graphs/karate.el`).
+pub fn repo(rel: &str) -> PathBuf {
+    std::env::var_os("GMCL_ROOT")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")))
+        .join(rel)
+}
+
+/// The GPU, or `None` (after saying why) where none is usable; with `GMCL_REQUIRE_GPU=1` (set on
+/// the GPU machine) a missing GPU fails the test instead.
+pub fn gpu() -> Option<Arc<gmcl::gpu::Gpu>> {
+    match gmcl::gpu::device() {
+        Ok(g) => Some(g),
+        Err(why) => {
+            assert!(
+                std::env::var("GMCL_REQUIRE_GPU").map_or(true, |v| v != "1"),
+                "GMCL_REQUIRE_GPU=1 but no GPU is usable: {why}"
+            );
+            eprintln!("skipped: {why}");
+            None
+        }
+    }
+}
