@@ -39,7 +39,7 @@
 //!   squares; here they are folded. PaRMAT seeds from the clock and writes tab-separated pairs;
 //!   here the seed is a parameter and `.el` files separate ids with one space.
 
-pub(crate) mod rng;
+pub mod rng;
 mod select;
 mod sort;
 mod stream;

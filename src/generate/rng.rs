@@ -1,5 +1,6 @@
-//! The counter-based random stream of the generator: every value is a pure function of the seed
-//! and a position, so any thread can produce any part of the stream.
+//! gmcl's random numbers. The generator's stream is counter-based: every value is a pure
+//! function of the seed and a position, so any thread can produce any part of it.
+//! [`SplitMix64`] is the small sequential generator for samples and test data.
 
 /// 2^64 divided by the golden ratio, the usual odd constant for spreading counters.
 pub(crate) const GOLDEN: u64 = 0x9E37_79B9_7F4A_7C15;
@@ -10,6 +11,30 @@ pub(crate) fn mix64(mut z: u64) -> u64 {
     z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
     z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
     z ^ (z >> 31)
+}
+
+/// SplitMix64: a counter stepped by the golden constant, each value the counter mixed by the
+/// splitmix64 finaliser. The same seed gives the same values on every machine and run.
+#[derive(Clone, Debug)]
+pub struct SplitMix64(u64);
+
+impl SplitMix64 {
+    /// The generator whose first value follows `seed`.
+    pub fn new(seed: u64) -> Self {
+        SplitMix64(seed)
+    }
+
+    /// The next 64 random bits.
+    #[inline]
+    pub fn next_u64(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(GOLDEN);
+        mix64(self.0)
+    }
+
+    /// The next value uniform in [0, 1), with 53 random bits.
+    pub fn next_f64(&mut self) -> f64 {
+        (self.next_u64() >> 11) as f64 / (1u64 << 53) as f64
+    }
 }
 
 /// wyrand (Wang Yi): a 64-bit state, one 64×64→128-bit multiply per output. Small and fast

@@ -4,7 +4,7 @@
 //! of degree.
 
 use super::SimpleGraph;
-use crate::generate::rng::{mix64, GOLDEN};
+use crate::generate::rng::SplitMix64;
 use rayon::prelude::*;
 
 /// GAP's rule for relabelling by degree (`WorthRelabelling` in its `tc.cc`): only when the
@@ -17,8 +17,7 @@ pub fn worth_relabelling(g: &SimpleGraph) -> bool {
         return false;
     }
     let samples = n.min(1000);
-    // A splitmix64 stream: a counter stepped by the golden constant, each step mixed.
-    let mut state = 27491095u64;
+    let mut rng = SplitMix64::new(27491095);
     let mut degrees = Vec::with_capacity(samples);
     // Vertices with an edge are at least √(20 n) of n here; the bound on draws only guards
     // against looping long on a huge, nearly empty vertex set.
@@ -26,8 +25,7 @@ pub fn worth_relabelling(g: &SimpleGraph) -> bool {
         if degrees.len() == samples {
             break;
         }
-        state = state.wrapping_add(GOLDEN);
-        let v = (mix64(state) % n as u64) as usize;
+        let v = (rng.next_u64() % n as u64) as usize;
         let d = g.degree(v);
         if d > 0 {
             degrees.push(d as u64);

@@ -2,35 +2,20 @@
 //! dense rows and columns), cancellation, masks, row batches, errors, determinism across thread
 //! counts, and agreement of every accumulator and schedule.
 
+use gmcl::generate::rng::SplitMix64;
 use gmcl::spgemm::cpu::{Accumulator, CpuEngine, Tuning};
 use gmcl::spgemm::{self, EngineKind, Pattern, SpgemmOptions};
 use gmcl::{BuildOptions, Csr, EdgeList, Error, Scalar};
 use proptest::prelude::*;
 
-/// SplitMix64: a small deterministic generator for test matrices.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-    fn unit(&mut self) -> f64 {
-        (self.next() >> 11) as f64 / (1u64 << 53) as f64
-    }
-}
-
 /// A random `nrows × ncols` matrix, each position stored with probability `density`, values in
 /// [-2, 2) (never zero). No duplicate entries.
 fn random<T: Scalar>(nrows: usize, ncols: usize, density: f64, seed: u64) -> Csr<T> {
-    let mut rng = Rng(seed);
+    let mut rng = SplitMix64::new(seed);
     let mut dense = vec![T::ZERO; nrows * ncols];
     for x in dense.iter_mut() {
-        if rng.unit() < density {
-            let v = rng.unit() * 4.0 - 2.0;
+        if rng.next_f64() < density {
+            let v = rng.next_f64() * 4.0 - 2.0;
             *x = T::from_f64(if v == 0.0 { 1.0 } else { v });
         }
     }
@@ -39,14 +24,14 @@ fn random<T: Scalar>(nrows: usize, ncols: usize, density: f64, seed: u64) -> Csr
 
 /// A scale-`s` R-MAT matrix (a = 0.57, b = c = 0.19) with `edges` edges, duplicates summed.
 fn rmat(scale: u32, edges: usize, seed: u64) -> Csr<f64> {
-    let mut rng = Rng(seed);
+    let mut rng = SplitMix64::new(seed);
     let n = 1usize << scale;
     let mut e = Vec::with_capacity(edges);
     let mut w = Vec::with_capacity(edges);
     for _ in 0..edges {
         let (mut r, mut c) = (0u32, 0u32);
         for _ in 0..scale {
-            let x = rng.unit();
+            let x = rng.next_f64();
             let (down, right) = if x < 0.57 {
                 (0, 0)
             } else if x < 0.76 {
@@ -60,7 +45,7 @@ fn rmat(scale: u32, edges: usize, seed: u64) -> Csr<f64> {
             c = (c << 1) | right;
         }
         e.push((r, c));
-        w.push(0.5 + rng.unit());
+        w.push(0.5 + rng.next_f64());
     }
     let el = EdgeList::square(n, e, Some(w));
     Csr::from_edges(&el, &BuildOptions::default()).unwrap()

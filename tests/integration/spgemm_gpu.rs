@@ -6,6 +6,7 @@
 //! Without a usable GPU these tests say so and pass, unless `GMCL_REQUIRE_GPU=1` (set on the GPU
 //! machine), where a missing GPU fails them.
 
+use gmcl::generate::rng::SplitMix64;
 use gmcl::generate::{self, RmatParams};
 use gmcl::spgemm::gpu::{GpuEngine, GpuTuning};
 use gmcl::spgemm::{cpu::CpuEngine, Pattern, SpgemmOptions};
@@ -33,37 +34,21 @@ fn engine(memory_limit: Option<u64>) -> Option<GpuEngine> {
     }
 }
 
-/// SplitMix64.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-    fn unit(&mut self) -> f64 {
-        (self.next() >> 11) as f64 / (1u64 << 53) as f64
-    }
-}
-
 /// A random sparse matrix with about `per_row` entries per row, values in [-2, 2) (never 0).
 fn random<T: Scalar>(nrows: usize, ncols: usize, per_row: usize, seed: u64) -> Csr<T> {
-    let mut rng = Rng(seed);
+    let mut rng = SplitMix64::new(seed);
     let mut ptr = vec![0u64];
     let mut cols = Vec::new();
     let mut vals = Vec::new();
     for _ in 0..nrows {
         let mut row: Vec<u32> = (0..per_row)
-            .map(|_| (rng.next() % ncols.max(1) as u64) as u32)
+            .map(|_| (rng.next_u64() % ncols.max(1) as u64) as u32)
             .collect();
         row.sort_unstable();
         row.dedup();
         for c in row {
             cols.push(c);
-            let v = rng.unit() * 4.0 - 2.0;
+            let v = rng.next_f64() * 4.0 - 2.0;
             vals.push(T::from_f64(if v == 0.0 { 1.0 } else { v }));
         }
         ptr.push(cols.len() as u64);

@@ -595,14 +595,8 @@ mod tests {
 
     /// A deterministic sparse matrix with skewed rows and columns.
     fn skewed(nrows: usize, ncols: usize, nnz: usize, seed: u64) -> Csr<f64> {
-        let mut s = seed;
-        let mut next = move || {
-            s = s.wrapping_add(0x9E37_79B9_7F4A_7C15);
-            let mut z = s;
-            z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-            z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-            z ^ (z >> 31)
-        };
+        let mut rng = crate::generate::rng::SplitMix64::new(seed);
+        let mut next = move || rng.next_u64();
         let mut edges = Vec::new();
         let mut w = Vec::new();
         for _ in 0..nnz {
