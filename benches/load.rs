@@ -13,6 +13,8 @@ use std::path::Path;
 fn write_el(path: &Path, edges: usize) {
     let file = std::fs::File::create(path).expect("create the bench file");
     let mut w = std::io::BufWriter::with_capacity(1 << 20, file);
+    // xorshift64, not generate::rng::SplitMix64: the file must stay the one the performance
+    // log's loading figures were measured on.
     let mut s = 0x9E37_79B9_7F4A_7C15u64;
     let mut ib = itoa::Buffer::new();
     for _ in 0..edges {

@@ -249,13 +249,8 @@ mod tests {
     }
 
     fn valid_text(f: Format, n: usize, seed: u64) -> Vec<u8> {
-        let mut s = seed | 1;
-        let mut next = move || {
-            s ^= s << 13;
-            s ^= s >> 7;
-            s ^= s << 17;
-            s % 50
-        };
+        let mut rng = crate::generate::rng::SplitMix64::new(seed);
+        let mut next = move || rng.next_u64() % 50;
         let mut t = String::new();
         match f {
             Format::Mtx => t.push_str(&format!(

@@ -64,12 +64,10 @@ mod tests {
 
     #[test]
     fn squares_equal_powf() {
-        let mut s = 0x9E37_79B9_7F4A_7C15u64;
+        let mut rng = crate::generate::rng::SplitMix64::new(1);
         let mut a: Vec<f32> = (0..10_000)
             .map(|_| {
-                s ^= s << 13;
-                s ^= s >> 7;
-                s ^= s << 17;
+                let s = rng.next_u64();
                 f32::from_bits((s % 0x3F80_0000) as u32 + 1)
             })
             .collect();

@@ -455,13 +455,10 @@ mod tests {
     /// A column of `n` values from `seed`: many ties (values on a coarse grid) and a spread
     /// around the threshold, so every step and tie rule happens.
     fn column(n: usize, seed: u64, grid: u32) -> Vec<f32> {
-        let mut s = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+        let mut rng = crate::generate::rng::SplitMix64::new(seed);
         (0..n)
             .map(|_| {
-                s ^= s << 13;
-                s ^= s >> 7;
-                s ^= s << 17;
-                let u = (s % grid as u64) as f32 / grid as f32;
+                let u = (rng.next_u64() % grid as u64) as f32 / grid as f32;
                 // Between 1e-6 and 1, log-uniform-ish.
                 (-(u * 13.8)).exp()
             })

@@ -297,14 +297,8 @@ fn truncated_last_line() {
 fn binary_garbage() {
     let f = Files::new();
     // Deterministic pseudo-random bytes, NULs and invalid UTF-8 included.
-    let mut s = 0x2545_F491_4F6C_DD1Du64;
-    let mut garbage = Vec::new();
-    for _ in 0..100_000 {
-        s ^= s << 13;
-        s ^= s >> 7;
-        s ^= s << 17;
-        garbage.push((s >> 24) as u8);
-    }
+    let mut rng = gmcl::generate::rng::SplitMix64::new(4);
+    let mut garbage: Vec<u8> = (0..100_000).map(|_| (rng.next_u64() >> 24) as u8).collect();
     garbage[3] = 0;
     for name in ["bin.el", "bin.wel", "bin.txt", "bin.mtx", "bin.abc"] {
         let e = f.error(name, &garbage);

@@ -4,6 +4,7 @@
 //! instead).
 
 use gmcl::csr::Csr;
+use gmcl::generate::rng::SplitMix64;
 use gmcl::generate::{self, RmatParams};
 use gmcl::gpu::matrix::DeviceCsr;
 use gmcl::gpu::Gpu;
@@ -77,13 +78,8 @@ fn check_prune<T: Scalar>(gpu: &Gpu, c: &Csr<T>, p: &PruneParams, inflation: f64
 /// A batch of `rows` rows over `ncols` columns with the given row lengths and positive values
 /// (a few values repeated, so that ties meet the selection bars).
 fn batch<T: Scalar>(ncols: usize, lens: &[usize], seed: u64) -> Csr<T> {
-    let mut x = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
-    let mut next = || {
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        x
-    };
+    let mut rng = SplitMix64::new(seed);
+    let mut next = || rng.next_u64();
     let (mut ptr, mut cols, mut vals) = (vec![0u64], Vec::new(), Vec::new());
     for &len in lens {
         let len = len.min(ncols);

@@ -363,14 +363,12 @@ mod tests {
 
     #[test]
     fn runs_of_any_length_and_offset() {
-        let mut s = 0x2545_F491_4F6C_DD1Du64;
+        let mut rng = crate::generate::rng::SplitMix64::new(2);
         for len in [0usize, 1, 7, 8, 9, 15, 16, 17, 63, 64, 65, 512, 1000] {
             for density in [0u64, 3, 50, 97, 100] {
                 let vals: Vec<f32> = (0..len)
                     .map(|_| {
-                        s ^= s << 13;
-                        s ^= s >> 7;
-                        s ^= s << 17;
+                        let s = rng.next_u64();
                         if s % 100 < density {
                             1e-6 + (s % 1000) as f32
                         } else {
@@ -387,14 +385,12 @@ mod tests {
 
     #[test]
     fn lanes_equal_their_own_compaction() {
-        let mut s = 0x9E37_79B9_7F4A_7C15u64;
+        let mut rng = crate::generate::rng::SplitMix64::new(1);
         for len in [0usize, 1, 5, 8, 13, 64, 509, 512] {
             let slots: Vec<[f32; 8]> = (0..len)
                 .map(|_| {
                     std::array::from_fn(|g| {
-                        s ^= s << 13;
-                        s ^= s >> 7;
-                        s ^= s << 17;
+                        let s = rng.next_u64();
                         // Lane g is nonzero with probability g/8.
                         if (s % 8) < g as u64 {
                             (s % 997) as f32 + 0.25
@@ -441,14 +437,12 @@ mod tests {
 
     #[test]
     fn at_least_equals_a_filter() {
-        let mut s = 0x2545_F491_4F6C_DD1Du64;
+        let mut rng = crate::generate::rng::SplitMix64::new(3);
         for len in [0usize, 1, 7, 8, 9, 31, 64, 100, 1000] {
             let cols: Vec<u32> = (0..len as u32).map(|c| 3 * c + 1).collect();
             let vals: Vec<f32> = (0..len)
                 .map(|_| {
-                    s ^= s << 13;
-                    s ^= s >> 7;
-                    s ^= s << 17;
+                    let s = rng.next_u64();
                     (s % 1000) as f32 / 1000.0
                 })
                 .collect();

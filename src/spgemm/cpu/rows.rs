@@ -410,13 +410,8 @@ mod tests {
 
     /// A random matrix with positive values and some long rows.
     fn random(nrows: usize, ncols: usize, seed: u64, density: f64) -> Csr<f32> {
-        let mut s = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
-        let mut next = || {
-            s ^= s << 13;
-            s ^= s >> 7;
-            s ^= s << 17;
-            s
-        };
+        let mut rng = crate::generate::rng::SplitMix64::new(seed);
+        let mut next = || rng.next_u64();
         let mut dense = vec![0f32; nrows * ncols];
         for (i, x) in dense.iter_mut().enumerate() {
             let row = i / ncols;
