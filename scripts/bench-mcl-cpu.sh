@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# MCL side by side on this machine's CPU (issue 5's CPU target): gmcl's CPU engine (one or more
+# MCL side by side on this machine's CPU (the 3x-mcl target at s16 on 2 cores): gmcl's CPU engine (one or more
 # binaries, e.g. a change and its base) and van Dongen's mcl 22-282 with the same thread count,
 # in alternating rounds, on a symmetric R-MAT graph (edge factor 16), partitions compared with
 # `gmcl dist`. Run from the project root, with mcl unpacked from the Debian packages into .mcl/
