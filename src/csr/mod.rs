@@ -1,5 +1,5 @@
 //! Compressed sparse row matrices: the type, its accessors and conversions. Building one from
-//! an edge list in parallel is [`build`]'s job.
+//! an edge list in parallel is `build.rs`'s job.
 
 use crate::edges::EdgeList;
 use crate::error::{Error, Result};

@@ -1,5 +1,5 @@
 //! MCL with the matrix resident on the GPU: expansion by the gMAGNUS engine in row batches that
-//! stay on the device, each pruned, inflated and measured there ([`prune`]) as soon as
+//! stay on the device, each pruned, inflated and measured there (`prune.rs`) as soon as
 //! it is made; the pruned batches are stacked into the next matrix on the device. Only the
 //! per-batch chaos crosses to the host between iterations, and the limit at the end.
 
