@@ -114,11 +114,23 @@ impl GpuEngine {
     /// the device.
     pub(super) fn device_products<T: Scalar>(&self, ops: &Operands<T>) -> Result<Vec<u64>> {
         let g = &*self.gpu;
-        let s = &g.main;
         let n = ops.a.nrows as u64;
+        let prod = self.products_prefix(ops, 0, n)?;
+        download(g, &g.main, &prod, n as usize + 1, "products per row")
+    }
+
+    /// On the main stream: the prefix of the intermediate products of rows `row0..row0 + n`
+    /// (`n + 1` values from 0; Ĉ's row offsets).
+    pub(super) fn products_prefix<T: Scalar>(
+        &self,
+        ops: &Operands<T>,
+        row0: u64,
+        n: u64,
+    ) -> Result<CudaSlice<u64>> {
+        let g = &*self.gpu;
+        let s = &g.main;
         let mut prod = zeros::<u64>(s, n as usize + 1, "products per row")?;
         if n > 0 {
-            let row0 = 0u64;
             launch(g, s, "row_products", strided(g, n, 256), |l| {
                 l.arg(&ops.a.row_ptr)
                     .arg(&ops.a.col_idx)
@@ -129,7 +141,7 @@ impl GpuEngine {
             })?;
             exclusive_scan(g, s, &mut prod, n + 1, "products per row")?;
         }
-        download(g, s, &prod, n as usize + 1, "products per row")
+        Ok(prod)
     }
 }
 

@@ -7,11 +7,10 @@ use super::operands::Operands;
 use super::plan::{hash_bins, table_limits};
 use super::GpuEngine;
 use crate::error::Result;
-use crate::gpu::prims::{exclusive_scan, launch, strided, zeros};
+use crate::gpu::prims::zeros;
 use crate::gpu::profile::Profile;
 use crate::scalar::Scalar;
 use crate::spgemm::params::MagnusParams;
-use cudarc::driver::PushKernelArg;
 use std::ops::Range;
 
 impl GpuEngine {
@@ -28,16 +27,7 @@ impl GpuEngine {
         let n = rows.len() as u64;
         let row0 = rows.start as u64;
         // Products per row and their prefix (Ĉ.rowPtr of the whole batch).
-        let mut prod = zeros::<u64>(main, n as usize + 1, "products per row")?;
-        launch(g, main, "row_products", strided(g, n, 256), |l| {
-            l.arg(&ops.a.row_ptr)
-                .arg(&ops.a.col_idx)
-                .arg(&ops.b().row_ptr)
-                .arg(&row0)
-                .arg(&n)
-                .arg(&mut prod);
-        })?;
-        exclusive_scan(g, main, &mut prod, n + 1, "products per row")?;
+        let prod = self.products_prefix(ops, row0, n)?;
         // The hash bins of C's rows (all of them for the heavy rows' chunks).
         let all_bins = hash_bins(p.tau);
         let bins = self.row_bins(ops, p);
