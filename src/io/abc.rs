@@ -1,10 +1,10 @@
-//! mcl's label format (`.abc`): `label label [weight]` per line. Labels are any UTF-8 text
-//! without separators (and without NUL bytes); a missing weight is 1. Vertices are numbered in
+//! mcl's label format (`.abc`), read as mcl reads it (`docs/abc-format.md`): a line with a TAB
+//! is `label<TAB>label[<TAB>weight]`, its labels any UTF-8 text but TABs and NUL bytes (spaces,
+//! `#` and `%` included); a line without a TAB is split on spaces. A line whose first non-blank
+//! byte is `#` is a comment; `%` starts a label. A missing weight is 1. Vertices are numbered in
 //! the order their labels first appear in the file, whatever the number of threads.
 
-use super::reader::{
-    self, is_space, parse_float, put, skip_spaces, token_end, ChunkResult, Stats, Stop,
-};
+use super::reader::{self, put, ChunkResult, Stats, Stop};
 use super::Labels;
 use super::{Format, Loaded};
 use crate::edges::EdgeList;
@@ -16,8 +16,8 @@ use std::path::Path;
 
 /// Reads an `.abc` file's bytes.
 pub(crate) fn parse(bytes: &[u8], path: &Path, chunk: usize) -> Result<Loaded> {
-    let start = reader::skip_leading_comments(bytes, 0);
-    let parsed = reader::parse_chunks(bytes, start, chunk, true, parse_chunk)
+    // No skipping of leading comment lines by the reader's rules: `%` starts a label here.
+    let parsed = reader::parse_chunks(bytes, 0, chunk, true, parse_chunk)
         .map_err(|s| reader::stop_error(path, bytes, s, diagnose))?;
 
     // Intern the labels in file order: each new label gets the next id.
@@ -71,59 +71,32 @@ fn intern<'a>(ids: &mut Ids<'a>, names: &mut Vec<String>, label: &'a [u8]) -> Op
     Some(id)
 }
 
-/// True when a label is acceptable: UTF-8 without NUL bytes.
-#[inline]
-fn good_label(label: &[u8]) -> bool {
-    !label.contains(&0) && std::str::from_utf8(label).is_ok()
-}
-
-/// The fast path: reads one chunk's lines into label pairs and weights.
+/// Reads one chunk's lines into label pairs and weights; a line that cannot be read stops the
+/// chunk (its message comes from [`parse_line`] again).
 fn parse_chunk<'a>(
     b: &'a [u8],
     base: usize,
     out: &mut [MaybeUninit<(&'a [u8], &'a [u8])>],
     wout: &mut [MaybeUninit<f64>],
 ) -> ChunkResult {
-    let n = b.len();
-    let mut i = 0;
     let mut k = 0;
     let mut saw_weight = false;
-    while let Some((start, first)) = reader::next_content_line(b, i) {
+    let mut start = 0;
+    while start < b.len() {
+        let end = reader::line_end(b, start);
         let bad = Stop::Bad(base + start);
-        i = first;
-        let a_end = token_end(b, i);
-        let a = &b[i..a_end];
-        if a_end == n || !is_space(b[a_end]) {
-            return Err(bad);
-        }
-        i = skip_spaces(b, a_end);
-        if i == n || b[i] == b'\n' {
-            return Err(bad);
-        }
-        let b_end = token_end(b, i);
-        let second = &b[i..b_end];
-        i = skip_spaces(b, b_end);
-        let mut w = 1.0;
-        if i < n && b[i] != b'\n' {
-            let e = token_end(b, i);
-            w = match parse_float(&b[i..e]) {
-                Some(x) => x,
-                None => return Err(bad),
-            };
-            saw_weight = true;
-            i = skip_spaces(b, e);
-            if i < n && b[i] != b'\n' {
-                return Err(bad);
+        match parse_line(&b[start..end]) {
+            Ok(None) => {}
+            Ok(Some((a, second, w))) => {
+                saw_weight |= w.is_some();
+                if !put(out, k, (a, second)) || !put(wout, k, w.unwrap_or(1.0)) {
+                    return Err(bad);
+                }
+                k += 1;
             }
+            Err(_) => return Err(bad),
         }
-        if !good_label(a) || !good_label(second) {
-            return Err(bad);
-        }
-        i += 1;
-        if !put(out, k, (a, second)) || !put(wout, k, w) {
-            return Err(bad);
-        }
-        k += 1;
+        start = end + 1;
     }
     Ok(Stats {
         count: k,
@@ -133,22 +106,51 @@ fn parse_chunk<'a>(
     })
 }
 
-/// The slow path: one line, token by token.
 /// A label line: two labels and the weight, if given.
 type LabelLine<'a> = (&'a [u8], &'a [u8], Option<f64>);
 
+/// Reads one line (without its newline) as mcl does; `None` for a blank or comment line.
 fn parse_line(line: &[u8]) -> std::result::Result<Option<LabelLine<'_>>, String> {
-    if reader::is_blank_or_comment(line) {
-        return Ok(None);
+    let line = line.strip_suffix(b"\r").unwrap_or(line);
+    match line.iter().find(|&&c| c != b' ' && c != b'\t') {
+        None | Some(b'#') => return Ok(None),
+        Some(_) => {}
     }
-    let t = reader::tokens(line);
-    if t.len() != 2 && t.len() != 3 {
-        return Err(format!(
-            "expected 2 or 3 columns (label label [weight]), found {}",
-            t.len()
-        ));
+    let tabbed = line.contains(&b'\t');
+    let mut fields = [&line[..0]; 3];
+    let mut count = 0;
+    if tabbed {
+        if line[0] == b'\t' {
+            return Err(
+                "the line begins with a TAB: its first label is empty (labels are \
+                 TAB-separated in a line that has a TAB)"
+                    .into(),
+            );
+        }
+        // Runs of TABs separate as one, as in mcl; spaces belong to the labels.
+        for f in line.split(|&c| c == b'\t').filter(|f| !f.is_empty()) {
+            if count < 3 {
+                fields[count] = f;
+            }
+            count += 1;
+        }
+    } else {
+        for f in line.split(|&c| c == b' ').filter(|f| !f.is_empty()) {
+            if count < 3 {
+                fields[count] = f;
+            }
+            count += 1;
+        }
     }
-    for label in &t[..2] {
+    if count != 2 && count != 3 {
+        let how = if tabbed {
+            "TAB-separated columns (label<TAB>label[<TAB>weight])"
+        } else {
+            "columns (label label [weight]; a line with a TAB is split on TABs only)"
+        };
+        return Err(format!("expected 2 or 3 {how}, found {count}"));
+    }
+    for label in &fields[..2] {
         if std::str::from_utf8(label).is_err() {
             return Err(format!(
                 "label is not valid UTF-8: {}",
@@ -162,11 +164,11 @@ fn parse_line(line: &[u8]) -> std::result::Result<Option<LabelLine<'_>>, String>
             ));
         }
     }
-    let w = match t.get(2) {
-        Some(tok) => Some(reader::weight_token(tok)?),
-        None => None,
+    let w = match count {
+        3 => Some(reader::weight_token(fields[2].trim_ascii())?),
+        _ => None,
     };
-    Ok(Some((t[0], t[1], w)))
+    Ok(Some((fields[0], fields[1], w)))
 }
 
 fn diagnose(line: &[u8]) -> Option<String> {
@@ -269,6 +271,37 @@ mod tests {
             "{bad}"
         );
         assert!(e(b"a \x00\n").contains("NUL"));
+    }
+
+    #[test]
+    fn tab_separated_lines_are_read_as_mcl_reads_them() {
+        let l = abc(b"a\tnode 1\n% c\ta\t2\n  # comment\ta\n a\tb \r\nx\t\ty\t\n#\tz\n").unwrap();
+        let names = |l: &Loaded| match &l.labels {
+            Labels::Names(n) => n.clone(),
+            other => panic!("{other:?}"),
+        };
+        // Spaces, `%` and `#` inside TAB-separated labels are part of them; runs of TABs and a
+        // trailing TAB separate as one; `#` after blanks starts a comment.
+        assert_eq!(names(&l), ["a", "node 1", "% c", " a", "b ", "x", "y"]);
+        assert_eq!(l.edges.edges, vec![(0, 1), (2, 0), (3, 4), (5, 6)]);
+        assert_eq!(l.edges.weights, Some(vec![1.0, 2.0, 1.0, 1.0]));
+        // Without a TAB a line is split on spaces, as before.
+        let l = abc(b"a node 1\n").unwrap();
+        assert_eq!(names(&l), ["a", "node"]);
+        assert_eq!(l.edges.weights, Some(vec![1.0]));
+    }
+
+    #[test]
+    fn tab_lines_that_mcl_reads_differently_are_refused() {
+        let e = |t: &[u8]| abc(t).unwrap_err().to_string();
+        assert!(e(b"a\tb\n\ta\tb\n").starts_with("l.abc:2: the line begins with a TAB"));
+        let four = e(b"a\tb c\t1\textra\n");
+        assert!(
+            four.starts_with("l.abc:1: expected 2 or 3 TAB-separated columns"),
+            "{four}"
+        );
+        assert!(e(b"a\tb\tx\n").contains("weight is not a number: 'x'"));
+        assert!(e(b"only\t\n").contains("found 1"));
     }
 
     proptest! {

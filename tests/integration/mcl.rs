@@ -87,6 +87,29 @@ fn label_input_gives_mcls_file_byte_for_byte() {
 }
 
 #[test]
+fn tab_separated_labels_with_spaces_give_mcls_file_byte_for_byte() {
+    // Labels with spaces, `#` and a leading `%`, TAB-separated: the binary's clusters file
+    // equals mcl's (before, the first line was refused as five space-separated columns).
+    let out = gmcl(&[
+        "cluster",
+        "tests/golden/karate_names.abc",
+        "--engine",
+        "cpu",
+        "-q",
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let want = std::fs::read(Path::new("tests/golden/karate_names.mcl")).unwrap();
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&want)
+    );
+}
+
+#[test]
 fn karate_iterations_and_measures_match_mcl() {
     let cpu = MclParams {
         engine: EngineKind::Cpu,
