@@ -1,4 +1,5 @@
-//! The checks the fuzz targets run, shared with `tests/fuzz_regressions.rs` (which includes
-//! `checks.rs` by path, so that the regression tests need neither nightly nor libFuzzer).
+//! The checks the fuzz targets run, shared with `tests/integration/fuzz_regressions.rs` (which
+//! includes `checks.rs` by path, so that the regression tests need neither nightly nor
+//! libFuzzer).
 
 pub mod checks;

@@ -112,6 +112,11 @@ struct ClusterReport {
 
 fn run_typed<T: Scalar>(a: ClusterArgs, ui: Ui) -> Result<()> {
     let start = Instant::now();
+    let outputs: Vec<(&str, &std::path::Path)> = [("-o", &a.output), ("--json", &a.json)]
+        .into_iter()
+        .filter_map(|(o, p)| p.as_deref().map(|p| (o, p)))
+        .collect();
+    super::paths::refuse_clobbering(&[&a.input], &outputs)?;
     let mut prune = PruneParams::scheme(a.scheme)?;
     if let Some(p) = a.prune {
         prune.prune = p;

@@ -114,6 +114,12 @@ impl PhaseReport {
 }
 
 fn run_typed<T: Scalar>(a: SpgemmArgs, ui: Ui) -> Result<()> {
+    if let Some(out) = &a.output {
+        let inputs: Vec<&std::path::Path> = std::iter::once(a.a.as_path())
+            .chain(a.b.as_deref())
+            .collect();
+        super::paths::refuse_clobbering(&inputs, &[("-o", out)])?;
+    }
     engine::open_gpu_early(a.engine);
     let fmt = a.input_args.format;
     let (la, ma) = load_matrix::<T>(&a.a, fmt, a.symmetrize)?;

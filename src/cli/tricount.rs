@@ -70,6 +70,9 @@ struct TricountReport {
 
 pub fn run(a: TricountArgs, ui: Ui) -> Result<()> {
     let start = Instant::now();
+    if let Some(out) = &a.per_vertex {
+        super::paths::refuse_clobbering(&[&a.input], &[("--per-vertex", out)])?;
+    }
     engine::open_gpu_early(a.engine);
     let loaded = io::load(&a.input, a.input_args.format)?;
     let labels = loaded.labels;

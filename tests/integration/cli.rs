@@ -540,3 +540,41 @@ fn tricount_bad_input_and_engines() {
         assert!(!err.contains("panicked"), "{err}");
     }
 }
+
+#[test]
+fn outputs_that_would_destroy_an_input_or_each_other_are_refused_before_any_work() {
+    let dir = tempfile::tempdir().unwrap();
+    let g = dir.path().join("g.el");
+    std::fs::copy("graphs/karate.el", &g).unwrap();
+    let before = std::fs::read(&g).unwrap();
+    let link = dir.path().join("link.el");
+    #[cfg(unix)]
+    std::os::unix::fs::symlink(&g, &link).unwrap();
+    #[cfg(not(unix))]
+    std::fs::copy(&g, &link).unwrap();
+    let out = dir.path().join("out.txt");
+    for args in [
+        vec!["cluster", s(&g), "-o", s(&g)],
+        vec!["cluster", s(&g), "--json", s(&g)],
+        vec!["spgemm", s(&g), "-o", s(&g)],
+        vec!["spgemm", "graphs/karate.el", s(&g), "-o", s(&g)],
+        vec!["tricount", s(&g), "--per-vertex", s(&g)],
+    ] {
+        let err = fails(&args);
+        assert!(err.contains("is the input file"), "{args:?}: {err}");
+        assert_eq!(
+            std::fs::read(&g).unwrap(),
+            before,
+            "{args:?} changed the input"
+        );
+    }
+    #[cfg(unix)]
+    {
+        let err = fails(&["cluster", s(&g), "-o", s(&link)]);
+        assert!(err.contains("is the input file"), "{err}");
+    }
+    let err = fails(&["cluster", s(&g), "-o", s(&out), "--json", s(&out)]);
+    assert!(err.contains("are the same file"), "{err}");
+    assert!(!out.exists(), "nothing was written");
+    assert_eq!(std::fs::read(&g).unwrap(), before);
+}
