@@ -14,6 +14,9 @@ use std::path::{Path, PathBuf};
 /// A path naming a symbolic link replaces the file the link points to (the link stays). A path
 /// naming something other than a regular file or a directory (`/dev/stdout`, `/dev/null`, a
 /// named pipe) is written directly: there is no file to replace, so nothing is atomic there.
+/// The path `-` (and `/dev/stdout`) is the process's standard output, `/dev/stderr` its standard
+/// error: the descriptors it inherited, written in place, so that a shell's `> file` or `>> log`
+/// behind them is written as the shell opened it, never replaced.
 pub struct AtomicOutput {
     path: PathBuf,
     writer: BufWriter<Sink>,
@@ -29,6 +32,10 @@ enum Sink {
     },
     /// A device or a pipe, written in place.
     Direct(std::fs::File),
+    /// The standard output (`-`, `/dev/stdout`).
+    Stdout(std::io::Stdout),
+    /// The standard error (`/dev/stderr`).
+    Stderr(std::io::Stderr),
 }
 
 impl Write for Sink {
@@ -36,6 +43,8 @@ impl Write for Sink {
         match self {
             Sink::Temp { file, .. } => file.write(buf),
             Sink::Direct(f) => f.write(buf),
+            Sink::Stdout(s) => s.write(buf),
+            Sink::Stderr(s) => s.write(buf),
         }
     }
 
@@ -43,6 +52,8 @@ impl Write for Sink {
         match self {
             Sink::Temp { file, .. } => file.flush(),
             Sink::Direct(f) => f.flush(),
+            Sink::Stdout(s) => s.flush(),
+            Sink::Stderr(s) => s.flush(),
         }
     }
 }
@@ -51,6 +62,17 @@ impl AtomicOutput {
     /// Starts writing `path` (creating a temporary file in the same directory as the file that
     /// will be replaced).
     pub fn create(path: &Path) -> Result<Self> {
+        let inherited = match path.to_str() {
+            Some("-" | "/dev/stdout") => Some(("<stdout>", Sink::Stdout(std::io::stdout()))),
+            Some("/dev/stderr") => Some(("<stderr>", Sink::Stderr(std::io::stderr()))),
+            _ => None,
+        };
+        if let Some((name, sink)) = inherited {
+            return Ok(AtomicOutput {
+                path: PathBuf::from(name),
+                writer: BufWriter::with_capacity(1 << 20, sink),
+            });
+        }
         let sink = match std::fs::metadata(path) {
             Ok(m) if m.is_dir() => {
                 return Err(Error::Invalid(format!(
@@ -115,6 +137,12 @@ impl AtomicOutput {
                     .map_err(|e| Error::io(&path, "cannot rename output into place", e.error))?;
             }
             Sink::Direct(mut f) => f
+                .flush()
+                .map_err(|e| Error::io(&path, "cannot write output", e))?,
+            Sink::Stdout(mut s) => s
+                .flush()
+                .map_err(|e| Error::io(&path, "cannot write output", e))?,
+            Sink::Stderr(mut s) => s
                 .flush()
                 .map_err(|e| Error::io(&path, "cannot write output", e))?,
         }

@@ -41,6 +41,9 @@ enum Identity {
 }
 
 fn identity(path: &Path) -> Option<Identity> {
+    if matches!(path.to_str(), Some("-" | "/dev/stdout" | "/dev/stderr")) {
+        return None; // written through the inherited descriptor, never replaced
+    }
     match std::fs::metadata(path) {
         Ok(m) if !m.is_file() => None,
         Ok(m) => Some(inode(&m).unwrap_or_else(|| Identity::Path(absolute(path)))),

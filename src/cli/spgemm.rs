@@ -114,6 +114,15 @@ impl PhaseReport {
 }
 
 fn run_typed<T: Scalar>(a: SpgemmArgs, ui: Ui) -> Result<()> {
+    if a.json
+        && a.output
+            .as_deref()
+            .is_some_and(|p| matches!(p.to_str(), Some("-" | "/dev/stdout")))
+    {
+        return Err(Error::Invalid(
+            "--json and -o - both write to stdout: write C to a file, or leave out --json".into(),
+        ));
+    }
     if let Some(out) = &a.output {
         let inputs: Vec<&std::path::Path> = std::iter::once(a.a.as_path())
             .chain(a.b.as_deref())
@@ -187,8 +196,18 @@ fn run_typed<T: Scalar>(a: SpgemmArgs, ui: Ui) -> Result<()> {
         phases,
         gflops: measure::gflops(stats.intermediate_products, stats.device_seconds),
     };
+    let c_on_stdout = a
+        .output
+        .as_deref()
+        .is_some_and(|p| matches!(p.to_str(), Some("-" | "/dev/stdout")));
     if a.json {
         outln!("{}", to_json(&report)?)?;
+    } else if c_on_stdout {
+        // C is the output on stdout: the summary must not end up inside the Matrix Market.
+        ui.notice(&format!(
+            "C: {} x {}, {} nonzeros, {} intermediate products, {:.4} s on the {} engine ({:.4} s computing: {:.3} GFLOP/s)",
+            report.rows, report.cols, report.nnz, report.intermediate_products, report.seconds, report.engine, report.device_seconds, report.gflops
+        ));
     } else {
         outln!(
             "C: {} x {}, {} nonzeros, {} intermediate products, {:.4} s on the {} engine ({:.4} s computing: {:.3} GFLOP/s)",

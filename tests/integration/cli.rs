@@ -578,3 +578,71 @@ fn outputs_that_would_destroy_an_input_or_each_other_are_refused_before_any_work
     assert!(!out.exists(), "nothing was written");
     assert_eq!(std::fs::read(&g).unwrap(), before);
 }
+
+#[test]
+fn dash_and_dev_stdout_are_the_inherited_stdout() {
+    let dir = tempfile::tempdir().unwrap();
+    let karate = crate::util::repo("graphs/karate.el");
+    let run = |args: &[&str]| {
+        crate::util::cmd()
+            .args(args)
+            .current_dir(dir.path())
+            .output()
+            .unwrap()
+    };
+    // `-o -` writes the clusters to stdout, as no `-o` does, and creates no file named `-`.
+    let plain = run(&["cluster", s(&karate), "-q"]);
+    let dash = run(&["cluster", s(&karate), "-q", "-o", "-"]);
+    assert!(
+        dash.status.success(),
+        "{}",
+        String::from_utf8_lossy(&dash.stderr)
+    );
+    assert_eq!(dash.stdout, plain.stdout);
+    assert!(!dir.path().join("-").exists());
+    // C on stdout is Matrix Market alone: the summary goes to stderr.
+    let c = run(&["spgemm", s(&karate), "-o", "-"]);
+    assert!(c.status.success(), "{}", String::from_utf8_lossy(&c.stderr));
+    let text = String::from_utf8_lossy(&c.stdout);
+    assert!(
+        text.starts_with("%%MatrixMarket matrix coordinate"),
+        "{text}"
+    );
+    assert!(!text.contains("C: "));
+    assert!(String::from_utf8_lossy(&c.stderr).contains("C: 34 x 34"));
+    let both = run(&["spgemm", s(&karate), "-o", "-", "--json"]);
+    assert_eq!(both.status.code(), Some(2));
+    assert!(!dir.path().join("-").exists());
+}
+
+#[cfg(unix)]
+#[test]
+fn dev_stdout_appends_to_what_the_shell_opened() {
+    // `>> log` behind `-o /dev/stdout` appends: the log's earlier lines stay.
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("run.log");
+    std::fs::write(&log, "earlier line\n").unwrap();
+    let karate = crate::util::repo("graphs/karate.el");
+    let script = format!(
+        "exec '{}' cluster '{}' -q -o /dev/stdout >> '{}'",
+        crate::util::gmcl_bin().display(),
+        s(&karate),
+        s(&log)
+    );
+    let out = std::process::Command::new("sh")
+        .args(["-c", &script])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = std::fs::read_to_string(&log).unwrap();
+    assert!(text.starts_with("earlier line\n"), "{text}");
+    assert_eq!(
+        text.lines().count(),
+        1 + 2,
+        "the earlier line and two clusters: {text}"
+    );
+}
