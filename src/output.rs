@@ -22,6 +22,25 @@ pub struct AtomicOutput {
     writer: BufWriter<Sink>,
 }
 
+/// A standard stream of the process, as an output path can name it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum StandardStream {
+    /// `-` or `/dev/stdout`.
+    Stdout,
+    /// `/dev/stderr`.
+    Stderr,
+}
+
+/// The standard stream `path` names (written through the inherited descriptor, never replaced),
+/// or `None` for any other path.
+pub fn standard_stream(path: &Path) -> Option<StandardStream> {
+    match path.to_str()? {
+        "-" | "/dev/stdout" => Some(StandardStream::Stdout),
+        "/dev/stderr" => Some(StandardStream::Stderr),
+        _ => None,
+    }
+}
+
 /// Where the bytes go.
 enum Sink {
     /// A temporary file beside the target, renamed over it by `commit`.
@@ -62,11 +81,10 @@ impl AtomicOutput {
     /// Starts writing `path` (creating a temporary file in the same directory as the file that
     /// will be replaced).
     pub fn create(path: &Path) -> Result<Self> {
-        let inherited = match path.to_str() {
-            Some("-" | "/dev/stdout") => Some(("<stdout>", Sink::Stdout(std::io::stdout()))),
-            Some("/dev/stderr") => Some(("<stderr>", Sink::Stderr(std::io::stderr()))),
-            _ => None,
-        };
+        let inherited = standard_stream(path).map(|s| match s {
+            StandardStream::Stdout => ("<stdout>", Sink::Stdout(std::io::stdout())),
+            StandardStream::Stderr => ("<stderr>", Sink::Stderr(std::io::stderr())),
+        });
         if let Some((name, sink)) = inherited {
             return Ok(AtomicOutput {
                 path: PathBuf::from(name),

@@ -41,7 +41,7 @@ enum Identity {
 }
 
 fn identity(path: &Path) -> Option<Identity> {
-    if matches!(path.to_str(), Some("-" | "/dev/stdout" | "/dev/stderr")) {
+    if gmcl::output::standard_stream(path).is_some() {
         return None; // written through the inherited descriptor, never replaced
     }
     match std::fs::metadata(path) {

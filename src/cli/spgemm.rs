@@ -5,6 +5,7 @@ use super::ui::to_json;
 use super::{InputArgs, Precision, Ui};
 use clap::Args;
 use gmcl::io::{self, Format, Loaded};
+use gmcl::output::{standard_stream, StandardStream};
 use gmcl::spgemm::repeat::multiply_repeatedly;
 use gmcl::spgemm::{self, EngineKind, SpgemmOptions};
 use gmcl::{engine, measure};
@@ -114,11 +115,11 @@ impl PhaseReport {
 }
 
 fn run_typed<T: Scalar>(a: SpgemmArgs, ui: Ui) -> Result<()> {
-    if a.json
-        && a.output
-            .as_deref()
-            .is_some_and(|p| matches!(p.to_str(), Some("-" | "/dev/stdout")))
-    {
+    let c_on_stdout = a
+        .output
+        .as_deref()
+        .is_some_and(|p| standard_stream(p) == Some(StandardStream::Stdout));
+    if a.json && c_on_stdout {
         return Err(Error::Invalid(
             "--json and -o - both write to stdout: write C to a file, or leave out --json".into(),
         ));
@@ -196,10 +197,6 @@ fn run_typed<T: Scalar>(a: SpgemmArgs, ui: Ui) -> Result<()> {
         phases,
         gflops: measure::gflops(stats.intermediate_products, stats.device_seconds),
     };
-    let c_on_stdout = a
-        .output
-        .as_deref()
-        .is_some_and(|p| matches!(p.to_str(), Some("-" | "/dev/stdout")));
     if a.json {
         outln!("{}", to_json(&report)?)?;
     } else if c_on_stdout {

@@ -10,30 +10,27 @@
 use super::{reader, Format, Loaded};
 use crate::error::{Error, Result};
 use std::path::Path;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Mutex;
 
 /// The least memory any command needs per vertex: CSR row offsets (8 bytes) and one more 8-byte
 /// array (degrees, ranks or labels).
 pub const BYTES_PER_VERTEX: u64 = 16;
 
-/// [`set_memory_limit`]'s value; `u64::MAX` when none was set.
-static LIMIT: AtomicU64 = AtomicU64::new(u64::MAX);
-/// Whether [`set_memory_limit`] was called (a set limit of "none" turns the check off).
-static LIMIT_SET: AtomicBool = AtomicBool::new(false);
+/// What [`set_memory_limit`] set: `None` until it is called, then the limit (`Some(None)`: no
+/// limit, which turns the check off).
+static LIMIT: Mutex<Option<Option<u64>>> = Mutex::new(None);
 
 /// Replaces what [`memory_bytes`] reads off the machine for this process: `Some(bytes)`, or
 /// `None` for no limit (the command line sets it from `GMCL_MEMORY_LIMIT`, for tests).
 pub fn set_memory_limit(limit: Option<u64>) {
-    LIMIT.store(limit.unwrap_or(u64::MAX), Ordering::Relaxed);
-    LIMIT_SET.store(true, Ordering::Relaxed);
+    *LIMIT.lock().unwrap_or_else(|p| p.into_inner()) = Some(limit);
 }
 
 /// The memory gmcl may use, in bytes: the limit set by [`set_memory_limit`], else the smaller of
 /// the machine's physical memory and the cgroup's limit, when they can be read.
 pub fn memory_bytes() -> Option<u64> {
-    if LIMIT_SET.load(Ordering::Relaxed) {
-        let limit = LIMIT.load(Ordering::Relaxed);
-        return (limit != u64::MAX).then_some(limit);
+    if let Some(limit) = *LIMIT.lock().unwrap_or_else(|p| p.into_inner()) {
+        return limit;
     }
     let physical = physical_memory();
     let cgroup = std::fs::read_to_string("/sys/fs/cgroup/memory.max")

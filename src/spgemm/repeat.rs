@@ -41,10 +41,12 @@ pub fn multiply_repeatedly<T: Scalar>(
         }
         last = Some((c, stats));
     }
-    let (c, mut stats) = last.expect("at least one product is made");
-    let median_of = |f: fn(&(f64, f64)) -> f64| {
-        median(&times.iter().map(f).collect::<Vec<_>>()).expect("at least one run is timed")
+    let Some((c, mut stats)) = last else {
+        return Err(Error::Invalid("repeat must be at least 1".into()));
     };
+    // `times` holds `repeat` runs, so each median exists.
+    let median_of =
+        |f: fn(&(f64, f64)) -> f64| median(&times.iter().map(f).collect::<Vec<_>>()).unwrap_or(0.0);
     stats.seconds = median_of(|t| t.0);
     stats.device_seconds = median_of(|t| t.1);
     Ok((c, stats))
