@@ -1,14 +1,82 @@
-//! Engine choice: `auto` resolved to the GPU engine when a GPU is usable, else the CPU engine;
-//! a GPU that fails during an `auto` run falls back to the CPU engine. What the caller should
-//! tell its user (why the CPU engine runs) goes to a `notice` callback, so that the command line
-//! prints it and a library caller may log or drop it.
+//! Engine choice: `auto` resolved to the GPU engine when the work is large enough for the GPU
+//! to finish first and a GPU is usable, else the CPU engine; a GPU that fails during an `auto`
+//! run falls back to the CPU engine. What the caller should tell its user (why the CPU engine
+//! runs) goes to a `notice` callback, so that the command line prints it and a library caller
+//! may log or drop it.
 
 use crate::error::{Error, Result};
 use crate::spgemm::{self, EngineKind};
 
-/// Picks the engine to run: `auto` becomes the GPU engine when a GPU is usable, else the CPU
-/// engine, with one notice saying why. `cpu` and `gpu` are returned as they are.
-pub fn resolve(kind: EngineKind, notice: &mut dyn FnMut(&str)) -> EngineKind {
+/// The work of a run, in the unit `auto` weighs it by: what the run's time grows with.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Work {
+    /// Markov clustering: the intermediate products of the first expansion.
+    MclExpansion(u64),
+    /// One sparse product: its intermediate products.
+    Product(u64),
+    /// Triangle counting: the edges of the simple graph.
+    TriangleEdges(u64),
+}
+
+/// How fast each engine does a kind of [`Work`], whole process included: the CPU engine does
+/// `cpu_one_thread * threads^CPU_SCALING` units per second; the GPU engine first spends
+/// `gpu_start` seconds (driver, context, kernels), then does `gpu_rate` units per second.
+/// Fitted to `scripts/bench-crossover.py` on a 16-core host with an H100, at 2 and 16
+/// threads (docs/performance.md has the run).
+struct Speeds {
+    cpu_one_thread: f64,
+    gpu_rate: f64,
+    gpu_start: f64,
+}
+
+/// Threads do not add speed one for one (shared memory bandwidth, hyper-threads).
+const CPU_SCALING: f64 = 0.6;
+
+impl Work {
+    fn speeds(self) -> Speeds {
+        match self {
+            Work::MclExpansion(_) => Speeds {
+                cpu_one_thread: 19e6,
+                gpu_rate: 2e9,
+                gpu_start: 0.35,
+            },
+            Work::Product(_) => Speeds {
+                cpu_one_thread: 167e6,
+                gpu_rate: 1.3e9,
+                gpu_start: 0.35,
+            },
+            Work::TriangleEdges(_) => Speeds {
+                cpu_one_thread: 3.7e6,
+                gpu_rate: 1e9,
+                gpu_start: 0.36,
+            },
+        }
+    }
+
+    fn units(self) -> f64 {
+        match self {
+            Work::MclExpansion(u) | Work::Product(u) | Work::TriangleEdges(u) => u as f64,
+        }
+    }
+
+    /// Whether the GPU engine is expected to finish this work before the CPU engine on
+    /// `threads` threads.
+    pub fn gpu_pays(self, threads: usize) -> bool {
+        let s = self.speeds();
+        let cpu = self.units() / (s.cpu_one_thread * (threads.max(1) as f64).powf(CPU_SCALING));
+        let gpu = s.gpu_start + self.units() / s.gpu_rate;
+        gpu < cpu
+    }
+}
+
+/// Picks the engine to run. `auto` becomes the CPU engine when `work` is known and too small
+/// for the GPU to pay on this many threads (without a word: nothing is missing), else the GPU
+/// engine when a GPU is usable, else the CPU engine with one notice saying why. `cpu` and `gpu`
+/// are returned as they are.
+pub fn resolve(kind: EngineKind, work: Option<Work>, notice: &mut dyn FnMut(&str)) -> EngineKind {
+    if kind == EngineKind::Auto && work.is_some_and(|w| !w.gpu_pays(rayon::current_num_threads())) {
+        return EngineKind::Cpu;
+    }
     let (engine, why) = spgemm::resolve(kind);
     if let Some(why) = why {
         notice(&format!("no usable GPU ({why}): running on the CPU engine"));
@@ -39,11 +107,72 @@ pub fn run_with_fallback<R>(
     }
 }
 
+/// Inputs smaller than this make too little work for `auto` to take the GPU on any thread
+/// count (the smallest crossover, one thread, is several times larger): the GPU is not opened
+/// early for them.
+const EARLY_OPEN_MIN_BYTES: u64 = 1 << 18;
+
 /// Starts opening the GPU on a thread of its own when `kind` may use it, so that the driver's
 /// and the context's start-up overlaps loading the input; whoever needs the GPU first waits for
-/// it there ([`crate::gpu::device`] opens it once).
-pub fn open_gpu_early(kind: EngineKind) {
-    if kind != EngineKind::Cpu {
+/// it there ([`crate::gpu::device`] opens it once). Under `auto`, an input of `input_bytes`
+/// (`None`: unknown, as for a pipe) too small for the GPU to pay is left alone.
+pub fn open_gpu_early(kind: EngineKind, input_bytes: Option<u64>) {
+    let may_pay = kind == EngineKind::Gpu
+        || (kind == EngineKind::Auto && input_bytes.map_or(true, |b| b >= EARLY_OPEN_MIN_BYTES));
+    if may_pay {
         std::thread::spawn(|| crate::gpu::device().is_ok());
+    }
+}
+
+/// The size of the file at `path`, when it is a regular file (for [`open_gpu_early`]).
+pub fn file_bytes(path: &std::path::Path) -> Option<u64> {
+    std::fs::metadata(path)
+        .ok()
+        .filter(|m| m.is_file())
+        .map(|m| m.len())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn small_work_runs_on_the_cpu_and_large_work_on_the_gpu() {
+        // The thread counts the speeds were measured at, and one between.
+        for threads in [1, 2, 8, 16] {
+            assert!(!Work::MclExpansion(1_000).gpu_pays(threads));
+            assert!(Work::MclExpansion(10_000_000_000).gpu_pays(threads));
+            assert!(!Work::Product(1_000).gpu_pays(threads));
+            assert!(Work::Product(100_000_000_000).gpu_pays(threads));
+            assert!(!Work::TriangleEdges(1_000).gpu_pays(threads));
+            assert!(Work::TriangleEdges(10_000_000_000).gpu_pays(threads));
+        }
+    }
+
+    #[test]
+    fn more_threads_move_the_crossover_up() {
+        // The first size at which the GPU pays, found by doubling.
+        let crossover = |threads: usize| {
+            let mut u = 1u64;
+            while !Work::MclExpansion(u).gpu_pays(threads) {
+                u *= 2;
+            }
+            u
+        };
+        assert!(crossover(2) < crossover(16));
+        assert!(crossover(16) < crossover(128));
+    }
+
+    #[test]
+    fn small_work_needs_no_gpu_and_says_nothing() {
+        let mut said = Vec::new();
+        let engine = resolve(EngineKind::Auto, Some(Work::MclExpansion(10)), &mut |m| {
+            said.push(m.to_string())
+        });
+        assert_eq!(engine, EngineKind::Cpu);
+        assert!(said.is_empty());
+        // Asked for explicitly, an engine is kept whatever the work.
+        let engine = resolve(EngineKind::Gpu, Some(Work::MclExpansion(10)), &mut |_| {});
+        assert_eq!(engine, EngineKind::Gpu);
     }
 }

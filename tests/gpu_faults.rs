@@ -141,20 +141,51 @@ fn gmcl(args: &[&str], fault_at: Option<u32>) -> std::process::Output {
     c.output().unwrap()
 }
 
+/// A generated R-MAT graph of `scale` (edge factor 16, undirected) in `dir`.
+fn generated(dir: &std::path::Path, scale: u32) -> String {
+    let g = dir.join(format!("s{scale}.el"));
+    let g = g.to_str().unwrap().to_string();
+    let out = gmcl(
+        &[
+            "generate",
+            "-s",
+            &scale.to_string(),
+            "-e",
+            "16",
+            "--undirected",
+            "--seed",
+            "5",
+            "-o",
+            &g,
+            "-q",
+        ],
+        None,
+    );
+    assert!(out.status.success());
+    g
+}
+
 #[test]
 fn the_cli_falls_back_to_the_cpu_under_auto_and_fails_under_gpu() {
     let Some(_) = gpu() else { return };
-    let karate = util::repo("graphs/karate.el");
-    let karate = karate.to_str().unwrap();
+    // `auto` takes the GPU only for work it pays on: on one thread, graphs of these scales.
+    let dir = tempfile::tempdir().unwrap();
+    let (tri, product, mcl) = (
+        generated(dir.path(), 17),
+        generated(dir.path(), 16),
+        generated(dir.path(), 12),
+    );
+    let want = gmcl(&["tricount", &tri, "--engine", "cpu"], None);
+    assert!(want.status.success());
     for fault_at in [1, 3, 5] {
-        let out = gmcl(&["tricount", karate, "--engine", "auto"], Some(fault_at));
+        let out = gmcl(&["tricount", &tri, "--threads", "1"], Some(fault_at));
         let err = String::from_utf8_lossy(&out.stderr);
         assert!(out.status.success(), "{err}");
-        assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "45");
+        assert_eq!(out.stdout, want.stdout);
         assert!(err.contains("running on the CPU engine instead"), "{err}");
         assert_eq!(err.matches("the GPU failed").count(), 1, "{err}");
 
-        let out = gmcl(&["tricount", karate, "--engine", "gpu"], Some(fault_at));
+        let out = gmcl(&["tricount", &tri, "--engine", "gpu"], Some(fault_at));
         let err = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(4), "{err}");
         assert!(err.contains(fault::INJECTED), "{err}");
@@ -163,8 +194,9 @@ fn the_cli_falls_back_to_the_cpu_under_auto_and_fails_under_gpu() {
     let out = gmcl(
         &[
             "spgemm",
-            karate,
-            "--symmetrize",
+            &product,
+            "--threads",
+            "1",
             "--engine",
             "auto",
             "--json",
@@ -173,10 +205,15 @@ fn the_cli_falls_back_to_the_cpu_under_auto_and_fails_under_gpu() {
     );
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{err}");
+    assert!(err.contains("running on the CPU engine instead"), "{err}");
     assert!(String::from_utf8_lossy(&out.stdout).contains("\"engine\":\"cpu\""));
-    let out = gmcl(&["cluster", karate, "--engine", "auto"], Some(4));
-    assert!(out.status.success());
-    assert!(String::from_utf8_lossy(&out.stderr).contains("running on the CPU engine instead"));
+    let out = gmcl(
+        &["cluster", &mcl, "--threads", "1", "-o", "/dev/null"],
+        Some(4),
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert!(err.contains("running on the CPU engine instead"), "{err}");
 }
 
 #[test]

@@ -6,9 +6,10 @@ use super::{InputArgs, Precision, Ui};
 use clap::Args;
 use gmcl::engine;
 use gmcl::io;
-use gmcl::mcl::{self, MclParams, Overlap, PruneParams};
+use gmcl::mcl::{self, Iteration, IterationProgress, MclParams, Observer, Overlap, PruneParams};
 use gmcl::spgemm::EngineKind;
 use gmcl::{Error, Result, Scalar};
+use indicatif::ProgressBar;
 use std::path::PathBuf;
 use std::time::Instant;
 
@@ -110,6 +111,28 @@ struct ClusterReport {
     load_seconds: f64,
 }
 
+/// One line per iteration on stderr, above the bar of the running iteration (when there is one).
+struct IterationLines<'a> {
+    ui: Ui,
+    bar: &'a ProgressBar,
+    counters: &'a IterationProgress,
+}
+
+impl Observer for IterationLines<'_> {
+    fn iteration(&mut self, it: &Iteration) {
+        self.bar.suspend(|| {
+            self.ui.notice(&format!(
+                "iteration {:>3}  chaos {:>10.4}  kept {:>11}  expanded {:>13}  products {:>15}  {:>7.2} s ({:.2} s expanding)",
+                it.index, it.chaos, it.kept, it.expanded, it.products, it.seconds, it.expand_seconds
+            ))
+        })
+    }
+
+    fn within(&self) -> Option<&IterationProgress> {
+        Some(self.counters)
+    }
+}
+
 fn run_typed<T: Scalar>(a: ClusterArgs, ui: Ui) -> Result<()> {
     let start = Instant::now();
     let outputs: Vec<(&str, &std::path::Path)> = [("-o", &a.output), ("--json", &a.json)]
@@ -130,7 +153,7 @@ fn run_typed<T: Scalar>(a: ClusterArgs, ui: Ui) -> Result<()> {
     if let Some(p) = a.pct {
         prune.pct = p;
     }
-    engine::open_gpu_early(a.engine);
+    engine::open_gpu_early(a.engine, engine::file_bytes(&a.input));
     let params = MclParams {
         inflation: a.inflation,
         loop_gain: a.loop_gain,
@@ -157,19 +180,33 @@ fn run_typed<T: Scalar>(a: ClusterArgs, ui: Ui) -> Result<()> {
     }
     let load_seconds = start.elapsed().as_secs_f64();
     let notice = &mut |msg: &str| ui.notice(msg);
-    let resolved = engine::resolve(a.engine, notice);
-    let (result, engine) = engine::run_with_fallback(a.engine, resolved, notice, |engine| {
-        let params = MclParams {
-            engine,
-            ..params.clone()
-        };
-        mcl::cluster(&graph, &params, &mut |it| {
-            ui.notice(&format!(
-                "iteration {:>3}  chaos {:>10.4}  kept {:>11}  expanded {:>13}  products {:>15}  {:>7.2} s ({:.2} s expanding)",
-                it.index, it.chaos, it.kept, it.expanded, it.products, it.seconds, it.expand_seconds
-            ))
-        })
-    })?;
+    let work = engine::Work::MclExpansion(mcl::expansion_work(&graph));
+    let resolved = engine::resolve(a.engine, Some(work), notice);
+    let counters = IterationProgress::default();
+    let (result, engine) = ui.watch(
+        || {
+            let r = counters.read();
+            let msg = match r.iteration {
+                0 => "starting".to_string(),
+                i => format!("iteration {i}: {}/{} columns", r.columns, r.columns_total),
+            };
+            (r.work, r.work_total, msg)
+        },
+        |bar| {
+            engine::run_with_fallback(a.engine, resolved, notice, |engine| {
+                let params = MclParams {
+                    engine,
+                    ..params.clone()
+                };
+                let mut lines = IterationLines {
+                    ui,
+                    bar,
+                    counters: &counters,
+                };
+                mcl::cluster_observed(&graph, &params, &mut lines)
+            })
+        },
+    )?;
     if !result.converged && result.iterations > 0 {
         ui.notice(&format!(
             "stopped after {} iterations (-L) before the chaos fell under 1e-4",
@@ -221,14 +258,15 @@ fn run_typed<T: Scalar>(a: ClusterArgs, ui: Ui) -> Result<()> {
     }
     let info = mcl::measures::cluster_info(&graph, &result.clusters);
     ui.notice(&format!(
-        "{} clusters of {} nodes ({} singletons, largest {}) in {} iterations, {:.2} s; \
-         efficiency {:.5}, modularity {:.5}, mass fraction {:.5}",
+        "{} clusters of {} nodes ({} singletons, largest {}) in {} iterations, {:.2} s on the {} \
+         engine; efficiency {:.5}, modularity {:.5}, mass fraction {:.5}",
         info.clusters,
         info.nodes,
         info.singletons,
         info.largest,
         result.iterations,
         result.seconds,
+        engine,
         info.efficiency,
         info.modularity,
         info.mass_fraction

@@ -130,7 +130,12 @@ fn run_typed<T: Scalar>(a: SpgemmArgs, ui: Ui) -> Result<()> {
             .collect();
         super::paths::refuse_clobbering(&inputs, &[("-o", out)])?;
     }
-    engine::open_gpu_early(a.engine);
+    let input_bytes = [Some(a.a.as_path()), a.b.as_deref()]
+        .into_iter()
+        .flatten()
+        .map(engine::file_bytes)
+        .sum();
+    engine::open_gpu_early(a.engine, input_bytes);
     let fmt = a.input_args.format;
     let (la, ma) = load_matrix::<T>(&a.a, fmt, a.symmetrize)?;
     let mb = match &a.b {
@@ -152,7 +157,8 @@ fn run_typed<T: Scalar>(a: SpgemmArgs, ui: Ui) -> Result<()> {
         return Err(Error::Invalid("--repeat must be at least 1".into()));
     }
     let notice = &mut |msg: &str| ui.notice(msg);
-    let resolved = engine::resolve(a.engine, notice);
+    let products = spgemm::intermediate_products_per_row(&ma, b)?.iter().sum();
+    let resolved = engine::resolve(a.engine, Some(engine::Work::Product(products)), notice);
     let ((c, stats, phases), engine) =
         engine::run_with_fallback(a.engine, resolved, notice, |engine| {
             if engine == EngineKind::Gpu && a.json {

@@ -73,7 +73,7 @@ pub fn run(a: TricountArgs, ui: Ui) -> Result<()> {
     if let Some(out) = &a.per_vertex {
         super::paths::refuse_clobbering(&[&a.input], &[("--per-vertex", out)])?;
     }
-    engine::open_gpu_early(a.engine);
+    engine::open_gpu_early(a.engine, engine::file_bytes(&a.input));
     let loaded = io::load(&a.input, a.input_args.format)?;
     let labels = loaded.labels;
     let g = SimpleGraph::from_edges(loaded.edges).map_err(|e| match e {
@@ -85,7 +85,8 @@ pub fn run(a: TricountArgs, ui: Ui) -> Result<()> {
     })?;
     let load_seconds = start.elapsed().as_secs_f64();
     let notice = &mut |msg: &str| ui.notice(msg);
-    let resolved = engine::resolve(a.engine, notice);
+    let work = engine::Work::TriangleEdges(g.edges());
+    let resolved = engine::resolve(a.engine, Some(work), notice);
     let opts = tricount::Options {
         engine: resolved,
         method: a.method,
@@ -150,11 +151,12 @@ pub fn run(a: TricountArgs, ui: Ui) -> Result<()> {
         m => format!("{} kernel", m.name()),
     };
     ui.notice(&format!(
-        "{} vertices, {} edges; loaded in {:.3} s; counted in {:.4} s (orientation {:.4} s; {}{}, {:.3e} edges/s)",
+        "{} vertices, {} edges; loaded in {:.3} s; counted in {:.4} s on the {} engine (orientation {:.4} s; {}{}, {:.3e} edges/s)",
         report.vertices,
         report.edges,
         load_seconds,
         report.seconds,
+        engine,
         t.orient_seconds,
         how,
         if t.relabelled {

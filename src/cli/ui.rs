@@ -2,8 +2,10 @@
 //! --quiet), results on stdout through [`out!`]/[`outln!`], JSON through [`to_json`].
 
 use gmcl::{Error, Result};
-use indicatif::{ProgressBar, ProgressStyle};
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use std::io::IsTerminal;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
 
 /// Writes to stdout like `print!`, but a failed write (a closed pipe, a full disk) is an error
 /// naming `<stdout>` instead of a panic.
@@ -38,9 +40,14 @@ impl Ui {
         }
     }
 
+    /// Whether progress bars are drawn: stderr is a terminal, and no --quiet.
+    fn shows_bars(&self) -> bool {
+        !self.quiet && std::io::stderr().is_terminal()
+    }
+
     /// A progress bar on stderr when it is a terminal; hidden otherwise.
     pub fn bar(&self, len: u64, what: &str) -> ProgressBar {
-        if self.quiet || !std::io::stderr().is_terminal() {
+        if !self.shows_bars() {
             return ProgressBar::hidden();
         }
         let bar = ProgressBar::new(len);
@@ -50,6 +57,58 @@ impl Ui {
         bar.set_style(style.progress_chars("=> "));
         bar.set_message(what.to_string());
         bar
+    }
+}
+
+impl Ui {
+    /// Runs `work` with a progress bar that a thread of its own redraws every tenth of a second
+    /// from `read` (position, length, message): for work whose counters other threads advance.
+    /// Without a terminal on stderr, or under --quiet, the bar is hidden and no thread starts.
+    /// `work` gets the bar to print notices above it ([`ProgressBar::suspend`]).
+    pub fn watch<R>(
+        &self,
+        read: impl Fn() -> (u64, u64, String) + Sync,
+        work: impl FnOnce(&ProgressBar) -> R,
+    ) -> R {
+        if !self.shows_bars() {
+            return work(&ProgressBar::hidden());
+        }
+        // Drawn once there is something to show.
+        let bar = ProgressBar::with_draw_target(Some(0), ProgressDrawTarget::hidden());
+        // Short enough for an 80-column terminal with a long message.
+        let style = ProgressStyle::with_template("{msg} [{bar:30}] {percent:>3}% ({eta})")
+            .unwrap_or_else(|_| ProgressStyle::default_bar());
+        bar.set_style(style.progress_chars("=> "));
+        let done = AtomicBool::new(false);
+        /// Stops the drawing thread however `work` ends (a panic included).
+        struct Stop<'a>(&'a AtomicBool);
+        impl Drop for Stop<'_> {
+            fn drop(&mut self) {
+                self.0.store(true, Ordering::Relaxed);
+            }
+        }
+        let r = std::thread::scope(|s| {
+            s.spawn(|| {
+                while !done.load(Ordering::Relaxed) {
+                    let (pos, len, msg) = read();
+                    if len != bar.length().unwrap_or(0) || pos < bar.position() {
+                        // A new stage: its rate and ETA start afresh.
+                        bar.reset();
+                        bar.set_length(len);
+                    }
+                    bar.set_position(pos);
+                    bar.set_message(msg);
+                    if len > 0 && bar.is_hidden() {
+                        bar.set_draw_target(ProgressDrawTarget::stderr());
+                    }
+                    std::thread::sleep(Duration::from_millis(100));
+                }
+            });
+            let _stop = Stop(&done);
+            work(&bar)
+        });
+        bar.finish_and_clear();
+        r
     }
 }
 

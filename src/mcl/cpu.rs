@@ -9,7 +9,7 @@
 //! values are bitwise those the SpGEMM engine makes, and pruning is the same code
 //! ([`super::prune::prune_column`]), so the next matrix equals the batched path's.
 
-use super::{prune, Iteration, MclParams, Part};
+use super::{prune, Iteration, IterationProgress, MclParams, Part};
 use crate::csr::Csr;
 use crate::error::Result;
 use crate::scalar::Scalar;
@@ -69,11 +69,13 @@ pub(super) fn iterate<T: Scalar>(
     m: &Csr<T>,
     params: &MclParams,
     inflation: f64,
+    progress: &IterationProgress,
 ) -> Result<(Csr<T>, Iteration)> {
     let start = Instant::now();
     let n = m.nrows();
     let per_row = spgemm::intermediate_products_per_row(m, m)?;
     let total: u64 = per_row.iter().sum();
+    progress.expect(n as u64, total);
     let threads = rayon::current_num_threads().max(1) as u64;
     let target = (total + n as u64)
         .div_ceil(threads * GROUPS_PER_THREAD)
@@ -161,6 +163,8 @@ pub(super) fn iterate<T: Scalar>(
                 }
             }
             d.seconds = t0.elapsed().as_secs_f64();
+            let work = mine.iter().map(|&i| per_row[i as usize]).sum();
+            progress.advance(mine.len() as u64, work);
             Ok(d)
         })
         .collect();

@@ -28,10 +28,12 @@ pub mod gpu;
 pub mod inflate;
 pub mod interpret;
 pub mod measures;
+pub mod progress;
 pub mod prune;
 
 pub use interpret::{Interpretation, Overlap};
 pub use measures::{ClusterInfo, Distance};
+pub use progress::{IterationProgress, Observer, ProgressReading};
 pub use prune::PruneParams;
 
 use crate::csr::{BuildOptions, Csr, Duplicates};
@@ -205,6 +207,20 @@ pub fn graph_from_edges<T: Scalar>(el: &EdgeList) -> Result<(Csr<T>, Vec<u32>)> 
     Ok((g, ids))
 }
 
+/// The intermediate products of the first expansion of `graph` (what `auto` weighs the run
+/// by): the start matrix adds a loop to every node and is symmetric, so the products through
+/// node `k` are `(degree(k) + 1)²`.
+pub fn expansion_work<T: Scalar>(graph: &Csr<T>) -> u64 {
+    graph
+        .row_ptr()
+        .windows(2)
+        .map(|w| {
+            let d = w[1] - w[0] + 1;
+            d.saturating_mul(d)
+        })
+        .fold(0u64, u64::saturating_add)
+}
+
 /// The start of the process, transposed: `graph` (symmetric, no loops) with a loop on every node
 /// weighing the largest weight of its row (1 when the row is empty or all zero) times
 /// `loop_gain`, each row then divided by its sum.
@@ -336,12 +352,22 @@ pub fn iterate<T: Scalar>(
     params: &MclParams,
     inflation: f64,
 ) -> Result<(Csr<T>, Iteration)> {
+    iterate_watched(m, params, inflation, progress::unwatched())
+}
+
+/// [`iterate`], advancing `progress` as columns are done.
+fn iterate_watched<T: Scalar>(
+    m: &Csr<T>,
+    params: &MclParams,
+    inflation: f64,
+    progress: &IterationProgress,
+) -> Result<(Csr<T>, Iteration)> {
     let engine = spgemm::resolve(params.engine).0;
     if engine == EngineKind::Gpu {
-        return gpu::iterate_host(m, params, inflation);
+        return gpu::iterate_host(m, params, inflation, progress);
     }
     if params.fused && cpu::applies(m) {
-        return cpu::iterate(m, params, inflation);
+        return cpu::iterate(m, params, inflation, progress);
     }
     let start = Instant::now();
     let n = m.nrows();
@@ -380,6 +406,7 @@ pub fn iterate<T: Scalar>(
     };
     let (mut products, mut expand_seconds) = (0u64, 0f64);
     let per_row = spgemm::intermediate_products_per_row(m, m)?;
+    progress.expect(n as u64, per_row.iter().sum());
     let budget = params.batch_entries.unwrap_or(CPU_BATCH_ENTRIES);
     for batch in batches(&per_row, m.ncols() as u64, budget) {
         crate::interrupt::check()?;
@@ -392,6 +419,7 @@ pub fn iterate<T: Scalar>(
         products += stats.intermediate_products;
         expand_seconds += stats.seconds;
         absorb(batch.start, c);
+        progress.advance(batch.len() as u64, per_row[batch].iter().sum());
     }
     it.products += products;
     it.expand_seconds += expand_seconds;
@@ -407,18 +435,20 @@ pub fn iterate<T: Scalar>(
 fn run_iterations<M>(
     mut m: M,
     params: &MclParams,
-    progress: &mut dyn FnMut(&Iteration),
-    mut step: impl FnMut(M, f64) -> Result<(M, Iteration)>,
+    observer: &mut dyn Observer,
+    mut step: impl FnMut(M, f64, &IterationProgress) -> Result<(M, Iteration)>,
 ) -> Result<(M, usize, bool)> {
     let mut inflation = params.inflation;
     let mut iterations = 0;
     while iterations < params.max_iterations {
         crate::interrupt::check()?;
-        let (next, mut it) = step(m, inflation)?;
+        let progress = observer.within().unwrap_or(progress::unwatched());
+        progress.begin(iterations + 1);
+        let (next, mut it) = step(m, inflation, progress)?;
         m = next;
         iterations += 1;
         it.index = iterations;
-        progress(&it);
+        observer.iteration(&it);
         if iterations >= 40 {
             inflation *= 1.001;
         }
@@ -436,6 +466,16 @@ pub fn cluster<T: Scalar>(
     params: &MclParams,
     progress: &mut dyn FnMut(&Iteration),
 ) -> Result<MclResult> {
+    cluster_observed(graph, params, &mut |it: &Iteration| progress(it))
+}
+
+/// [`cluster`], with an observer that may also follow each iteration while it runs
+/// ([`Observer::within`]: counters of the columns done, for a progress bar).
+pub fn cluster_observed<T: Scalar>(
+    graph: &Csr<T>,
+    params: &MclParams,
+    observer: &mut dyn Observer,
+) -> Result<MclResult> {
     params.validate()?;
     if graph.nrows() != graph.ncols() {
         return Err(Error::Invalid(format!(
@@ -446,20 +486,18 @@ pub fn cluster<T: Scalar>(
     }
     let start = Instant::now();
     // `Auto` is decided once, here: the whole run then stays on one engine.
+    let work = crate::engine::Work::MclExpansion(expansion_work(graph));
     let params = &MclParams {
-        engine: spgemm::resolve(params.engine).0,
+        engine: crate::engine::resolve(params.engine, Some(work), &mut |_| {}),
         ..params.clone()
     };
     let m = start_matrix(graph, params.loop_gain);
     let mut device_peak_bytes = 0;
-    // When the first iteration began and the last ended.
-    let (mut setup_seconds, mut last_end) = (0.0, 0.0);
-    let mut timed = |it: &Iteration| {
-        last_end = start.elapsed().as_secs_f64();
-        if it.index == 1 {
-            setup_seconds = last_end - it.seconds;
-        }
-        progress(it)
+    let mut timed = Timed {
+        start,
+        setup_seconds: 0.0,
+        last_end: 0.0,
+        observer,
     };
     let (m, iterations, converged) = if params.engine == EngineKind::Gpu {
         // The matrix stays on the device from the start matrix to the limit.
@@ -469,17 +507,22 @@ pub fn cluster<T: Scalar>(
         let dm = gpu::DeviceMatrix::upload(&engine, &m)?;
         drop(m);
         let (dm, iterations, converged) =
-            run_iterations(dm, params, &mut timed, |dm, inflation| {
-                gpu::iterate(&engine, dm, params, inflation)
+            run_iterations(dm, params, &mut timed, |dm, inflation, progress| {
+                gpu::iterate(&engine, dm, params, inflation, progress)
             })?;
         let m = dm.m.download(device)?;
         device_peak_bytes = device.pool_peak()?;
         (m, iterations, converged)
     } else {
-        run_iterations(m, params, &mut timed, |m, inflation| {
-            iterate(&m, params, inflation)
+        run_iterations(m, params, &mut timed, |m, inflation, progress| {
+            iterate_watched(&m, params, inflation, progress)
         })?
     };
+    let Timed {
+        setup_seconds,
+        last_end,
+        ..
+    } = timed;
     let interp = interpret::interpret(&m, params.overlap);
     Ok(MclResult {
         clusters: interp.clusters,
@@ -493,6 +536,28 @@ pub fn cluster<T: Scalar>(
         setup_seconds,
         finish_seconds: start.elapsed().as_secs_f64() - last_end.max(setup_seconds),
     })
+}
+
+/// The caller's observer, and when the first iteration began and the last ended.
+struct Timed<'a> {
+    start: Instant,
+    setup_seconds: f64,
+    last_end: f64,
+    observer: &'a mut dyn Observer,
+}
+
+impl Observer for Timed<'_> {
+    fn iteration(&mut self, it: &Iteration) {
+        self.last_end = self.start.elapsed().as_secs_f64();
+        if it.index == 1 {
+            self.setup_seconds = self.last_end - it.seconds;
+        }
+        self.observer.iteration(it)
+    }
+
+    fn within(&self) -> Option<&IterationProgress> {
+        self.observer.within()
+    }
 }
 
 #[cfg(test)]
@@ -564,6 +629,44 @@ mod tests {
             r.clusters,
             vec![vec![0, 1, 2, 3, 4, 5], vec![6, 7, 8, 9, 10, 11]]
         );
+    }
+
+    #[test]
+    fn an_observer_sees_every_column_of_each_iteration_done() {
+        struct Counting {
+            counters: IterationProgress,
+            seen: Vec<(usize, ProgressReading)>,
+        }
+        impl Observer for Counting {
+            fn iteration(&mut self, it: &Iteration) {
+                self.seen.push((it.index, self.counters.read()));
+            }
+            fn within(&self) -> Option<&IterationProgress> {
+                Some(&self.counters)
+            }
+        }
+        let (g, _) = graph_from_edges::<f64>(&two_cliques(7)).unwrap();
+        let n = g.nrows() as u64;
+        for fused in [true, false] {
+            let params = MclParams {
+                fused,
+                batch_entries: Some(20),
+                ..cpu_params()
+            };
+            let mut o = Counting {
+                counters: IterationProgress::default(),
+                seen: Vec::new(),
+            };
+            let r = cluster_observed(&g, &params, &mut o).unwrap();
+            assert_eq!(o.seen.len(), r.iterations);
+            for (index, reading) in o.seen {
+                assert_eq!(reading.iteration, index);
+                assert_eq!((reading.columns, reading.columns_total), (n, n));
+                assert!(reading.work > 0 && reading.work == reading.work_total);
+            }
+        }
+        // Twelve nodes of degree 6, the two ends of the bridge of degree 7.
+        assert_eq!(expansion_work(&g), 12 * 7 * 7 + 2 * 8 * 8);
     }
 
     #[test]

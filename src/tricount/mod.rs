@@ -26,7 +26,7 @@
 use crate::csr::{BuildOptions, Csr, Duplicates};
 use crate::edges::EdgeList;
 use crate::error::{Error, Result};
-use crate::spgemm::{self, EngineKind};
+use crate::spgemm::EngineKind;
 use orient::Oriented;
 use std::time::Instant;
 
@@ -214,8 +214,9 @@ impl std::str::FromStr for Form {
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Options {
     /// The engine of the masked product (and whether `Method::Auto` takes the merge kernel, on
-    /// the CPU engine, or the fused one, on the GPU engine). `Auto` means the GPU engine when a
-    /// GPU is usable and the CPU engine otherwise ([`spgemm::resolve`]).
+    /// the CPU engine, or the fused one, on the GPU engine). `Auto` means the GPU engine when the
+    /// graph is large enough for it to pay and a GPU is usable, the CPU engine otherwise
+    /// ([`crate::engine::resolve`]).
     pub engine: EngineKind,
     /// Masked product or dedicated kernel.
     pub method: Method,
@@ -266,7 +267,8 @@ pub struct Triangles {
 /// with [`Error::EngineUnavailable`] when the GPU engine is asked for and cannot run here.
 pub fn count(g: &SimpleGraph, opts: &Options) -> Result<Triangles> {
     let start = Instant::now();
-    let engine = spgemm::resolve(opts.engine).0;
+    let work = crate::engine::Work::TriangleEdges(g.edges());
+    let engine = crate::engine::resolve(opts.engine, Some(work), &mut |_| {});
     let method = match (opts.method, engine) {
         (Method::Auto, EngineKind::Gpu) => Method::Fused,
         (Method::Auto, _) => Method::Merge,

@@ -3,7 +3,7 @@
 //! it is made; the pruned batches are stacked into the next matrix on the device. Only the
 //! per-batch chaos crosses to the host between iterations, and the limit at the end.
 
-use super::{Iteration, MclParams};
+use super::{Iteration, IterationProgress, MclParams};
 use crate::csr::Csr;
 use crate::error::Result;
 use crate::gpu::matrix::DeviceCsr;
@@ -55,10 +55,13 @@ pub(crate) fn iterate<T: Scalar>(
     m: DeviceMatrix<T>,
     params: &MclParams,
     inflation: f64,
+    progress: &IterationProgress,
 ) -> Result<(DeviceMatrix<T>, Iteration)> {
     let start = Instant::now();
     let gpu = engine.gpu();
     let n = m.m.ncols();
+    // The device knows each column's products; the host counts columns.
+    progress.expect(m.m.nrows() as u64, m.m.nrows() as u64);
     let poison = engine.poisons();
     let mut it = Iteration::default();
     let mut parts = Vec::new();
@@ -83,6 +86,7 @@ pub(crate) fn iterate<T: Scalar>(
         it.kept += p.batch.nnz();
         least = least.min(p.least);
         parts.push(p.batch);
+        progress.advance(rows.len() as u64, rows.len() as u64);
         crate::interrupt::check()
     })?;
     let next = DeviceCsr::stack(gpu, parts, n)?;
@@ -104,9 +108,10 @@ pub(crate) fn iterate_host<T: Scalar>(
     m: &Csr<T>,
     params: &MclParams,
     inflation: f64,
+    progress: &IterationProgress,
 ) -> Result<(Csr<T>, Iteration)> {
     let engine = engine(params)?;
     let dm = DeviceMatrix::upload(&engine, m)?;
-    let (next, it) = iterate(&engine, dm, params, inflation)?;
+    let (next, it) = iterate(&engine, dm, params, inflation, progress)?;
     Ok((next.m.download(engine.gpu())?, it))
 }
