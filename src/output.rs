@@ -77,6 +77,17 @@ impl Write for Sink {
     }
 }
 
+/// Bytes written through [`std::io::Write`] go where [`AtomicOutput::write_all`] puts them.
+impl Write for AtomicOutput {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.writer.write(buf)
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.writer.flush()
+    }
+}
+
 impl AtomicOutput {
     /// Starts writing `path` (creating a temporary file in the same directory as the file that
     /// will be replaced).
@@ -216,6 +227,24 @@ pub fn write_formatted<I: Sync>(
         progress(part.len());
     }
     Ok(())
+}
+
+/// Writes a matrix as SciPy's `save_npz(..., compressed=False)` writes a CSR matrix
+/// ([`crate::io::npz`]).
+pub fn write_npz<T: Scalar>(path: &Path, m: &Csr<T>) -> Result<()> {
+    let out = AtomicOutput::create(path)?;
+    crate::io::npz::write(out, m)
+        .map_err(|e| Error::io(path, "cannot write output", e))?
+        .commit()
+}
+
+/// Writes a matrix in the format its file name's extension names: `.npz` (SciPy), else Matrix
+/// Market.
+pub fn write_matrix<T: Scalar>(path: &Path, m: &Csr<T>) -> Result<()> {
+    match crate::io::Format::from_path(path) {
+        Some(crate::io::Format::Npz) => write_npz(path, m),
+        _ => write_mtx(path, m),
+    }
 }
 
 /// Writes a matrix as Matrix Market `coordinate real general`, 1-based, rows in order.

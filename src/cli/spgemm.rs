@@ -189,7 +189,7 @@ fn run_typed<T: Scalar>(a: SpgemmArgs, ui: Ui) -> Result<()> {
             }
         })?;
     if let Some(out) = &a.output {
-        gmcl::output::write_mtx(out, &c)?;
+        gmcl::output::write_matrix(out, &c)?;
     }
     let report = SpgemmReport {
         engine: engine.to_string(),

@@ -71,6 +71,7 @@ pub(crate) fn check(loaded: &Loaded, bytes: &[u8], path: &Path) -> Result<()> {
             el.nrows, el.ncols
         ),
         Format::Snap | Format::Abc => format!("the file has {n} distinct vertices"),
+        Format::Npz => format!("the matrix is {} x {}", el.nrows, el.ncols),
     };
     let message = format!(
         "{why}: their arrays alone need {:.1} GiB ({BYTES_PER_VERTEX} bytes per vertex), more \

@@ -26,6 +26,7 @@ mod el;
 mod labels;
 pub mod limits;
 mod mtx;
+pub mod npz;
 mod reader;
 mod snap;
 
@@ -49,16 +50,20 @@ pub enum Format {
     Mtx,
     /// mcl's label format: `label label [weight]` (`.abc`).
     Abc,
+    /// SciPy's sparse matrix archive (`.npz`, `scipy.sparse.save_npz`): binary, read without
+    /// parsing text.
+    Npz,
 }
 
 impl Format {
     /// Every format, in the order they are listed to users.
-    pub const ALL: [Format; 5] = [
+    pub const ALL: [Format; 6] = [
         Format::El,
         Format::Wel,
         Format::Snap,
         Format::Mtx,
         Format::Abc,
+        Format::Npz,
     ];
 
     /// The format's name as `--format` takes it.
@@ -69,11 +74,12 @@ impl Format {
             Format::Snap => "snap",
             Format::Mtx => "mtx",
             Format::Abc => "abc",
+            Format::Npz => "npz",
         }
     }
 
     /// The format a file name's extension stands for (case-insensitive): `.el`, `.wel`, `.mtx`,
-    /// `.abc`, and `.txt` or `.snap` for SNAP text. `None` for any other extension.
+    /// `.abc`, `.npz`, and `.txt` or `.snap` for SNAP text. `None` for any other extension.
     pub fn from_path(path: &Path) -> Option<Format> {
         let ext = path.extension()?.to_str()?.to_ascii_lowercase();
         match ext.as_str() {
@@ -82,6 +88,7 @@ impl Format {
             "txt" | "snap" => Some(Format::Snap),
             "mtx" => Some(Format::Mtx),
             "abc" => Some(Format::Abc),
+            "npz" => Some(Format::Npz),
             _ => None,
         }
     }
@@ -96,14 +103,14 @@ impl fmt::Display for Format {
 impl FromStr for Format {
     type Err = Error;
 
-    /// Reads a format name: `el`, `wel`, `snap`, `mtx` or `abc` (case-insensitive).
+    /// Reads a format name: `el`, `wel`, `snap`, `mtx`, `abc` or `npz` (case-insensitive).
     fn from_str(s: &str) -> Result<Format> {
         Format::ALL
             .into_iter()
             .find(|f| f.name().eq_ignore_ascii_case(s))
             .ok_or_else(|| {
                 Error::Invalid(format!(
-                    "unknown format '{s}': expected one of el, wel, snap, mtx, abc"
+                    "unknown format '{s}': expected one of el, wel, snap, mtx, abc, npz"
                 ))
             })
     }
@@ -142,7 +149,7 @@ pub fn load(path: &Path, format: Option<Format>) -> Result<Loaded> {
                 path: path.to_path_buf(),
                 message: format!(
                     "cannot tell the format from the file {ext}; pass --format with one of \
-                     el, wel, snap, mtx, abc"
+                     el, wel, snap, mtx, abc, npz"
                 ),
             });
         }
@@ -184,6 +191,7 @@ fn parse_with(bytes: &[u8], format: Format, path: &Path, chunk: usize) -> Result
         Format::Snap => snap::parse(bytes, path, chunk),
         Format::Mtx => mtx::parse(bytes, path, chunk),
         Format::Abc => abc::parse(bytes, path, chunk),
+        Format::Npz => npz::parse(bytes, path),
     }
 }
 
@@ -251,6 +259,12 @@ mod tests {
     fn valid_text(f: Format, n: usize, seed: u64) -> Vec<u8> {
         let mut rng = crate::generate::rng::SplitMix64::new(seed);
         let mut next = move || rng.next_u64() % 50;
+        if f == Format::Npz {
+            let edges: Vec<(u32, u32)> = (0..n).map(|_| (next() as u32, next() as u32)).collect();
+            let el = EdgeList::square(50, edges, None);
+            let m = crate::csr::Csr::<f64>::from_edges(&el, &Default::default()).unwrap();
+            return npz::write(Vec::new(), &m).unwrap();
+        }
         let mut t = String::new();
         match f {
             Format::Mtx => t.push_str(&format!(
@@ -265,6 +279,7 @@ mod tests {
                 Format::Wel => t.push_str(&format!("{a}\t{b}\t{w}.5\n")),
                 Format::Mtx => t.push_str(&format!("{} {} {w}\n", a + 1, b + 1)),
                 Format::Abc => t.push_str(&format!("n{a} n{b} {w}\n")),
+                Format::Npz => unreachable!("written above"),
             }
         }
         t.into_bytes()
@@ -301,7 +316,7 @@ mod tests {
 
         #[test]
         fn mutated_valid_files_never_panic(
-            fmt_index in 0usize..5,
+            fmt_index in 0usize..Format::ALL.len(),
             n in 0usize..40,
             seed in any::<u64>(),
             edits in proptest::collection::vec((any::<usize>(), any::<u8>(), 0u8..3), 1..6),

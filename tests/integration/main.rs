@@ -14,6 +14,7 @@ mod kernels_nvrtc;
 mod limits;
 mod mcl;
 mod mcl_gpu;
+mod npz;
 mod sigkill;
 mod spgemm_cpu;
 mod spgemm_gpu;
