@@ -35,6 +35,7 @@ fn main() {
         Command::Tricount(a) => cli::tricount::run(a, ui),
         Command::Cluster(a) => cli::cluster::run(a, ui),
         Command::Dist(a) => cli::dist::run(a),
+        Command::Convert(a) => cli::convert::run(a, ui),
     };
     if let Err(e) = result {
         exit_with(&e);

@@ -5,6 +5,7 @@
 mod ui;
 pub mod bench;
 pub mod cluster;
+pub mod convert;
 pub mod dist;
 pub mod env;
 pub mod generate;
@@ -50,6 +51,8 @@ pub enum Command {
     Bench(bench::BenchArgs),
     /// Count the triangles of a graph (made simple and undirected first).
     Tricount(tricount::TricountArgs),
+    /// Write a graph or matrix file in another format (.el, .wel, .mtx, .npz).
+    Convert(convert::ConvertArgs),
 }
 
 // The `Args` structs here and in the subcommand modules carry no doc comments: clap may take a
@@ -57,8 +60,10 @@ pub enum Command {
 
 #[derive(Args)]
 pub struct InputArgs {
-    /// Input format (default: from the extension: .el .wel .mtx .abc, .txt/.snap for SNAP).
-    #[arg(long, value_name = "el|wel|snap|mtx|abc")]
+    /// Input format (default: from the extension: .el .wel .mtx .abc .npz, .txt/.snap for
+    /// SNAP). A compressed .npz (save_npz's default) is inflated in memory first: slower than
+    /// compressed=False, which is read in place.
+    #[arg(long, value_name = "el|wel|snap|mtx|abc|npz")]
     pub format: Option<Format>,
 }
 

@@ -129,3 +129,63 @@ fn damaged_or_foreign_npz_files_are_clear_errors() {
         assert!(!err.contains("panicked"), "{err}");
     }
 }
+
+#[test]
+fn convert_moves_a_graph_between_formats() {
+    let dir = tempfile::tempdir().unwrap();
+    let twin = repo("tests/golden/karate_weighted.mtx");
+    let square = |input: &Path, out: &str| {
+        let out = dir.path().join(out);
+        ok(&[
+            "spgemm",
+            s(input),
+            "--engine",
+            "cpu",
+            "--precision",
+            "f64",
+            "-o",
+            s(&out),
+            "-q",
+        ]);
+        std::fs::read(out).unwrap()
+    };
+    let want = square(&twin, "want.mtx");
+    // Matrix Market -> npz -> weighted edge list -> Matrix Market: the same matrix each time.
+    let (npz, wel, mtx) = (
+        dir.path().join("k.npz"),
+        dir.path().join("k.wel"),
+        dir.path().join("k.mtx"),
+    );
+    ok(&["convert", s(&twin), s(&npz), "-q"]);
+    assert_eq!(square(&npz, "a.mtx"), want);
+    ok(&["convert", s(&npz), s(&wel), "-q"]);
+    assert_eq!(square(&wel, "b.mtx"), want);
+    ok(&["convert", s(&wel), s(&mtx), "-q"]);
+    assert_eq!(square(&mtx, "c.mtx"), want);
+    // An edge list keeps its counts through npz.
+    let el = dir.path().join("k.el");
+    ok(&["convert", s(&repo("graphs/karate.el")), s(&npz), "-q"]);
+    ok(&["convert", s(&npz), s(&el), "-q"]);
+    let info = |p: &Path| ok(&["info", s(p), "--json"]);
+    let (a, b) = (info(&repo("graphs/karate.el")), info(&el));
+    let edges = |j: &str| serde_json::from_str::<serde_json::Value>(j).unwrap()["edges"].clone();
+    assert_eq!(edges(&a), edges(&b));
+    // Names become ids, and the user is told.
+    let out = gmcl(&["convert", s(&repo("graphs/lesmis.abc")), s(&el)]);
+    assert!(out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("names its vertices"), "{err}");
+    // What convert cannot write, and writing over the input, are refused before any work.
+    for (from, to) in [
+        (twin.clone(), dir.path().join("x.abc")),
+        (npz.clone(), npz.clone()),
+    ] {
+        let out = gmcl(&["convert", s(&from), s(&to)]);
+        assert_eq!(
+            out.status.code(),
+            Some(2),
+            "{:?}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+}

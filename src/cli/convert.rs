@@ -1,0 +1,67 @@
+//! `gmcl convert`: a graph or matrix file written in another format, entry for entry.
+
+use super::{InputArgs, Ui};
+use clap::Args;
+use gmcl::csr::{BuildOptions, Csr, Duplicates};
+use gmcl::io::{self, Format, Labels};
+use gmcl::{Error, Result};
+use std::path::PathBuf;
+use std::time::Instant;
+
+#[derive(Args)]
+pub struct ConvertArgs {
+    /// The file to read (any input format).
+    input: PathBuf,
+    /// The file to write; its extension picks the format: .el, .wel, .mtx or .npz (SciPy's
+    /// save_npz layout, CSR, repeated entries summed).
+    output: PathBuf,
+    #[command(flatten)]
+    input_args: InputArgs,
+}
+
+pub fn run(a: ConvertArgs, ui: Ui) -> Result<()> {
+    let start = Instant::now();
+    super::paths::refuse_clobbering(&[&a.input], &[("OUTPUT", &a.output)])?;
+    let to = match Format::from_path(&a.output) {
+        Some(f @ (Format::El | Format::Wel | Format::Mtx | Format::Npz)) => f,
+        _ => {
+            return Err(Error::Invalid(format!(
+                "{}: convert writes .el, .wel, .mtx and .npz files; name the output with one \
+                 of these extensions",
+                a.output.display()
+            )))
+        }
+    };
+    let loaded = io::load(&a.input, a.input_args.format)?;
+    if loaded.labels != Labels::Identity {
+        ui.notice(&format!(
+            "{} names its vertices ({}): they are written as ids 0, 1, ... in order of first \
+             appearance",
+            a.input.display(),
+            loaded.format
+        ));
+    }
+    let el = &loaded.edges;
+    if to == Format::Npz {
+        let opts = BuildOptions {
+            symmetrize: false,
+            drop_self_loops: false,
+            duplicates: Duplicates::Sum,
+        };
+        let m = Csr::<f64>::from_edges(el, &opts)?;
+        gmcl::output::write_npz(&a.output, &m)?;
+    } else {
+        let bar = ui.bar(el.len() as u64, "writing");
+        gmcl::generate::write_edges(&a.output, el, &|done| bar.set_position(done))?;
+        bar.finish_and_clear();
+    }
+    ui.notice(&format!(
+        "wrote {} entries of a {} x {} matrix to {} in {:.2} s",
+        el.len(),
+        el.nrows,
+        el.ncols,
+        a.output.display(),
+        start.elapsed().as_secs_f64()
+    ));
+    Ok(())
+}
