@@ -16,16 +16,22 @@ fn main() {
         exit_with(&e);
     }
     cli::env::configure();
-    if let Some(n) = cli.threads {
-        if n == 0 {
-            exit_with(&Error::Invalid("--threads must be at least 1".into()));
-        }
-        if let Err(e) = rayon::ThreadPoolBuilder::new()
-            .num_threads(n)
-            .build_global()
-        {
-            exit_with(&Error::Invalid(format!("cannot start {n} threads: {e}")));
-        }
+    if cli.threads == Some(0) {
+        exit_with(&Error::Invalid("--threads must be at least 1".into()));
+    }
+    // The pool is started here, also without --threads, so that threads the system refuses (a
+    // process limit such as `ulimit -u`) are an error now rather than a panic at first use.
+    if let Err(e) = rayon::ThreadPoolBuilder::new()
+        .num_threads(cli.threads.unwrap_or(0))
+        .build_global()
+    {
+        let asked = match cli.threads {
+            Some(n) => format!("{n} threads"),
+            None => "a thread per core (--threads N starts fewer)".into(),
+        };
+        exit_with(&Error::Invalid(format!(
+            "cannot start the worker threads: {asked}: {e}"
+        )));
     }
     let result = match cli.command {
         Command::Generate(a) => cli::generate::run(a, ui),

@@ -62,6 +62,16 @@ pub struct InputArgs {
     pub format: Option<Format>,
 }
 
+/// The most runs `--repeat` may ask for (`spgemm`, `tricount`, `bench spgemm`): far more than a
+/// benchmark needs, and small enough that the run counts and the lists of times cannot overflow.
+pub const MAX_REPEAT: u64 = 1_000_000;
+
+/// The parser of `--repeat`: a whole number from 1 to [`MAX_REPEAT`] (else clap's usage error,
+/// exit 2).
+pub fn repeat_parser() -> clap::builder::RangedU64ValueParser<usize> {
+    clap::builder::RangedU64ValueParser::new().range(1..=MAX_REPEAT)
+}
+
 #[derive(Clone, Copy, ValueEnum)]
 pub enum Precision {
     F32,

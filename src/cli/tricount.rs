@@ -40,7 +40,7 @@ pub struct TricountArgs {
     /// Count this many times (a benchmark: the graph is loaded once; above 1, one untimed
     /// warm-up count comes first; the counts are checked equal, and the times reported are the
     /// medians).
-    #[arg(long, default_value_t = 1, value_name = "N")]
+    #[arg(long, default_value_t = 1, value_name = "N", value_parser = crate::cli::repeat_parser())]
     repeat: usize,
     /// Print one JSON object to stdout.
     #[arg(long)]
@@ -183,7 +183,7 @@ fn count_repeatedly(
         return Err(Error::Invalid("--repeat must be at least 1".into()));
     }
     let warm_up = usize::from(repeat > 1);
-    let runs = (0..repeat + warm_up)
+    let runs = (0..repeat.saturating_add(warm_up))
         .map(|_| tricount::count(g, opts))
         .collect::<Result<Vec<_>>>()?;
     if runs

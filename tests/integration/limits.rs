@@ -169,3 +169,40 @@ fn a_closed_stderr_does_not_stop_a_run() {
     assert!(status.success(), "{status:?}");
     assert!(std::fs::read_to_string(&out).unwrap().lines().count() > 1);
 }
+
+#[test]
+fn repeat_counts_past_the_bound_are_usage_errors() {
+    // usize::MAX overflowed a range (tricount) or a capacity (spgemm, bench): a panic, exit 101.
+    let huge = "18446744073709551615";
+    for args in [
+        &["tricount", "graphs/karate.el", "--repeat", huge][..],
+        &["spgemm", "graphs/karate.el", "--repeat", huge],
+        &["bench", "spgemm", "--engines", "cpu", "--repeat", huge],
+        &["tricount", "graphs/karate.el", "--repeat", "1000001"],
+    ] {
+        let e = fails(args, None);
+        assert!(
+            e.contains("--repeat") && e.contains("1..=1000000"),
+            "{args:?}: {e}"
+        );
+    }
+}
+
+#[cfg(target_os = "linux")]
+#[test]
+fn worker_threads_that_cannot_start_are_an_error() {
+    // Under a 400 MB address-space limit the system refuses 1,000 thread stacks. Without
+    // --threads the pool used to start lazily, and rayon panicked at its first use (exit 101).
+    // (`ulimit -u` does the same for other users; root is exempt from it.)
+    for (threads, env) in [("", "RAYON_NUM_THREADS=1000 "), ("--threads 1000", "")] {
+        let script = format!(
+            "ulimit -v 400000 && {env}exec '{}' {threads} info graphs/karate.el",
+            crate::util::gmcl_bin().display()
+        );
+        let r = Command::new("sh").args(["-c", &script]).output().unwrap();
+        let err = String::from_utf8_lossy(&r.stderr);
+        assert_eq!(r.status.code(), Some(2), "{script}: {err}");
+        assert!(err.contains("cannot start the worker threads"), "{err}");
+        assert!(!err.contains("panicked"), "{err}");
+    }
+}
