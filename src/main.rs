@@ -15,7 +15,9 @@ fn main() {
     if let Err(e) = gmcl::interrupt::install() {
         exit_with(&e);
     }
-    cli::env::configure();
+    if let Err(e) = cli::env::configure() {
+        exit_with(&e);
+    }
     if cli.threads == Some(0) {
         exit_with(&Error::Invalid("--threads must be at least 1".into()));
     }

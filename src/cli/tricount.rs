@@ -74,7 +74,7 @@ pub fn run(a: TricountArgs, ui: Ui) -> Result<()> {
         super::paths::refuse_clobbering(&[&a.input], &[("--per-vertex", out)])?;
     }
     engine::open_gpu_early(a.engine);
-    let loaded = io::load(&a.input, a.input_args.format)?;
+    let loaded = io::load_for(&a.input, a.input_args.format, &tricount::FOOTPRINT)?;
     let labels = loaded.labels;
     let g = SimpleGraph::from_edges(loaded.edges).map_err(|e| match e {
         Error::Invalid(msg) => Error::Input {

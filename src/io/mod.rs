@@ -127,9 +127,19 @@ pub struct Loaded {
 
 /// Loads a graph file. Without `format`, the file name's extension decides
 /// ([`Format::from_path`]); an unknown extension is an error asking for `--format`. A graph
-/// whose vertices need more memory than there is fails here, before anything per vertex is
-/// allocated ([`limits`]).
+/// whose vertices need more memory than there is, at the least any command needs
+/// ([`limits::Footprint::MINIMUM`]), fails here, before anything per vertex is allocated.
 pub fn load(path: &Path, format: Option<Format>) -> Result<Loaded> {
+    load_for(path, format, &limits::Footprint::MINIMUM)
+}
+
+/// [`load`] for a command that will allocate `footprint` for the graph: a graph that needs more
+/// memory than there is ([`limits`]) fails here, naming the file and the line.
+pub fn load_for(
+    path: &Path,
+    format: Option<Format>,
+    footprint: &limits::Footprint,
+) -> Result<Loaded> {
     let source = reader::Source::open(path)?;
     let format = match format.or_else(|| Format::from_path(path)) {
         Some(f) => f,
@@ -149,7 +159,7 @@ pub fn load(path: &Path, format: Option<Format>) -> Result<Loaded> {
     };
     let bytes = source.bytes();
     let loaded = parse_with(bytes, format, path, reader::default_chunk(bytes.len()))?;
-    limits::check(&loaded, bytes, path)?;
+    limits::check(&loaded, bytes, path, footprint)?;
     crate::interrupt::check()?;
     Ok(loaded)
 }

@@ -44,6 +44,15 @@ use rayon::prelude::*;
 use std::ops::Range;
 use std::time::Instant;
 
+/// What clustering allocates per vertex id of the file (the id compaction's map) and per edge
+/// (the compacted copy, both directions in the symmetric matrix with its values, the start
+/// matrix); the expansion is bounded by the memory left ([`cluster`]).
+pub const FOOTPRINT: crate::io::limits::Footprint = crate::io::limits::Footprint {
+    command: "cluster",
+    per_vertex: 8,
+    per_edge: 48,
+};
+
 /// The parameters of a run; [`Default`] gives mcl's defaults.
 #[derive(Clone, Debug, PartialEq)]
 pub struct MclParams {
