@@ -7,7 +7,12 @@ use clap::Parser;
 use cli::{Cli, Command, Ui};
 use gmcl::Error;
 
+/// Notes failed allocations, so that running out of memory exits cleanly ([`cli::oom`]).
+#[global_allocator]
+static ALLOCATOR: cli::oom::NotingAllocator = cli::oom::NotingAllocator;
+
 fn main() {
+    cli::oom::install();
     let cli = Cli::parse();
     let ui = Ui { quiet: cli.quiet };
     // Ctrl-C and SIGTERM set a flag that the long loops check: the run unwinds, temporary output

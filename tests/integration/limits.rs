@@ -255,3 +255,65 @@ fn worker_threads_that_cannot_start_are_an_error() {
         assert!(!err.contains("panicked"), "{err}");
     }
 }
+
+#[cfg(target_os = "linux")]
+#[test]
+fn allocations_that_fail_end_the_run_cleanly() {
+    // With the guard out of the way (GMCL_MEMORY_LIMIT=64G), an address-space limit makes
+    // allocations fail mid-run. Before, Rust's "memory allocation of N bytes failed" aborted
+    // (exit 134) and left the hidden temporary output beside the target.
+    let dir = tempfile::tempdir().unwrap();
+    let g = dir.path().join("g.el");
+    let made = crate::util::gmcl(&["generate", "-s", "16", "-e", "16", "-o", s(&g)]);
+    assert!(made.status.success());
+    let runs: [&[&str]; 5] = [
+        &["info", "g.el"],
+        &["tricount", "g.el", "--per-vertex", "pv.txt"],
+        &["spgemm", "g.el", "-o", "p.mtx"],
+        &[
+            "cluster", "--engine", "cpu", "g.el", "-o", "c.out", "--json", "c.json",
+        ],
+        &["generate", "-s", "18", "-e", "16", "-o", "gen.el"],
+    ];
+    let mut out_of_memory = 0;
+    for args in runs {
+        let mut failed = false;
+        for kib in [150_000, 200_000, 300_000, 500_000] {
+            let script = format!(
+                "ulimit -v {kib} && exec '{}' -q {}",
+                crate::util::gmcl_bin().display(),
+                args.join(" ")
+            );
+            let r = Command::new("sh")
+                .args(["-c", &script])
+                .current_dir(dir.path())
+                .env("GMCL_MEMORY_LIMIT", "64G")
+                .output()
+                .unwrap();
+            let err = String::from_utf8_lossy(&r.stderr);
+            let code = r.status.code();
+            assert!(matches!(code, Some(0 | 2)), "{script}: {code:?} {err}");
+            assert!(!err.contains("panicked"), "{script}: {err}");
+            if code == Some(2) {
+                failed = true;
+                assert!(err.contains("gmcl: error: "), "{script}: {err}");
+            }
+            if err.contains("gmcl: error: not enough memory: an allocation of ") {
+                out_of_memory += 1;
+                assert!(err.contains("available"), "{err}");
+            }
+            let left: Vec<_> = std::fs::read_dir(dir.path())
+                .unwrap()
+                .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+                .filter(|n| n.ends_with(".tmp"))
+                .collect();
+            assert!(left.is_empty(), "{script} left {left:?}");
+        }
+        assert!(
+            failed,
+            "{args:?} never ran out of memory: the limits are too high"
+        );
+    }
+    // At least one run failed in an allocation (not in a checked reservation).
+    assert!(out_of_memory > 0);
+}
