@@ -25,6 +25,7 @@ mod abc;
 mod el;
 mod labels;
 pub mod limits;
+mod mapguard;
 mod mtx;
 mod reader;
 mod snap;
@@ -158,8 +159,11 @@ pub fn load_for(
         }
     };
     let bytes = source.bytes();
-    let loaded = parse_with(bytes, format, path, reader::default_chunk(bytes.len()))?;
-    limits::check(&loaded, bytes, path, footprint)?;
+    let loaded = parse_with(bytes, format, path, reader::default_chunk(bytes.len()))
+        .and_then(|l| limits::check(&l, bytes, path, footprint).map(|()| l));
+    // A file that changed while it was parsed: whatever the parse made of it, that is the error.
+    source.unchanged(path)?;
+    let loaded = loaded?;
     crate::interrupt::check()?;
     Ok(loaded)
 }
