@@ -165,8 +165,19 @@ fn run_typed<T: Scalar>(a: ClusterArgs, ui: Ui) -> Result<()> {
         };
         mcl::cluster(&graph, &params, &mut |it| {
             ui.notice(&format!(
-                "iteration {:>3}  chaos {:>10.4}  kept {:>11}  expanded {:>13}  products {:>15}  {:>7.2} s ({:.2} s expanding)",
-                it.index, it.chaos, it.kept, it.expanded, it.products, it.seconds, it.expand_seconds
+                "iteration {:>3}  chaos {:>10.4}  kept {:>11}  expanded {:>13}  products {:>15}  {:>7.2} s ({:.2} s expanding{})",
+                it.index,
+                it.chaos,
+                it.kept,
+                it.expanded,
+                it.products,
+                it.seconds,
+                it.expand_seconds,
+                if it.batches > 1 {
+                    format!(", {} batches", it.batches)
+                } else {
+                    String::new()
+                }
             ))
         })
     })?;

@@ -93,6 +93,16 @@ pub fn available() -> Option<Available> {
     .map(|(bytes, source)| Available { bytes, source })
 }
 
+/// The memory still free for a step that keeps `in_use` bytes of its own alive: a limit set
+/// for the run ([`set_memory_limit`]) less `in_use`, else what [`available`] reads off the
+/// machine (which already counts them as used).
+pub fn memory_left(in_use: u64) -> Option<u64> {
+    if let Some(limit) = *LIMIT.lock().unwrap_or_else(|p| p.into_inner()) {
+        return limit.map(|l| l.saturating_sub(in_use));
+    }
+    available().map(|a| a.bytes)
+}
+
 /// A size in bytes as people read it: `1.5 GiB`, `12.0 MiB`, `512 bytes`.
 pub fn human(bytes: u64) -> String {
     const UNITS: [&str; 4] = ["KiB", "MiB", "GiB", "TiB"];
