@@ -6,6 +6,14 @@ use crate::error::Result;
 use rayon::prelude::*;
 use serde::Serialize;
 
+/// What `gmcl info` allocates per vertex (CSR row offsets, degrees in and out, the symmetry
+/// check's per-row cursors) and per edge (the CSR's columns, the build's bucket copy).
+pub const FOOTPRINT: crate::io::limits::Footprint = crate::io::limits::Footprint {
+    command: "info",
+    per_vertex: 32,
+    per_edge: 32,
+};
+
 /// What `gmcl info` reports. Degrees are counted in the undirected simple view of the graph
 /// (distinct neighbours, ignoring direction and self loops).
 #[derive(Clone, Debug, PartialEq, Serialize)]

@@ -21,6 +21,7 @@ mod mem;
 pub mod output;
 pub mod scalar;
 pub mod spgemm;
+pub mod tempfiles;
 pub mod tricount;
 
 pub use csr::{BuildOptions, Csr, Duplicates};

@@ -7,7 +7,12 @@ use clap::Parser;
 use cli::{Cli, Command, Ui};
 use gmcl::Error;
 
+/// Notes failed allocations, so that running out of memory exits cleanly ([`cli::oom`]).
+#[global_allocator]
+static ALLOCATOR: cli::oom::NotingAllocator = cli::oom::NotingAllocator;
+
 fn main() {
+    cli::oom::install();
     let cli = Cli::parse();
     let ui = Ui { quiet: cli.quiet };
     // Ctrl-C and SIGTERM set a flag that the long loops check: the run unwinds, temporary output
@@ -15,17 +20,25 @@ fn main() {
     if let Err(e) = gmcl::interrupt::install() {
         exit_with(&e);
     }
-    cli::env::configure();
-    if let Some(n) = cli.threads {
-        if n == 0 {
-            exit_with(&Error::Invalid("--threads must be at least 1".into()));
-        }
-        if let Err(e) = rayon::ThreadPoolBuilder::new()
-            .num_threads(n)
-            .build_global()
-        {
-            exit_with(&Error::Invalid(format!("cannot start {n} threads: {e}")));
-        }
+    if let Err(e) = cli::env::configure() {
+        exit_with(&e);
+    }
+    if cli.threads == Some(0) {
+        exit_with(&Error::Invalid("--threads must be at least 1".into()));
+    }
+    // The pool is started here, also without --threads, so that threads the system refuses (a
+    // process limit such as `ulimit -u`) are an error now rather than a panic at first use.
+    if let Err(e) = rayon::ThreadPoolBuilder::new()
+        .num_threads(cli.threads.unwrap_or(0))
+        .build_global()
+    {
+        let asked = match cli.threads {
+            Some(n) => format!("{n} threads"),
+            None => "a thread per core (--threads N starts fewer)".into(),
+        };
+        exit_with(&Error::Invalid(format!(
+            "cannot start the worker threads: {asked}: {e}"
+        )));
     }
     let result = match cli.command {
         Command::Generate(a) => cli::generate::run(a, ui),

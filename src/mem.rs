@@ -99,9 +99,39 @@ impl<E> SharedSlice<E> {
     }
 }
 
+/// An empty vector with room for `n` items of `T`, or an error saying how much `what` needed and
+/// how much memory is available (instead of the abort of a failed allocation).
+pub(crate) fn try_with_capacity<T>(n: usize, what: &str) -> crate::error::Result<Vec<T>> {
+    let mut v = Vec::new();
+    v.try_reserve_exact(n).map_err(|_| {
+        let bytes = (n as u64).saturating_mul(std::mem::size_of::<T>() as u64);
+        crate::io::limits::out_of_memory(what, bytes)
+    })?;
+    Ok(v)
+}
+
+/// `n` copies of `value`, allocated as [`try_with_capacity`] does.
+pub(crate) fn try_filled<T: Clone>(n: usize, value: T, what: &str) -> crate::error::Result<Vec<T>> {
+    let mut v = try_with_capacity(n, what)?;
+    v.resize(n, value);
+    Ok(v)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_allocation_that_cannot_be_made_is_an_error_saying_what_it_needed() {
+        // 2^60 bytes: more than any machine's address space.
+        let e = try_with_capacity::<u64>(1 << 57, "the test's array").unwrap_err();
+        let m = e.to_string();
+        assert!(
+            m.contains("not enough memory for the test's array: it needs 1048576.0 TiB"),
+            "{m}"
+        );
+        assert_eq!(try_filled(3, 7u8, "x").unwrap(), vec![7, 7, 7]);
+    }
 
     #[test]
     fn splits_into_the_given_lengths() {

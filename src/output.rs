@@ -162,8 +162,10 @@ impl AtomicOutput {
                 file.as_file()
                     .sync_all()
                     .map_err(|e| Error::io(&path, "cannot write output", e))?;
+                let temp = file.path().to_path_buf();
                 file.persist(&target)
                     .map_err(|e| Error::io(&path, "cannot rename output into place", e.error))?;
+                crate::tempfiles::forget(&temp);
             }
             Sink::Direct(mut f) => f
                 .flush()
@@ -195,7 +197,9 @@ fn temp_beside(target: &Path) -> std::io::Result<tempfile::NamedTempFile> {
         use std::os::unix::fs::PermissionsExt;
         builder.permissions(std::fs::Permissions::from_mode(0o644));
     }
-    builder.tempfile_in(dir)
+    let file = builder.tempfile_in(dir)?;
+    crate::tempfiles::remember(file.path());
+    Ok(file)
 }
 
 /// Formats `items` in parallel blocks and writes the blocks in order, so output is byte-identical

@@ -122,8 +122,19 @@ impl Observer for IterationLines<'_> {
     fn iteration(&mut self, it: &Iteration) {
         self.bar.suspend(|| {
             self.ui.notice(&format!(
-                "iteration {:>3}  chaos {:>10.4}  kept {:>11}  expanded {:>13}  products {:>15}  {:>7.2} s ({:.2} s expanding)",
-                it.index, it.chaos, it.kept, it.expanded, it.products, it.seconds, it.expand_seconds
+                "iteration {:>3}  chaos {:>10.4}  kept {:>11}  expanded {:>13}  products {:>15}  {:>7.2} s ({:.2} s expanding{})",
+                it.index,
+                it.chaos,
+                it.kept,
+                it.expanded,
+                it.products,
+                it.seconds,
+                it.expand_seconds,
+                if it.batches > 1 {
+                    format!(", {} batches", it.batches)
+                } else {
+                    String::new()
+                }
             ))
         })
     }
@@ -167,7 +178,7 @@ fn run_typed<T: Scalar>(a: ClusterArgs, ui: Ui) -> Result<()> {
         ..Default::default()
     };
     params.validate()?;
-    let loaded = io::load(&a.input, a.input_args.format)?;
+    let loaded = io::load_for(&a.input, a.input_args.format, &gmcl::mcl::FOOTPRINT)?;
     let (graph, ids) = mcl::graph_from_edges::<T>(&loaded.edges).map_err(|e| match e {
         Error::Invalid(msg) => Error::Input {
             path: a.input.clone(),

@@ -5,7 +5,8 @@
 //!   default `$XDG_CACHE_HOME/gmcl`, else `$HOME/.cache/gmcl`);
 //! - `GMCL_KERNEL_DEFINES="NAME=VALUE ..."`: macros for tuning experiments on the kernels'
 //!   `#ifndef` constants;
-//! - `GMCL_MEMORY_LIMIT=BYTES`: the memory the loaders check a graph's vertices against;
+//! - `GMCL_MEMORY_LIMIT=SIZE`: the memory the loaders check a graph against, in place of what
+//!   the machine, `ulimit -v` and the cgroup leave (bytes, or with a suffix K, M, G, T);
 //! - `GMCL_GPU_MEMORY_LIMIT`, `GMCL_GPU_DENSE_FROM`, `GMCL_GPU_DENSE_FRACTION`,
 //!   `GMCL_GPU_HASH_LIMIT`: the GPU engine's tuning knobs ([`GpuTuning`]);
 //! - `GMCL_GPU_POISON=1`, `GMCL_GPU_PROFILE=1`: outputs poisoned before the kernels write them,
@@ -14,11 +15,13 @@
 
 use gmcl::spgemm::gpu::GpuTuning;
 use gmcl::tricount::gpu::TriangleTuning;
+use gmcl::{Error, Result};
 use std::path::PathBuf;
 
 /// Sets up the library from the process-wide variables (kernel cache and macros, the memory
-/// limit, the fault switch). Call before anything opens the GPU.
-pub fn configure() {
+/// limit, the fault switch). Call before anything opens the GPU. A memory limit that cannot be
+/// read is an error (exit 2), never "no limit".
+pub fn configure() -> Result<()> {
     let var = |k: &str| std::env::var_os(k).filter(|v| !v.is_empty());
     let kernel_cache = match var("GMCL_KERNEL_CACHE") {
         Some(v) if v == "0" || v == "off" => None,
@@ -35,12 +38,41 @@ pub fn configure() {
         kernel_cache,
         kernel_defines,
     });
-    if let Ok(v) = std::env::var("GMCL_MEMORY_LIMIT") {
-        gmcl::io::limits::set_memory_limit(v.trim().parse().ok());
+    if let Some(v) = std::env::var_os("GMCL_MEMORY_LIMIT") {
+        let bytes = v.to_str().ok_or(()).and_then(|v| size(v).map_err(|_| ()));
+        match bytes {
+            Ok(b) => gmcl::io::limits::set_memory_limit(Some(b)),
+            Err(()) => {
+                return Err(Error::Invalid(format!(
+                    "GMCL_MEMORY_LIMIT={}: expected a number of bytes, optionally with a suffix \
+                     K, M, G or T (powers of 1024), such as 8G",
+                    v.to_string_lossy()
+                )))
+            }
+        }
     }
     if let Some(n) = number("GMCL_GPU_FAULT") {
         gmcl::gpu::fault::inject_at(n);
     }
+    Ok(())
+}
+
+/// A size in bytes: digits, optionally followed by K, M, G or T (powers of 1024, either case).
+/// Anything else (empty, `1e9`, `1.5G`, `-1`, `1GB`) is refused rather than read as no limit.
+fn size(v: &str) -> Result<u64, ()> {
+    let v = v.trim();
+    let (digits, shift) = match v.as_bytes().last().map(u8::to_ascii_uppercase) {
+        Some(b'K') => (&v[..v.len() - 1], 10),
+        Some(b'M') => (&v[..v.len() - 1], 20),
+        Some(b'G') => (&v[..v.len() - 1], 30),
+        Some(b'T') => (&v[..v.len() - 1], 40),
+        _ => (v, 0),
+    };
+    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return Err(());
+    }
+    let n: u64 = digits.parse().map_err(|_| ())?;
+    n.checked_mul(1 << shift).ok_or(())
 }
 
 /// The GPU engine's tuning: the defaults, with the `GMCL_GPU_*` knobs that are set.
@@ -73,4 +105,32 @@ fn number(k: &str) -> Option<u64> {
 /// A switch: on when the variable is `1`.
 fn on(k: &str) -> bool {
     std::env::var(k).is_ok_and(|v| v == "1")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::size;
+
+    #[test]
+    fn memory_sizes_take_binary_suffixes_and_refuse_the_rest() {
+        assert_eq!(size("1073741824"), Ok(1 << 30));
+        assert_eq!(size(" 8G "), Ok(8 << 30));
+        assert_eq!(size("512k"), Ok(512 << 10));
+        assert_eq!(size("3M"), Ok(3 << 20));
+        assert_eq!(size("2T"), Ok(2 << 40));
+        for bad in [
+            "",
+            " ",
+            "1e9",
+            "1.5G",
+            "-1",
+            "1GB",
+            "G",
+            "+5",
+            "99999999999999999999",
+            "16777216T",
+        ] {
+            assert_eq!(size(bad), Err(()), "{bad:?}");
+        }
+    }
 }

@@ -20,7 +20,7 @@ pub struct InfoArgs {
 }
 
 pub fn run(a: InfoArgs) -> Result<()> {
-    let loaded = io::load(&a.input, a.input_args.format)?;
+    let loaded = io::load_for(&a.input, a.input_args.format, &gmcl::info::FOOTPRINT)?;
     let info = GraphInfo::of(&loaded.edges, loaded.symmetric_storage)?;
     if a.json {
         outln!("{}", to_json(&info)?)?;

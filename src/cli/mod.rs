@@ -10,6 +10,7 @@ pub mod dist;
 pub mod env;
 pub mod generate;
 pub mod info;
+pub mod oom;
 mod paths;
 pub mod spgemm;
 pub mod tricount;
@@ -65,6 +66,16 @@ pub struct InputArgs {
     /// compressed=False, which is read in place.
     #[arg(long, value_name = "el|wel|snap|mtx|abc|npz")]
     pub format: Option<Format>,
+}
+
+/// The most runs `--repeat` may ask for (`spgemm`, `tricount`, `bench spgemm`): far more than a
+/// benchmark needs, and small enough that the run counts and the lists of times cannot overflow.
+pub const MAX_REPEAT: u64 = 1_000_000;
+
+/// The parser of `--repeat`: a whole number from 1 to [`MAX_REPEAT`] (else clap's usage error,
+/// exit 2).
+pub fn repeat_parser() -> clap::builder::RangedU64ValueParser<usize> {
+    clap::builder::RangedU64ValueParser::new().range(1..=MAX_REPEAT)
 }
 
 #[derive(Clone, Copy, ValueEnum)]

@@ -35,7 +35,7 @@ pub struct SpgemmArgs {
     /// Multiply this many times (a benchmark: the inputs are loaded once; above 1, one untimed
     /// warm-up product comes first, each product is freed before the next, the products are
     /// checked equal, and the times reported are the medians).
-    #[arg(long, default_value_t = 1, value_name = "N")]
+    #[arg(long, default_value_t = 1, value_name = "N", value_parser = crate::cli::repeat_parser())]
     repeat: usize,
     /// Print one JSON object to stdout.
     #[arg(long)]
@@ -54,7 +54,7 @@ fn load_matrix<T: Scalar>(
     format: Option<Format>,
     symmetrize: bool,
 ) -> Result<(Loaded, Csr<T>)> {
-    let loaded = io::load(path, format)?;
+    let loaded = io::load_for(path, format, &gmcl::spgemm::FOOTPRINT)?;
     let opts = BuildOptions {
         symmetrize,
         drop_self_loops: false,

@@ -40,7 +40,7 @@ pub struct TricountArgs {
     /// Count this many times (a benchmark: the graph is loaded once; above 1, one untimed
     /// warm-up count comes first; the counts are checked equal, and the times reported are the
     /// medians).
-    #[arg(long, default_value_t = 1, value_name = "N")]
+    #[arg(long, default_value_t = 1, value_name = "N", value_parser = crate::cli::repeat_parser())]
     repeat: usize,
     /// Print one JSON object to stdout.
     #[arg(long)]
@@ -74,7 +74,7 @@ pub fn run(a: TricountArgs, ui: Ui) -> Result<()> {
         super::paths::refuse_clobbering(&[&a.input], &[("--per-vertex", out)])?;
     }
     engine::open_gpu_early(a.engine, engine::file_bytes(&a.input));
-    let loaded = io::load(&a.input, a.input_args.format)?;
+    let loaded = io::load_for(&a.input, a.input_args.format, &tricount::FOOTPRINT)?;
     let labels = loaded.labels;
     let g = SimpleGraph::from_edges(loaded.edges).map_err(|e| match e {
         Error::Invalid(msg) => Error::Input {
@@ -185,7 +185,7 @@ fn count_repeatedly(
         return Err(Error::Invalid("--repeat must be at least 1".into()));
     }
     let warm_up = usize::from(repeat > 1);
-    let runs = (0..repeat + warm_up)
+    let runs = (0..repeat.saturating_add(warm_up))
         .map(|_| tricount::count(g, opts))
         .collect::<Result<Vec<_>>>()?;
     if runs

@@ -66,8 +66,8 @@ impl<T: Scalar> Csr<T> {
                             _ => 1 + row.windows(2).filter(|w| w[0] != w[1]).count(),
                         }
                     },
-                );
-                gather_unweighted(b, dup)
+                )?;
+                gather_unweighted(b, dup)?
             }
             Some(w) => {
                 let b = bucket_rows(
@@ -79,8 +79,8 @@ impl<T: Scalar> Csr<T> {
                         sort_row(row);
                         combine_sorted(row, dup)
                     },
-                );
-                gather_weighted(b)
+                )?;
+                gather_weighted(b)?
             }
         };
         crate::interrupt::check()?;
@@ -125,7 +125,7 @@ fn bucket_rows<P: Copy + Send + Sync>(
     bucket_entries: usize,
     make: impl Fn(u32, usize) -> P + Sync,
     finish_row: impl Fn(&mut [P]) -> usize + Sync,
-) -> Bucketed<P> {
+) -> Result<Bucketed<P>> {
     let nrows = el.nrows;
     // Buckets of 2^shift consecutive rows, about `bucket_entries` entries each.
     let n_edges = el.edges.len();
@@ -144,7 +144,7 @@ fn bucket_rows<P: Copy + Send + Sync>(
             .max(1 << 14),
     };
     let (mut cursors, bucket_ptr) = count_buckets(el, opts, &layout);
-    let (mut items, mut local_rows) = scatter(el, opts, &layout, &mut cursors, &bucket_ptr, make);
+    let (mut items, mut local_rows) = scatter(el, opts, &layout, &mut cursors, &bucket_ptr, make)?;
     let (start, kept) = sort_buckets(
         &mut items,
         &mut local_rows,
@@ -152,13 +152,13 @@ fn bucket_rows<P: Copy + Send + Sync>(
         nrows,
         layout.rows,
         finish_row,
-    );
-    Bucketed {
+    )?;
+    Ok(Bucketed {
         items,
         start,
         kept,
         spare: local_rows,
-    }
+    })
 }
 
 /// Whether edge `(u, v)` is kept (not a self loop that is dropped).
@@ -215,12 +215,12 @@ fn scatter<P: Copy + Send + Sync>(
     cursors: &mut [Vec<u64>],
     bucket_ptr: &[u64],
     make: impl Fn(u32, usize) -> P + Sync,
-) -> (Vec<P>, Vec<u32>) {
+) -> Result<(Vec<P>, Vec<u32>)> {
     let (shift, slice_len) = (layout.shift, layout.slice_len);
     let mask = (layout.rows - 1) as u32;
     let total = bucket_ptr[layout.count] as usize;
-    let mut items: Vec<P> = Vec::with_capacity(total);
-    let mut local_rows: Vec<u32> = Vec::with_capacity(total);
+    let mut items: Vec<P> = crate::mem::try_with_capacity(total, "the matrix's entries")?;
+    let mut local_rows: Vec<u32> = crate::mem::try_with_capacity(total, "the matrix's entries")?;
     crate::mem::advise_huge_pages(&mut items);
     crate::mem::advise_huge_pages(&mut local_rows);
     {
@@ -262,7 +262,7 @@ fn scatter<P: Copy + Send + Sync>(
         items.set_len(total);
         local_rows.set_len(total);
     }
-    (items, local_rows)
+    Ok((items, local_rows))
 }
 
 /// Step 3: in each bucket, a counting sort by row (through a scratch copy of the bucket), then
@@ -275,10 +275,10 @@ fn sort_buckets<P: Copy + Send + Sync>(
     nrows: usize,
     bucket_rows: usize,
     finish_row: impl Fn(&mut [P]) -> usize + Sync,
-) -> (Vec<u64>, Vec<u64>) {
+) -> Result<(Vec<u64>, Vec<u64>)> {
     let total = items.len();
-    let mut start = vec![0u64; nrows + 1];
-    let mut kept = vec![0u64; nrows];
+    let mut start = crate::mem::try_filled(nrows + 1, 0u64, "the matrix's row offsets")?;
+    let mut kept = crate::mem::try_filled(nrows, 0u64, "the matrix's row offsets")?;
     let lens: Vec<usize> = bucket_ptr
         .windows(2)
         .map(|w| (w[1] - w[0]) as usize)
@@ -323,7 +323,7 @@ fn sort_buckets<P: Copy + Send + Sync>(
             }
         });
     start[nrows] = total as u64;
-    (start, kept)
+    Ok((start, kept))
 }
 
 /// Offsets from per-row counts.
@@ -340,12 +340,15 @@ fn prefix_offsets(kept: &[u64]) -> Vec<u64> {
 
 /// Writes the final arrays of an unweighted build: each row's sorted columns, runs of equal
 /// columns combined as `dup` says (every value is one).
-fn gather_unweighted<T: Scalar>(b: Bucketed<u32>, dup: Duplicates) -> (Vec<u64>, Vec<u32>, Vec<T>) {
+fn gather_unweighted<T: Scalar>(
+    b: Bucketed<u32>,
+    dup: Duplicates,
+) -> Result<(Vec<u64>, Vec<u32>, Vec<T>)> {
     let new_ptr = prefix_offsets(&b.kept);
     let nnz = new_ptr[b.kept.len()] as usize;
     let mut col_idx = b.spare;
     col_idx.clear();
-    let mut values: Vec<T> = Vec::with_capacity(nnz);
+    let mut values: Vec<T> = crate::mem::try_with_capacity(nnz, "the matrix's values")?;
     crate::mem::advise_huge_pages(&mut values);
     {
         let cols = SharedSlice::new(&mut col_idx.spare_capacity_mut()[..nnz]);
@@ -398,16 +401,16 @@ fn gather_unweighted<T: Scalar>(b: Bucketed<u32>, dup: Duplicates) -> (Vec<u64>,
         col_idx.set_len(nnz);
         values.set_len(nnz);
     }
-    (new_ptr, col_idx, values)
+    Ok((new_ptr, col_idx, values))
 }
 
 /// Writes the final arrays of a weighted build: the kept front of each row.
-fn gather_weighted<T: Scalar>(b: Bucketed<(u32, T)>) -> (Vec<u64>, Vec<u32>, Vec<T>) {
+fn gather_weighted<T: Scalar>(b: Bucketed<(u32, T)>) -> Result<(Vec<u64>, Vec<u32>, Vec<T>)> {
     let new_ptr = prefix_offsets(&b.kept);
     let nnz = new_ptr[b.kept.len()] as usize;
     let mut col_idx = b.spare;
     col_idx.clear();
-    let mut values: Vec<T> = Vec::with_capacity(nnz);
+    let mut values: Vec<T> = crate::mem::try_with_capacity(nnz, "the matrix's values")?;
     crate::mem::advise_huge_pages(&mut values);
     if nnz == b.items.len() {
         // Nothing was combined: the items are already in place.
@@ -445,7 +448,7 @@ fn gather_weighted<T: Scalar>(b: Bucketed<(u32, T)>) -> (Vec<u64>, Vec<u32>, Vec
         col_idx.set_len(nnz);
         values.set_len(nnz);
     }
-    (new_ptr, col_idx, values)
+    Ok((new_ptr, col_idx, values))
 }
 
 /// Sorts a row by column, ties by value: by column first (a cheap key), then each run of equal

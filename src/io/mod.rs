@@ -25,6 +25,7 @@ mod abc;
 mod el;
 mod labels;
 pub mod limits;
+mod mapguard;
 mod mtx;
 pub mod npz;
 mod reader;
@@ -134,9 +135,19 @@ pub struct Loaded {
 
 /// Loads a graph file. Without `format`, the file name's extension decides
 /// ([`Format::from_path`]); an unknown extension is an error asking for `--format`. A graph
-/// whose vertices need more memory than there is fails here, before anything per vertex is
-/// allocated ([`limits`]).
+/// whose vertices need more memory than there is, at the least any command needs
+/// ([`limits::Footprint::MINIMUM`]), fails here, before anything per vertex is allocated.
 pub fn load(path: &Path, format: Option<Format>) -> Result<Loaded> {
+    load_for(path, format, &limits::Footprint::MINIMUM)
+}
+
+/// [`load`] for a command that will allocate `footprint` for the graph: a graph that needs more
+/// memory than there is ([`limits`]) fails here, naming the file and the line.
+pub fn load_for(
+    path: &Path,
+    format: Option<Format>,
+    footprint: &limits::Footprint,
+) -> Result<Loaded> {
     let source = reader::Source::open(path)?;
     let format = match format.or_else(|| Format::from_path(path)) {
         Some(f) => f,
@@ -155,8 +166,11 @@ pub fn load(path: &Path, format: Option<Format>) -> Result<Loaded> {
         }
     };
     let bytes = source.bytes();
-    let loaded = parse_with(bytes, format, path, reader::default_chunk(bytes.len()))?;
-    limits::check(&loaded, bytes, path)?;
+    let loaded = parse_with(bytes, format, path, reader::default_chunk(bytes.len()))
+        .and_then(|l| limits::check(&l, bytes, path, footprint).map(|()| l));
+    // A file that changed while it was parsed: whatever the parse made of it, that is the error.
+    source.unchanged(path)?;
+    let loaded = loaded?;
     crate::interrupt::check()?;
     Ok(loaded)
 }

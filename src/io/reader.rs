@@ -29,7 +29,14 @@ const MIN_CHUNK: usize = 64 << 10;
 /// The bytes of an input file: memory-mapped, or read into memory when the file cannot be mapped
 /// (an empty file, a pipe).
 pub(crate) enum Source {
-    Mapped(memmap2::Mmap),
+    Mapped {
+        /// Declared first, so it is dropped before the map.
+        guard: Option<super::mapguard::MapGuard>,
+        map: memmap2::Mmap,
+        file: std::fs::File,
+        /// The file's length and modification time when it was mapped.
+        stamp: (u64, Option<std::time::SystemTime>),
+    },
     Owned(Vec<u8>),
 }
 
@@ -50,16 +57,24 @@ impl Source {
             if meta.len() == 0 {
                 return Ok(Source::Owned(Vec::new()));
             }
-            // SAFETY: the map is read-only and lives no longer than this `Source`. As with every
-            // reader built on mmap, another process truncating or rewriting the file while it is
-            // being parsed is not guarded against.
+            // SAFETY: the map is read-only and lives no longer than this `Source`. A file that
+            // another process truncates while it is read makes reads past its new end fault:
+            // the guard turns that into zeros and a mark, and [`Source::unchanged`] into an
+            // error (`io::mapguard`).
             if let Ok(map) = unsafe { memmap2::Mmap::map(&file) } {
                 #[cfg(unix)]
                 {
                     // Only a hint: failure changes nothing but speed.
                     let _ = map.advise(memmap2::Advice::Sequential);
                 }
-                return Ok(Source::Mapped(map));
+                let guard = super::mapguard::MapGuard::register(map.as_ptr(), map.len());
+                let stamp = (meta.len(), meta.modified().ok());
+                return Ok(Source::Mapped {
+                    guard,
+                    map,
+                    file,
+                    stamp,
+                });
             }
         }
         let mut bytes = Vec::new();
@@ -72,9 +87,30 @@ impl Source {
     /// The file's bytes.
     pub(crate) fn bytes(&self) -> &[u8] {
         match self {
-            Source::Mapped(m) => m,
+            Source::Mapped { map, .. } => map,
             Source::Owned(v) => v,
         }
+    }
+
+    /// Fails when the mapped file changed since it was mapped (truncated under the map, or
+    /// rewritten: another length or modification time): what was read is then not the file.
+    pub(crate) fn unchanged(&self, path: &Path) -> Result<()> {
+        let Source::Mapped {
+            guard, file, stamp, ..
+        } = self
+        else {
+            return Ok(());
+        };
+        let now = file.metadata().map(|m| (m.len(), m.modified().ok())).ok();
+        if guard.as_ref().is_some_and(|g| g.faulted()) || now != Some(*stamp) {
+            return Err(Error::Input {
+                path: path.to_path_buf(),
+                message: "the file changed while it was read (truncated or rewritten by \
+                          another program); read it again once it is complete"
+                    .into(),
+            });
+        }
+        Ok(())
     }
 }
 

@@ -19,6 +19,7 @@ use crate::spgemm::{
 };
 use rayon::prelude::*;
 use std::ops::Range;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 use std::time::Instant;
 
@@ -104,6 +105,12 @@ pub(super) fn iterate<T: Scalar>(
     let states: Vec<Mutex<Option<State<T>>>> = (0..rayon::current_num_threads().max(1))
         .map(|_| Mutex::new(None))
         .collect();
+    // The pruned columns are kept in the groups' parts and then copied into the next matrix:
+    // twice its size at the end. Past what the memory left holds, the iteration stops.
+    let entry = super::entry_bytes::<T>();
+    let room = super::room_for_next(m);
+    let kept_limit = room.map_or(u64::MAX, |r| r / (2 * entry));
+    let kept_so_far = AtomicU64::new(0);
     let done: Vec<Result<Done<'_, T>>> = groups(&ordered, target)
         .into_par_iter()
         .with_max_len(1)
@@ -126,8 +133,19 @@ pub(super) fn iterate<T: Scalar>(
             let mut prune = |d: &mut Done<'_, T>, i: usize, cols: &[u32], vals: &[T]| {
                 d.expanded += cols.len() as u64;
                 let node = i as u32;
+                let before = d.part.vals.len();
                 d.part
                     .push_column(cols, vals, node, &params.prune, cutoff, inflation, scratch);
+                let added = (d.part.vals.len() - before) as u64;
+                let kept = kept_so_far.fetch_add(added, Ordering::Relaxed) + added;
+                match room {
+                    Some(room) if kept > kept_limit => Err(super::next_matrix_too_large(
+                        kept,
+                        kept.saturating_mul(2 * entry),
+                        room,
+                    )),
+                    _ => Ok(()),
+                }
             };
             // Runs of dense rows are made GROUP at a time.
             let mut run: Vec<(usize, u64)> = Vec::with_capacity(GROUP);
@@ -148,7 +166,7 @@ pub(super) fn iterate<T: Scalar>(
                     let t = Instant::now();
                     let (cols, vals) = rows.row(m, m, i, per_row[i]);
                     d.expand_seconds += t.elapsed().as_secs_f64();
-                    prune(&mut d, i, cols, vals);
+                    prune(&mut d, i, cols, vals)?;
                     at += 1;
                     continue;
                 }
@@ -159,7 +177,7 @@ pub(super) fn iterate<T: Scalar>(
                     let t = Instant::now();
                     let (cols, vals) = rows.take(m, m, q);
                     d.expand_seconds += t.elapsed().as_secs_f64();
-                    prune(&mut d, r, cols, vals);
+                    prune(&mut d, r, cols, vals)?;
                 }
             }
             d.seconds = t0.elapsed().as_secs_f64();
@@ -197,8 +215,8 @@ pub(super) fn iterate<T: Scalar>(
         row_ptr.push(kept);
     }
     drop(lens);
-    let mut cols: Vec<u32> = vec![0; kept as usize];
-    let mut vals: Vec<T> = vec![T::ZERO; kept as usize];
+    let mut cols: Vec<u32> = crate::mem::try_filled(kept as usize, 0, "MCL's next matrix")?;
+    let mut vals: Vec<T> = crate::mem::try_filled(kept as usize, T::ZERO, "MCL's next matrix")?;
     for (rows, p) in parts {
         let mut from = 0usize;
         for (&r, &l) in rows.iter().zip(&p.lens) {

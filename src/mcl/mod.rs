@@ -46,6 +46,15 @@ use rayon::prelude::*;
 use std::ops::Range;
 use std::time::Instant;
 
+/// What clustering allocates per vertex id of the file (the id compaction's map) and per edge
+/// (the compacted copy, both directions in the symmetric matrix with its values, the start
+/// matrix); the expansion is bounded by the memory left ([`cluster`]).
+pub const FOOTPRINT: crate::io::limits::Footprint = crate::io::limits::Footprint {
+    command: "cluster",
+    per_vertex: 8,
+    per_edge: 48,
+};
+
 /// The parameters of a run; [`Default`] gives mcl's defaults.
 #[derive(Clone, Debug, PartialEq)]
 pub struct MclParams {
@@ -248,6 +257,41 @@ pub fn start_matrix<T: Scalar>(graph: &Csr<T>, loop_gain: f64) -> Csr<T> {
     Csr::from_parts_unchecked(n, n, row_ptr, cols, vals)
 }
 
+/// Bytes one entry of an MCL matrix takes: its column (`u32`) and its value.
+fn entry_bytes<T>() -> u64 {
+    4 + std::mem::size_of::<T>() as u64
+}
+
+/// The memory left for the next matrix while `m` is alive ([`io::limits::memory_left`]);
+/// `None` where it cannot be told.
+fn room_for_next<T: Scalar>(m: &Csr<T>) -> Option<u64> {
+    let in_use = (m.nnz() as u64).saturating_mul(entry_bytes::<T>()) + 8 * m.nrows() as u64;
+    crate::io::limits::memory_left(in_use)
+}
+
+/// Entries of `M²` per CPU batch: the size asked for, else [`CPU_BATCH_ENTRIES`] but no more
+/// than a third of the memory left (`room`, bytes) holds, since the batch, its pruned copy and
+/// the next matrix are alive together.
+fn cpu_batch_budget(asked: Option<u64>, room: Option<u64>, entry: u64) -> u64 {
+    asked.unwrap_or_else(|| {
+        let by_memory = room.map_or(u64::MAX, |r| (r / (3 * entry)).max(1));
+        CPU_BATCH_ENTRIES.min(by_memory)
+    })
+}
+
+/// The error when the pruned matrix of an iteration outgrows the memory left.
+/// `need`: the bytes the matrix kept so far takes where it is held (twice its entries' size on
+/// the fused path, which copies it once more to assemble it).
+fn next_matrix_too_large(kept: u64, need: u64, room: u64) -> Error {
+    Error::Invalid(format!(
+        "not enough memory for MCL's next matrix: it keeps more than {kept} entries, which need \
+         {} where {} is left; prune harder (a lower -P, -S or -R, or a lower --scheme) or run \
+         with more memory",
+        crate::io::limits::human(need),
+        crate::io::limits::human(room)
+    ))
+}
+
 /// Rows `0..products.len()` cut into consecutive batches whose bounds `min(products, n)` sum
 /// to at most `budget` (a row over it makes a batch alone).
 fn batches(products: &[u64], n: u64, budget: u64) -> Vec<Range<usize>> {
@@ -377,7 +421,8 @@ fn iterate_watched<T: Scalar>(
     let mut cols: Vec<u32> = Vec::new();
     let mut vals: Vec<T> = Vec::new();
     let threads = rayon::current_num_threads().max(1);
-    // Prunes and inflates one batch of M²'s rows (row 0 of `c` is row `first`) and appends it.
+    // Prunes and inflates one batch of M²'s rows (row 0 of `c` is row `first`) and appends it;
+    // returns the entries kept so far.
     let mut absorb = |first: usize, c: Csr<T>| {
         it.expanded += c.nnz() as u64;
         it.batches += 1;
@@ -403,11 +448,14 @@ fn iterate_watched<T: Scalar>(
             cols.extend_from_slice(&p.cols);
             vals.extend_from_slice(&p.vals);
         }
+        vals.len() as u64
     };
     let (mut products, mut expand_seconds) = (0u64, 0f64);
     let per_row = spgemm::intermediate_products_per_row(m, m)?;
     progress.expect(n as u64, per_row.iter().sum());
-    let budget = params.batch_entries.unwrap_or(CPU_BATCH_ENTRIES);
+    let entry = entry_bytes::<T>();
+    let room = room_for_next(m);
+    let budget = cpu_batch_budget(params.batch_entries, room, entry);
     for batch in batches(&per_row, m.ncols() as u64, budget) {
         crate::interrupt::check()?;
         let opts = SpgemmOptions {
@@ -418,8 +466,16 @@ fn iterate_watched<T: Scalar>(
         let (c, stats) = spgemm::multiply(engine, m, m, &opts)?;
         products += stats.intermediate_products;
         expand_seconds += stats.seconds;
-        absorb(batch.start, c);
+        let kept = absorb(batch.start, c);
         progress.advance(batch.len() as u64, per_row[batch].iter().sum());
+        // The next matrix grows batch by batch: it stops where it would not fit.
+        if let Some(room) = room.filter(|&r| kept.saturating_mul(entry) > r) {
+            return Err(next_matrix_too_large(
+                kept,
+                kept.saturating_mul(entry),
+                room,
+            ));
+        }
     }
     it.products += products;
     it.expand_seconds += expand_seconds;
@@ -691,6 +747,16 @@ mod tests {
         // Rows count at most n entries.
         assert_eq!(batches(&[5, 50, 20, 1, 1], 5, 10), vec![0..2, 2..5]);
         assert_eq!(batches(&[], 5, 10), Vec::<Range<usize>>::new());
+    }
+
+    #[test]
+    fn cpu_batches_are_bounded_by_the_memory_left() {
+        // Asked for: as asked. Else the default, or a third of the room in entries.
+        assert_eq!(cpu_batch_budget(Some(7), Some(1), 8), 7);
+        assert_eq!(cpu_batch_budget(None, None, 8), CPU_BATCH_ENTRIES);
+        assert_eq!(cpu_batch_budget(None, Some(u64::MAX), 8), CPU_BATCH_ENTRIES);
+        assert_eq!(cpu_batch_budget(None, Some(2400), 8), 100);
+        assert_eq!(cpu_batch_budget(None, Some(0), 8), 1);
     }
 
     #[test]

@@ -30,6 +30,15 @@ use std::ops::Range;
 use std::str::FromStr;
 use std::time::Instant;
 
+/// What a product allocates per vertex of its inputs (row offsets of A, B and C, per-row product
+/// counts and plans) and per input edge (the CSR's columns and `f64` values, the build's copy);
+/// C itself is sized by the product and reserved fallibly.
+pub const FOOTPRINT: crate::io::limits::Footprint = crate::io::limits::Footprint {
+    command: "spgemm",
+    per_vertex: 40,
+    per_edge: 32,
+};
+
 /// Which engine computes a product.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub enum EngineKind {

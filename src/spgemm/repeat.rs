@@ -20,10 +20,15 @@ pub fn multiply_repeatedly<T: Scalar>(
         return Err(Error::Invalid("repeat must be at least 1".into()));
     }
     let warm_up = usize::from(repeat > 1);
-    let mut times = Vec::with_capacity(repeat);
+    // `repeat` comes from the user: the list of times grows as runs finish rather than being
+    // reserved up front, and the count with the warm-up must not overflow.
+    let Some(runs) = repeat.checked_add(warm_up) else {
+        return Err(Error::Invalid(format!("repeat {repeat} is too large")));
+    };
+    let mut times = Vec::new();
     let mut first: Option<ProductFingerprint> = None;
     let mut last = None;
-    for run in 0..repeat + warm_up {
+    for run in 0..runs {
         drop(last.take());
         let (c, stats) = product()?;
         let print = ProductFingerprint::of(&c);
@@ -102,5 +107,16 @@ impl ProductFingerprint {
         self.nnz == other.nnz
             && self.structure == other.structure
             && (self.value_sum - other.value_sum).abs() <= 1e-4 * scale
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_repeat_count_that_overflows_with_its_warm_up_is_an_error() {
+        let r = multiply_repeatedly::<f64>(usize::MAX, || panic!("no product is made"));
+        assert!(matches!(r, Err(Error::Invalid(m)) if m.contains("too large")));
     }
 }

@@ -37,6 +37,15 @@ mod orient;
 
 pub use orient::worth_relabelling;
 
+/// What counting triangles allocates per vertex (the simple graph's and the oriented graph's row
+/// offsets, degrees, the relabelling and its inverse, per-vertex counts) and per edge (both
+/// directions of each edge in the simple graph, the oriented half).
+pub const FOOTPRINT: crate::io::limits::Footprint = crate::io::limits::Footprint {
+    command: "tricount",
+    per_vertex: 64,
+    per_edge: 24,
+};
+
 /// An undirected graph with no self loops and no repeated edges, stored as its symmetric
 /// adjacency pattern (each row sorted, each edge in both rows).
 #[derive(Clone, Debug, PartialEq)]

@@ -351,3 +351,49 @@ fn loads_every_format_from_disk() {
     assert_eq!(l.labels.label(1), "y");
     assert!(Path::new(&f.dir.path().join("g.abc")).exists());
 }
+
+#[cfg(target_os = "linux")]
+#[test]
+fn a_file_truncated_or_rewritten_while_it_is_read_is_an_error_not_a_crash() {
+    // Before: SIGBUS (exit 135, no message) when the file shrank under gmcl's memory map.
+    use std::io::Write;
+    use std::os::unix::process::ExitStatusExt;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("g.el");
+    let mut text = Vec::new();
+    for i in 0..3_000_000u32 {
+        writeln!(text, "{} {}", i % 1_000_003, i % 999_983).unwrap();
+    }
+    let mut changed = 0;
+    for attempt in 0..60u64 {
+        std::fs::write(&path, &text).unwrap();
+        let child = crate::util::cmd()
+            .args(["info", path.to_str().unwrap()])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(5 + (attempt * 7) % 120));
+        let f = std::fs::OpenOptions::new().write(true).open(&path).unwrap();
+        f.set_len(0).unwrap();
+        if attempt % 2 == 1 {
+            // `cp other.el g.el`: truncated, then a shorter file written in its place.
+            (&f).write_all(b"0 1\n1 2\n").unwrap();
+        }
+        let out = child.wait_with_output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.signal(), None, "killed by a signal: {err}");
+        assert!(matches!(out.status.code(), Some(0 | 2)), "{err}");
+        if out.status.code() == Some(2) {
+            assert!(
+                err.contains("g.el: the file changed while it was read"),
+                "{err}"
+            );
+            changed += 1;
+            if changed >= 4 {
+                break;
+            }
+        }
+    }
+    assert!(changed > 0, "the file was never changed during a read");
+}

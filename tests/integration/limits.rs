@@ -54,26 +54,35 @@ fn ids_past_u32_are_refused_naming_the_line() {
 
 #[test]
 fn vertices_that_cannot_fit_in_memory_are_refused_before_allocating() {
+    use gmcl::io::limits::{human, Footprint};
     let dir = tempfile::tempdir().unwrap();
-    // 10^8 + 1 vertices need 1.5 GiB of per-vertex arrays: refused under a 1 GiB limit.
+    // 10^8 + 1 vertices: each command's arrays for them are more than 512 MiB.
     let el = dir.path().join("wide.el");
     std::fs::write(&el, "0 1\n# a comment\n100000000 5\n").unwrap();
-    let gib = "1073741824";
-    for cmd in ["info", "tricount", "cluster", "spgemm"] {
-        let e = fails(&[cmd, s(&el)], Some(gib));
+    let limit = "512M";
+    let footprints: [(&str, Footprint); 4] = [
+        ("info", gmcl::info::FOOTPRINT),
+        ("tricount", gmcl::tricount::FOOTPRINT),
+        ("cluster", gmcl::mcl::FOOTPRINT),
+        ("spgemm", gmcl::spgemm::FOOTPRINT),
+    ];
+    for (cmd, f) in footprints {
+        let e = fails(&[cmd, s(&el)], Some(limit));
+        let need = format!("{cmd} needs {} for them", human(f.bytes(100_000_001, 2)));
         assert!(
             e.contains("wide.el:3: vertex id 100000000 asks for 100000001 vertices")
-                && e.contains("1.5 GiB")
+                && e.contains(&need)
+                && e.contains("512.0 MiB available (the memory limit set for this run)")
                 && e.contains("--format snap"),
             "{cmd}: {e}"
         );
     }
     // The same file as SNAP text has 4 vertices.
-    let out = gmcl(&["info", s(&el), "--format", "snap", "--json"], Some(gib));
+    let out = gmcl(&["info", s(&el), "--format", "snap", "--json"], Some(limit));
     assert!(out.status.success());
     assert!(String::from_utf8_lossy(&out.stdout).contains("\"vertices\":4"));
     // Under a larger limit the edge list itself loads.
-    assert!(gmcl(&["info", s(&el)], Some("4294967296")).status.success());
+    assert!(gmcl(&["info", s(&el)], Some("8G")).status.success());
 
     let mtx = dir.path().join("wide.mtx");
     std::fs::write(
@@ -81,11 +90,51 @@ fn vertices_that_cannot_fit_in_memory_are_refused_before_allocating() {
         "%%MatrixMarket matrix coordinate pattern general\n% c\n3 200000000 1\n1 1\n",
     )
     .unwrap();
-    let e = fails(&["info", s(&mtx)], Some(gib));
+    let e = fails(&["info", s(&mtx)], Some(limit));
     assert!(
         e.contains("wide.mtx:3: the size line asks for 3 x 200000000 vertices"),
         "{e}"
     );
+}
+
+#[test]
+fn a_malformed_memory_limit_is_an_error_not_no_limit() {
+    for bad in ["", "1e9", "1.5G", "-1", "1GB", "lots"] {
+        let e = fails(&["info", "graphs/karate.el"], Some(bad));
+        assert!(
+            e.contains(&format!("GMCL_MEMORY_LIMIT={bad}:")),
+            "{bad:?}: {e}"
+        );
+    }
+    for good in ["64M", "1g", "1073741824"] {
+        assert!(gmcl(&["info", "graphs/karate.el"], Some(good))
+            .status
+            .success());
+    }
+}
+
+#[cfg(target_os = "linux")]
+#[test]
+fn an_address_space_limit_is_respected() {
+    // 13 bytes naming vertex 10^9: before, this passed the guard and ran past 10 GB.
+    let dir = tempfile::tempdir().unwrap();
+    let el = dir.path().join("far.el");
+    std::fs::write(&el, "0 1000000000\n").unwrap();
+    for cmd in ["info", "tricount", "spgemm", "cluster"] {
+        let script = format!(
+            "ulimit -v 3000000 && exec '{}' {cmd} '{}'",
+            crate::util::gmcl_bin().display(),
+            s(&el)
+        );
+        let r = Command::new("sh").args(["-c", &script]).output().unwrap();
+        let err = String::from_utf8_lossy(&r.stderr);
+        assert_eq!(r.status.code(), Some(2), "{cmd}: {err}");
+        assert!(
+            err.contains("far.el:1: vertex id 1000000000 asks for 1000000001 vertices")
+                && err.contains("(the address space left under ulimit -v)"),
+            "{cmd}: {err}"
+        );
+    }
 }
 
 #[cfg(unix)]
@@ -168,4 +217,103 @@ fn a_closed_stderr_does_not_stop_a_run() {
     let status = child.wait().unwrap();
     assert!(status.success(), "{status:?}");
     assert!(std::fs::read_to_string(&out).unwrap().lines().count() > 1);
+}
+
+#[test]
+fn repeat_counts_past_the_bound_are_usage_errors() {
+    // usize::MAX overflowed a range (tricount) or a capacity (spgemm, bench): a panic, exit 101.
+    let huge = "18446744073709551615";
+    for args in [
+        &["tricount", "graphs/karate.el", "--repeat", huge][..],
+        &["spgemm", "graphs/karate.el", "--repeat", huge],
+        &["bench", "spgemm", "--engines", "cpu", "--repeat", huge],
+        &["tricount", "graphs/karate.el", "--repeat", "1000001"],
+    ] {
+        let e = fails(args, None);
+        assert!(
+            e.contains("--repeat") && e.contains("1..=1000000"),
+            "{args:?}: {e}"
+        );
+    }
+}
+
+#[cfg(target_os = "linux")]
+#[test]
+fn worker_threads_that_cannot_start_are_an_error() {
+    // Under a 400 MB address-space limit the system refuses 1,000 thread stacks. Without
+    // --threads the pool used to start lazily, and rayon panicked at its first use (exit 101).
+    // (`ulimit -u` does the same for other users; root is exempt from it.)
+    for (threads, env) in [("", "RAYON_NUM_THREADS=1000 "), ("--threads 1000", "")] {
+        let script = format!(
+            "ulimit -v 400000 && {env}exec '{}' {threads} info graphs/karate.el",
+            crate::util::gmcl_bin().display()
+        );
+        let r = Command::new("sh").args(["-c", &script]).output().unwrap();
+        let err = String::from_utf8_lossy(&r.stderr);
+        assert_eq!(r.status.code(), Some(2), "{script}: {err}");
+        assert!(err.contains("cannot start the worker threads"), "{err}");
+        assert!(!err.contains("panicked"), "{err}");
+    }
+}
+
+#[cfg(target_os = "linux")]
+#[test]
+fn allocations_that_fail_end_the_run_cleanly() {
+    // With the guard out of the way (GMCL_MEMORY_LIMIT=64G), an address-space limit makes
+    // allocations fail mid-run. Before, Rust's "memory allocation of N bytes failed" aborted
+    // (exit 134) and left the hidden temporary output beside the target.
+    let dir = tempfile::tempdir().unwrap();
+    let g = dir.path().join("g.el");
+    let made = crate::util::gmcl(&["generate", "-s", "16", "-e", "16", "-o", s(&g)]);
+    assert!(made.status.success());
+    let runs: [&[&str]; 5] = [
+        &["info", "g.el"],
+        &["tricount", "g.el", "--per-vertex", "pv.txt"],
+        &["spgemm", "g.el", "-o", "p.mtx"],
+        &[
+            "cluster", "--engine", "cpu", "g.el", "-o", "c.out", "--json", "c.json",
+        ],
+        &["generate", "-s", "18", "-e", "16", "-o", "gen.el"],
+    ];
+    let mut out_of_memory = 0;
+    for args in runs {
+        let mut failed = false;
+        for kib in [150_000, 200_000, 300_000, 500_000] {
+            let script = format!(
+                "ulimit -v {kib} && exec '{}' -q {}",
+                crate::util::gmcl_bin().display(),
+                args.join(" ")
+            );
+            let r = Command::new("sh")
+                .args(["-c", &script])
+                .current_dir(dir.path())
+                .env("GMCL_MEMORY_LIMIT", "64G")
+                .output()
+                .unwrap();
+            let err = String::from_utf8_lossy(&r.stderr);
+            let code = r.status.code();
+            assert!(matches!(code, Some(0 | 2)), "{script}: {code:?} {err}");
+            assert!(!err.contains("panicked"), "{script}: {err}");
+            if code == Some(2) {
+                failed = true;
+                assert!(err.contains("gmcl: error: "), "{script}: {err}");
+            }
+            if err.contains("gmcl: error: not enough memory: an allocation of ") {
+                out_of_memory += 1;
+                assert!(err.contains("available"), "{err}");
+            }
+            let left: Vec<_> = std::fs::read_dir(dir.path())
+                .unwrap()
+                .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+                .filter(|n| n.ends_with(".tmp"))
+                .collect();
+            assert!(left.is_empty(), "{script} left {left:?}");
+        }
+        assert!(
+            failed,
+            "{args:?} never ran out of memory: the limits are too high"
+        );
+    }
+    // At least one run failed in an allocation (not in a checked reservation).
+    assert!(out_of_memory > 0);
 }

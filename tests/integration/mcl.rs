@@ -335,3 +335,44 @@ fn cli_dist_compares_clusterings() {
     assert!(e.contains("both must cluster the same nodes"), "{e}");
     fails(&["dist", "tests/golden/karate.mcl", "no/such.clusters"], 2);
 }
+
+#[test]
+fn a_hub_under_a_memory_limit_expands_in_batches_or_stops_cleanly() {
+    // A star: every column of M² holds the hub's whole column, so M² is dense. Before, the
+    // CPU expansion was bounded by entries only; a star of 10^6 leaves ran out of memory.
+    let dir = tempfile::tempdir().unwrap();
+    let star = dir.path().join("star.el");
+    let text: String = (1..=300).map(|i| format!("0 {i}\n")).collect();
+    std::fs::write(&star, text).unwrap();
+    let run = |limit: Option<&str>, extra: &[&str], out: &str| {
+        let out = dir.path().join(out);
+        let mut c = crate::util::cmd();
+        c.args(["cluster", "--engine", "cpu", star.to_str().unwrap()]);
+        c.args(extra).arg("-o").arg(&out);
+        if let Some(l) = limit {
+            c.env("GMCL_MEMORY_LIMIT", l);
+        }
+        let r = c.output().unwrap();
+        let err = String::from_utf8_lossy(&r.stderr).into_owned();
+        (r.status.code(), err, std::fs::read(&out).ok())
+    };
+    let (code, _, unlimited) = run(None, &[], "free.clusters");
+    assert_eq!(code, Some(0));
+    let unlimited = unlimited.unwrap();
+    // The batched path under 1 MiB: M² in several batches, the same clusters.
+    let (code, err, batched) = run(Some("1M"), &["--unfused"], "batched.clusters");
+    assert_eq!(code, Some(0), "{err}");
+    assert!(err.contains(" batches)"), "{err}");
+    assert_eq!(batched.unwrap(), unlimited);
+    // The fused path keeps no M², only the next matrix: 4 MiB holds it, 1 MiB does not.
+    let (code, err, fused) = run(Some("4M"), &[], "fused.clusters");
+    assert_eq!(code, Some(0), "{err}");
+    assert_eq!(fused.unwrap(), unlimited);
+    let (code, err, none) = run(Some("1M"), &[], "none.clusters");
+    assert_eq!(code, Some(2), "{err}");
+    assert!(
+        err.contains("not enough memory for MCL's next matrix") && err.contains("is left"),
+        "{err}"
+    );
+    assert!(none.is_none());
+}

@@ -48,7 +48,7 @@ pub struct BenchSpgemmArgs {
     #[arg(long, value_name = "LIST", value_delimiter = ',')]
     densities: Vec<u32>,
     /// Timed runs per engine after one warm-up; the median is reported.
-    #[arg(long, default_value_t = 5, value_name = "N")]
+    #[arg(long, default_value_t = 5, value_name = "N", value_parser = crate::cli::repeat_parser())]
     repeat: usize,
     /// Engines to run, comma-separated: gpu (gMAGNUS), cusparse (every algorithm), cpu.
     #[arg(long, default_value = "gpu,cusparse", value_name = "LIST")]
