@@ -171,7 +171,7 @@ pub fn build(input: BuildInput) {
         }
         let w = el.weights.as_ref().map_or(1.0, |w| w[k]);
         cells.entry((u, v)).or_default().push(w);
-        if opts.symmetrize && u != v {
+        if opts.symmetrize {
             cells.entry((v, u)).or_default().push(w);
         }
     }

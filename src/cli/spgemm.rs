@@ -26,7 +26,8 @@ pub struct SpgemmArgs {
     /// Engine: cpu, gpu (gMAGNUS) or auto (the GPU when usable, else the CPU).
     #[arg(long, default_value = "auto")]
     engine: EngineKind,
-    /// Make the inputs symmetric first (A + Aᵀ pattern, duplicate values summed).
+    /// Multiply A + Aᵀ (and B + Bᵀ) instead: every entry added to its mirror, a diagonal entry
+    /// counting twice.
     #[arg(long)]
     symmetrize: bool,
     /// Value type of the product.

@@ -1,0 +1,114 @@
+//! Formats at the edges: what gmcl writes reads back as the format's owner reads it (Matrix
+//! Market as SciPy does, clusterings as `clm` does), in the file's own numbering.
+
+use crate::util::gmcl;
+use std::path::Path;
+
+fn ok(args: &[&str]) -> String {
+    let out = gmcl(args);
+    assert!(
+        out.status.success(),
+        "gmcl {args:?} failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).expect("utf-8 stdout")
+}
+
+/// Runs a command expected to fail with status 2; returns stderr.
+fn fails(args: &[&str]) -> String {
+    let out = gmcl(args);
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert_eq!(out.status.code(), Some(2), "gmcl {args:?}: {err}");
+    assert!(!err.contains("panicked"), "gmcl {args:?} panicked: {err}");
+    err
+}
+
+fn s(p: &Path) -> &str {
+    p.to_str().unwrap()
+}
+
+/// A Matrix Market coordinate file read as SciPy reads it: the header's field and symmetry,
+/// the shape, and the dense matrix (entries summed; `symmetric` mirrored off the diagonal).
+fn read_mtx_dense(text: &str) -> (String, usize, usize, Vec<f64>) {
+    let mut lines = text.lines();
+    let header = lines.next().unwrap().to_owned();
+    let mut lines = lines.filter(|l| !l.starts_with('%'));
+    let size: Vec<usize> = lines
+        .next()
+        .unwrap()
+        .split_whitespace()
+        .map(|x| x.parse().unwrap())
+        .collect();
+    let (m, n) = (size[0], size[1]);
+    let symmetric = header.ends_with(" symmetric");
+    let mut d = vec![0.0; m * n];
+    let mut count = 0;
+    for l in lines {
+        let f: Vec<&str> = l.split_whitespace().collect();
+        let (i, j): (usize, usize) = (f[0].parse().unwrap(), f[1].parse().unwrap());
+        assert!(i >= 1 && j >= 1 && i <= m && j <= n, "{l}");
+        if symmetric {
+            assert!(i >= j, "a symmetric file holds the lower triangle: {l}");
+        }
+        let w: f64 = f.get(2).map_or(1.0, |w| w.parse().unwrap());
+        d[(i - 1) * n + j - 1] += w;
+        if symmetric && i != j {
+            d[(j - 1) * n + i - 1] += w;
+        }
+        count += 1;
+    }
+    assert_eq!(count, size[2], "entry count of the size line");
+    (header, m, n, d)
+}
+
+#[test]
+fn symmetrize_is_a_plus_a_transpose_diagonal_doubled() {
+    let dir = tempfile::tempdir().unwrap();
+    let g = dir.path().join("s.wel");
+    let edges = [
+        (0usize, 0usize, 5.0f64),
+        (0, 1, 1.0),
+        (1, 2, 2.5),
+        (2, 2, 1.5),
+        (3, 1, -1.0),
+        (2, 3, 4.0),
+    ];
+    let text: String = edges
+        .iter()
+        .map(|(u, v, w)| format!("{u} {v} {w}\n"))
+        .collect();
+    std::fs::write(&g, text).unwrap();
+    // The reference: S = A + Aᵀ densely, then S².
+    let n = 4;
+    let mut sym = vec![0.0; n * n];
+    for &(u, v, w) in &edges {
+        sym[u * n + v] += w;
+        sym[v * n + u] += w;
+    }
+    let mut want = vec![0.0; n * n];
+    for i in 0..n {
+        for k in 0..n {
+            for j in 0..n {
+                want[i * n + j] += sym[i * n + k] * sym[k * n + j];
+            }
+        }
+    }
+    // The self loop of weight 5 counts twice: (10² + 1²), as SciPy's (A + A.T) @ (A + A.T).
+    assert_eq!(want[0], 101.0);
+    let c = dir.path().join("c.mtx");
+    ok(&[
+        "spgemm",
+        s(&g),
+        "--symmetrize",
+        "--engine",
+        "cpu",
+        "-o",
+        s(&c),
+        "-q",
+    ]);
+    let (_, m, k, got) = read_mtx_dense(&std::fs::read_to_string(&c).unwrap());
+    assert_eq!((m, k), (n, n));
+    for (x, y) in got.iter().zip(&want) {
+        assert!((x - y).abs() < 1e-12, "{got:?} != {want:?}");
+    }
+}
