@@ -112,3 +112,77 @@ fn symmetrize_is_a_plus_a_transpose_diagonal_doubled() {
         assert!((x - y).abs() < 1e-12, "{got:?} != {want:?}");
     }
 }
+
+#[test]
+fn generated_undirected_mtx_is_symmetric_and_weights_are_never_dropped() {
+    let dir = tempfile::tempdir().unwrap();
+    let (el, mtx, wmtx) = (
+        dir.path().join("g.el"),
+        dir.path().join("g.mtx"),
+        dir.path().join("w.mtx"),
+    );
+    let gen = |out: &Path, extra: &[&str]| {
+        let mut args = vec!["generate", "-n", "50", "-m", "200", "--seed", "3"];
+        args.extend_from_slice(extra);
+        args.extend(["--undirected", "-q", "-o", s(out)]);
+        ok(&args);
+    };
+    gen(&el, &[]);
+    gen(&mtx, &[]);
+    gen(&wmtx, &["--weights"]);
+    // The graph the edge list lists, both ways (a self loop once): what SciPy must read.
+    let n = 50;
+    let mut want = vec![0.0; n * n];
+    for l in std::fs::read_to_string(&el).unwrap().lines() {
+        let (u, v) = l.split_once(' ').unwrap();
+        let (u, v): (usize, usize) = (u.parse().unwrap(), v.parse().unwrap());
+        assert!(u <= v, "{l}");
+        want[u * n + v] += 1.0;
+        if u != v {
+            want[v * n + u] += 1.0;
+        }
+    }
+    let (header, rows, cols, got) = read_mtx_dense(&std::fs::read_to_string(&mtx).unwrap());
+    assert_eq!(header, "%%MatrixMarket matrix coordinate pattern symmetric");
+    assert_eq!((rows, cols), (n, n));
+    assert_eq!(got, want);
+    // Weighted: real symmetric, same structure; gmcl reads it back as 200 undirected edges.
+    let (header, _, _, w) = read_mtx_dense(&std::fs::read_to_string(&wmtx).unwrap());
+    assert_eq!(header, "%%MatrixMarket matrix coordinate real symmetric");
+    assert!(w.iter().zip(&got).all(|(a, b)| (*a != 0.0) == (*b != 0.0)));
+    let info = ok(&["info", s(&wmtx), "--json"]);
+    let info: serde_json::Value = serde_json::from_str(info.trim()).unwrap();
+    assert_eq!(
+        (info["edges"].as_u64(), info["symmetric"].as_bool()),
+        (Some(200), Some(true))
+    );
+
+    // Weights to .el would be lost: refused before any work, naming the way out.
+    let lossy = dir.path().join("x.el");
+    let err = fails(&[
+        "generate",
+        "-s",
+        "4",
+        "-e",
+        "2",
+        "--weights",
+        "-o",
+        s(&lossy),
+    ]);
+    assert!(err.contains("x.el") && err.contains(".wel"), "{err}");
+    assert!(!lossy.exists());
+    let wel = dir.path().join("x.wel");
+    ok(&[
+        "generate",
+        "-s",
+        "4",
+        "-e",
+        "2",
+        "--weights",
+        "-q",
+        "-o",
+        s(&wel),
+    ]);
+    let text = std::fs::read_to_string(&wel).unwrap();
+    assert!(text.lines().all(|l| l.split(' ').count() == 3), "{text}");
+}
