@@ -137,7 +137,7 @@ fn run_typed<T: Scalar>(a: SpgemmArgs, ui: Ui) -> Result<()> {
     let mb = match &a.b {
         Some(pb) => {
             let (lb, mb) = load_matrix::<T>(pb, fmt, a.symmetrize)?;
-            if la.labels != gmcl::Labels::Identity || lb.labels != gmcl::Labels::Identity {
+            if !la.labels.is_positional() || !lb.labels.is_positional() {
                 return Err(Error::Invalid(
                     "A·B of two files needs numeric ids (el, wel, mtx): label and SNAP ids are \
                      renumbered per file, so their rows and columns would not match"

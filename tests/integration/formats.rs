@@ -186,3 +186,58 @@ fn generated_undirected_mtx_is_symmetric_and_weights_are_never_dropped() {
     let text = std::fs::read_to_string(&wel).unwrap();
     assert!(text.lines().all(|l| l.split(' ').count() == 3), "{text}");
 }
+
+#[test]
+fn outputs_number_vertices_as_the_input_file_does() {
+    let dir = tempfile::tempdir().unwrap();
+    // The karate club from .el (ids from 0) and .mtx (indices from 1): the same clusters, each
+    // in its file's own numbers.
+    let from_el = ok(&["cluster", "graphs/karate.el", "--engine", "cpu", "-q"]);
+    let from_mtx = ok(&["cluster", "graphs/karate.mtx", "--engine", "cpu", "-q"]);
+    let shifted: String = from_el
+        .lines()
+        .map(|l| {
+            let ids: Vec<String> = l
+                .split('\t')
+                .map(|v| (v.parse::<u32>().unwrap() + 1).to_string())
+                .collect();
+            ids.join("\t") + "\n"
+        })
+        .collect();
+    assert_eq!(from_mtx, shifted);
+    assert!(
+        from_mtx.split(['\t', '\n']).any(|v| v == "34"),
+        "{from_mtx}"
+    );
+    assert!(
+        !from_mtx.split(['\t', '\n']).any(|v| v == "0"),
+        "{from_mtx}"
+    );
+    // Per-vertex counts: node 34 of the .mtx (33 of the .el) is in 15 triangles.
+    let (el_counts, mtx_counts) = (dir.path().join("el.tsv"), dir.path().join("mtx.tsv"));
+    for (g, out) in [
+        ("graphs/karate.el", &el_counts),
+        ("graphs/karate.mtx", &mtx_counts),
+    ] {
+        ok(&["tricount", g, "--per-vertex", s(out), "-q"]);
+    }
+    let el_text = std::fs::read_to_string(&el_counts).unwrap();
+    let mtx_text = std::fs::read_to_string(&mtx_counts).unwrap();
+    assert!(
+        el_text.starts_with("0\t18\n") && el_text.ends_with("\n33\t15\n"),
+        "{el_text}"
+    );
+    assert!(
+        mtx_text.starts_with("1\t18\n") && mtx_text.ends_with("\n34\t15\n"),
+        "{mtx_text}"
+    );
+    // SNAP keeps its original ids.
+    let snap = dir.path().join("g.txt");
+    std::fs::write(&snap, "# a triangle\n10 20\n20 30\n30 10\n").unwrap();
+    let snap_counts = dir.path().join("snap.tsv");
+    ok(&["tricount", s(&snap), "--per-vertex", s(&snap_counts), "-q"]);
+    assert_eq!(
+        std::fs::read_to_string(&snap_counts).unwrap(),
+        "10\t1\n20\t1\n30\t1\n"
+    );
+}
