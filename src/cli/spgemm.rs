@@ -1,4 +1,4 @@
-//! `gmcl spgemm`: C = A·B (or A²) on the chosen engine, written as Matrix Market; with
+//! `gmcl spgemm`: C = A·B (or A²) on the chosen engine, written as Matrix Market or `.wel`; with
 //! --repeat, a benchmark of the product.
 
 use super::ui::to_json;
@@ -20,7 +20,8 @@ pub struct SpgemmArgs {
     b: Option<PathBuf>,
     #[command(flatten)]
     input_args: InputArgs,
-    /// Write C here as Matrix Market (1-based).
+    /// Write C here, in the format the extension names: .mtx (Matrix Market, 1-based) or .wel
+    /// ("u v w" lines, 0-based); `-` is stdout, as Matrix Market.
     #[arg(long, short = 'o')]
     output: Option<PathBuf>,
     /// Engine: cpu, gpu (gMAGNUS) or auto (the GPU when usable, else the CPU).
@@ -130,6 +131,7 @@ fn run_typed<T: Scalar>(a: SpgemmArgs, ui: Ui) -> Result<()> {
             .chain(a.b.as_deref())
             .collect();
         super::paths::refuse_clobbering(&inputs, &[("-o", out)])?;
+        gmcl::output::MatrixFormat::of(out)?;
     }
     engine::open_gpu_early(a.engine);
     let fmt = a.input_args.format;
@@ -184,7 +186,7 @@ fn run_typed<T: Scalar>(a: SpgemmArgs, ui: Ui) -> Result<()> {
             }
         })?;
     if let Some(out) = &a.output {
-        gmcl::output::write_mtx(out, &c)?;
+        gmcl::output::write_matrix(out, &c)?;
     }
     let report = SpgemmReport {
         engine: engine.to_string(),

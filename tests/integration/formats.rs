@@ -241,3 +241,47 @@ fn outputs_number_vertices_as_the_input_file_does() {
         "10\t1\n20\t1\n30\t1\n"
     );
 }
+
+#[test]
+fn spgemm_writes_the_format_its_output_names() {
+    let dir = tempfile::tempdir().unwrap();
+    let (mtx, wel) = (dir.path().join("c.mtx"), dir.path().join("c.WEL"));
+    for out in [&mtx, &wel] {
+        ok(&[
+            "spgemm",
+            "graphs/karate.el",
+            "--engine",
+            "cpu",
+            "-o",
+            s(out),
+            "-q",
+        ]);
+    }
+    let mtx_text = std::fs::read_to_string(&mtx).unwrap();
+    assert!(mtx_text.starts_with("%%MatrixMarket matrix coordinate real general\n"));
+    // The same entries, 1-based in Matrix Market and 0-based in .wel.
+    let from_mtx: Vec<String> = mtx_text
+        .lines()
+        .filter(|l| !l.starts_with('%'))
+        .skip(1)
+        .map(|l| {
+            let f: Vec<&str> = l.split(' ').collect();
+            let (i, j): (u32, u32) = (f[0].parse().unwrap(), f[1].parse().unwrap());
+            format!("{} {} {}", i - 1, j - 1, f[2])
+        })
+        .collect();
+    let wel_text = std::fs::read_to_string(&wel).unwrap();
+    assert!(!from_mtx.is_empty());
+    assert_eq!(wel_text.lines().collect::<Vec<_>>(), from_mtx);
+    // .el holds no values, other names no format: refused before any work, no file left.
+    for bad in ["c.el", "c.txt", "c"] {
+        let out = dir.path().join(bad);
+        let err = fails(&["spgemm", "graphs/karate.el", "-o", s(&out)]);
+        assert!(
+            err.contains(bad) && err.contains(".mtx") && err.contains(".wel"),
+            "{err}"
+        );
+        assert!(!out.exists());
+    }
+    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 2);
+}
