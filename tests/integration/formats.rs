@@ -285,3 +285,74 @@ fn spgemm_writes_the_format_its_output_names() {
     }
     assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 2);
 }
+
+#[test]
+fn karate_factions_are_ground_truth_that_dist_reads() {
+    let dir = tempfile::tempdir().unwrap();
+    let k = dir.path().join("k.clusters");
+    ok(&[
+        "cluster",
+        "graphs/karate.el",
+        "--engine",
+        "cpu",
+        "-q",
+        "-o",
+        s(&k),
+    ]);
+    let text = ok(&["dist", s(&k), "graphs/karate.factions", "--json"]);
+    let d: serde_json::Value = serde_json::from_str(text.trim()).unwrap();
+    // clm dist of mcl's karate clustering and the factions: d=4 d1=2 d2=2, 34 nodes.
+    assert_eq!(d["nodes"], 34);
+    assert_eq!(
+        (d["clusters_a"].as_u64(), d["clusters_b"].as_u64()),
+        (Some(2), Some(2))
+    );
+    assert_eq!(
+        (d["split_join_a"].as_u64(), d["split_join_b"].as_u64()),
+        (Some(2), Some(2))
+    );
+    // The factions: 17 members each, every member once.
+    let factions = std::fs::read_to_string("graphs/karate.factions").unwrap();
+    let mut all: Vec<u32> = Vec::new();
+    for line in factions.lines() {
+        let members: Vec<u32> = line.split('\t').map(|v| v.parse().unwrap()).collect();
+        assert_eq!(members.len(), 17);
+        all.extend(members);
+    }
+    all.sort_unstable();
+    assert_eq!(all, (0..34).collect::<Vec<u32>>());
+}
+
+#[test]
+fn dist_reads_labels_as_cluster_writes_them() {
+    let dir = tempfile::tempdir().unwrap();
+    // Labels with a space and a non-breaking space: kept whole by cluster, so by dist too.
+    let g = dir.path().join("g.abc");
+    std::fs::write(
+        &g,
+        "Evelyn Jefferson\tLaura\u{a0}Mandeville\nLaura\u{a0}Mandeville\tTheresa\n\
+         Evelyn Jefferson\tTheresa\nx\ty\n",
+    )
+    .unwrap();
+    let c = dir.path().join("c.clusters");
+    ok(&["cluster", s(&g), "--engine", "cpu", "-q", "-o", s(&c)]);
+    let written = std::fs::read_to_string(&c).unwrap();
+    assert!(written.contains("Laura\u{a0}Mandeville"), "{written}");
+    let text = ok(&["dist", s(&c), s(&c), "--json"]);
+    let d: serde_json::Value = serde_json::from_str(text.trim()).unwrap();
+    assert_eq!(
+        (d["nodes"].as_u64(), d["split_join"].as_u64()),
+        (Some(5), Some(0))
+    );
+    assert_eq!(d["clusters_a"], 2);
+    // Split on spaces, the labels differ from the clustering's: named, with the reason.
+    let spaced = dir.path().join("spaced.clusters");
+    std::fs::write(&spaced, written.replace('\t', " ")).unwrap();
+    let err = fails(&["dist", s(&c), s(&spaced)]);
+    assert!(err.contains("separated by TABs"), "{err}");
+    // An empty label is an error naming the line.
+    let bad = dir.path().join("bad.clusters");
+    std::fs::write(&bad, "a\tb\n\nc\t\n").unwrap();
+    let err = fails(&["dist", s(&bad), s(&bad)]);
+    assert!(err.contains("bad.clusters:3:"), "{err}");
+}
