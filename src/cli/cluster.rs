@@ -14,7 +14,8 @@ use std::time::Instant;
 
 #[derive(Args)]
 pub struct ClusterArgs {
-    /// The graph file (made symmetric; self loops dropped; vertices without edges left out).
+    /// The graph file, `-` for stdin with --format (made symmetric; self loops dropped; vertices
+    /// without edges left out).
     input: PathBuf,
     #[command(flatten)]
     input_args: InputArgs,

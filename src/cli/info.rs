@@ -10,7 +10,7 @@ use std::path::PathBuf;
 
 #[derive(Args)]
 pub struct InfoArgs {
-    /// The graph file.
+    /// The graph file (`-`: the standard input, with --format).
     input: PathBuf,
     #[command(flatten)]
     input_args: InputArgs,

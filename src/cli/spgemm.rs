@@ -14,7 +14,8 @@ use std::path::{Path, PathBuf};
 
 #[derive(Args)]
 pub struct SpgemmArgs {
-    /// Matrix A (any input format; an edge list is the matrix it lists).
+    /// Matrix A (any input format; an edge list is the matrix it lists; `-`: the standard input,
+    /// with --format).
     a: PathBuf,
     /// Matrix B (default: A, giving A²).
     b: Option<PathBuf>,
@@ -132,6 +133,13 @@ fn run_typed<T: Scalar>(a: SpgemmArgs, ui: Ui) -> Result<()> {
             .collect();
         super::paths::refuse_clobbering(&inputs, &[("-o", out)])?;
         gmcl::output::MatrixFormat::of(out)?;
+    }
+    if a.b.as_deref().is_some_and(io::is_stdin) && io::is_stdin(&a.a) {
+        return Err(Error::Invalid(
+            "A and B are both the standard input ('-'), which can be read once: give B as a \
+             file, or leave it out for A²"
+                .into(),
+        ));
     }
     engine::open_gpu_early(a.engine);
     let fmt = a.input_args.format;

@@ -356,3 +356,94 @@ fn dist_reads_labels_as_cluster_writes_them() {
     let err = fails(&["dist", s(&bad), s(&bad)]);
     assert!(err.contains("bad.clusters:3:"), "{err}");
 }
+
+/// Runs `gmcl args` with `input` on its standard input.
+fn with_stdin(args: &[&str], input: &[u8], env: &[(&str, &str)]) -> std::process::Output {
+    use std::io::Write;
+    let mut child = crate::util::cmd()
+        .args(args)
+        .envs(env.iter().copied())
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    // A command refusing at once may close its end first: that is no failure of the test.
+    let _ = stdin.write_all(input);
+    drop(stdin);
+    child.wait_with_output().unwrap()
+}
+
+#[test]
+fn dash_is_the_standard_input_with_a_format() {
+    let karate = std::fs::read("graphs/karate.el").unwrap();
+    let lesmis = std::fs::read("graphs/lesmis.abc").unwrap();
+    let karate_mtx = std::fs::read("graphs/karate.mtx").unwrap();
+    let same = |args_file: &[&str], args_stdin: &[&str], input: &[u8]| {
+        let want = ok(args_file);
+        let got = with_stdin(args_stdin, input, &[]);
+        assert!(
+            got.status.success(),
+            "{args_stdin:?}: {}",
+            String::from_utf8_lossy(&got.stderr)
+        );
+        assert_eq!(
+            String::from_utf8(got.stdout).unwrap(),
+            want,
+            "{args_stdin:?}"
+        );
+    };
+    same(
+        &["info", "graphs/karate.el", "--json"],
+        &["info", "-", "--format", "el", "--json"],
+        &karate,
+    );
+    same(
+        &["cluster", "graphs/lesmis.abc", "--engine", "cpu", "-q"],
+        &["cluster", "-", "--format", "abc", "--engine", "cpu", "-q"],
+        &lesmis,
+    );
+    same(
+        &["tricount", "graphs/karate.mtx", "-q"],
+        &["tricount", "-", "--format", "mtx", "-q"],
+        &karate_mtx,
+    );
+    same(
+        &[
+            "spgemm",
+            "graphs/karate.el",
+            "--engine",
+            "cpu",
+            "-o",
+            "-",
+            "-q",
+        ],
+        &[
+            "spgemm", "-", "--format", "el", "--engine", "cpu", "-o", "-", "-q",
+        ],
+        &karate,
+    );
+    // Without --format: refused, naming the option.
+    let out = with_stdin(&["info", "-"], &karate, &[]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("<stdin>") && err.contains("--format"), "{err}");
+    // A bad line is named as the standard input's.
+    let out = with_stdin(&["info", "-", "--format", "el"], b"0 1\n1 x\n", &[]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("<stdin>:2:"), "{err}");
+    // More input than the memory limit: refused, not held.
+    let out = with_stdin(
+        &["info", "-", "--format", "el"],
+        &karate,
+        &[("GMCL_MEMORY_LIMIT", "100")],
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("more than the 100 bytes"), "{err}");
+    // spgemm cannot read the standard input twice.
+    let err = fails(&["spgemm", "-", "-", "--format", "el"]);
+    assert!(err.contains("both the standard input"), "{err}");
+}
