@@ -18,6 +18,11 @@ pub struct ClusterInfo {
     pub singletons: usize,
     /// Size of the largest cluster.
     pub largest: usize,
+    /// Size of the smallest cluster (0 without clusters).
+    pub smallest: usize,
+    /// `clm info`'s `af`: the share of the node pairs that lie inside a cluster,
+    /// Σ |C|(|C| - 1) / (n(n - 1)).
+    pub area_fraction: f64,
     /// `clm info`'s `eff`: the mean over nodes of the coverage of the node's neighbourhood by
     /// its cluster (van Dongen, CWI report INS-R0012).
     pub efficiency: f64,
@@ -95,6 +100,16 @@ pub fn cluster_info<T: Scalar>(graph: &Csr<T>, clusters: &[Vec<u32>]) -> Cluster
         nodes: n,
         singletons: clusters.iter().filter(|c| c.len() <= 1).count(),
         largest: clusters.iter().map(Vec::len).max().unwrap_or(0),
+        smallest: clusters.iter().map(Vec::len).min().unwrap_or(0),
+        area_fraction: if n > 1 {
+            clusters
+                .iter()
+                .map(|c| c.len() as f64 * (c.len() as f64 - 1.0))
+                .sum::<f64>()
+                / (n as f64 * (n as f64 - 1.0))
+        } else {
+            0.0
+        },
         efficiency,
         modularity,
         mass_fraction,
@@ -208,13 +223,21 @@ pub fn distance(a: &[Vec<u32>], b: &[Vec<u32>], n: usize) -> Result<Distance> {
 /// Reads a clustering written one cluster per line, labels separated by TABs, exactly as
 /// `gmcl cluster` and mcl write them: a label may hold spaces (and any other character but a
 /// TAB). Blank lines are skipped; an empty label (a TAB at an end of a line, or two in a row) is
-/// an error naming the line.
+/// an error naming the line. A file in mcl's native format ([`super::native`]) is read too, its
+/// nodes labelled by their indices.
 pub fn read_clusters(path: &Path) -> Result<Vec<Vec<String>>> {
     let text = std::fs::read(path).map_err(|e| Error::io(path, "cannot read", e))?;
     let text = String::from_utf8(text).map_err(|_| Error::Input {
         path: path.to_path_buf(),
         message: "not UTF-8 text".into(),
     })?;
+    if super::native::is_native(&text) {
+        let (_, clusters) = super::native::read_native(&text, path)?;
+        return Ok(clusters
+            .into_iter()
+            .map(|c| c.into_iter().map(|v| v.to_string()).collect())
+            .collect());
+    }
     let mut clusters = Vec::new();
     for (k, line) in text.lines().enumerate() {
         if line.is_empty() {

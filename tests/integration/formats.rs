@@ -447,3 +447,107 @@ fn dash_is_the_standard_input_with_a_format() {
     let err = fails(&["spgemm", "-", "-", "--format", "el"]);
     assert!(err.contains("both the standard input"), "{err}");
 }
+
+#[test]
+fn mcl_native_clusterings_are_written_and_read_as_mcl_and_clm_do() {
+    let dir = tempfile::tempdir().unwrap();
+    // The karate club as mcl label input: mcl numbers labels in order of first appearance.
+    let abc = dir.path().join("karate.abc");
+    let edges = std::fs::read_to_string("graphs/karate.el").unwrap();
+    std::fs::write(&abc, edges.replace(' ', "\t")).unwrap();
+    let native = dir.path().join("k.native");
+    ok(&[
+        "cluster",
+        s(&abc),
+        "--engine",
+        "cpu",
+        "-q",
+        "--output-format",
+        "mcl",
+        "-o",
+        s(&native),
+    ]);
+    // What mcl 22-282 writes for the same graph (mcxload -abc --stream-mirror, then mcl; its
+    // first line, a comment with mcl's command line, left out).
+    let want = "(mclheader\nmcltype matrix\ndimensions 34x2\n)\n(mclmatrix\nbegin\n\
+                0  2 8 16 17 18 19 20 21 23 24 25 26 27 28 29 30 31 32 33 $\n\
+                1  0 1 3 4 5 6 7 9 10 11 12 13 14 15 22 $\n)\n";
+    assert_eq!(std::fs::read_to_string(&native).unwrap(), want);
+
+    // From an edge list the indices are the file's ids: dist finds no distance to the label
+    // output, and info reports the same measures for both.
+    let (labels, el_native) = (dir.path().join("k.clusters"), dir.path().join("k.mcl"));
+    ok(&[
+        "cluster",
+        "graphs/karate.el",
+        "--engine",
+        "cpu",
+        "-q",
+        "-o",
+        s(&labels),
+    ]);
+    let native_stdout = ok(&[
+        "cluster",
+        "graphs/karate.el",
+        "--engine",
+        "cpu",
+        "-q",
+        "--output-format",
+        "mcl",
+    ]);
+    std::fs::write(&el_native, &native_stdout).unwrap();
+    let d = ok(&["dist", s(&labels), s(&el_native), "--json"]);
+    let d: serde_json::Value = serde_json::from_str(d.trim()).unwrap();
+    assert_eq!(
+        (d["nodes"].as_u64(), d["split_join"].as_u64()),
+        (Some(34), Some(0))
+    );
+    let info = |c: &Path| -> serde_json::Value {
+        let text = ok(&["info", "graphs/karate.el", "--clusters", s(c), "--json"]);
+        serde_json::from_str(text.trim()).unwrap()
+    };
+    assert_eq!(info(&labels)["clustering"], info(&el_native)["clustering"]);
+    // clm info of the factions on the karate club: eff=0.27652 mod=0.35823 mf=0.90924
+    // af=0.48485.
+    let f = info(Path::new("graphs/karate.factions"));
+    let c = &f["clustering"];
+    for (key, want) in [
+        ("efficiency", 0.27652),
+        ("modularity", 0.35823),
+        ("mass_fraction", 0.90924),
+        ("area_fraction", 0.48485),
+    ] {
+        let got = c[key].as_f64().unwrap();
+        assert!((got - want).abs() < 5e-6, "{key}: {got} != {want}");
+    }
+    assert_eq!(
+        (c["clusters"].as_u64(), f["vertices"].as_u64()),
+        (Some(2), Some(34))
+    );
+    let text = ok(&[
+        "info",
+        "graphs/karate.el",
+        "--clusters",
+        "graphs/karate.factions",
+    ]);
+    assert!(text.contains("efficiency      0.27652"), "{text}");
+    // A clustering that misses a node, or names one the graph lacks, is refused.
+    let partial = dir.path().join("partial.clusters");
+    std::fs::write(&partial, "0\t1\n").unwrap();
+    let err = fails(&["info", "graphs/karate.el", "--clusters", s(&partial)]);
+    assert!(err.contains("in no cluster"), "{err}");
+    let alien = dir.path().join("alien.clusters");
+    std::fs::write(
+        &alien,
+        format!(
+            "{}\tnobody\n",
+            (0..34)
+                .map(|v| v.to_string())
+                .collect::<Vec<_>>()
+                .join("\t")
+        ),
+    )
+    .unwrap();
+    let err = fails(&["info", "graphs/karate.el", "--clusters", s(&alien)]);
+    assert!(err.contains("'nobody' is not a vertex"), "{err}");
+}
