@@ -8,6 +8,9 @@ use rayon::prelude::*;
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 
+mod matrix;
+pub use matrix::{write_matrix, MatrixFormat};
+
 /// A file being written under a temporary name; [`AtomicOutput::commit`] moves it into place.
 /// Dropped without commit, the temporary file is removed and the target is left untouched.
 ///
@@ -242,15 +245,6 @@ pub fn write_npz<T: Scalar>(path: &Path, m: &Csr<T>) -> Result<()> {
         .commit()
 }
 
-/// Writes a matrix in the format its file name's extension names: `.npz` (SciPy), else Matrix
-/// Market.
-pub fn write_matrix<T: Scalar>(path: &Path, m: &Csr<T>) -> Result<()> {
-    match crate::io::Format::from_path(path) {
-        Some(crate::io::Format::Npz) => write_npz(path, m),
-        _ => write_mtx(path, m),
-    }
-}
-
 /// Writes a matrix as Matrix Market `coordinate real general`, 1-based, rows in order.
 pub fn write_mtx<T: Scalar>(path: &Path, m: &Csr<T>) -> Result<()> {
     let mut out = AtomicOutput::create(path)?;
@@ -262,26 +256,7 @@ pub fn write_mtx<T: Scalar>(path: &Path, m: &Csr<T>) -> Result<()> {
         m.nnz()
     );
     out.write_all(header.as_bytes())?;
-    // Entries are formatted row by row; rows are grouped so each group holds many entries.
-    let rows: Vec<u32> = (0..m.nrows() as u32).collect();
-    write_formatted(
-        &mut out,
-        &rows,
-        |&i, buf| {
-            let (cols, vals) = m.row(i as usize);
-            let mut ib = itoa::Buffer::new();
-            let row_text = ib.format(i as u64 + 1).to_owned();
-            for (&c, &v) in cols.iter().zip(vals) {
-                buf.extend_from_slice(row_text.as_bytes());
-                buf.push(b' ');
-                buf.extend_from_slice(ib.format(c as u64 + 1).as_bytes());
-                buf.push(b' ');
-                v.write_to(buf);
-                buf.push(b'\n');
-            }
-        },
-        |_| {},
-    )?;
+    matrix::write_entries(&mut out, m, 1)?;
     out.commit()
 }
 

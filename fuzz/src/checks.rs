@@ -38,7 +38,7 @@ pub fn parse(data: &[u8], format: Format) {
             }
             assert!(el.nrows <= u32::MAX as usize && el.ncols <= u32::MAX as usize);
             match &l.labels {
-                Labels::Identity => {}
+                Labels::Identity | Labels::OneBased => {}
                 Labels::Ids(ids) => assert_eq!(ids.len(), el.nrows),
                 Labels::Names(n) => assert_eq!(n.len(), el.nrows),
             }
@@ -171,7 +171,7 @@ pub fn build(input: BuildInput) {
         }
         let w = el.weights.as_ref().map_or(1.0, |w| w[k]);
         cells.entry((u, v)).or_default().push(w);
-        if opts.symmetrize && u != v {
+        if opts.symmetrize {
             cells.entry((v, u)).or_default().push(w);
         }
     }

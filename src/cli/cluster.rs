@@ -15,7 +15,8 @@ use std::time::Instant;
 
 #[derive(Args)]
 pub struct ClusterArgs {
-    /// The graph file (made symmetric; self loops dropped; vertices without edges left out).
+    /// The graph file, `-` for stdin with --format (made symmetric; self loops dropped; vertices
+    /// without edges left out).
     input: PathBuf,
     #[command(flatten)]
     input_args: InputArgs,
@@ -76,9 +77,20 @@ pub struct ClusterArgs {
     /// Write the clusters here instead of stdout.
     #[arg(long, short = 'o')]
     output: Option<PathBuf>,
+    /// How the clusters are written: `labels` (one cluster per line, the nodes' labels separated
+    /// by TABs, as mcl --abc writes them) or `mcl` (mcl's native matrix format, which clm dist
+    /// and clm info read: nodes by index from 0, every vertex of the input listed).
+    #[arg(long, value_enum, default_value = "labels", value_name = "labels|mcl")]
+    output_format: ClusterFormat,
     /// Write a JSON report here (clusters, iterations, seconds and clm info's measures).
     #[arg(long, value_name = "FILE")]
     json: Option<PathBuf>,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum ClusterFormat {
+    Labels,
+    Mcl,
 }
 
 pub fn run(a: ClusterArgs, ui: Ui) -> Result<()> {
@@ -246,26 +258,16 @@ fn run_typed<T: Scalar>(a: ClusterArgs, ui: Ui) -> Result<()> {
         }
         buf.push(b'\n');
     };
-    match &a.output {
-        Some(path) => {
-            let mut out = gmcl::output::AtomicOutput::create(path)?;
-            gmcl::output::write_formatted(&mut out, &result.clusters, fmt, |_| {})?;
-            out.commit()?;
-        }
-        None => {
-            use std::io::Write;
-            let stdout = std::io::stdout();
-            let mut w = std::io::BufWriter::with_capacity(1 << 20, stdout.lock());
-            let mut buf = Vec::new();
-            for c in &result.clusters {
-                buf.clear();
-                fmt(c, &mut buf);
-                w.write_all(&buf)
-                    .map_err(|e| Error::io("<stdout>", "cannot write output", e))?;
-            }
-            w.flush()
-                .map_err(|e| Error::io("<stdout>", "cannot write output", e))?;
-        }
+    if a.output_format == ClusterFormat::Mcl {
+        let clusters = native_clusters(loaded.edges.nrows, &result.clusters, &ids);
+        let mut text = Vec::new();
+        mcl::native::write_native(loaded.edges.nrows, &clusters, &mut text);
+        let path = a.output.as_deref().unwrap_or(std::path::Path::new("-"));
+        let mut out = gmcl::output::AtomicOutput::create(path)?;
+        out.write_all(&text)?;
+        out.commit()?;
+    } else {
+        write_labels(&a.output, &result.clusters, fmt)?;
     }
     let info = mcl::measures::cluster_info(&graph, &result.clusters);
     ui.notice(&format!(
@@ -306,4 +308,60 @@ fn run_typed<T: Scalar>(a: ClusterArgs, ui: Ui) -> Result<()> {
         out.commit()?;
     }
     Ok(())
+}
+
+/// Writes the clusters as label lines (formatted by `fmt`) to `output`, or to stdout.
+fn write_labels(
+    output: &Option<PathBuf>,
+    clusters: &[Vec<u32>],
+    fmt: impl Fn(&Vec<u32>, &mut Vec<u8>) + Sync,
+) -> Result<()> {
+    match output {
+        Some(path) => {
+            let mut out = gmcl::output::AtomicOutput::create(path)?;
+            gmcl::output::write_formatted(&mut out, clusters, fmt, |_| {})?;
+            out.commit()?;
+        }
+        None => {
+            use std::io::Write;
+            let stdout = std::io::stdout();
+            let mut w = std::io::BufWriter::with_capacity(1 << 20, stdout.lock());
+            let mut buf = Vec::new();
+            for c in clusters {
+                buf.clear();
+                fmt(c, &mut buf);
+                w.write_all(&buf)
+                    .map_err(|e| Error::io("<stdout>", "cannot write output", e))?;
+            }
+            w.flush()
+                .map_err(|e| Error::io("<stdout>", "cannot write output", e))?;
+        }
+    }
+    Ok(())
+}
+
+/// The clusters in the input's vertex ids for mcl's native format: every vertex of the input
+/// (`nodes`) is listed, those MCL never saw (no edges) as clusters of their own, as mcl has them
+/// when it clusters the whole matrix; clusters are ordered as mcl orders them (larger first,
+/// then by their nodes).
+fn native_clusters(nodes: usize, clusters: &[Vec<u32>], ids: &[u32]) -> Vec<Vec<u32>> {
+    let mut seen = vec![false; nodes];
+    let mut all: Vec<Vec<u32>> = clusters
+        .iter()
+        .map(|c| {
+            let mut members: Vec<u32> = c.iter().map(|&v| ids[v as usize]).collect();
+            members.sort_unstable();
+            for &v in &members {
+                seen[v as usize] = true;
+            }
+            members
+        })
+        .collect();
+    all.extend(
+        (0..nodes as u32)
+            .filter(|&v| !seen[v as usize])
+            .map(|v| vec![v]),
+    );
+    all.sort_by(|a, b| b.len().cmp(&a.len()).then_with(|| a.cmp(b)));
+    all
 }

@@ -32,7 +32,14 @@ pub fn run(a: ConvertArgs, ui: Ui) -> Result<()> {
             )))
         }
     };
-    let loaded = io::load(&a.input, a.input_args.format)?;
+    let mut loaded = io::load(&a.input, a.input_args.format)?;
+    // Weights that are all 1 say nothing an unweighted list does not (an .npz always has
+    // values): an .el output may then be written.
+    if let Some(w) = &loaded.edges.weights {
+        if w.iter().all(|&w| w == 1.0) {
+            loaded.edges.weights = None;
+        }
+    }
     if loaded.labels != Labels::Identity {
         ui.notice(&format!(
             "{} names its vertices ({}): they are written as ids 0, 1, ... in order of first \

@@ -9,7 +9,7 @@ use std::path::PathBuf;
 
 #[derive(Args)]
 pub struct DistArgs {
-    /// A clustering: one cluster per line, labels separated by tabs or spaces.
+    /// A clustering: one cluster per line, labels separated by TABs (as `gmcl cluster` writes).
     a: PathBuf,
     /// Another clustering of the same nodes.
     b: PathBuf,

@@ -2,7 +2,7 @@
 
 use super::Ui;
 use clap::Args;
-use gmcl::generate::{self, RmatParams};
+use gmcl::generate::{self, RmatParams, Symmetry};
 use gmcl::{Error, Result};
 use std::path::PathBuf;
 use std::time::Instant;
@@ -47,13 +47,15 @@ pub struct GenerateArgs {
     /// No edge from a vertex to itself.
     #[arg(long)]
     no_self_loops: bool,
-    /// Undirected: each edge written once, as `min max`.
+    /// Undirected: each edge written once, as `min max` in .el/.wel; a .mtx file is
+    /// `symmetric`, each edge in the lower triangle (`max min`).
     #[arg(long)]
     undirected: bool,
     /// Write edges sorted by source, then target.
     #[arg(long)]
     sorted: bool,
-    /// A weight per edge, uniform in [0.5, 1.5) (written as .wel, or real .mtx).
+    /// A weight per edge, uniform in [0.5, 1.5) (written as .wel, or real .mtx; .el, which
+    /// holds no weights, is refused).
     #[arg(long)]
     weights: bool,
     /// Random seed: the same seed gives byte-identical output whatever the thread count.
@@ -65,6 +67,8 @@ pub struct GenerateArgs {
 }
 
 pub fn run(a: GenerateArgs, ui: Ui) -> Result<()> {
+    // The output's format is checked before minutes of generating.
+    generate::check_output(&a.output, a.weights)?;
     let n = match (a.vertices, a.scale) {
         (Some(n), _) => n,
         (None, Some(s)) if s < 64 => 1u64 << s,
@@ -93,7 +97,12 @@ pub fn run(a: GenerateArgs, ui: Ui) -> Result<()> {
     let start = Instant::now();
     let el = generate::generate(&p)?;
     let bar = ui.bar(el.len() as u64, "writing");
-    generate::write_edges(&a.output, &el, &|done| bar.set_position(done))?;
+    let symmetry = if a.undirected {
+        Symmetry::Symmetric
+    } else {
+        Symmetry::General
+    };
+    generate::write_edges_as(&a.output, &el, symmetry, &|done| bar.set_position(done))?;
     bar.finish_and_clear();
     ui.notice(&format!(
         "wrote {} edges over {} vertices to {} in {:.2} s",

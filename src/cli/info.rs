@@ -4,26 +4,52 @@ use super::ui::to_json;
 use super::InputArgs;
 use clap::Args;
 use gmcl::info::GraphInfo;
-use gmcl::io;
-use gmcl::Result;
-use std::path::PathBuf;
+use gmcl::io::{self, Loaded};
+use gmcl::mcl::{self, measures::ClusterInfo};
+use gmcl::{Error, Result};
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
 
 #[derive(Args)]
 pub struct InfoArgs {
-    /// The graph file.
+    /// The graph file (`-`: the standard input, with --format).
     input: PathBuf,
     #[command(flatten)]
     input_args: InputArgs,
     /// Print one JSON object to stdout.
     #[arg(long)]
     json: bool,
+    /// Also report clm info's measures of this clustering of the graph (label lines as gmcl
+    /// cluster and mcl write them, or mcl's native format), over the nodes MCL clusters.
+    #[arg(long, value_name = "FILE")]
+    clusters: Option<PathBuf>,
+}
+
+#[derive(serde::Serialize)]
+struct InfoReport {
+    #[serde(flatten)]
+    graph: GraphInfo,
+    clustering: ClusterInfo,
 }
 
 pub fn run(a: InfoArgs) -> Result<()> {
     let loaded = io::load_for(&a.input, a.input_args.format, &gmcl::info::FOOTPRINT)?;
     let info = GraphInfo::of(&loaded.edges, loaded.symmetric_storage)?;
+    let clustering = match &a.clusters {
+        Some(path) => Some(clustering_info(&a.input, &loaded, path)?),
+        None => None,
+    };
     if a.json {
-        outln!("{}", to_json(&info)?)?;
+        match clustering {
+            Some(clustering) => outln!(
+                "{}",
+                to_json(&InfoReport {
+                    graph: info,
+                    clustering
+                })?
+            )?,
+            None => outln!("{}", to_json(&info)?)?,
+        }
     } else {
         outln!("file            {}", a.input.display())?;
         outln!("format          {}", loaded.format)?;
@@ -37,6 +63,103 @@ pub fn run(a: InfoArgs) -> Result<()> {
         )?;
         outln!("max degree      {}", info.max_degree)?;
         outln!("avg degree      {:.3}", info.avg_degree)?;
+        if let (Some(c), Some(path)) = (clustering, &a.clusters) {
+            outln!("clustering      {}", path.display())?;
+            outln!(
+                "clusters        {} of {} nodes ({} singletons, sizes {} to {})",
+                c.clusters,
+                c.nodes,
+                c.singletons,
+                c.smallest,
+                c.largest
+            )?;
+            outln!("efficiency      {:.5}", c.efficiency)?;
+            outln!("modularity      {:.5}", c.modularity)?;
+            outln!("mass fraction   {:.5}", c.mass_fraction)?;
+            outln!("area fraction   {:.5}", c.area_fraction)?;
+        }
     }
     Ok(())
+}
+
+/// clm info's measures of the clustering in `path` on the graph MCL makes of `loaded` (its nodes
+/// are the vertices with edges; a vertex without edges in the clustering is left out). Every
+/// node must be in the clustering, and every node of the clustering in the graph.
+fn clustering_info(input: &Path, loaded: &Loaded, path: &Path) -> Result<ClusterInfo> {
+    let (graph, ids) = mcl::graph_from_edges::<f32>(&loaded.edges).map_err(|e| match e {
+        Error::Invalid(message) => Error::Input {
+            path: input.to_path_buf(),
+            message,
+        },
+        other => other,
+    })?;
+    let n = loaded.edges.nrows;
+    let mut compact = vec![u32::MAX; n];
+    for (k, &v) in ids.iter().enumerate() {
+        compact[v as usize] = k as u32;
+    }
+    let text = std::fs::read(path).map_err(|e| Error::io(path, "cannot read", e))?;
+    let native = String::from_utf8(text)
+        .ok()
+        .filter(|t| mcl::native::is_native(t));
+    // Each cluster's members as vertex ids of the input.
+    let vertices: Vec<Vec<u32>> = match native {
+        Some(text) => {
+            let (rows, clusters) = mcl::native::read_native(&text, path)?;
+            if rows != n {
+                return Err(Error::Input {
+                    path: path.to_path_buf(),
+                    message: format!(
+                        "a clustering of {rows} nodes, but {} has {n} vertices",
+                        input.display()
+                    ),
+                });
+            }
+            clusters
+        }
+        None => {
+            let by_label: HashMap<String, u32> =
+                (0..n as u32).map(|v| (loaded.labels.label(v), v)).collect();
+            let clusters = mcl::measures::read_clusters(path)?;
+            let mut out = Vec::with_capacity(clusters.len());
+            for c in clusters {
+                let mut members = Vec::with_capacity(c.len());
+                for label in c {
+                    members.push(*by_label.get(&label).ok_or_else(|| Error::Input {
+                        path: path.to_path_buf(),
+                        message: format!(
+                            "'{label}' is not a vertex of {} (labels are separated by TABs)",
+                            input.display()
+                        ),
+                    })?);
+                }
+                out.push(members);
+            }
+            out
+        }
+    };
+    let mut covered = vec![false; ids.len()];
+    let clusters: Vec<Vec<u32>> = vertices
+        .into_iter()
+        .map(|c| {
+            c.into_iter()
+                .map(|v| compact[v as usize])
+                .filter(|&k| k != u32::MAX)
+                .inspect(|&k| covered[k as usize] = true)
+                .collect::<Vec<u32>>()
+        })
+        .filter(|c| !c.is_empty())
+        .collect();
+    if let Some(k) = covered.iter().position(|&c| !c) {
+        return Err(Error::Input {
+            path: path.to_path_buf(),
+            message: format!(
+                "vertex {} of {} is in no cluster: a clustering must cover every vertex with \
+                 an edge",
+                loaded.labels.label(ids[k]),
+                input.display()
+            ),
+        });
+    }
+    Ok(mcl::measures::cluster_info(&graph, &clusters))
 }

@@ -42,7 +42,7 @@ pub enum Command {
     Generate(generate::GenerateArgs),
     /// Print a graph's vertices, edges, self loops, duplicates, symmetry and degrees.
     Info(info::InfoArgs),
-    /// Multiply sparse matrices: C = A·B, or A² when B is left out. Writes Matrix Market.
+    /// Multiply sparse matrices: C = A·B, or A² when B is left out. Writes .mtx or .wel.
     Spgemm(spgemm::SpgemmArgs),
     /// Markov clustering (MCL, as mcl 22-282): one cluster per line, largest first.
     Cluster(cluster::ClusterArgs),

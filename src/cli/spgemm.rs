@@ -1,4 +1,4 @@
-//! `gmcl spgemm`: C = A·B (or A²) on the chosen engine, written as Matrix Market; with
+//! `gmcl spgemm`: C = A·B (or A²) on the chosen engine, written as Matrix Market or `.wel`; with
 //! --repeat, a benchmark of the product.
 
 use super::ui::to_json;
@@ -14,19 +14,22 @@ use std::path::{Path, PathBuf};
 
 #[derive(Args)]
 pub struct SpgemmArgs {
-    /// Matrix A (any input format; an edge list is the matrix it lists).
+    /// Matrix A (any input format; an edge list is the matrix it lists; `-`: the standard input,
+    /// with --format).
     a: PathBuf,
     /// Matrix B (default: A, giving A²).
     b: Option<PathBuf>,
     #[command(flatten)]
     input_args: InputArgs,
-    /// Write C here as Matrix Market (1-based).
+    /// Write C here, in the format the extension names: .mtx (Matrix Market, 1-based) or .wel
+    /// ("u v w" lines, 0-based); `-` is stdout, as Matrix Market.
     #[arg(long, short = 'o')]
     output: Option<PathBuf>,
     /// Engine: cpu, gpu (gMAGNUS) or auto (the GPU when usable, else the CPU).
     #[arg(long, default_value = "auto")]
     engine: EngineKind,
-    /// Make the inputs symmetric first (A + Aᵀ pattern, duplicate values summed).
+    /// Multiply A + Aᵀ (and B + Bᵀ) instead: every entry added to its mirror, a diagonal entry
+    /// counting twice.
     #[arg(long)]
     symmetrize: bool,
     /// Value type of the product.
@@ -129,6 +132,14 @@ fn run_typed<T: Scalar>(a: SpgemmArgs, ui: Ui) -> Result<()> {
             .chain(a.b.as_deref())
             .collect();
         super::paths::refuse_clobbering(&inputs, &[("-o", out)])?;
+        gmcl::output::MatrixFormat::of(out)?;
+    }
+    if a.b.as_deref().is_some_and(io::is_stdin) && io::is_stdin(&a.a) {
+        return Err(Error::Invalid(
+            "A and B are both the standard input ('-'), which can be read once: give B as a \
+             file, or leave it out for A²"
+                .into(),
+        ));
     }
     let input_bytes = [Some(a.a.as_path()), a.b.as_deref()]
         .into_iter()
@@ -141,7 +152,7 @@ fn run_typed<T: Scalar>(a: SpgemmArgs, ui: Ui) -> Result<()> {
     let mb = match &a.b {
         Some(pb) => {
             let (lb, mb) = load_matrix::<T>(pb, fmt, a.symmetrize)?;
-            if la.labels != gmcl::Labels::Identity || lb.labels != gmcl::Labels::Identity {
+            if !la.labels.is_positional() || !lb.labels.is_positional() {
                 return Err(Error::Invalid(
                     "A·B of two files needs numeric ids (el, wel, mtx): label and SNAP ids are \
                      renumbered per file, so their rows and columns would not match"

@@ -13,7 +13,8 @@ use std::time::Instant;
 
 #[derive(Args)]
 pub struct TricountArgs {
-    /// The graph file (directions, self loops, duplicates and weights are ignored).
+    /// The graph file, `-` for stdin with --format (directions, self loops, duplicates and
+    /// weights are ignored).
     input: PathBuf,
     #[command(flatten)]
     input_args: InputArgs,

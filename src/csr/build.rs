@@ -166,9 +166,10 @@ fn keep(opts: &BuildOptions, u: u32, v: u32) -> bool {
     !(opts.drop_self_loops && u == v)
 }
 
-/// Whether edge `(u, v)` is also entered as `(v, u)`.
-fn mirror(opts: &BuildOptions, u: u32, v: u32) -> bool {
-    opts.symmetrize && u != v
+/// Whether edge `(u, v)` is also entered as `(v, u)`: every kept entry when symmetrizing, a
+/// self loop too, so that summing gives A + Aᵀ (its diagonal doubled).
+fn mirror(opts: &BuildOptions) -> bool {
+    opts.symmetrize
 }
 
 /// Step 1: the entries of each bucket in each slice of the edge list, turned into each slice's
@@ -185,7 +186,7 @@ fn count_buckets(el: &EdgeList, opts: &BuildOptions, layout: &Layout) -> (Vec<Ve
             for &(u, v) in part {
                 if keep(opts, u, v) {
                     h[(u >> shift) as usize] += 1;
-                    if mirror(opts, u, v) {
+                    if mirror(opts) {
                         h[(v >> shift) as usize] += 1;
                     }
                 }
@@ -243,7 +244,7 @@ fn scatter<P: Copy + Send + Sync>(
                             out.write(at, make(v, base + k));
                             rows_out.write(at, u & mask);
                         }
-                        if mirror(opts, u, v) {
+                        if mirror(opts) {
                             let c = &mut cur[(v >> shift) as usize];
                             let at = *c as usize;
                             *c += 1;
@@ -570,7 +571,7 @@ mod tests {
                 continue;
             }
             m.entry((u, v)).or_default().push(e.weight(k));
-            if o.symmetrize && u != v {
+            if o.symmetrize {
                 m.entry((v, u)).or_default().push(e.weight(k));
             }
         }

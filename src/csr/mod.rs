@@ -34,7 +34,9 @@ pub enum Duplicates {
 /// Options of [`Csr::from_edges`].
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct BuildOptions {
-    /// Add `(v, u)` for every `(u, v)`: the undirected graph. Needs a square shape.
+    /// Add `(v, u)` for every `(u, v)`, self loops included: with [`Duplicates::Sum`] the
+    /// matrix A + Aᵀ (a diagonal entry counts twice), with [`Duplicates::Max`] the undirected
+    /// graph. Needs a square shape.
     pub symmetrize: bool,
     /// Drop `(u, u)` entries.
     pub drop_self_loops: bool,

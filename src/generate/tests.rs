@@ -383,8 +383,16 @@ fn written_files_parse_back() {
     let w = el.weights.as_ref().unwrap();
     let last = std::cell::Cell::new(0u64);
 
+    // Weights are not dropped silently: .el holds none.
     let path = dir.path().join("g.el");
-    write_edges(&path, &el, &|k| last.set(k)).unwrap();
+    let Err(Error::Invalid(m)) = write_edges(&path, &el, &|_| {}) else {
+        panic!("weights written to .el")
+    };
+    assert!(m.contains(".wel"), "{m}");
+    assert!(!path.exists());
+    let mut unweighted = el.clone();
+    unweighted.weights = None;
+    write_edges(&path, &unweighted, &|k| last.set(k)).unwrap();
     assert_eq!(last.get(), 1000);
     let t = std::fs::read_to_string(&path).unwrap();
     let rows = fields(&t);
@@ -441,4 +449,41 @@ fn written_files_parse_back() {
         assert!(m.contains(".el") && m.contains(".mtx"), "{m}");
         assert!(!path.exists());
     }
+}
+
+#[test]
+fn undirected_mtx_is_symmetric_lower_triangle() {
+    let dir = tempfile::tempdir().unwrap();
+    let el = EdgeList::square(
+        4,
+        vec![(0, 3), (1, 2), (2, 2), (0, 1)],
+        Some(vec![0.5, 1.0, 1.25, 2.0]),
+    );
+    let path = dir.path().join("u.mtx");
+    write_edges_as(&path, &el, Symmetry::Symmetric, &|_| {}).unwrap();
+    let t = std::fs::read_to_string(&path).unwrap();
+    assert!(
+        t.starts_with("%%MatrixMarket matrix coordinate real symmetric\n"),
+        "{t}"
+    );
+    assert!(
+        t.ends_with("4 4 4\n4 1 0.5\n3 2 1.0\n3 3 1.25\n2 1 2.0\n"),
+        "{t}"
+    );
+    let back = crate::io::parse_bytes(t.as_bytes(), crate::io::Format::Mtx, &path).unwrap();
+    assert!(back.symmetric_storage);
+    assert_eq!(
+        back.edges.len(),
+        7,
+        "each off-diagonal edge both ways, the loop once"
+    );
+    // Edge lists have no symmetry header: lines as given.
+    let mut plain = el.clone();
+    plain.weights = None;
+    let path = dir.path().join("u.el");
+    write_edges_as(&path, &plain, Symmetry::Symmetric, &|_| {}).unwrap();
+    assert_eq!(
+        std::fs::read_to_string(&path).unwrap(),
+        "0 3\n1 2\n2 2\n0 1\n"
+    );
 }

@@ -133,8 +133,18 @@ pub struct Loaded {
     pub symmetric_storage: bool,
 }
 
+/// What errors call the standard input, read when the input path is `-`.
+pub const STDIN_NAME: &str = "<stdin>";
+
+/// Whether an input path means the standard input: `-`.
+pub fn is_stdin(path: &Path) -> bool {
+    path.as_os_str() == "-"
+}
+
 /// Loads a graph file. Without `format`, the file name's extension decides
-/// ([`Format::from_path`]); an unknown extension is an error asking for `--format`. A graph
+/// ([`Format::from_path`]); an unknown extension is an error asking for `--format`. The path
+/// `-` is the standard input, which has no name to tell the format by: it needs `format`, and
+/// is read into memory (no more than the memory limit, [`limits::memory_bytes`]). A graph
 /// whose vertices need more memory than there is, at the least any command needs
 /// ([`limits::Footprint::MINIMUM`]), fails here, before anything per vertex is allocated.
 pub fn load(path: &Path, format: Option<Format>) -> Result<Loaded> {
@@ -148,6 +158,9 @@ pub fn load_for(
     format: Option<Format>,
     footprint: &limits::Footprint,
 ) -> Result<Loaded> {
+    if is_stdin(path) {
+        return load_stdin(format, footprint);
+    }
     let source = reader::Source::open(path)?;
     let format = match format.or_else(|| Format::from_path(path)) {
         Some(f) => f,
@@ -171,6 +184,25 @@ pub fn load_for(
     // A file that changed while it was parsed: whatever the parse made of it, that is the error.
     source.unchanged(path)?;
     let loaded = loaded?;
+    crate::interrupt::check()?;
+    Ok(loaded)
+}
+
+/// [`load`] of the standard input.
+fn load_stdin(format: Option<Format>, footprint: &limits::Footprint) -> Result<Loaded> {
+    let name = Path::new(STDIN_NAME);
+    let Some(format) = format else {
+        return Err(Error::Input {
+            path: name.to_path_buf(),
+            message: "the standard input ('-') has no extension to tell the format by; pass \
+                      --format with one of el, wel, snap, mtx, abc, npz"
+                .into(),
+        });
+    };
+    let source = reader::Source::stdin(limits::memory_bytes(), name)?;
+    let bytes = source.bytes();
+    let loaded = parse_with(bytes, format, name, reader::default_chunk(bytes.len()))?;
+    limits::check(&loaded, bytes, name, footprint)?;
     crate::interrupt::check()?;
     Ok(loaded)
 }

@@ -154,7 +154,7 @@ pub(crate) fn parse(bytes: &[u8], path: &Path, chunk: usize) -> Result<Loaded> {
             edges,
             weights: weighted.then_some(weights),
         },
-        labels: Labels::Identity,
+        labels: Labels::OneBased,
         format: Format::Mtx,
         symmetric_storage: header.symmetry != Symmetry::General,
     })
@@ -397,7 +397,7 @@ mod tests {
         assert_eq!(l.edges.weights, Some(vec![1.5, -2.0, 1000.0]));
         assert_eq!((l.edges.nrows, l.edges.ncols), (2, 3));
         assert!(!l.symmetric_storage);
-        assert_eq!(l.labels, Labels::Identity);
+        assert_eq!(l.labels, Labels::OneBased);
         assert_eq!(l.format, Format::Mtx);
     }
 

@@ -84,6 +84,43 @@ impl Source {
         Ok(Source::Owned(bytes))
     }
 
+    /// Reads the standard input into memory, refusing more than `limit` bytes (the memory gmcl
+    /// may use, when known) before holding them; `name` is what errors call it.
+    pub(crate) fn stdin(limit: Option<u64>, name: &Path) -> Result<Source> {
+        const STEP: usize = 1 << 20;
+        let mut input = std::io::stdin().lock();
+        let mut bytes: Vec<u8> = Vec::new();
+        loop {
+            crate::interrupt::check()?;
+            if bytes.try_reserve(STEP).is_err() {
+                return Err(Error::Input {
+                    path: name.to_path_buf(),
+                    message: format!(
+                        "memory for more than {} bytes of input could not be had",
+                        bytes.len()
+                    ),
+                });
+            }
+            let read = (&mut input)
+                .take(STEP as u64)
+                .read_to_end(&mut bytes)
+                .map_err(|e| Error::io(name, "cannot read", e))?;
+            if read == 0 {
+                return Ok(Source::Owned(bytes));
+            }
+            if let Some(limit) = limit.filter(|&l| bytes.len() as u64 > l) {
+                return Err(Error::Input {
+                    path: name.to_path_buf(),
+                    message: format!(
+                        "holds more than the {limit} bytes of memory gmcl may use \
+                         (GMCL_MEMORY_LIMIT, else the machine's or the cgroup's): it is read \
+                         into memory; give a file instead"
+                    ),
+                });
+            }
+        }
+    }
+
     /// The file's bytes.
     pub(crate) fn bytes(&self) -> &[u8] {
         match self {

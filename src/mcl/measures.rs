@@ -18,6 +18,11 @@ pub struct ClusterInfo {
     pub singletons: usize,
     /// Size of the largest cluster.
     pub largest: usize,
+    /// Size of the smallest cluster (0 without clusters).
+    pub smallest: usize,
+    /// `clm info`'s `af`: the share of the node pairs that lie inside a cluster,
+    /// Σ |C|(|C| - 1) / (n(n - 1)).
+    pub area_fraction: f64,
     /// `clm info`'s `eff`: the mean over nodes of the coverage of the node's neighbourhood by
     /// its cluster (van Dongen, CWI report INS-R0012).
     pub efficiency: f64,
@@ -95,6 +100,16 @@ pub fn cluster_info<T: Scalar>(graph: &Csr<T>, clusters: &[Vec<u32>]) -> Cluster
         nodes: n,
         singletons: clusters.iter().filter(|c| c.len() <= 1).count(),
         largest: clusters.iter().map(Vec::len).max().unwrap_or(0),
+        smallest: clusters.iter().map(Vec::len).min().unwrap_or(0),
+        area_fraction: if n > 1 {
+            clusters
+                .iter()
+                .map(|c| c.len() as f64 * (c.len() as f64 - 1.0))
+                .sum::<f64>()
+                / (n as f64 * (n as f64 - 1.0))
+        } else {
+            0.0
+        },
         efficiency,
         modularity,
         mass_fraction,
@@ -205,19 +220,53 @@ pub fn distance(a: &[Vec<u32>], b: &[Vec<u32>], n: usize) -> Result<Distance> {
     })
 }
 
-/// Reads a clustering written one cluster per line, labels separated by tabs or spaces (mcl's
-/// and gmcl's label output). Blank lines are skipped.
+/// Reads a clustering written one cluster per line, labels separated by TABs, exactly as
+/// `gmcl cluster` and mcl write them: a label may hold spaces (and any other character but a
+/// TAB). Blank lines are skipped; an empty label (a TAB at an end of a line, or two in a row) is
+/// an error naming the line. A file in mcl's native format ([`super::native`]) is read too, its
+/// nodes labelled by their indices.
 pub fn read_clusters(path: &Path) -> Result<Vec<Vec<String>>> {
     let text = std::fs::read(path).map_err(|e| Error::io(path, "cannot read", e))?;
     let text = String::from_utf8(text).map_err(|_| Error::Input {
         path: path.to_path_buf(),
         message: "not UTF-8 text".into(),
     })?;
-    Ok(text
-        .lines()
-        .map(|l| l.split_whitespace().map(str::to_owned).collect::<Vec<_>>())
-        .filter(|c| !c.is_empty())
-        .collect())
+    if super::native::is_native(&text) {
+        let (_, clusters) = super::native::read_native(&text, path)?;
+        return Ok(clusters
+            .into_iter()
+            .map(|c| c.into_iter().map(|v| v.to_string()).collect())
+            .collect());
+    }
+    let mut clusters = Vec::new();
+    for (k, line) in text.lines().enumerate() {
+        if line.is_empty() {
+            continue;
+        }
+        let labels: Vec<String> = line.split('\t').map(str::to_owned).collect();
+        if labels.iter().any(String::is_empty) {
+            return Err(Error::Parse {
+                path: path.to_path_buf(),
+                line: k as u64 + 1,
+                message: "an empty label (a TAB at an end of the line, or two in a row): labels \
+                          are separated by single TABs, as gmcl cluster and mcl write them"
+                    .into(),
+            });
+        }
+        clusters.push(labels);
+    }
+    Ok(clusters)
+}
+
+/// A hint for a label that one clustering has and the other lacks, when the label holds a
+/// blank: the files may separate labels by spaces, where clusterings separate them by TABs.
+fn separator_hint(label: &str) -> &'static str {
+    if label.contains([' ', '\u{a0}']) {
+        " (labels are separated by TABs, as gmcl cluster and mcl write them; this one holds a \
+         space)"
+    } else {
+        ""
+    }
 }
 
 /// Compares two clusterings given by labels ([`read_clusters`]); both must cover the same
@@ -246,11 +295,12 @@ pub fn distance_by_label(
     let n = ids.len();
     if n > n_a {
         let extra = b.iter().flatten().find(|l| ids[l.as_str()] as usize >= n_a);
+        let extra = extra.map_or("", |s| s.as_str());
         return Err(Error::Invalid(format!(
-            "{} has nodes that {} lacks (such as '{}'): both must cluster the same nodes",
+            "{} has nodes that {} lacks (such as '{extra}'): both must cluster the same nodes{}",
             names.1,
             names.0,
-            extra.map_or("", |s| s.as_str())
+            separator_hint(extra)
         )));
     }
     let check = |p: &[Vec<u32>], name: &str| -> Result<()> {
@@ -270,7 +320,8 @@ pub fn distance_by_label(
                 .map_or("", |(l, _)| *l);
             return Err(Error::Invalid(format!(
                 "{name} lacks '{label}', which the other clustering has: both must cluster the \
-                 same nodes"
+                 same nodes{}",
+                separator_hint(label)
             )));
         }
         Ok(())

@@ -28,6 +28,7 @@ pub mod gpu;
 pub mod inflate;
 pub mod interpret;
 pub mod measures;
+pub mod native;
 pub mod progress;
 pub mod prune;
 

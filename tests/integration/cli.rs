@@ -543,7 +543,7 @@ fn tricount_per_vertex_file_uses_input_labels() {
         .map(|l| l.split('\t').nth(1).unwrap().parse::<u64>().unwrap())
         .sum();
     assert_eq!(sum, 3 * 467);
-    // The karate club in Matrix Market: 1-based in the file, 0-based ids as labels, like .el.
+    // The karate club in Matrix Market: the file's own 1-based numbers as labels.
     let out2 = dir.path().join("karate.tsv");
     ok(&[
         "tricount",
@@ -557,8 +557,8 @@ fn tricount_per_vertex_file_uses_input_labels() {
         "-q",
     ]);
     let text = std::fs::read_to_string(&out2).unwrap();
-    assert!(text.starts_with("0\t18\n1\t12\n2\t11\n"), "{text}");
-    assert!(text.ends_with("32\t13\n33\t15\n"), "{text}");
+    assert!(text.starts_with("1\t18\n2\t12\n3\t11\n"), "{text}");
+    assert!(text.ends_with("33\t13\n34\t15\n"), "{text}");
 }
 
 #[test]

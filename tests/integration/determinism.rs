@@ -41,7 +41,12 @@ fn outputs_with(
         .iter()
         .enumerate()
         .map(|(k, threads)| {
-            let out: PathBuf = dir.join(format!("{name}.{k}"));
+            // `name.k`, or `stem.k.ext` for a name with an extension (the output's format).
+            let out_name = match name.split_once('.') {
+                Some((stem, ext)) => format!("{stem}.{k}.{ext}"),
+                None => format!("{name}.{k}"),
+            };
+            let out: PathBuf = dir.join(out_name);
             let mut a: Vec<&str> = args
                 .iter()
                 .map(|&x| if x == "{out}" { s(&out) } else { x })
@@ -154,5 +159,5 @@ fn products_are_byte_identical() {
     let dir = tempfile::tempdir().unwrap();
     let g = rmat(dir.path(), "g.el", "11", "8");
     let args = ["spgemm", s(&g), "--engine", "cpu", "-o", "{out}"];
-    all_equal("spgemm", &outputs(dir.path(), "p", &args, true));
+    all_equal("spgemm", &outputs(dir.path(), "p.mtx", &args, true));
 }

@@ -7,6 +7,7 @@ mod util;
 
 mod cli;
 mod determinism;
+mod formats;
 mod fuzz_regressions;
 mod interrupt;
 mod io_errors;
