@@ -8,7 +8,12 @@ use cli::{Cli, Command, Ui};
 use gmcl::Error;
 
 fn main() {
-    let cli = Cli::parse();
+    // mcl's spellings (`-te 4`, `-overlap split`) are made gmcl's before clap sees them.
+    let args = match cli::mcl_args::rewrite(std::env::args_os()) {
+        Ok(args) => args,
+        Err(e) => exit_with(&e),
+    };
+    let cli = Cli::parse_from(args);
     let ui = Ui { quiet: cli.quiet };
     // Ctrl-C and SIGTERM set a flag that the long loops check: the run unwinds, temporary output
     // files are removed, and the process exits with status 130 below.

@@ -9,6 +9,7 @@ pub mod dist;
 pub mod env;
 pub mod generate;
 pub mod info;
+pub mod mcl_args;
 mod paths;
 pub mod spgemm;
 pub mod tricount;
