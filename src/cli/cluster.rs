@@ -1,12 +1,13 @@
 //! `gmcl cluster`: Markov clustering of a graph file, one cluster per line, with an optional
 //! JSON report.
 
-use super::ui::to_json;
+use super::ui::{count, to_json};
 use super::{InputArgs, Precision, Ui};
 use clap::Args;
 use gmcl::engine;
 use gmcl::io;
 use gmcl::mcl::{self, MclParams, Overlap, PruneParams};
+use gmcl::output::{standard_stream, AtomicOutput, StandardStream};
 use gmcl::spgemm::EngineKind;
 use gmcl::{Error, Result, Scalar};
 use std::path::PathBuf;
@@ -75,9 +76,16 @@ pub struct ClusterArgs {
     /// Write the clusters here instead of stdout.
     #[arg(long, short = 'o')]
     output: Option<PathBuf>,
-    /// Write a JSON report here (clusters, iterations, seconds and clm info's measures).
+    /// Print a JSON report on stdout (clusters, iterations, seconds, clm info's measures, the
+    /// parameters and gmcl's version); the clusters then go to -o FILE.
+    #[arg(long)]
+    json: bool,
+    /// Write the JSON report to this file.
     #[arg(long, value_name = "FILE")]
-    json: Option<PathBuf>,
+    json_file: Option<PathBuf>,
+    /// A second file name: refused with a hint (`--json FILE` was the report's file).
+    #[arg(hide = true)]
+    extra: Option<PathBuf>,
 }
 
 pub fn run(a: ClusterArgs, ui: Ui) -> Result<()> {
@@ -89,6 +97,10 @@ pub fn run(a: ClusterArgs, ui: Ui) -> Result<()> {
 
 #[derive(serde::Serialize)]
 struct ClusterReport {
+    /// gmcl's version.
+    version: &'static str,
+    /// The options of the run, as given or defaulted.
+    parameters: serde_json::Value,
     clusters: usize,
     iterations: usize,
     seconds: f64,
@@ -112,11 +124,53 @@ struct ClusterReport {
 
 fn run_typed<T: Scalar>(a: ClusterArgs, ui: Ui) -> Result<()> {
     let start = Instant::now();
-    let outputs: Vec<(&str, &std::path::Path)> = [("-o", &a.output), ("--json", &a.json)]
+    if let Some(x) = &a.extra {
+        return Err(Error::Invalid(if a.json {
+            format!(
+                "--json takes no file: it prints the report on stdout; to write it to {x}, \
+                 use --json-file {x}",
+                x = x.display()
+            )
+        } else {
+            format!("unexpected argument {}", x.display())
+        }));
+    }
+    let clusters_on_stdout = a
+        .output
+        .as_deref()
+        .map_or(true, |p| standard_stream(p) == Some(StandardStream::Stdout));
+    if a.json && clusters_on_stdout {
+        return Err(Error::Invalid(
+            "--json prints the report on stdout, where the clusters go without -o: write the \
+             clusters with -o FILE, or the report to a file with --json-file FILE"
+                .into(),
+        ));
+    }
+    let outputs: Vec<(&str, &std::path::Path)> = [("-o", &a.output), ("--json-file", &a.json_file)]
         .into_iter()
         .filter_map(|(o, p)| p.as_deref().map(|p| (o, p)))
         .collect();
     super::paths::refuse_clobbering(&[&a.input], &outputs)?;
+    // Every output is opened (a temporary file beside it) before any work, so that a path that
+    // cannot be written fails at once, and all are committed together at the end.
+    let clusters_out = match &a.output {
+        Some(p) => Some(AtomicOutput::create(p)?),
+        None => None,
+    };
+    let report_out = match &a.json_file {
+        Some(p) => Some(AtomicOutput::create(p)?),
+        None => None,
+    };
+    let parameters = serde_json::json!({
+        "input": a.input.display().to_string(),
+        "inflation": a.inflation,
+        "loop_gain": a.loop_gain,
+        "scheme": a.scheme,
+        "max_iterations": a.max_iterations,
+        "overlap": a.overlap.to_string(),
+        "engine": a.engine.to_string(),
+        "precision": match a.precision { Precision::F32 => "f32", Precision::F64 => "f64" },
+    });
     let mut prune = PruneParams::scheme(a.scheme)?;
     if let Some(p) = a.prune {
         prune.prune = p;
@@ -172,20 +226,21 @@ fn run_typed<T: Scalar>(a: ClusterArgs, ui: Ui) -> Result<()> {
     })?;
     if !result.converged && result.iterations > 0 {
         ui.notice(&format!(
-            "stopped after {} iterations (-L) before the chaos fell under 1e-4",
-            result.iterations
+            "stopped after {} (-L) before the chaos fell under 1e-4",
+            count(result.iterations as u64, "iteration", "iterations")
         ));
     }
     if result.overlap > 0 {
         ui.notice(&format!(
-            "{} node memberships in overlap ({})",
-            result.overlap, params.overlap
+            "{} in overlap ({})",
+            count(result.overlap as u64, "node membership", "node memberships"),
+            params.overlap
         ));
     }
     if result.missing > 0 {
         ui.notice(&format!(
-            "{} nodes reached no attractor: put together in one cluster",
-            result.missing
+            "{} no attractor: put together in one cluster",
+            count(result.missing as u64, "node reached", "nodes reached")
         ));
     }
     let labels = &loaded.labels;
@@ -198,11 +253,11 @@ fn run_typed<T: Scalar>(a: ClusterArgs, ui: Ui) -> Result<()> {
         }
         buf.push(b'\n');
     };
-    match &a.output {
-        Some(path) => {
-            let mut out = gmcl::output::AtomicOutput::create(path)?;
+    let mut commits = Vec::new();
+    match clusters_out {
+        Some(mut out) => {
             gmcl::output::write_formatted(&mut out, &result.clusters, fmt, |_| {})?;
-            out.commit()?;
+            commits.push(out);
         }
         None => {
             use std::io::Write;
@@ -221,20 +276,27 @@ fn run_typed<T: Scalar>(a: ClusterArgs, ui: Ui) -> Result<()> {
     }
     let info = mcl::measures::cluster_info(&graph, &result.clusters);
     ui.notice(&format!(
-        "{} clusters of {} nodes ({} singletons, largest {}) in {} iterations, {:.2} s; \
+        "{} of {} ({}, largest {}) in {}, {:.2} s; \
          efficiency {:.5}, modularity {:.5}, mass fraction {:.5}",
-        info.clusters,
-        info.nodes,
-        info.singletons,
+        count(info.clusters as u64, "cluster", "clusters"),
+        count(info.nodes as u64, "node", "nodes"),
+        count(info.singletons as u64, "singleton", "singletons"),
         info.largest,
-        result.iterations,
+        count(result.iterations as u64, "iteration", "iterations"),
         result.seconds,
         info.efficiency,
         info.modularity,
         info.mass_fraction
     ));
-    if let Some(path) = &a.json {
+    if a.json || report_out.is_some() {
+        let mut parameters = parameters;
+        parameters["prune"] = params.prune.prune.into();
+        parameters["select"] = params.prune.select.into();
+        parameters["recover"] = params.prune.recover.into();
+        parameters["pct"] = params.prune.pct.into();
         let report = ClusterReport {
+            version: env!("CARGO_PKG_VERSION"),
+            parameters,
             clusters: info.clusters,
             iterations: result.iterations,
             seconds: result.seconds,
@@ -251,10 +313,17 @@ fn run_typed<T: Scalar>(a: ClusterArgs, ui: Ui) -> Result<()> {
             finish_seconds: result.finish_seconds,
             load_seconds,
         };
-        let mut out = gmcl::output::AtomicOutput::create(path)?;
-        out.write_all(to_json(&report)?.as_bytes())?;
-        out.write_all(b"\n")?;
-        out.commit()?;
+        let text = to_json(&report)?;
+        if let Some(mut out) = report_out {
+            out.write_all(text.as_bytes())?;
+            out.write_all(b"\n")?;
+            commits.push(out);
+        }
+        AtomicOutput::commit_all(commits)?;
+        if a.json {
+            outln!("{text}")?;
+        }
+        return Ok(());
     }
-    Ok(())
+    AtomicOutput::commit_all(commits)
 }

@@ -1,6 +1,6 @@
 //! `gmcl info`: a graph's vertices, edges, self loops, duplicates, symmetry and degrees.
 
-use super::ui::to_json;
+use super::ui::report_json;
 use super::InputArgs;
 use clap::Args;
 use gmcl::info::GraphInfo;
@@ -23,7 +23,11 @@ pub fn run(a: InfoArgs) -> Result<()> {
     let loaded = io::load(&a.input, a.input_args.format)?;
     let info = GraphInfo::of(&loaded.edges, loaded.symmetric_storage)?;
     if a.json {
-        outln!("{}", to_json(&info)?)?;
+        let parameters = serde_json::json!({
+            "input": a.input.display().to_string(),
+            "format": loaded.format.to_string(),
+        });
+        outln!("{}", report_json(&info, parameters)?)?;
     } else {
         outln!("file            {}", a.input.display())?;
         outln!("format          {}", loaded.format)?;

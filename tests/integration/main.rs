@@ -6,6 +6,7 @@
 mod util;
 
 mod cli;
+mod cli_habits;
 mod determinism;
 mod fuzz_regressions;
 mod interrupt;
