@@ -236,3 +236,20 @@ fn a_closed_stdout_is_an_error_and_a_closed_pipe_a_normal_end() {
         text(&piped.stderr)
     );
 }
+
+#[test]
+fn the_readmes_first_set_up_command_runs_the_headline_job() {
+    let readme = std::fs::read_to_string(repo("README.md")).unwrap();
+    assert!(readme.contains("cargo install --path ."));
+    let setup = &readme[readme.find("## Set up").unwrap()..];
+    let block = &setup[setup.find("```\n").unwrap() + 4..];
+    let first = block.lines().next().unwrap();
+    let args = first
+        .strip_prefix("cargo run --release -- ")
+        .unwrap_or_else(|| panic!("not a gmcl command: {first}"));
+    assert!(args.starts_with("cluster graphs/"), "{first}");
+    let args: Vec<&str> = args.split_whitespace().collect();
+    let out = cmd().args(&args).current_dir(repo(".")).output().unwrap();
+    assert!(out.status.success(), "{first}: {}", text(&out.stderr));
+    assert!(text(&out.stdout).lines().count() >= 2, "clusters on stdout");
+}
