@@ -27,7 +27,7 @@ for s in ${SCALES:-15 16}; do
         for run in $(seq "${GPU_RUNS:-1}"); do
             t=$EPOCHREALTIME
             .gpu/gmcl --threads "$threads" cluster "$g" --engine gpu $mode -o "$tmp/s$s.gpu$mode" \
-                --json "$out/s$s-gpu.json" 2>"$out/s$s-gpu$mode-$run.log" \
+                --json-file "$out/s$s-gpu.json" 2>"$out/s$s-gpu$mode-$run.log" \
                 || { echo "gpu run failed"; tail -20 "$out/s$s-gpu$mode-$run.log"; }
             echo "gmcl gpu $mode (run $run): $(secs "$t") s wall; $(cat "$out/s$s-gpu.json")" | tee -a "$out/summary.txt"
         done
@@ -37,7 +37,7 @@ for s in ${SCALES:-15 16}; do
     fi
     if [ "${SKIP_CPU:-0}" != 1 ]; then
         t=$EPOCHREALTIME
-        .gpu/gmcl --threads "$threads" cluster "$g" --engine cpu -o "$tmp/s$s.cpu" --json "$out/s$s-cpu.json" \
+        .gpu/gmcl --threads "$threads" cluster "$g" --engine cpu -o "$tmp/s$s.cpu" --json-file "$out/s$s-cpu.json" \
             2>"$out/s$s-cpu.log"
         echo "gmcl cpu: $(secs "$t") s wall; $(cat "$out/s$s-cpu.json")" | tee -a "$out/summary.txt"
         echo "dist gpu cpu: $(.gpu/gmcl dist "$tmp/s$s.gpu" "$tmp/s$s.cpu" 2>&1 | tr '\n' ' ')" | tee -a "$out/summary.txt"

@@ -13,7 +13,13 @@ static ALLOCATOR: cli::oom::NotingAllocator = cli::oom::NotingAllocator;
 
 fn main() {
     cli::oom::install();
-    let cli = Cli::parse();
+    let stdout_closed = guard_closed_stdout();
+    // mcl's spellings (`-te 4`, `-overlap split`) are made gmcl's before clap sees them.
+    let args = match cli::mcl_args::rewrite(std::env::args_os()) {
+        Ok(args) => args,
+        Err(e) => exit_with(&e),
+    };
+    let cli = Cli::parse_from(args);
     let ui = Ui { quiet: cli.quiet };
     // Ctrl-C and SIGTERM set a flag that the long loops check: the run unwinds, temporary output
     // files are removed, and the process exits with status 130 below.
@@ -51,8 +57,61 @@ fn main() {
         Command::Convert(a) => cli::convert::run(a, ui),
     };
     if let Err(e) = result {
+        if let Error::Io { path, source, .. } = &e {
+            if path.as_os_str() == "<stdout>" && source.kind() == std::io::ErrorKind::BrokenPipe {
+                if stdout_closed {
+                    exit_with(&Error::Invalid(
+                        "stdout is closed: the results had nowhere to go (write them with -o \
+                         FILE, or leave stdout open)"
+                            .into(),
+                    ));
+                }
+                // The reader of a pipe left (`| head -1`): a normal end, said by the status a
+                // process ended by SIGPIPE has, with no message.
+                std::process::exit(141);
+            }
+        }
         exit_with(&e);
     }
+}
+
+/// With stdout closed (`>&-`), Rust's runtime opens `/dev/null` on descriptor 1 (read-write,
+/// where a shell's `> /dev/null` opens it write-only), and results written there would vanish
+/// with exit 0. Descriptor 1 then becomes a pipe nobody reads, so that a write of results fails
+/// (reported as a closed stdout, exit 2). Returns whether stdout was closed.
+#[cfg(unix)]
+fn guard_closed_stdout() -> bool {
+    // SAFETY: fcntl, fstat, stat, pipe, dup2 and close on descriptors this process owns and on
+    // stat buffers it owns.
+    unsafe {
+        let flags = libc::fcntl(1, libc::F_GETFL);
+        if flags != -1 {
+            let mut fd_stat: libc::stat = std::mem::zeroed();
+            let mut null_stat: libc::stat = std::mem::zeroed();
+            let null_in_place_of_closed = flags & libc::O_ACCMODE == libc::O_RDWR
+                && libc::fstat(1, &mut fd_stat) == 0
+                && libc::stat(c"/dev/null".as_ptr(), &mut null_stat) == 0
+                && fd_stat.st_mode & libc::S_IFMT == libc::S_IFCHR
+                && fd_stat.st_rdev == null_stat.st_rdev;
+            if !null_in_place_of_closed {
+                return false;
+            }
+        }
+        let mut fds = [0; 2];
+        if libc::pipe(fds.as_mut_ptr()) == 0 {
+            libc::close(fds[0]);
+            if fds[1] != 1 {
+                libc::dup2(fds[1], 1);
+                libc::close(fds[1]);
+            }
+        }
+    }
+    true
+}
+
+#[cfg(not(unix))]
+fn guard_closed_stdout() -> bool {
+    false
 }
 
 /// Prints the error and exits with its status. Called only once every value of the run has

@@ -154,7 +154,33 @@ impl AtomicOutput {
     /// Flushes, syncs and renames the file into place. After an interrupt
     /// ([`crate::interrupt`]) it fails with [`Error::Interrupted`] and the file does not appear.
     pub fn commit(self) -> Result<()> {
+        Self::commit_all(vec![self])
+    }
+
+    /// Commits the outputs of one run together: every file is flushed and synced first, and
+    /// only when all are whole are they renamed into place, so that one failing output (a full
+    /// disk, an interrupt) leaves every target as it was.
+    pub fn commit_all(outputs: Vec<AtomicOutput>) -> Result<()> {
         crate::interrupt::check()?;
+        let ready = outputs
+            .into_iter()
+            .map(AtomicOutput::finish_writing)
+            .collect::<Result<Vec<_>>>()?;
+        crate::interrupt::check()?;
+        for (path, file) in ready {
+            if let Some((file, target)) = file {
+                let temp = file.path().to_path_buf();
+                file.persist(&target)
+                    .map_err(|e| Error::io(&path, "cannot rename output into place", e.error))?;
+                crate::tempfiles::forget(&temp);
+            }
+        }
+        Ok(())
+    }
+
+    /// Flushes and syncs; a temporary file comes back with its target, to be renamed.
+    #[allow(clippy::type_complexity)]
+    fn finish_writing(self) -> Result<(PathBuf, Option<(tempfile::NamedTempFile, PathBuf)>)> {
         let path = self.path;
         let sink = self
             .writer
@@ -165,10 +191,7 @@ impl AtomicOutput {
                 file.as_file()
                     .sync_all()
                     .map_err(|e| Error::io(&path, "cannot write output", e))?;
-                let temp = file.path().to_path_buf();
-                file.persist(&target)
-                    .map_err(|e| Error::io(&path, "cannot rename output into place", e.error))?;
-                crate::tempfiles::forget(&temp);
+                return Ok((path, Some((file, target))));
             }
             Sink::Direct(mut f) => f
                 .flush()
@@ -180,25 +203,41 @@ impl AtomicOutput {
                 .flush()
                 .map_err(|e| Error::io(&path, "cannot write output", e))?,
         }
-        Ok(())
+        Ok((path, None))
     }
 }
 
-/// A new temporary file `.NAME.XXXXXX.tmp` in the directory of `target` (mode 0644 on Unix:
-/// the output is an ordinary file, though temporary files are usually private).
+/// Bytes of the target's name kept in the temporary name: with `.`, `.`, 6 random characters
+/// and `.tmp` it stays within the 255 bytes a file name may have, whatever the target's length.
+const TEMP_NAME_KEEPS: usize = 200;
+
+/// A new temporary file `.NAME.XXXXXX.tmp` in the directory of `target` (NAME cut to
+/// [`TEMP_NAME_KEEPS`] bytes). On Unix it has the mode of the file it replaces, else 0644
+/// (the output is an ordinary file, though temporary files are usually private).
 fn temp_beside(target: &Path) -> std::io::Result<tempfile::NamedTempFile> {
     let dir = match target.parent() {
         Some(d) if !d.as_os_str().is_empty() => d,
         _ => Path::new("."),
     };
-    let name = target.file_name().and_then(|n| n.to_str()).unwrap_or("out");
+    let mut name = target.file_name().and_then(|n| n.to_str()).unwrap_or("out");
+    if name.len() > TEMP_NAME_KEEPS {
+        let mut end = TEMP_NAME_KEEPS;
+        while !name.is_char_boundary(end) {
+            end -= 1;
+        }
+        name = &name[..end];
+    }
     let prefix = format!(".{name}.");
     let mut builder = tempfile::Builder::new();
     builder.prefix(&prefix).suffix(".tmp");
     #[cfg(unix)]
     {
         use std::os::unix::fs::PermissionsExt;
-        builder.permissions(std::fs::Permissions::from_mode(0o644));
+        let mode = std::fs::metadata(target)
+            .ok()
+            .filter(|m| m.is_file())
+            .map_or(0o644, |m| m.permissions().mode() & 0o7777);
+        builder.permissions(std::fs::Permissions::from_mode(mode));
     }
     let file = builder.tempfile_in(dir)?;
     crate::tempfiles::remember(file.path());
@@ -327,6 +366,40 @@ mod tests {
         let e = o.commit().unwrap_err().to_string();
         assert!(e.starts_with("/dev/full: cannot write output"), "{e}");
         assert!(!std::fs::metadata("/dev/full").unwrap().is_file());
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_replaced_file_keeps_its_mode_and_long_names_work() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("private.txt");
+        std::fs::write(&p, "old").unwrap();
+        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o600)).unwrap();
+        let mut o = AtomicOutput::create(&p).unwrap();
+        o.write_all(b"new").unwrap();
+        o.commit().unwrap();
+        let mode = std::fs::metadata(&p).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o600);
+        let long = dir.path().join("x".repeat(248));
+        let mut o = AtomicOutput::create(&long).unwrap();
+        o.write_all(b"long").unwrap();
+        o.commit().unwrap();
+        assert_eq!(std::fs::read_to_string(&long).unwrap(), "long");
+    }
+
+    #[test]
+    fn outputs_committed_together_or_not_at_all() {
+        let dir = tempfile::tempdir().unwrap();
+        let a = dir.path().join("a.txt");
+        std::fs::write(&a, "old").unwrap();
+        let mut oa = AtomicOutput::create(&a).unwrap();
+        oa.write_all(b"new").unwrap();
+        let mut full = AtomicOutput::create(Path::new("/dev/full")).unwrap();
+        full.write_all(b"x").unwrap();
+        assert!(AtomicOutput::commit_all(vec![oa, full]).is_err());
+        assert_eq!(std::fs::read_to_string(&a).unwrap(), "old");
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
     }
 
     #[test]

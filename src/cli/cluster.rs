@@ -1,12 +1,13 @@
 //! `gmcl cluster`: Markov clustering of a graph file, one cluster per line, with an optional
 //! JSON report.
 
-use super::ui::to_json;
+use super::ui::{count, to_json};
 use super::{InputArgs, Precision, Ui};
 use clap::Args;
 use gmcl::engine;
 use gmcl::io;
 use gmcl::mcl::{self, Iteration, IterationProgress, MclParams, Observer, Overlap, PruneParams};
+use gmcl::output::{standard_stream, AtomicOutput, StandardStream};
 use gmcl::spgemm::EngineKind;
 use gmcl::{Error, Result, Scalar};
 use indicatif::ProgressBar;
@@ -82,9 +83,16 @@ pub struct ClusterArgs {
     /// and clm info read: nodes by index from 0, every vertex of the input listed).
     #[arg(long, value_enum, default_value = "labels", value_name = "labels|mcl")]
     output_format: ClusterFormat,
-    /// Write a JSON report here (clusters, iterations, seconds and clm info's measures).
+    /// Print a JSON report on stdout (clusters, iterations, seconds, clm info's measures, the
+    /// parameters and gmcl's version); the clusters then go to -o FILE.
+    #[arg(long)]
+    json: bool,
+    /// Write the JSON report to this file.
     #[arg(long, value_name = "FILE")]
-    json: Option<PathBuf>,
+    json_file: Option<PathBuf>,
+    /// A second file name: refused with a hint (`--json FILE` was the report's file).
+    #[arg(hide = true)]
+    extra: Option<PathBuf>,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -102,6 +110,10 @@ pub fn run(a: ClusterArgs, ui: Ui) -> Result<()> {
 
 #[derive(serde::Serialize)]
 struct ClusterReport {
+    /// gmcl's version.
+    version: &'static str,
+    /// The options of the run, as given or defaulted.
+    parameters: serde_json::Value,
     clusters: usize,
     iterations: usize,
     seconds: f64,
@@ -158,11 +170,53 @@ impl Observer for IterationLines<'_> {
 
 fn run_typed<T: Scalar>(a: ClusterArgs, ui: Ui) -> Result<()> {
     let start = Instant::now();
-    let outputs: Vec<(&str, &std::path::Path)> = [("-o", &a.output), ("--json", &a.json)]
+    if let Some(x) = &a.extra {
+        return Err(Error::Invalid(if a.json {
+            format!(
+                "--json takes no file: it prints the report on stdout; to write it to {x}, \
+                 use --json-file {x}",
+                x = x.display()
+            )
+        } else {
+            format!("unexpected argument {}", x.display())
+        }));
+    }
+    let clusters_on_stdout = a
+        .output
+        .as_deref()
+        .map_or(true, |p| standard_stream(p) == Some(StandardStream::Stdout));
+    if a.json && clusters_on_stdout {
+        return Err(Error::Invalid(
+            "--json prints the report on stdout, where the clusters go without -o: write the \
+             clusters with -o FILE, or the report to a file with --json-file FILE"
+                .into(),
+        ));
+    }
+    let outputs: Vec<(&str, &std::path::Path)> = [("-o", &a.output), ("--json-file", &a.json_file)]
         .into_iter()
         .filter_map(|(o, p)| p.as_deref().map(|p| (o, p)))
         .collect();
     super::paths::refuse_clobbering(&[&a.input], &outputs)?;
+    // Every output is opened (a temporary file beside it) before any work, so that a path that
+    // cannot be written fails at once, and all are committed together at the end.
+    let clusters_out = match &a.output {
+        Some(p) => Some(AtomicOutput::create(p)?),
+        None => None,
+    };
+    let report_out = match &a.json_file {
+        Some(p) => Some(AtomicOutput::create(p)?),
+        None => None,
+    };
+    let parameters = serde_json::json!({
+        "input": a.input.display().to_string(),
+        "inflation": a.inflation,
+        "loop_gain": a.loop_gain,
+        "scheme": a.scheme,
+        "max_iterations": a.max_iterations,
+        "overlap": a.overlap.to_string(),
+        "engine": a.engine.to_string(),
+        "precision": match a.precision { Precision::F32 => "f32", Precision::F64 => "f64" },
+    });
     let mut prune = PruneParams::scheme(a.scheme)?;
     if let Some(p) = a.prune {
         prune.prune = p;
@@ -232,20 +286,21 @@ fn run_typed<T: Scalar>(a: ClusterArgs, ui: Ui) -> Result<()> {
     )?;
     if !result.converged && result.iterations > 0 {
         ui.notice(&format!(
-            "stopped after {} iterations (-L) before the chaos fell under 1e-4",
-            result.iterations
+            "stopped after {} (-L) before the chaos fell under 1e-4",
+            count(result.iterations as u64, "iteration", "iterations")
         ));
     }
     if result.overlap > 0 {
         ui.notice(&format!(
-            "{} node memberships in overlap ({})",
-            result.overlap, params.overlap
+            "{} in overlap ({})",
+            count(result.overlap as u64, "node membership", "node memberships"),
+            params.overlap
         ));
     }
     if result.missing > 0 {
         ui.notice(&format!(
-            "{} nodes reached no attractor: put together in one cluster",
-            result.missing
+            "{} no attractor: put together in one cluster",
+            count(result.missing as u64, "node reached", "nodes reached")
         ));
     }
     let labels = &loaded.labels;
@@ -258,34 +313,65 @@ fn run_typed<T: Scalar>(a: ClusterArgs, ui: Ui) -> Result<()> {
         }
         buf.push(b'\n');
     };
-    if a.output_format == ClusterFormat::Mcl {
+    let mut commits = Vec::new();
+    let native = (a.output_format == ClusterFormat::Mcl).then(|| {
         let clusters = native_clusters(loaded.edges.nrows, &result.clusters, &ids);
         let mut text = Vec::new();
         mcl::native::write_native(loaded.edges.nrows, &clusters, &mut text);
-        let path = a.output.as_deref().unwrap_or(std::path::Path::new("-"));
-        let mut out = gmcl::output::AtomicOutput::create(path)?;
-        out.write_all(&text)?;
-        out.commit()?;
-    } else {
-        write_labels(&a.output, &result.clusters, fmt)?;
+        text
+    });
+    match (clusters_out, native) {
+        (Some(mut out), Some(text)) => {
+            out.write_all(&text)?;
+            commits.push(out);
+        }
+        (Some(mut out), None) => {
+            gmcl::output::write_formatted(&mut out, &result.clusters, fmt, |_| {})?;
+            commits.push(out);
+        }
+        (None, native) => {
+            use std::io::Write;
+            let stdout = std::io::stdout();
+            let mut w = std::io::BufWriter::with_capacity(1 << 20, stdout.lock());
+            let failed = |e| Error::io("<stdout>", "cannot write output", e);
+            match native {
+                Some(text) => w.write_all(&text).map_err(failed)?,
+                None => {
+                    let mut buf = Vec::new();
+                    for c in &result.clusters {
+                        buf.clear();
+                        fmt(c, &mut buf);
+                        w.write_all(&buf).map_err(failed)?;
+                    }
+                }
+            }
+            w.flush().map_err(failed)?;
+        }
     }
     let info = mcl::measures::cluster_info(&graph, &result.clusters);
     ui.notice(&format!(
-        "{} clusters of {} nodes ({} singletons, largest {}) in {} iterations, {:.2} s on the {} \
-         engine; efficiency {:.5}, modularity {:.5}, mass fraction {:.5}",
-        info.clusters,
-        info.nodes,
-        info.singletons,
+        "{} of {} ({}, largest {}) in {}, {:.2} s on the {} engine; \
+         efficiency {:.5}, modularity {:.5}, mass fraction {:.5}",
+        count(info.clusters as u64, "cluster", "clusters"),
+        count(info.nodes as u64, "node", "nodes"),
+        count(info.singletons as u64, "singleton", "singletons"),
         info.largest,
-        result.iterations,
+        count(result.iterations as u64, "iteration", "iterations"),
         result.seconds,
         engine,
         info.efficiency,
         info.modularity,
         info.mass_fraction
     ));
-    if let Some(path) = &a.json {
+    if a.json || report_out.is_some() {
+        let mut parameters = parameters;
+        parameters["prune"] = params.prune.prune.into();
+        parameters["select"] = params.prune.select.into();
+        parameters["recover"] = params.prune.recover.into();
+        parameters["pct"] = params.prune.pct.into();
         let report = ClusterReport {
+            version: env!("CARGO_PKG_VERSION"),
+            parameters,
             clusters: info.clusters,
             iterations: result.iterations,
             seconds: result.seconds,
@@ -302,42 +388,19 @@ fn run_typed<T: Scalar>(a: ClusterArgs, ui: Ui) -> Result<()> {
             finish_seconds: result.finish_seconds,
             load_seconds,
         };
-        let mut out = gmcl::output::AtomicOutput::create(path)?;
-        out.write_all(to_json(&report)?.as_bytes())?;
-        out.write_all(b"\n")?;
-        out.commit()?;
-    }
-    Ok(())
-}
-
-/// Writes the clusters as label lines (formatted by `fmt`) to `output`, or to stdout.
-fn write_labels(
-    output: &Option<PathBuf>,
-    clusters: &[Vec<u32>],
-    fmt: impl Fn(&Vec<u32>, &mut Vec<u8>) + Sync,
-) -> Result<()> {
-    match output {
-        Some(path) => {
-            let mut out = gmcl::output::AtomicOutput::create(path)?;
-            gmcl::output::write_formatted(&mut out, clusters, fmt, |_| {})?;
-            out.commit()?;
+        let text = to_json(&report)?;
+        if let Some(mut out) = report_out {
+            out.write_all(text.as_bytes())?;
+            out.write_all(b"\n")?;
+            commits.push(out);
         }
-        None => {
-            use std::io::Write;
-            let stdout = std::io::stdout();
-            let mut w = std::io::BufWriter::with_capacity(1 << 20, stdout.lock());
-            let mut buf = Vec::new();
-            for c in clusters {
-                buf.clear();
-                fmt(c, &mut buf);
-                w.write_all(&buf)
-                    .map_err(|e| Error::io("<stdout>", "cannot write output", e))?;
-            }
-            w.flush()
-                .map_err(|e| Error::io("<stdout>", "cannot write output", e))?;
+        AtomicOutput::commit_all(commits)?;
+        if a.json {
+            outln!("{text}")?;
         }
+        return Ok(());
     }
-    Ok(())
+    AtomicOutput::commit_all(commits)
 }
 
 /// The clusters in the input's vertex ids for mcl's native format: every vertex of the input

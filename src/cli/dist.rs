@@ -1,7 +1,7 @@
 //! `gmcl dist`: distances between two clusterings (split/join, variation of information,
 //! adjusted Rand).
 
-use super::ui::to_json;
+use super::ui::{count, report_json};
 use clap::Args;
 use gmcl::mcl;
 use gmcl::Result;
@@ -24,7 +24,8 @@ pub fn run(a: DistArgs) -> Result<()> {
     let (na, nb) = (a.a.display().to_string(), a.b.display().to_string());
     let d = mcl::measures::distance_by_label(&ca, &cb, (&na, &nb))?;
     if a.json {
-        outln!("{}", to_json(&d)?)?;
+        let parameters = serde_json::json!({"a": na, "b": nb});
+        outln!("{}", report_json(&d, parameters)?)?;
     } else {
         let pct = if d.nodes > 0 {
             100.0 * d.split_join as f64 / d.nodes as f64
@@ -32,10 +33,10 @@ pub fn run(a: DistArgs) -> Result<()> {
             0.0
         };
         outln!(
-            "nodes                     {} ({} and {} clusters)",
+            "nodes                     {} ({} and {})",
             d.nodes,
-            d.clusters_a,
-            d.clusters_b
+            count(d.clusters_a as u64, "cluster", "clusters"),
+            count(d.clusters_b as u64, "cluster", "clusters")
         )?;
         outln!(
             "split/join distance       {} ({} + {}), {:.3}% of the nodes",

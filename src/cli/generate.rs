@@ -105,9 +105,9 @@ pub fn run(a: GenerateArgs, ui: Ui) -> Result<()> {
     generate::write_edges_as(&a.output, &el, symmetry, &|done| bar.set_position(done))?;
     bar.finish_and_clear();
     ui.notice(&format!(
-        "wrote {} edges over {} vertices to {} in {:.2} s",
-        el.len(),
-        p.n_vertices(),
+        "wrote {} over {} to {} in {:.2} s",
+        super::ui::count(el.len() as u64, "edge", "edges"),
+        super::ui::count(p.n_vertices(), "vertex", "vertices"),
         a.output.display(),
         start.elapsed().as_secs_f64()
     ));

@@ -1,6 +1,6 @@
 //! `gmcl info`: a graph's vertices, edges, self loops, duplicates, symmetry and degrees.
 
-use super::ui::to_json;
+use super::ui::report_json;
 use super::InputArgs;
 use clap::Args;
 use gmcl::info::GraphInfo;
@@ -40,15 +40,21 @@ pub fn run(a: InfoArgs) -> Result<()> {
         None => None,
     };
     if a.json {
+        let mut parameters = serde_json::json!({
+            "input": a.input.display().to_string(),
+            "format": loaded.format.to_string(),
+        });
         match clustering {
-            Some(clustering) => outln!(
-                "{}",
-                to_json(&InfoReport {
+            Some(clustering) => {
+                parameters["clusters"] =
+                    a.clusters.as_ref().map(|p| p.display().to_string()).into();
+                let report = InfoReport {
                     graph: info,
-                    clustering
-                })?
-            )?,
-            None => outln!("{}", to_json(&info)?)?,
+                    clustering,
+                };
+                outln!("{}", report_json(&report, parameters)?)?
+            }
+            None => outln!("{}", report_json(&info, parameters)?)?,
         }
     } else {
         outln!("file            {}", a.input.display())?;

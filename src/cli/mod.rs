@@ -10,6 +10,7 @@ pub mod dist;
 pub mod env;
 pub mod generate;
 pub mod info;
+pub mod mcl_args;
 pub mod oom;
 mod paths;
 pub mod spgemm;

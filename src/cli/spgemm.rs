@@ -1,7 +1,7 @@
 //! `gmcl spgemm`: C = A·B (or A²) on the chosen engine, written as Matrix Market or `.wel`; with
 //! --repeat, a benchmark of the product.
 
-use super::ui::to_json;
+use super::ui::report_json;
 use super::{InputArgs, Precision, Ui};
 use clap::Args;
 use gmcl::io::{self, Format, Loaded};
@@ -214,19 +214,21 @@ fn run_typed<T: Scalar>(a: SpgemmArgs, ui: Ui) -> Result<()> {
         phases,
         gflops: measure::gflops(stats.intermediate_products, stats.device_seconds),
     };
+    // The summary is a notice (stderr), whatever stdout carries: C, the JSON report or nothing.
+    ui.notice(&format!(
+        "C: {} x {}, {}, {} intermediate products, {:.4} s on the {} engine ({:.4} s computing: {:.3} GFLOP/s)",
+        report.rows, report.cols, super::ui::count(report.nnz as u64, "nonzero", "nonzeros"), report.intermediate_products, report.seconds, report.engine, report.device_seconds, report.gflops
+    ));
     if a.json {
-        outln!("{}", to_json(&report)?)?;
-    } else if c_on_stdout {
-        // C is the output on stdout: the summary must not end up inside the Matrix Market.
-        ui.notice(&format!(
-            "C: {} x {}, {} nonzeros, {} intermediate products, {:.4} s on the {} engine ({:.4} s computing: {:.3} GFLOP/s)",
-            report.rows, report.cols, report.nnz, report.intermediate_products, report.seconds, report.engine, report.device_seconds, report.gflops
-        ));
-    } else {
-        outln!(
-            "C: {} x {}, {} nonzeros, {} intermediate products, {:.4} s on the {} engine ({:.4} s computing: {:.3} GFLOP/s)",
-            report.rows, report.cols, report.nnz, report.intermediate_products, report.seconds, report.engine, report.device_seconds, report.gflops
-        )?;
+        let parameters = serde_json::json!({
+            "a": a.a.display().to_string(),
+            "b": a.b.as_ref().map(|b| b.display().to_string()),
+            "engine": a.engine.to_string(),
+            "symmetrize": a.symmetrize,
+            "precision": match a.precision { Precision::F32 => "f32", Precision::F64 => "f64" },
+            "repeat": a.repeat,
+        });
+        outln!("{}", report_json(&report, parameters)?)?;
     }
     Ok(())
 }

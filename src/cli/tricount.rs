@@ -1,7 +1,7 @@
 //! `gmcl tricount`: the triangles of a graph, optionally per vertex; with --repeat, a
 //! benchmark of the count.
 
-use super::ui::to_json;
+use super::ui::{count, report_json};
 use super::{InputArgs, Ui};
 use clap::Args;
 use gmcl::spgemm::EngineKind;
@@ -73,6 +73,16 @@ pub fn run(a: TricountArgs, ui: Ui) -> Result<()> {
     let start = Instant::now();
     if let Some(out) = &a.per_vertex {
         super::paths::refuse_clobbering(&[&a.input], &[("--per-vertex", out)])?;
+    }
+    // The fused kernel runs on the GPU only: without one it is the engine that is unavailable
+    // (exit status 3), said before any work.
+    if a.method == tricount::Method::Fused && a.engine != EngineKind::Cpu {
+        if let (EngineKind::Cpu, Some(why)) = gmcl::spgemm::resolve(a.engine) {
+            return Err(Error::EngineUnavailable(format!(
+                "--method fused runs on the GPU, and none is usable here ({why}): use --method \
+                 merge (or auto) on the CPU"
+            )));
+        }
     }
     engine::open_gpu_early(a.engine, engine::file_bytes(&a.input));
     let loaded = io::load_for(&a.input, a.input_args.format, &tricount::FOOTPRINT)?;
@@ -152,9 +162,9 @@ pub fn run(a: TricountArgs, ui: Ui) -> Result<()> {
         m => format!("{} kernel", m.name()),
     };
     ui.notice(&format!(
-        "{} vertices, {} edges; loaded in {:.3} s; counted in {:.4} s on the {} engine (orientation {:.4} s; {}{}, {:.3e} edges/s)",
-        report.vertices,
-        report.edges,
+        "{}, {}; loaded in {:.3} s; counted in {:.4} s on the {} engine (orientation {:.4} s; {}{}, {:.3e} edges/s)",
+        count(report.vertices, "vertex", "vertices"),
+        count(report.edges, "edge", "edges"),
         load_seconds,
         report.seconds,
         engine,
@@ -168,7 +178,15 @@ pub fn run(a: TricountArgs, ui: Ui) -> Result<()> {
         report.edges_per_second
     ));
     if a.json {
-        outln!("{}", to_json(&report)?)?;
+        let parameters = serde_json::json!({
+            "input": a.input.display().to_string(),
+            "engine": a.engine.to_string(),
+            "method": a.method.name(),
+            "relabel": format!("{:?}", a.relabel).to_lowercase(),
+            "form": a.form.name(),
+            "repeat": a.repeat,
+        });
+        outln!("{}", report_json(&report, parameters)?)?;
     } else {
         outln!("{}", report.triangles)?;
     }

@@ -112,6 +112,34 @@ impl Ui {
     }
 }
 
+/// `n` and the noun, singular for one: "1 cluster", "2 clusters", "0 clusters".
+pub fn count(n: impl Into<u64>, one: &str, many: &str) -> String {
+    let n = n.into();
+    format!("{n} {}", if n == 1 { one } else { many })
+}
+
+/// A command's JSON report with gmcl's version and the run's parameters first, so that every
+/// report says what made it.
+#[derive(serde::Serialize)]
+pub struct Report<'a, S: serde::Serialize> {
+    pub version: &'static str,
+    pub parameters: serde_json::Value,
+    #[serde(flatten)]
+    pub report: &'a S,
+}
+
+/// [`to_json`] of `report` with the version and `parameters` (see [`Report`]).
+pub fn report_json<S: serde::Serialize>(
+    report: &S,
+    parameters: serde_json::Value,
+) -> Result<String> {
+    to_json(&Report {
+        version: env!("CARGO_PKG_VERSION"),
+        parameters,
+        report,
+    })
+}
+
 pub fn to_json<S: serde::Serialize>(v: &S) -> Result<String> {
     serde_json::to_string(v).map_err(|e| Error::Invalid(format!("cannot format JSON: {e}")))
 }

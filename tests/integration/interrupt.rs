@@ -158,7 +158,7 @@ fn sigterm_stops_mcl_between_iterations_or_within_one() {
         "cpu",
         "-o",
         out.to_str().unwrap(),
-        "--json",
+        "--json-file",
         report.to_str().unwrap(),
     ]);
     // Signal once the first iteration is reported (the second takes far longer).

@@ -6,6 +6,7 @@
 mod util;
 
 mod cli;
+mod cli_habits;
 mod determinism;
 mod formats;
 mod fuzz_regressions;

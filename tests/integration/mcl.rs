@@ -157,7 +157,7 @@ fn cli_cluster_writes_clusters_json_and_progress() {
         "cpu",
         "-o",
         out.to_str().unwrap(),
-        "--json",
+        "--json-file",
         json.to_str().unwrap(),
     ]);
     assert!(stdout.is_empty());
@@ -236,7 +236,10 @@ fn cli_options_change_the_clustering() {
         "-o",
         out.to_str().unwrap(),
     ]);
-    assert!(stderr.contains("stopped after 1 iterations"), "{stderr}");
+    assert!(
+        stderr.contains("stopped after 1 iteration (-L)"),
+        "{stderr}"
+    );
     for mode in ["keep", "cut", "split"] {
         let (stdout, _) = ok(&["cluster", "-q", "graphs/karate.el", "--overlap", mode]);
         assert_eq!(partition_of_text(&stdout), golden("karate.mcl"));

@@ -1,0 +1,360 @@
+//! mcl's spellings on gmcl's command line: a pass over the arguments before clap parses them.
+//!
+//! mcl users type single-dash long options (`-te 4`, `-scheme 7`, `-overlap split`) and
+//! `--abc`. Left to clap, `-overlap` would be read as `-o verlap` and write a file named
+//! `verlap`. This pass turns mcl's spellings of the options gmcl shares into gmcl's, refuses
+//! mcl's options that gmcl lacks with a hint, and refuses any other single-dash word that is not
+//! a cluster of gmcl's short options (so no word is ever read as `-o` plus a file name).
+
+use clap::CommandFactory;
+use gmcl::{Error, Result};
+use std::ffi::OsString;
+
+/// mcl's options that gmcl has under another name (mcl spelling, gmcl spelling). Each takes a
+/// value, passed on unchanged.
+const RENAMED: &[(&str, &str)] = &[
+    ("-te", "--threads"),
+    ("-scheme", "--scheme"),
+    ("-pct", "--pct"),
+    ("-overlap", "--overlap"),
+];
+
+/// The hint for mcl's input transforms, which gmcl does not have yet.
+const TRANSFORMS: &str = "gmcl does not transform weights yet: transform them before (for example \
+     with awk) and give gmcl the result";
+
+/// mcl's options gmcl lacks, with what to do instead.
+const MISSING: &[(&str, &str)] = &[
+    ("-odir", "write with -o FILE (or to stdout)"),
+    ("--d", "write with -o FILE (or to stdout)"),
+    ("-aa", "write with -o FILE (or to stdout)"),
+    ("-ap", "write with -o FILE (or to stdout)"),
+    ("-az", "write with -o FILE (or to stdout)"),
+    ("-ax", "write with -o FILE (or to stdout)"),
+    (
+        "--sif",
+        "gmcl reads .abc, .el, .wel, .mtx and SNAP text (--format)",
+    ),
+    (
+        "--etc",
+        "gmcl reads .abc, .el, .wel, .mtx and SNAP text (--format)",
+    ),
+    (
+        "--expect-values",
+        "gmcl reads .abc, .el, .wel, .mtx and SNAP text (--format)",
+    ),
+    ("-use-tab", "give the graph with its labels as .abc"),
+    ("-p", "give the inverse as -P (mcl's -p 0.0001 is -P 10000)"),
+    ("-analyze", "--json reports clm info's measures"),
+    ("--analyze", "--json reports clm info's measures"),
+    (
+        "-sort",
+        "clusters are written largest first, as mcl's default revsize",
+    ),
+    (
+        "-discard-loops",
+        "loops are always discarded, as mcl's default",
+    ),
+    (
+        "--discard-loops",
+        "loops are always discarded, as mcl's default",
+    ),
+    (
+        "-v",
+        "--quiet hides every notice; one line per iteration is printed otherwise",
+    ),
+    (
+        "-how-much-ram",
+        "the memory guard refuses a graph that cannot fit",
+    ),
+    ("-tf", TRANSFORMS),
+    ("-abc-tf", TRANSFORMS),
+    ("--abc-neg-log", TRANSFORMS),
+    ("--abc-neg-log10", TRANSFORMS),
+];
+
+/// mcl's options gmcl lacks with no alternative worth naming: each is refused with a plain
+/// "gmcl has no ..." message.
+const UNSUPPORTED: &[&str] = &[
+    "-icl",
+    "-pi",
+    "-if",
+    "-sparse",
+    "-digits",
+    "--i3",
+    "--write-binary",
+    "-write-graph",
+    "-write-graphx",
+    "-write-expanded",
+    "--write-limit",
+    "-force-connected",
+    "--force-connected",
+    "-check-connected",
+    "--check-connected",
+    "-show-log",
+    "--show-log",
+    "-annot",
+    "--show",
+    "-dump",
+    "-dump-stem",
+    "-dump-interval",
+    "-dump-modulo",
+    "-warn-factor",
+    "-warn-pct",
+    "--show-schemes",
+    "--jury-charter",
+    "-z",
+    "-l",
+    "-i",
+];
+
+/// The short options gmcl knows, from clap's own definition: those that take a value and
+/// those that do not (which may be clustered, as `-qh`).
+struct Shorts {
+    valued: Vec<char>,
+    flags: Vec<char>,
+    longs: Vec<String>,
+    valued_longs: Vec<String>,
+    flag_longs: Vec<String>,
+}
+
+impl Shorts {
+    fn of(cmd: &clap::Command) -> Self {
+        let mut s = Shorts {
+            valued: Vec::new(),
+            flags: vec!['h', 'V'],
+            longs: Vec::new(),
+            valued_longs: Vec::new(),
+            flag_longs: Vec::new(),
+        };
+        s.collect(cmd);
+        // A long option that is a flag somewhere (`cluster --json`) is not taken to carry a
+        // value anywhere: the word after it is checked like any other.
+        let flag_longs = s.flag_longs.clone();
+        s.valued_longs.retain(|l| !flag_longs.contains(l));
+        s
+    }
+
+    fn collect(&mut self, cmd: &clap::Command) {
+        for arg in cmd.get_arguments() {
+            if let Some(c) = arg.get_short() {
+                if arg.get_action().takes_values() {
+                    self.valued.push(c);
+                } else {
+                    self.flags.push(c);
+                }
+            }
+            if let Some(l) = arg.get_long() {
+                self.longs.push(l.to_string());
+                if arg.get_action().takes_values() {
+                    self.valued_longs.push(l.to_string());
+                } else {
+                    self.flag_longs.push(l.to_string());
+                }
+            }
+        }
+        for sub in cmd.get_subcommands() {
+            self.collect(sub);
+        }
+    }
+}
+
+/// The arguments (the program name first) with mcl's spellings made gmcl's, or an error (exit
+/// status 2) naming an option gmcl cannot take.
+pub fn rewrite(args: impl IntoIterator<Item = OsString>) -> Result<Vec<OsString>> {
+    rewrite_with(args, &Shorts::of(&super::Cli::command()))
+}
+
+fn rewrite_with(
+    args: impl IntoIterator<Item = OsString>,
+    shorts: &Shorts,
+) -> Result<Vec<OsString>> {
+    let args: Vec<OsString> = args.into_iter().collect();
+    let given = |name: &str| args.iter().any(|a| a.to_str().is_some_and(|s| s == name));
+    let mut out = Vec::with_capacity(args.len() + 2);
+    let mut iter = args.iter().enumerate();
+    // The program name, then the arguments.
+    if let Some((_, prog)) = iter.next() {
+        out.push(prog.clone());
+    }
+    let mut value_next = false;
+    while let Some((i, arg)) = iter.next() {
+        let Some(s) = arg.to_str() else {
+            out.push(arg.clone());
+            value_next = false;
+            continue;
+        };
+        if s == "--" {
+            out.extend(args[i..].iter().cloned());
+            break;
+        }
+        if value_next {
+            // The value of the previous option, whatever it looks like (`-I -1`, `-o -`).
+            value_next = false;
+            out.push(arg.clone());
+            continue;
+        }
+        if let Some(&(_, gmcl)) = RENAMED.iter().find(|(m, _)| *m == s) {
+            out.push(gmcl.into());
+            value_next = true;
+            continue;
+        }
+        let name = s.split('=').next().unwrap_or(s);
+        match s {
+            "--abc" => {
+                out.extend(["--format".into(), "abc".into()]);
+                continue;
+            }
+            "-resource" => {
+                let n = iter.next().and_then(|(_, v)| v.to_str()).ok_or_else(|| {
+                    Error::Invalid("-resource needs a number (mcl's -resource N)".into())
+                })?;
+                let n: u32 = n.parse().ok().filter(|&n| n >= 1).ok_or_else(|| {
+                    Error::Invalid(format!("-resource {n}: expected a whole number from 1"))
+                })?;
+                if ["-S", "-R", "--select", "--recover"]
+                    .iter()
+                    .any(|o| given(o))
+                {
+                    return Err(Error::Invalid(
+                        "-resource N sets -S and -R to N: give either -resource or -S/-R".into(),
+                    ));
+                }
+                out.extend(["-S".into(), n.to_string().into(), "-R".into()]);
+                out.push(n.to_string().into());
+                // As in mcl: -P becomes 10 N unless it is given.
+                if !given("-P") && !given("--prune") {
+                    out.extend(["-P".into(), (10 * u64::from(n)).to_string().into()]);
+                }
+                continue;
+            }
+            _ => {}
+        }
+        if let Some((m, hint)) = MISSING.iter().find(|(m, _)| *m == name) {
+            return Err(Error::Invalid(format!(
+                "{s}: gmcl has no mcl option {m}: {hint}"
+            )));
+        }
+        if UNSUPPORTED.contains(&name) {
+            return Err(Error::Invalid(format!(
+                "{s}: gmcl has no mcl option {name} (see gmcl cluster --help)"
+            )));
+        }
+        if let Some(word) = s
+            .strip_prefix('-')
+            .filter(|w| !w.is_empty() && !w.starts_with('-') && w.parse::<f64>().is_err())
+        {
+            value_next = check_short_cluster(s, word, shorts)?;
+        } else if s.starts_with("--") && !s.contains('=') {
+            // A long option of gmcl that takes a value: its value comes next.
+            value_next = shorts.valued_longs.iter().any(|l| *l == s[2..]);
+        }
+        out.push(arg.clone());
+    }
+    Ok(out)
+}
+
+/// Checks `-word` (a single dash, not a number) is a cluster of gmcl's short options: flags,
+/// optionally ending in one that takes a value, given attached only as a number (`-I1.4`).
+/// Returns whether the next argument is that option's value.
+fn check_short_cluster(s: &str, word: &str, shorts: &Shorts) -> Result<bool> {
+    for (k, c) in word.char_indices() {
+        if shorts.flags.contains(&c) {
+            continue;
+        }
+        if shorts.valued.contains(&c) {
+            let rest = &word[k + c.len_utf8()..];
+            if rest.is_empty() {
+                return Ok(true);
+            }
+            if rest.trim_start_matches('=').parse::<f64>().is_ok() {
+                return Ok(false);
+            }
+        }
+        let hint = if shorts.longs.iter().any(|l| l == word) {
+            format!(": gmcl's long options take two dashes (--{word})")
+        } else {
+            format!(": not an option of gmcl or an mcl option gmcl knows (gmcl <command> --help lists them; give an attached value as -{} VALUE)", word.chars().next().unwrap_or('?'))
+        };
+        return Err(Error::Invalid(format!("unknown option {s}{hint}")));
+    }
+    Ok(false)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run(args: &str) -> Result<Vec<String>> {
+        let args = std::iter::once("gmcl")
+            .chain(args.split(' '))
+            .map(OsString::from);
+        rewrite(args).map(|v| {
+            v.into_iter()
+                .skip(1)
+                .map(|a| a.into_string().unwrap())
+                .collect()
+        })
+    }
+
+    fn ok(args: &str) -> String {
+        run(args).unwrap().join(" ")
+    }
+
+    fn err(args: &str) -> String {
+        run(args).unwrap_err().to_string()
+    }
+
+    #[test]
+    fn mcl_spellings_become_gmcls() {
+        assert_eq!(
+            ok("cluster g.abc -te 2 -scheme 4 -pct 80 -overlap split -I 1.4 -o -"),
+            "cluster g.abc --threads 2 --scheme 4 --pct 80 --overlap split -I 1.4 -o -"
+        );
+        assert_eq!(ok("cluster g.abc --abc"), "cluster g.abc --format abc");
+        assert_eq!(
+            ok("cluster g.abc -resource 50"),
+            "cluster g.abc -S 50 -R 50 -P 500"
+        );
+        assert_eq!(
+            ok("cluster g.abc -P 99 -resource 50"),
+            "cluster g.abc -P 99 -S 50 -R 50"
+        );
+        assert!(err("cluster g.abc -resource 5 -S 4").contains("give either"));
+    }
+
+    #[test]
+    fn gmcls_own_spellings_pass_unchanged() {
+        for a in [
+            "cluster g.el -I 1.4 -c -1 -P 4000 -o out.txt --json r.json",
+            "cluster g.el -I1.4 -P4000 -q",
+            "generate -s 10 -e 4 -a 0.5 -o g.el",
+            "cluster g.el -o - --overlap keep",
+            "cluster g.el -I -1",
+            "cluster g.el -- -overlap",
+            "tricount g.el --per-vertex -",
+        ] {
+            assert_eq!(ok(a), a);
+        }
+    }
+
+    #[test]
+    fn no_word_becomes_a_short_option_with_a_value() {
+        assert!(err("cluster g.abc -overlapp split").contains("unknown option -overlapp"));
+        assert!(err("cluster g.abc -ofile").contains("unknown option -ofile"));
+        assert!(err("cluster g.abc -engine cpu").contains("(--engine)"));
+        assert!(err("cluster g.abc -Ix").contains("unknown option -Ix"));
+        // `--json` is a flag of cluster (a file of bench's): the word after it is checked.
+        assert!(err("cluster g.abc --json -overlapp x").contains("unknown option"));
+    }
+
+    #[test]
+    fn mcl_options_gmcl_lacks_get_a_hint() {
+        assert!(err("cluster g.abc -odir x").contains("-o FILE"));
+        assert!(err("cluster g.abc -p 0.001").contains("-P 10000"));
+        assert!(err("cluster g.abc --discard-loops=n").contains("always discarded"));
+        assert!(err("cluster g.abc -write-graph x").contains("no mcl option -write-graph"));
+        assert!(err("cluster g.abc -tf gq(2)").contains("does not transform weights"));
+        assert!(err("cluster g.abc --abc-neg-log10").contains("does not transform weights"));
+    }
+}
