@@ -144,7 +144,7 @@ fn run_typed<T: Scalar>(a: ClusterArgs, ui: Ui) -> Result<()> {
         ..Default::default()
     };
     params.validate()?;
-    let loaded = io::load(&a.input, a.input_args.format)?;
+    let loaded = io::load_as::<T>(&a.input, a.input_args.format)?;
     let (graph, ids) = mcl::graph_from_edges::<T>(&loaded.edges).map_err(|e| match e {
         Error::Invalid(msg) => Error::Input {
             path: a.input.clone(),

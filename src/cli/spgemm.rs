@@ -54,7 +54,7 @@ fn load_matrix<T: Scalar>(
     format: Option<Format>,
     symmetrize: bool,
 ) -> Result<(Loaded, Csr<T>)> {
-    let loaded = io::load(path, format)?;
+    let loaded = io::load_as::<T>(path, format)?;
     let opts = BuildOptions {
         symmetrize,
         drop_self_loops: false,

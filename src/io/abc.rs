@@ -175,6 +175,16 @@ fn diagnose(line: &[u8]) -> Option<String> {
     parse_line(line).err()
 }
 
+/// True when `line` (without its newline) is read as an edge.
+pub(super) fn is_entry_line(line: &[u8]) -> bool {
+    matches!(parse_line(line), Ok(Some(_)))
+}
+
+/// True when `line` is an edge without a weight column.
+pub(super) fn entry_lacks_weight(line: &[u8]) -> bool {
+    matches!(parse_line(line), Ok(Some((_, _, None))))
+}
+
 /// The Fx hash (as in rustc): fast for short keys, and the keys here are not chosen to attack it
 /// (the worst case is a slower load).
 #[derive(Default, Clone, Copy)]
@@ -230,7 +240,7 @@ mod tests {
     #[test]
     fn labels_in_order_of_first_appearance() {
         let l =
-            abc("# comment\ncat dog 2.5\r\ndog\tmouse\n\n  cat  cat 1e-3 \nélan cat".as_bytes())
+            abc("# comment\ncat dog 2.5\r\ndog\tmouse\n\n  cat  cat 1e-3 \nélan cat\n".as_bytes())
                 .unwrap();
         assert_eq!(
             l.labels,

@@ -46,10 +46,9 @@ impl Source {
         if meta.is_dir() {
             return Err(is_a_directory(path));
         }
-        if meta.is_file() {
-            if meta.len() == 0 {
-                return Ok(Source::Owned(Vec::new()));
-            }
+        // A regular file of size 0 may still have content (`/proc`, `/sys`): it is read like a
+        // pipe, which gives an empty file nothing.
+        if meta.is_file() && meta.len() > 0 {
             // SAFETY: the map is read-only and lives no longer than this `Source`. As with every
             // reader built on mmap, another process truncating or rewriting the file while it is
             // being parsed is not guarded against.
@@ -78,7 +77,8 @@ impl Source {
     }
 }
 
-fn is_a_directory(path: &Path) -> Error {
+/// The error for a directory given as an input file.
+pub(crate) fn is_a_directory(path: &Path) -> Error {
     Error::Input {
         path: path.to_path_buf(),
         message: "is a directory, not a graph file".into(),

@@ -8,6 +8,7 @@ mod util;
 mod cli;
 mod determinism;
 mod fuzz_regressions;
+mod inputs;
 mod interrupt;
 mod io_errors;
 mod kernels_nvrtc;
