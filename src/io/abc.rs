@@ -31,7 +31,11 @@ pub(crate) fn parse(bytes: &[u8], path: &Path, chunk: usize) -> Result<Loaded> {
             path: path.to_path_buf(),
             message: format!("not enough memory to hold {} edges", pairs.len()),
         })?;
-    for &(a, b) in &pairs {
+    for (k, &(a, b)) in pairs.iter().enumerate() {
+        // One thread interns every label: look at the interrupt flag now and then.
+        if k % (1 << 16) == 0 {
+            crate::interrupt::check()?;
+        }
         match (
             intern(&mut ids, &mut names, a),
             intern(&mut ids, &mut names, b),

@@ -29,6 +29,7 @@ pub mod limits;
 mod mtx;
 mod reader;
 mod snap;
+mod stream;
 
 use crate::edges::EdgeList;
 use crate::error::{Error, Result};

@@ -9,7 +9,6 @@
 
 use crate::error::{Error, Result};
 use rayon::prelude::*;
-use std::io::Read;
 use std::mem::MaybeUninit;
 use std::ops::Range;
 use std::path::Path;
@@ -39,7 +38,7 @@ impl Source {
         if std::fs::metadata(path).is_ok_and(|m| m.is_dir()) {
             return Err(is_a_directory(path));
         }
-        let file = std::fs::File::open(path).map_err(|e| Error::io(path, "cannot open", e))?;
+        let file = super::stream::open(path)?;
         let meta = file
             .metadata()
             .map_err(|e| Error::io(path, "cannot open", e))?;
@@ -61,11 +60,8 @@ impl Source {
                 return Ok(Source::Mapped(map));
             }
         }
-        let mut bytes = Vec::new();
-        (&file)
-            .read_to_end(&mut bytes)
-            .map_err(|e| Error::io(path, "cannot read", e))?;
-        Ok(Source::Owned(bytes))
+        let limit = super::limits::memory_bytes();
+        Ok(Source::Owned(super::stream::read_all(&file, path, limit)?))
     }
 
     /// The file's bytes.
@@ -102,6 +98,8 @@ pub(crate) enum Stop {
     Weighted(usize),
     /// Memory for this many entries could not be had.
     NoMemory(usize),
+    /// An interrupt was requested ([`crate::interrupt`]).
+    Interrupted,
 }
 
 /// What a chunk parser reports about the chunk it read.
@@ -240,7 +238,13 @@ where
             .zip(item_regions)
             .zip(weight_regions)
             .with_max_len(1)
-            .map(|((r, it), w)| parse(&bytes[r.clone()], r.start, it, w))
+            .map(|((r, it), w)| {
+                // Checked per chunk, so a long parse stops on the first Ctrl-C.
+                if crate::interrupt::requested() {
+                    return Err(Stop::Interrupted);
+                }
+                parse(&bytes[r.clone()], r.start, it, w)
+            })
             .collect()
     };
     let mut stats = Stats::default();
@@ -369,6 +373,7 @@ pub(crate) fn stop_error(
             path: path.to_path_buf(),
             message: format!("not enough memory to hold up to {n} entries"),
         },
+        Stop::Interrupted => Error::Interrupted,
     }
 }
 

@@ -144,3 +144,46 @@ fn a_fraction_in_an_integer_matrix_is_refused() {
     let p = write(dir.path(), "j.mtx", &format!("{h}1 1 2\n1 2 -3\n"));
     ok(&["info", p.to_str().unwrap()]);
 }
+
+/// Runs gmcl with `envs` and waits at most `limit`; returns the output.
+fn run_within(args: &[&str], envs: &[(&str, &str)], limit: std::time::Duration) -> Output {
+    let mut child = crate::util::cmd()
+        .args(args)
+        .envs(envs.iter().copied())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let start = std::time::Instant::now();
+    while child.try_wait().unwrap().is_none() {
+        if start.elapsed() > limit {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("gmcl {args:?} ran past {limit:?}");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    child.wait_with_output().unwrap()
+}
+
+#[test]
+fn an_endless_input_is_refused_by_its_name_then_by_the_memory_limit() {
+    let limit = std::time::Duration::from_secs(20);
+    // The format is settled before a byte is read.
+    let out = run_within(&["info", "/dev/zero"], &[], limit);
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("/dev/zero: cannot tell the format"), "{err}");
+    // Read as an edge list, it is read no further than the memory limit.
+    let out = run_within(
+        &["info", "/dev/zero", "--format", "el"],
+        &[("GMCL_MEMORY_LIMIT", "50000000")],
+        limit,
+    );
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("/dev/zero: the input is not a regular file (a pipe or a device) and has sent more than 50000000 bytes"),
+        "{err}"
+    );
+}

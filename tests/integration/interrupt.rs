@@ -236,3 +236,38 @@ fn sigterm_stops_mcl_between_iterations_or_within_one() {
     assert_interrupted(status, &stderr);
     assert_eq!(names(dir.path()), vec!["g.el".to_string()]);
 }
+
+/// Makes a FIFO in `dir`.
+fn fifo(dir: &Path, name: &str) -> std::path::PathBuf {
+    let p = dir.join(name);
+    let c = std::ffi::CString::new(p.to_str().unwrap()).unwrap();
+    // SAFETY: a valid NUL-terminated path.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+    p
+}
+
+#[test]
+fn one_ctrl_c_stops_a_read_waiting_on_a_fifo() {
+    let dir = tempfile::tempdir().unwrap();
+    // No writer at all: before, the open itself waited for one.
+    let lonely = fifo(dir.path(), "lonely.el");
+    let mut child = spawn(&["info", lonely.to_str().unwrap()]);
+    std::thread::sleep(Duration::from_millis(300));
+    signal(&child, libc::SIGINT);
+    let status = wait_within(&mut child, Duration::from_secs(5));
+    assert_interrupted(status, &stderr_of(&mut child));
+
+    // A writer that sent a line and went quiet: before, the read waited for more.
+    let quiet = fifo(dir.path(), "quiet.el");
+    let mut child = spawn(&["info", quiet.to_str().unwrap()]);
+    let mut writer = std::fs::OpenOptions::new()
+        .write(true)
+        .open(&quiet)
+        .unwrap();
+    std::io::Write::write_all(&mut writer, b"0 1\n").unwrap();
+    std::thread::sleep(Duration::from_millis(300));
+    signal(&child, libc::SIGINT);
+    let status = wait_within(&mut child, Duration::from_secs(5));
+    assert_interrupted(status, &stderr_of(&mut child));
+    drop(writer);
+}
