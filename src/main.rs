@@ -20,6 +20,7 @@ fn main() {
         if n == 0 {
             exit_with(&Error::Invalid("--threads must be at least 1".into()));
         }
+        let n = capped_threads(n, ui);
         if let Err(e) = rayon::ThreadPoolBuilder::new()
             .num_threads(n)
             .build_global()
@@ -39,6 +40,23 @@ fn main() {
     if let Err(e) = result {
         exit_with(&e);
     }
+}
+
+/// How many threads a pool may have per core: more only adds switching and memory (thousands
+/// of threads slowed a small run by a hundredfold).
+const THREADS_PER_CORE: usize = 4;
+
+/// `--threads N`, at most [`THREADS_PER_CORE`] times the cores gmcl may use (with a notice).
+fn capped_threads(n: usize, ui: Ui) -> usize {
+    let cores = std::thread::available_parallelism().map_or(1, |c| c.get());
+    let cap = cores.saturating_mul(THREADS_PER_CORE);
+    if n <= cap {
+        return n;
+    }
+    ui.notice(&format!(
+        "--threads {n} is more than {THREADS_PER_CORE} times the {cores} cores here: using {cap}"
+    ));
+    cap
 }
 
 /// Prints the error and exits with its status. Called only once every value of the run has
