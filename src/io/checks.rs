@@ -40,9 +40,9 @@ pub(super) fn refuse_foreign_banner(bytes: &[u8], format: Format, path: &Path) -
     ))
 }
 
-/// Refuses a last line that has no newline and looks cut off: it ends in a blank, or (in a
-/// weighted SNAP or `.abc` file, where the weight is optional per line) it lacks the weight. A
-/// complete last line without a newline is fine.
+/// Refuses a last line that has no newline and looks cut off: it ends in a blank, or (in SNAP
+/// and `.abc`, where the weight is optional per line) it lacks the weight that the entry line
+/// before it has. A complete last line without a newline is fine.
 pub(super) fn refuse_cut_last_line(bytes: &[u8], loaded: &Loaded, path: &Path) -> Result<()> {
     let Some(&last) = bytes.last() else {
         return Ok(());
@@ -55,11 +55,10 @@ pub(super) fn refuse_cut_last_line(bytes: &[u8], loaded: &Loaded, path: &Path) -
     if !is_entry_line(line, loaded.format) {
         return Ok(());
     }
-    let number = reader::line_number(bytes, start);
     let cut = |why: &str| {
         Err(at_line(
             path,
-            number,
+            reader::line_number(bytes, start),
             format!(
                 "the last line has no newline and {why}: it looks cut off (a file still being \
                  written, or truncated); complete it or remove it"
