@@ -52,7 +52,7 @@ pub enum Error {
         /// What the driver or the engine reported, and what to do where known.
         message: String,
     },
-    /// The run was stopped by Ctrl-C (SIGINT) or SIGTERM; see [`crate::interrupt`].
+    /// The run was stopped by a signal (Ctrl-C, SIGTERM, SIGHUP, ...); see [`crate::interrupt`].
     #[error("interrupted")]
     Interrupted,
 }

@@ -1,4 +1,4 @@
-//! Stopping a long run cleanly on Ctrl-C (SIGINT) or SIGTERM.
+//! Stopping a long run cleanly on Ctrl-C (SIGINT), SIGTERM, SIGHUP, SIGUSR1, SIGUSR2 or SIGALRM.
 //!
 //! [`install`] makes the first signal set a process-wide flag instead of killing the process; the
 //! long loops of the library (MCL iterations and batches, R-MAT rounds, CSR builds, the CPU
@@ -20,20 +20,26 @@ fn flag() -> &'static Arc<AtomicBool> {
     FLAG.get_or_init(|| Arc::new(AtomicBool::new(false)))
 }
 
-/// Makes SIGINT and SIGTERM set the interrupt flag; a second one while the flag is set exits
-/// at once with status [`INTERRUPTED_EXIT_STATUS`]. Call once, early in `main`.
+/// Makes SIGINT, SIGTERM, SIGHUP, SIGUSR1, SIGUSR2 and SIGALRM set the interrupt flag (each
+/// would otherwise kill the process and leave its temporary files); a second one while the flag
+/// is set exits at once with status [`INTERRUPTED_EXIT_STATUS`]. Every one of them ends a run
+/// with that status. A signal of the last four that is ignored when gmcl starts (SIGHUP under
+/// `nohup`) stays ignored. Call once, early in `main`.
 ///
 /// It also ignores SIGXFSZ, so that a write past a file size limit (`ulimit -f`) fails with an
 /// error naming the file (EFBIG) rather than killing the process and leaving its temporary file.
 pub fn install() -> Result<()> {
-    use signal_hook::consts::{SIGINT, SIGTERM};
+    use signal_hook::consts::{SIGALRM, SIGHUP, SIGINT, SIGTERM, SIGUSR1, SIGUSR2};
     #[cfg(unix)]
     // SAFETY: setting a signal's disposition to SIG_IGN installs no handler code.
     unsafe {
         libc::signal(libc::SIGXFSZ, libc::SIG_IGN);
     }
     let f = flag();
-    for sig in [SIGINT, SIGTERM] {
+    let optional = [SIGHUP, SIGUSR1, SIGUSR2, SIGALRM]
+        .into_iter()
+        .filter(|&sig| !ignored_at_start(sig));
+    for sig in [SIGINT, SIGTERM].into_iter().chain(optional) {
         // Registered first, so it sees the flag before this signal's own handler sets it: the
         // second signal exits, the first only sets the flag.
         signal_hook::flag::register_conditional_shutdown(
@@ -45,6 +51,24 @@ pub fn install() -> Result<()> {
         .map_err(|e| Error::Invalid(format!("cannot install the signal handler: {e}")))?;
     }
     Ok(())
+}
+
+/// True when `sig`'s disposition is "ignore" (as `nohup` leaves SIGHUP).
+fn ignored_at_start(sig: i32) -> bool {
+    #[cfg(unix)]
+    {
+        let mut old = std::mem::MaybeUninit::<libc::sigaction>::zeroed();
+        // SAFETY: a null new action only reads the current one into `old`, which is large
+        // enough and zero-initialised.
+        let rc = unsafe { libc::sigaction(sig, std::ptr::null(), old.as_mut_ptr()) };
+        // SAFETY: zeroed is a valid `sigaction`, and a successful call filled it.
+        rc == 0 && unsafe { old.assume_init() }.sa_sigaction == libc::SIG_IGN
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = sig;
+        false
+    }
 }
 
 /// True once an interrupt was requested.

@@ -32,13 +32,14 @@ fn main() {
     if cli.threads == Some(0) {
         exit_with(&Error::Invalid("--threads must be at least 1".into()));
     }
+    let threads = cli.threads.map(|n| capped_threads(n, ui));
     // The pool is started here, also without --threads, so that threads the system refuses (a
     // process limit such as `ulimit -u`) are an error now rather than a panic at first use.
     if let Err(e) = rayon::ThreadPoolBuilder::new()
-        .num_threads(cli.threads.unwrap_or(0))
+        .num_threads(threads.unwrap_or(0))
         .build_global()
     {
-        let asked = match cli.threads {
+        let asked = match threads {
             Some(n) => format!("{n} threads"),
             None => "a thread per core (--threads N starts fewer)".into(),
         };
@@ -112,6 +113,23 @@ fn guard_closed_stdout() -> bool {
 #[cfg(not(unix))]
 fn guard_closed_stdout() -> bool {
     false
+}
+
+/// How many threads a pool may have per core: more only adds switching and memory (thousands
+/// of threads slowed a small run by a hundredfold).
+const THREADS_PER_CORE: usize = 4;
+
+/// `--threads N`, at most [`THREADS_PER_CORE`] times the cores gmcl may use (with a notice).
+fn capped_threads(n: usize, ui: Ui) -> usize {
+    let cores = std::thread::available_parallelism().map_or(1, |c| c.get());
+    let cap = cores.saturating_mul(THREADS_PER_CORE);
+    if n <= cap {
+        return n;
+    }
+    ui.notice(&format!(
+        "--threads {n} is more than {THREADS_PER_CORE} times the {cores} cores here: using {cap}"
+    ));
+    cap
 }
 
 /// Prints the error and exits with its status. Called only once every value of the run has

@@ -2,6 +2,7 @@
 //! outputs are then not committed. One test in its own binary: the flag is process-wide.
 
 use gmcl::generate::{self, RmatParams};
+use gmcl::io::{self, Format};
 use gmcl::mcl::{self, MclParams};
 use gmcl::spgemm::{self, EngineKind, SpgemmOptions};
 use gmcl::tricount::{self, SimpleGraph};
@@ -23,8 +24,26 @@ fn every_long_loop_stops_on_an_interrupt() {
     let out = dir.path().join("g.el");
     std::fs::write(&out, "old").unwrap();
 
+    let text: String = (0..200_000).map(|i| format!("{i} {}\n", i + 1)).collect();
+    let labels: String = (0..200_000).map(|i| format!("a{i} b{i}\n")).collect();
+
     interrupt::request();
     assert!(interrupt::requested());
+    // Parsing checks the flag per chunk (and `.abc`'s labelling as it goes).
+    for (bytes, format) in [
+        (&text, Format::El),
+        (&text, Format::Snap),
+        (&labels, Format::Abc),
+    ] {
+        let p = std::path::Path::new("g");
+        assert!(interrupted(io::parse_bytes(bytes.as_bytes(), format, p)));
+        assert!(interrupted(io::parse_bytes_in_chunks(
+            bytes.as_bytes(),
+            format,
+            p,
+            1 << 20
+        )));
+    }
     assert!(interrupted(generate::generate(&p)));
     assert!(interrupted(Csr::<f64>::from_edges(
         &el,

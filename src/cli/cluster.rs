@@ -244,7 +244,7 @@ fn run_typed<T: Scalar>(a: ClusterArgs, ui: Ui) -> Result<()> {
         ..Default::default()
     };
     params.validate()?;
-    let loaded = io::load_for(&a.input, a.input_args.format, &gmcl::mcl::FOOTPRINT)?;
+    let loaded = io::load_as::<T>(&a.input, a.input_args.format, &gmcl::mcl::FOOTPRINT)?;
     let (graph, ids) = mcl::graph_from_edges::<T>(&loaded.edges).map_err(|e| match e {
         Error::Invalid(msg) => Error::Input {
             path: a.input.clone(),

@@ -27,7 +27,7 @@ pub use ui::Ui;
     about = "Markov clustering and triangle counting on large power-law graphs, on a GPU SpGEMM engine (gMAGNUS) or a multithreaded CPU engine."
 )]
 pub struct Cli {
-    /// Worker threads (default: all cores).
+    /// Worker threads (default: all cores; at most 4 per core, more are capped with a notice).
     #[arg(long, global = true, value_name = "N")]
     pub threads: Option<usize>,
     /// Print no progress and no notices on stderr (errors still print).

@@ -57,7 +57,7 @@ fn load_matrix<T: Scalar>(
     format: Option<Format>,
     symmetrize: bool,
 ) -> Result<(Loaded, Csr<T>)> {
-    let loaded = io::load_for(path, format, &gmcl::spgemm::FOOTPRINT)?;
+    let loaded = io::load_as::<T>(path, format, &gmcl::spgemm::FOOTPRINT)?;
     let opts = BuildOptions {
         symmetrize,
         drop_self_loops: false,

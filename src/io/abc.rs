@@ -9,8 +9,8 @@ use super::Labels;
 use super::{Format, Loaded};
 use crate::edges::EdgeList;
 use crate::error::{Error, Result};
+use std::collections::hash_map::RandomState;
 use std::collections::HashMap;
-use std::hash::{BuildHasherDefault, Hasher};
 use std::mem::MaybeUninit;
 use std::path::Path;
 
@@ -22,7 +22,7 @@ pub(crate) fn parse(bytes: &[u8], path: &Path, chunk: usize) -> Result<Loaded> {
 
     // Intern the labels in file order: each new label gets the next id.
     let pairs = parsed.items;
-    let mut ids: Ids = HashMap::default();
+    let mut ids: Ids = HashMap::with_hasher(RandomState::new());
     let mut names: Vec<String> = Vec::new();
     let mut edges: Vec<(u32, u32)> = Vec::new();
     edges
@@ -31,7 +31,11 @@ pub(crate) fn parse(bytes: &[u8], path: &Path, chunk: usize) -> Result<Loaded> {
             path: path.to_path_buf(),
             message: format!("not enough memory to hold {} edges", pairs.len()),
         })?;
-    for &(a, b) in &pairs {
+    for (k, &(a, b)) in pairs.iter().enumerate() {
+        // One thread interns every label: look at the interrupt flag now and then.
+        if k % (1 << 16) == 0 {
+            crate::interrupt::check()?;
+        }
         match (
             intern(&mut ids, &mut names, a),
             intern(&mut ids, &mut names, b),
@@ -55,7 +59,11 @@ pub(crate) fn parse(bytes: &[u8], path: &Path, chunk: usize) -> Result<Loaded> {
     })
 }
 
-type Ids<'a> = HashMap<&'a [u8], u32, BuildHasherDefault<FxHasher>>;
+/// Label to id. The hash is keyed at random per process (std's SipHash `RandomState`): labels
+/// come from files gmcl does not control, and an unkeyed hash lets labels chosen to collide
+/// (differing only in a few bytes that the hash folds into its high bits) turn every lookup
+/// into a scan. Ids do not depend on the key: they follow the order of first appearance.
+type Ids<'a> = HashMap<&'a [u8], u32, RandomState>;
 
 /// The id of `label`, a new one (the next) if it is new; `None` past the largest id.
 fn intern<'a>(ids: &mut Ids<'a>, names: &mut Vec<String>, label: &'a [u8]) -> Option<u32> {
@@ -175,46 +183,14 @@ fn diagnose(line: &[u8]) -> Option<String> {
     parse_line(line).err()
 }
 
-/// The Fx hash (as in rustc): fast for short keys, and the keys here are not chosen to attack it
-/// (the worst case is a slower load).
-#[derive(Default, Clone, Copy)]
-struct FxHasher {
-    hash: u64,
+/// True when `line` (without its newline) is read as an edge.
+pub(super) fn is_entry_line(line: &[u8]) -> bool {
+    matches!(parse_line(line), Ok(Some(_)))
 }
 
-impl FxHasher {
-    #[inline]
-    fn add(&mut self, word: u64) {
-        self.hash = (self.hash.rotate_left(5) ^ word).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
-    }
-}
-
-impl Hasher for FxHasher {
-    #[inline]
-    fn write(&mut self, bytes: &[u8]) {
-        let mut chunks = bytes.chunks_exact(8);
-        for c in &mut chunks {
-            let mut w = [0u8; 8];
-            w.copy_from_slice(c);
-            self.add(u64::from_le_bytes(w));
-        }
-        let rest = chunks.remainder();
-        if !rest.is_empty() {
-            let mut w = [0u8; 8];
-            w[..rest.len()].copy_from_slice(rest);
-            self.add(u64::from_le_bytes(w) ^ ((rest.len() as u64) << 59));
-        }
-    }
-
-    #[inline]
-    fn write_usize(&mut self, i: usize) {
-        self.add(i as u64);
-    }
-
-    #[inline]
-    fn finish(&self) -> u64 {
-        self.hash
-    }
+/// True when `line` is an edge without a weight column.
+pub(super) fn entry_lacks_weight(line: &[u8]) -> bool {
+    matches!(parse_line(line), Ok(Some((_, _, None))))
 }
 
 #[cfg(test)]
@@ -227,10 +203,40 @@ mod tests {
         parse_bytes(text, Format::Abc, Path::new("l.abc"))
     }
 
+    /// Labels of 16 bytes that differ only in bytes 12 to 15, as in a hash-flooding attack on
+    /// an unkeyed multiplicative hash.
+    fn colliding_labels(n: u32) -> Vec<Vec<u8>> {
+        (0..n)
+            .map(|i| {
+                let mut l = b"node-label-x".to_vec();
+                l.extend([1, 26, 676, 17576].map(|d| b'a' + (i / d % 26) as u8));
+                l
+            })
+            .collect()
+    }
+
+    #[test]
+    fn the_label_hash_is_keyed_and_spreads_colliding_labels() {
+        use std::hash::BuildHasher;
+        let ids: Ids = HashMap::with_hasher(RandomState::new());
+        let other: Ids = HashMap::with_hasher(RandomState::new());
+        let label: &[u8] = b"a label";
+        // Keyed: two maps hash one label differently (an unkeyed hash cannot).
+        assert_ne!(ids.hasher().hash_one(label), other.hasher().hash_one(label));
+        // Labels that an unkeyed multiplicative hash sends to one bucket spread over the low
+        // bits that pick a bucket (4096 labels into 4096 buckets fill about 2600).
+        let labels = colliding_labels(4096);
+        let buckets: std::collections::HashSet<u64> = labels
+            .iter()
+            .map(|l| ids.hasher().hash_one(&l[..]) & 4095)
+            .collect();
+        assert!(buckets.len() > 2000, "{} buckets", buckets.len());
+    }
+
     #[test]
     fn labels_in_order_of_first_appearance() {
         let l =
-            abc("# comment\ncat dog 2.5\r\ndog\tmouse\n\n  cat  cat 1e-3 \nélan cat".as_bytes())
+            abc("# comment\ncat dog 2.5\r\ndog\tmouse\n\n  cat  cat 1e-3 \nélan cat\n".as_bytes())
                 .unwrap();
         assert_eq!(
             l.labels,

@@ -22,6 +22,7 @@
 //! loaders panic.
 
 mod abc;
+mod checks;
 mod el;
 mod labels;
 pub mod limits;
@@ -30,6 +31,7 @@ mod mtx;
 pub mod npz;
 mod reader;
 mod snap;
+mod stream;
 
 use crate::edges::EdgeList;
 use crate::error::{Error, Result};
@@ -148,7 +150,7 @@ pub fn is_stdin(path: &Path) -> bool {
 /// whose vertices need more memory than there is, at the least any command needs
 /// ([`limits::Footprint::MINIMUM`]), fails here, before anything per vertex is allocated.
 pub fn load(path: &Path, format: Option<Format>) -> Result<Loaded> {
-    load_for(path, format, &limits::Footprint::MINIMUM)
+    load_checked(path, format, &limits::Footprint::MINIMUM, None)
 }
 
 /// [`load`] for a command that will allocate `footprint` for the graph: a graph that needs more
@@ -158,10 +160,41 @@ pub fn load_for(
     format: Option<Format>,
     footprint: &limits::Footprint,
 ) -> Result<Loaded> {
+    load_checked(path, format, footprint, None)
+}
+
+/// [`load_for`] for a run whose values have type `T`: a weight that `T` cannot hold (in `f32`,
+/// one above about 3.4e38, which would become infinite) is an error naming its line.
+pub fn load_as<T: crate::Scalar>(
+    path: &Path,
+    format: Option<Format>,
+    footprint: &limits::Footprint,
+) -> Result<Loaded> {
+    load_checked(path, format, footprint, Some((fits_in::<T>, T::NAME)))
+}
+
+/// A check of the weights for a value type: does a weight fit, and the type's name.
+type WeightCheck = (fn(f64) -> bool, &'static str);
+
+fn fits_in<T: crate::Scalar>(w: f64) -> bool {
+    T::from_f64(w).to_f64().is_finite()
+}
+
+/// [`load`], with the footprint checked and the weights checked by `fits` when given.
+fn load_checked(
+    path: &Path,
+    format: Option<Format>,
+    footprint: &limits::Footprint,
+    fits: Option<WeightCheck>,
+) -> Result<Loaded> {
     if is_stdin(path) {
-        return load_stdin(format, footprint);
+        return load_stdin(format, footprint, fits);
     }
-    let source = reader::Source::open(path)?;
+    // The format is settled before any byte is read (an endless input is not read first), but
+    // a directory is called one whatever its name.
+    if path.is_dir() {
+        return Err(reader::is_a_directory(path));
+    }
     let format = match format.or_else(|| Format::from_path(path)) {
         Some(f) => f,
         None => {
@@ -178,9 +211,10 @@ pub fn load_for(
             });
         }
     };
+    let source = reader::Source::open(path)?;
     let bytes = source.bytes();
     let loaded = parse_with(bytes, format, path, reader::default_chunk(bytes.len()))
-        .and_then(|l| limits::check(&l, bytes, path, footprint).map(|()| l));
+        .and_then(|l| check_loaded(&l, bytes, path, footprint, fits).map(|()| l));
     // A file that changed while it was parsed: whatever the parse made of it, that is the error.
     source.unchanged(path)?;
     let loaded = loaded?;
@@ -188,8 +222,26 @@ pub fn load_for(
     Ok(loaded)
 }
 
+/// The checks of a parsed input: weights its value type can hold, and memory for its graph.
+fn check_loaded(
+    loaded: &Loaded,
+    bytes: &[u8],
+    path: &Path,
+    footprint: &limits::Footprint,
+    fits: Option<WeightCheck>,
+) -> Result<()> {
+    if let Some((fits, name)) = fits {
+        checks::refuse_unrepresentable_weights(bytes, loaded, path, fits, name)?;
+    }
+    limits::check(loaded, bytes, path, footprint)
+}
+
 /// [`load`] of the standard input.
-fn load_stdin(format: Option<Format>, footprint: &limits::Footprint) -> Result<Loaded> {
+fn load_stdin(
+    format: Option<Format>,
+    footprint: &limits::Footprint,
+    fits: Option<WeightCheck>,
+) -> Result<Loaded> {
     let name = Path::new(STDIN_NAME);
     let Some(format) = format else {
         return Err(Error::Input {
@@ -202,7 +254,7 @@ fn load_stdin(format: Option<Format>, footprint: &limits::Footprint) -> Result<L
     let source = reader::Source::stdin(limits::memory_bytes(), name)?;
     let bytes = source.bytes();
     let loaded = parse_with(bytes, format, name, reader::default_chunk(bytes.len()))?;
-    limits::check(&loaded, bytes, name, footprint)?;
+    check_loaded(&loaded, bytes, name, footprint, fits)?;
     crate::interrupt::check()?;
     Ok(loaded)
 }
@@ -232,13 +284,19 @@ pub fn parse_bytes_in_chunks(
 
 /// [`parse_bytes`] with a chosen chunk size (tests use tiny ones to cross chunk boundaries).
 fn parse_with(bytes: &[u8], format: Format, path: &Path, chunk: usize) -> Result<Loaded> {
-    match format {
+    checks::refuse_foreign_banner(bytes, format, path)?;
+    let loaded = match format {
         Format::El | Format::Wel => el::parse(bytes, format, path, chunk),
         Format::Snap => snap::parse(bytes, path, chunk),
         Format::Mtx => mtx::parse(bytes, path, chunk),
         Format::Abc => abc::parse(bytes, path, chunk),
         Format::Npz => npz::parse(bytes, path),
+    }?;
+    // Binary: it has no lines to be cut.
+    if format != Format::Npz {
+        checks::refuse_cut_last_line(bytes, &loaded, path)?;
     }
+    Ok(loaded)
 }
 
 #[cfg(test)]
@@ -286,6 +344,118 @@ mod tests {
         assert_eq!(load(&g, Some(Format::El)).unwrap().edges.len(), 1);
     }
 
+    fn error_of(text: &str, f: Format) -> String {
+        parse_bytes(text.as_bytes(), f, Path::new("g"))
+            .unwrap_err()
+            .to_string()
+    }
+
+    #[test]
+    fn a_matrix_market_file_read_as_another_format_is_refused() {
+        let m = "%%MatrixMarket matrix coordinate pattern general\n3 3 1\n1 2\n";
+        for f in [Format::El, Format::Wel, Format::Snap, Format::Abc] {
+            let e = error_of(m, f);
+            assert!(e.starts_with("g:1: this is a Matrix Market file"), "{e}");
+            assert!(e.contains(&format!("being read as {f}")), "{e}");
+        }
+        assert_eq!(
+            parse_bytes(m.as_bytes(), Format::Mtx, Path::new("g"))
+                .unwrap()
+                .edges
+                .len(),
+            1
+        );
+        // Another comment first is no banner.
+        assert!(parse_bytes(b"% x\n%%MatrixMarket\n0 1\n", Format::El, Path::new("g")).is_ok());
+    }
+
+    #[test]
+    fn a_cut_off_last_line_is_refused() {
+        let cut = "it looks cut off";
+        for (text, f, line) in [
+            ("0 1\n2 3 ", Format::El, 2),
+            ("0 1\n2 3\t", Format::Snap, 2),
+            ("0 1 2\n\n2 3", Format::Snap, 3),
+            ("a b 2\nc d", Format::Abc, 2),
+            ("a\tb\t2\nc\td\t", Format::Abc, 2),
+            ("0 1 1.5\n2 3 1 ", Format::Wel, 2),
+            (
+                "%%MatrixMarket matrix coordinate pattern general\n3 3 1\n1 2 ",
+                Format::Mtx,
+                3,
+            ),
+        ] {
+            let e = error_of(text, f);
+            assert!(
+                e.starts_with(&format!("g:{line}: the last line has no newline")),
+                "{e}"
+            );
+            assert!(e.contains(cut), "{e}");
+            // With its newline, the same line is complete.
+            let whole = format!("{text}\n");
+            assert!(
+                parse_bytes(whole.as_bytes(), f, Path::new("g")).is_ok(),
+                "{whole:?}"
+            );
+        }
+        // Complete last lines without a newline, and trailing comments or blanks, are fine.
+        for (text, f) in [
+            ("0 1\n2 3", Format::El),
+            ("0 1 2\n2 3 1", Format::Snap),
+            ("0 1\n2 3", Format::Snap),
+            ("a b 2\nc d 1", Format::Abc),
+            ("0 1\n# c ", Format::El),
+            ("0 1\n  ", Format::El),
+            // A file that mixes weighted and unweighted lines.
+            ("a b\nc d 2\ne f\ng h", Format::Abc),
+            ("0 1\n2 3 2\n4 5\n6 7", Format::Snap),
+        ] {
+            assert!(
+                parse_bytes(text.as_bytes(), f, Path::new("g")).is_ok(),
+                "{text:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn weights_beyond_f32_are_refused_for_f32_runs() {
+        let dir = tempfile::tempdir().unwrap();
+        let f = dir.path().join("g.wel");
+        std::fs::write(&f, "0 1 1\n# c\n1 2 1e39\n2 3 -1e39\n").unwrap();
+        let e = load_as::<f32>(&f, None, &limits::Footprint::MINIMUM)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("g.wel:3: weight 1e39 does not fit the value type f32"),
+            "{e}"
+        );
+        assert!(e.contains("--precision f64"), "{e}");
+        assert_eq!(
+            load_as::<f64>(&f, None, &limits::Footprint::MINIMUM)
+                .unwrap()
+                .edges
+                .len(),
+            3
+        );
+        assert_eq!(load(&f, None).unwrap().edges.len(), 3);
+        let g = dir.path().join("g.mtx");
+        std::fs::write(
+            &g,
+            "%%MatrixMarket matrix coordinate real symmetric\n%\n3 3 2\n2 1 3e38\n3 1 -4e38\n",
+        )
+        .unwrap();
+        let e = load_as::<f32>(&g, None, &limits::Footprint::MINIMUM)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("g.mtx:5: weight -4e38"), "{e}");
+        let a = dir.path().join("g.abc");
+        std::fs::write(&a, "# c\n%x y\tz 1\t2\nq\tr\t1e300\n").unwrap();
+        let e = load_as::<f32>(&a, None, &limits::Footprint::MINIMUM)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("g.abc:3: weight 1e300"), "{e}");
+    }
+
     /// Parsing with tiny chunks gives the same answer (or the same error) as in one piece.
     fn same_with_any_chunking(
         bytes: &[u8],
@@ -323,7 +493,8 @@ mod tests {
             match f {
                 Format::El | Format::Snap => t.push_str(&format!("{a} {b}\n")),
                 Format::Wel => t.push_str(&format!("{a}\t{b}\t{w}.5\n")),
-                Format::Mtx => t.push_str(&format!("{} {} {w}\n", a + 1, b + 1)),
+                // The file is symmetric: one triangle.
+                Format::Mtx => t.push_str(&format!("{} {} {w}\n", a.max(b) + 1, a.min(b) + 1)),
                 Format::Abc => t.push_str(&format!("n{a} n{b} {w}\n")),
                 Format::Npz => unreachable!("written above"),
             }

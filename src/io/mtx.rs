@@ -27,6 +27,8 @@ const HEADER_FORM: &str = "'%%MatrixMarket matrix coordinate <real|integer|patte
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 struct Header {
     pattern: bool,
+    /// The field is `integer`: a value with a fraction is an error.
+    integer: bool,
     symmetry: Symmetry,
 }
 
@@ -113,7 +115,11 @@ pub(crate) fn parse(bytes: &[u8], path: &Path, chunk: usize) -> Result<Loaded> {
 
     let mut edges = parsed.items;
     let mut weights = parsed.weights;
+    if header.integer {
+        refuse_fractions(&weights, bytes, path)?;
+    }
     if header.symmetry != Symmetry::General {
+        refuse_both_triangles(&edges, bytes, path)?;
         let sign = if header.symmetry == Symmetry::Skew {
             -1.0
         } else {
@@ -158,6 +164,70 @@ pub(crate) fn parse(bytes: &[u8], path: &Path, chunk: usize) -> Result<Loaded> {
         format: Format::Mtx,
         symmetric_storage: header.symmetry != Symmetry::General,
     })
+}
+
+/// Refuses a value with a fraction in a file whose header says `integer`.
+fn refuse_fractions(weights: &[f64], bytes: &[u8], path: &Path) -> Result<()> {
+    let Some(k) = weights.par_iter().position_first(|w| w.fract() != 0.0) else {
+        return Ok(());
+    };
+    let message = format!(
+        "value {} is not an integer, but the header declares the field 'integer'; declare it \
+         'real' if the values have fractions",
+        weights[k]
+    );
+    Err(entry_error(bytes, path, k, message))
+}
+
+/// Refuses a symmetric file with off-diagonal entries on both sides of the diagonal: it stores
+/// one triangle and each entry stands for its mirror too, so a file listing both would count
+/// each value twice (SciPy's `mmread` sums them so).
+fn refuse_both_triangles(edges: &[(u32, u32)], bytes: &[u8], path: &Path) -> Result<()> {
+    let side = |&(i, j): &(u32, u32)| i.cmp(&j);
+    let Some(first) = edges.iter().position(|e| e.0 != e.1) else {
+        return Ok(());
+    };
+    let s = side(&edges[first]);
+    let Some(k) = edges
+        .par_iter()
+        .position_first(|e| e.0 != e.1 && side(e) != s)
+    else {
+        return Ok(());
+    };
+    let name = |o: std::cmp::Ordering| {
+        if o == std::cmp::Ordering::Greater {
+            "below"
+        } else {
+            "above"
+        }
+    };
+    let shown = |(i, j): (u32, u32)| format!("({}, {})", i as u64 + 1, j as u64 + 1);
+    let message = format!(
+        "entry {} is {} the diagonal, but line {}'s entry {} is {} it: a symmetric file stores \
+         one triangle (each entry stands for its mirror too), so listing both would count each \
+         value twice; keep one triangle, or declare the matrix 'general'",
+        shown(edges[k]),
+        name(side(&edges[k])),
+        super::checks::line_of_entry(bytes, Format::Mtx, first).unwrap_or(0),
+        shown(edges[first]),
+        name(s),
+    );
+    Err(entry_error(bytes, path, k, message))
+}
+
+/// An error about the `k`-th entry, naming its line.
+fn entry_error(bytes: &[u8], path: &Path, k: usize, message: String) -> Error {
+    match super::checks::line_of_entry(bytes, Format::Mtx, k) {
+        Some(line) => Error::Parse {
+            path: path.to_path_buf(),
+            line,
+            message,
+        },
+        None => Error::Input {
+            path: path.to_path_buf(),
+            message,
+        },
+    }
 }
 
 /// Reads the header line.
@@ -238,7 +308,11 @@ fn parse_header(line: &[u8]) -> std::result::Result<Header, String> {
             "a pattern matrix cannot be skew-symmetric (it has no values to negate)".into(),
         );
     }
-    Ok(Header { pattern, symmetry })
+    Ok(Header {
+        pattern,
+        integer: field == b"integer",
+        symmetry,
+    })
 }
 
 /// Reads the size line `rows columns entries`.
@@ -496,6 +570,37 @@ mod tests {
         assert!(err(&format!("{p}1 1 1\n")).starts_with("m.mtx:3: expected 2 columns"));
     }
 
+    #[test]
+    fn symmetric_files_keep_to_one_triangle() {
+        let h = "%%MatrixMarket matrix coordinate real symmetric\n3 3 3\n";
+        // Either triangle alone is read (the upper one mirrored like the lower).
+        let l = mtx(&format!("{h}1 2 5\n3 3 1\n1 3 2\n")).unwrap();
+        assert_eq!(l.edges.edges, vec![(0, 1), (2, 2), (0, 2), (1, 0), (2, 0)]);
+        let e = err(&format!("{h}2 1 5\n1 2 5\n3 3 1\n"));
+        assert!(
+            e.starts_with("m.mtx:4: entry (1, 2) is above the diagonal, but line 3's entry (2, 1) is below it"),
+            "{e}"
+        );
+        let p = "%%MatrixMarket matrix coordinate pattern symmetric\n3 3 3\n";
+        assert!(err(&format!("{p}3 3\n% c\n1 3\n\n3 2\n")).starts_with("m.mtx:7: entry (3, 2)"));
+    }
+
+    #[test]
+    fn integer_values_have_no_fraction() {
+        let h = "%%MatrixMarket matrix coordinate integer general\n2 2 2\n";
+        let l = mtx(&format!("{h}1 1 3\n2 1 -2.0\n")).unwrap();
+        assert_eq!(l.edges.weights, Some(vec![3.0, -2.0]));
+        let e = err(&format!("{h}1 1 3\n% c\n1 2 1.5\n"));
+        assert!(
+            e.starts_with(
+                "m.mtx:5: value 1.5 is not an integer, but the header declares the field 'integer'"
+            ),
+            "{e}"
+        );
+        let r = "%%MatrixMarket matrix coordinate real general\n2 2 1\n1 1 1.5\n";
+        assert!(mtx(r).is_ok());
+    }
+
     proptest! {
         /// The fast chunk parser and the slow line parser agree on every line.
         #[test]
@@ -541,7 +646,9 @@ mod tests {
                 if sym { "symmetric" } else { "general" },
                 entries.len()
             );
-            for (i, j, v) in &entries {
+            for &(i, j, v) in &entries {
+                // A symmetric file keeps to one triangle.
+                let (i, j) = if sym { (i.max(j), i.min(j)) } else { (i, j) };
                 text.push_str(&format!("{i} {j} {v}\n"));
             }
             let a = parse_with(text.as_bytes(), Format::Mtx, Path::new("m.mtx"), chunk).unwrap();

@@ -46,17 +46,16 @@ impl Source {
         if std::fs::metadata(path).is_ok_and(|m| m.is_dir()) {
             return Err(is_a_directory(path));
         }
-        let file = std::fs::File::open(path).map_err(|e| Error::io(path, "cannot open", e))?;
+        let file = super::stream::open(path)?;
         let meta = file
             .metadata()
             .map_err(|e| Error::io(path, "cannot open", e))?;
         if meta.is_dir() {
             return Err(is_a_directory(path));
         }
-        if meta.is_file() {
-            if meta.len() == 0 {
-                return Ok(Source::Owned(Vec::new()));
-            }
+        // A regular file of size 0 may still have content (`/proc`, `/sys`): it is read like a
+        // pipe, which gives an empty file nothing.
+        if meta.is_file() && meta.len() > 0 {
             // SAFETY: the map is read-only and lives no longer than this `Source`. A file that
             // another process truncates while it is read makes reads past its new end fault:
             // the guard turns that into zeros and a mark, and [`Source::unchanged`] into an
@@ -77,11 +76,8 @@ impl Source {
                 });
             }
         }
-        let mut bytes = Vec::new();
-        (&file)
-            .read_to_end(&mut bytes)
-            .map_err(|e| Error::io(path, "cannot read", e))?;
-        Ok(Source::Owned(bytes))
+        let limit = super::limits::memory_bytes();
+        Ok(Source::Owned(super::stream::read_all(&file, path, limit)?))
     }
 
     /// Reads the standard input into memory, refusing more than `limit` bytes (the memory gmcl
@@ -151,7 +147,8 @@ impl Source {
     }
 }
 
-fn is_a_directory(path: &Path) -> Error {
+/// The error for a directory given as an input file.
+pub(crate) fn is_a_directory(path: &Path) -> Error {
     Error::Input {
         path: path.to_path_buf(),
         message: "is a directory, not a graph file".into(),
@@ -175,6 +172,8 @@ pub(crate) enum Stop {
     Weighted(usize),
     /// Memory for this many entries could not be had.
     NoMemory(usize),
+    /// An interrupt was requested ([`crate::interrupt`]).
+    Interrupted,
 }
 
 /// What a chunk parser reports about the chunk it read.
@@ -313,7 +312,13 @@ where
             .zip(item_regions)
             .zip(weight_regions)
             .with_max_len(1)
-            .map(|((r, it), w)| parse(&bytes[r.clone()], r.start, it, w))
+            .map(|((r, it), w)| {
+                // Checked per chunk, so a long parse stops on the first Ctrl-C.
+                if crate::interrupt::requested() {
+                    return Err(Stop::Interrupted);
+                }
+                parse(&bytes[r.clone()], r.start, it, w)
+            })
             .collect()
     };
     let mut stats = Stats::default();
@@ -442,6 +447,7 @@ pub(crate) fn stop_error(
             path: path.to_path_buf(),
             message: format!("not enough memory to hold up to {n} entries"),
         },
+        Stop::Interrupted => Error::Interrupted,
     }
 }
 

@@ -702,3 +702,33 @@ fn dev_stdout_appends_to_what_the_shell_opened() {
         "the earlier line and two clusters: {text}"
     );
 }
+
+#[test]
+fn threads_beyond_four_per_core_are_capped_with_a_notice() {
+    let cores = std::thread::available_parallelism().unwrap().get();
+    let karate = crate::util::repo("graphs/karate.el");
+    let start = std::time::Instant::now();
+    let out = gmcl(&[
+        "--threads",
+        "100000",
+        "cluster",
+        s(&karate),
+        "--engine",
+        "cpu",
+    ]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert!(
+        err.contains(&format!(
+            "gmcl: --threads 100000 is more than 4 times the {cores} cores here: using {}",
+            4 * cores
+        )),
+        "{err}"
+    );
+    // Before: 100,000 threads ran for minutes.
+    assert!(start.elapsed() < std::time::Duration::from_secs(60));
+    let within = (4 * cores).to_string();
+    let out = gmcl(&["--threads", &within, "info", s(&karate)]);
+    assert!(out.status.success());
+    assert!(!String::from_utf8_lossy(&out.stderr).contains("--threads"));
+}

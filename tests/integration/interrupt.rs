@@ -1,4 +1,4 @@
-//! Ctrl-C (SIGINT) and SIGTERM stop the `gmcl` binary promptly with status 130 and the message
+//! Ctrl-C (SIGINT), SIGTERM, SIGHUP, SIGUSR1, SIGUSR2 and SIGALRM stop the `gmcl` binary promptly with status 130 and the message
 //! "interrupted", leaving no partial output and no temporary file, and the previous file at the
 //! output path intact.
 #![cfg(unix)]
@@ -88,12 +88,11 @@ fn ctrl_c_stops_a_long_generate() {
     assert!(names(dir.path()).is_empty(), "{:?}", names(dir.path()));
 }
 
-#[test]
-fn ctrl_c_while_writing_removes_the_temporary_file_and_keeps_the_old_one() {
-    let dir = tempfile::tempdir().unwrap();
-    let out = dir.path().join("g.el");
+/// Starts a `generate` over an existing file and waits until it writes its temporary file.
+fn spawn_writing(dir: &Path) -> Child {
+    let out = dir.join("g.el");
     std::fs::write(&out, "0 1\n").unwrap();
-    let mut child = spawn(&[
+    let child = spawn(&[
         "generate",
         "-s",
         "22",
@@ -104,14 +103,15 @@ fn ctrl_c_while_writing_removes_the_temporary_file_and_keeps_the_old_one() {
     ]);
     // Wait until the temporary file has some bytes: the run is writing.
     let start = Instant::now();
+    let mut child = child;
     loop {
-        let writing = std::fs::read_dir(dir.path()).unwrap().any(|e| {
+        let writing = std::fs::read_dir(dir).unwrap().any(|e| {
             let e = e.unwrap();
             let name = e.file_name().to_string_lossy().into_owned();
             name.starts_with(".g.el.") && e.metadata().is_ok_and(|m| m.len() > 0)
         });
         if writing {
-            break;
+            return child;
         }
         assert!(
             child.try_wait().unwrap().is_none(),
@@ -123,11 +123,63 @@ fn ctrl_c_while_writing_removes_the_temporary_file_and_keeps_the_old_one() {
         );
         std::thread::sleep(Duration::from_millis(2));
     }
-    signal(&child, libc::SIGINT);
+}
+
+/// Sends `sig` while a run writes; checks it stops with 130, the temporary file removed and the
+/// old file intact.
+fn stops_while_writing(sig: i32) {
+    let dir = tempfile::tempdir().unwrap();
+    let mut child = spawn_writing(dir.path());
+    signal(&child, sig);
     let status = wait_within(&mut child, Duration::from_secs(5));
     assert_interrupted(status, &stderr_of(&mut child));
-    assert_eq!(names(dir.path()), vec!["g.el".to_string()]);
-    assert_eq!(std::fs::read_to_string(&out).unwrap(), "0 1\n");
+    assert_eq!(names(dir.path()), vec!["g.el".to_string()], "signal {sig}");
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("g.el")).unwrap(),
+        "0 1\n"
+    );
+}
+
+#[test]
+fn ctrl_c_while_writing_removes_the_temporary_file_and_keeps_the_old_one() {
+    stops_while_writing(libc::SIGINT);
+}
+
+#[test]
+fn sighup_sigusr_and_sigalrm_end_a_run_as_ctrl_c_does() {
+    // Before, each killed gmcl and left its temporary file.
+    for sig in [libc::SIGHUP, libc::SIGUSR1, libc::SIGUSR2, libc::SIGALRM] {
+        stops_while_writing(sig);
+    }
+}
+
+#[test]
+fn sighup_ignored_at_start_stays_ignored() {
+    use std::os::unix::process::CommandExt;
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("g.el");
+    let mut command = crate::util::cmd();
+    command
+        .args(["generate", "-s", "20", "-e", "16", "-q", "-o"])
+        .arg(&out)
+        .stderr(Stdio::piped());
+    // SAFETY: signal(2) is async-signal-safe; as nohup does, before exec.
+    unsafe {
+        command.pre_exec(|| {
+            libc::signal(libc::SIGHUP, libc::SIG_IGN);
+            Ok(())
+        });
+    }
+    let mut child = command.spawn().unwrap();
+    std::thread::sleep(Duration::from_millis(200));
+    if child.try_wait().unwrap().is_some() {
+        eprintln!("the run ended before the signal: nothing shown");
+        return;
+    }
+    signal(&child, libc::SIGHUP);
+    let status = wait_within(&mut child, Duration::from_secs(300));
+    assert!(status.success(), "{status:?}: {}", stderr_of(&mut child));
+    assert!(std::fs::metadata(&out).unwrap().len() > 0);
 }
 
 #[test]
@@ -183,4 +235,39 @@ fn sigterm_stops_mcl_between_iterations_or_within_one() {
     let stderr = reader.join().unwrap();
     assert_interrupted(status, &stderr);
     assert_eq!(names(dir.path()), vec!["g.el".to_string()]);
+}
+
+/// Makes a FIFO in `dir`.
+fn fifo(dir: &Path, name: &str) -> std::path::PathBuf {
+    let p = dir.join(name);
+    let c = std::ffi::CString::new(p.to_str().unwrap()).unwrap();
+    // SAFETY: a valid NUL-terminated path.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+    p
+}
+
+#[test]
+fn one_ctrl_c_stops_a_read_waiting_on_a_fifo() {
+    let dir = tempfile::tempdir().unwrap();
+    // No writer at all: before, the open itself waited for one.
+    let lonely = fifo(dir.path(), "lonely.el");
+    let mut child = spawn(&["info", lonely.to_str().unwrap()]);
+    std::thread::sleep(Duration::from_millis(300));
+    signal(&child, libc::SIGINT);
+    let status = wait_within(&mut child, Duration::from_secs(5));
+    assert_interrupted(status, &stderr_of(&mut child));
+
+    // A writer that sent a line and went quiet: before, the read waited for more.
+    let quiet = fifo(dir.path(), "quiet.el");
+    let mut child = spawn(&["info", quiet.to_str().unwrap()]);
+    let mut writer = std::fs::OpenOptions::new()
+        .write(true)
+        .open(&quiet)
+        .unwrap();
+    std::io::Write::write_all(&mut writer, b"0 1\n").unwrap();
+    std::thread::sleep(Duration::from_millis(300));
+    signal(&child, libc::SIGINT);
+    let status = wait_within(&mut child, Duration::from_secs(5));
+    assert_interrupted(status, &stderr_of(&mut child));
+    drop(writer);
 }

@@ -10,6 +10,7 @@ mod cli_habits;
 mod determinism;
 mod formats;
 mod fuzz_regressions;
+mod inputs;
 mod interrupt;
 mod io_errors;
 mod kernels_nvrtc;

@@ -202,7 +202,7 @@ pub fn build_case<T: Scalar>(spec: &CaseSpec) -> Result<(Csr<T>, Option<Csr<T>>)
             Ok((rmat(*scale, *edge_factor, SYM_SEED, true)?, None))
         }
         Source::File(path) => {
-            let loaded = gmcl::io::load(path, None)?;
+            let loaded = gmcl::io::load_as::<T>(path, None, &gmcl::spgemm::FOOTPRINT)?;
             let a: Csr<T> = Csr::from_edges(
                 &loaded.edges,
                 &BuildOptions {
