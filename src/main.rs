@@ -4,47 +4,80 @@
 mod cli;
 
 use clap::Parser;
+use cli::world::World;
 use cli::{Cli, Command, Ui};
 use gmcl::Error;
 
 fn main() {
-    let cli = Cli::parse();
-    let ui = Ui { quiet: cli.quiet };
+    // Under an MPI launcher (feature `mpi`) every rank joins first, so that a usage error is
+    // printed once, by rank 0, and every rank leaves MPI before it exits.
+    let world = match World::start() {
+        Ok(w) => w,
+        Err(e) => exit_with(&e, true),
+    };
+    let cli = match Cli::try_parse() {
+        Ok(c) => c,
+        Err(e) => {
+            if world.reports() {
+                let _ = e.print();
+            }
+            world.finish();
+            std::process::exit(e.exit_code());
+        }
+    };
+    let result = run(cli, &world);
+    let reports = world.reports();
+    // Leaves MPI (every rank reached here with the same outcome).
+    world.finish();
+    if let Err(e) = result {
+        exit_with(&e, reports);
+    }
+}
+
+/// Sets the process up and runs the subcommand.
+fn run(cli: Cli, world: &World) -> Result<(), Error> {
+    let ui = Ui {
+        quiet: cli.quiet || !world.reports(),
+    };
     // Ctrl-C and SIGTERM set a flag that the long loops check: the run unwinds, temporary output
     // files are removed, and the process exits with status 130 below.
-    if let Err(e) = gmcl::interrupt::install() {
-        exit_with(&e);
-    }
+    gmcl::interrupt::install()?;
     cli::env::configure();
     if let Some(n) = cli.threads {
         if n == 0 {
-            exit_with(&Error::Invalid("--threads must be at least 1".into()));
+            return Err(Error::Invalid("--threads must be at least 1".into()));
         }
-        if let Err(e) = rayon::ThreadPoolBuilder::new()
+        rayon::ThreadPoolBuilder::new()
             .num_threads(n)
             .build_global()
-        {
-            exit_with(&Error::Invalid(format!("cannot start {n} threads: {e}")));
-        }
+            .map_err(|e| Error::Invalid(format!("cannot start {n} threads: {e}")))?;
     }
-    let result = match cli.command {
+    if world.ranks() > 1 && !matches!(cli.command, Command::Tricount(_)) {
+        return Err(Error::Invalid(format!(
+            "only tricount runs across MPI ranks yet; run this command without mpirun (or with \
+             -n 1), not on {} ranks",
+            world.ranks()
+        )));
+    }
+    match cli.command {
         Command::Generate(a) => cli::generate::run(a, ui),
         Command::Info(a) => cli::info::run(a),
         Command::Spgemm(a) => cli::spgemm::run(a, ui),
         Command::Bench(a) => cli::bench::run(a, ui),
-        Command::Tricount(a) => cli::tricount::run(a, ui),
+        Command::Tricount(a) => cli::tricount::run(a, ui, world.comm()),
         Command::Cluster(a) => cli::cluster::run(a, ui),
         Command::Dist(a) => cli::dist::run(a),
-    };
-    if let Err(e) = result {
-        exit_with(&e);
     }
 }
 
-/// Prints the error and exits with its status. Called only once every value of the run has
-/// been dropped (temporary output files removed).
-fn exit_with(e: &Error) -> ! {
+/// Prints the error (when `reports`: the other ranks of a distributed run hold the same error
+/// and stay silent) and exits with its status. Called only once every value of the run has been
+/// dropped (temporary output files removed).
+fn exit_with(e: &Error, reports: bool) -> ! {
     use std::io::Write;
+    if !reports {
+        std::process::exit(e.exit_code());
+    }
     // Should stderr be closed, the exit status still tells.
     let _ = match e {
         Error::Interrupted => writeln!(std::io::stderr(), "gmcl: interrupted"),

@@ -12,6 +12,7 @@ pub mod info;
 mod paths;
 pub mod spgemm;
 pub mod tricount;
+pub mod world;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use gmcl::io::Format;
