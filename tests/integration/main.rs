@@ -14,6 +14,8 @@ mod kernels_nvrtc;
 mod limits;
 mod mcl;
 mod mcl_gpu;
+#[cfg(feature = "mpi")]
+mod mpi;
 mod sigkill;
 mod spgemm_cpu;
 mod spgemm_gpu;
