@@ -168,7 +168,17 @@ fn a_bad_line_on_one_rank_stops_every_rank_with_one_message() {
 
 #[test]
 fn what_does_not_run_across_ranks_yet_is_refused_once() {
-    let cases: [(&[&str], &str, i32); 4] = [
+    let cases: [(&[&str], &str, i32); 5] = [
+        (
+            &[
+                "tricount",
+                "graphs/karate.el",
+                "--per-vertex",
+                "/nonexistent/pv.tsv",
+            ],
+            "rank 0 of 2: /nonexistent/pv.tsv: cannot create output",
+            2,
+        ),
         (
             &["info", "graphs/karate.el"],
             "only tricount runs across MPI ranks",
