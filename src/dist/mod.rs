@@ -15,6 +15,8 @@
 pub mod input;
 #[cfg(feature = "mpi")]
 mod mpi;
+#[cfg(test)]
+pub(crate) mod threads;
 pub mod tricount;
 
 #[cfg(feature = "mpi")]

@@ -324,5 +324,57 @@ mod tests {
             assert_eq!(got.edges, g.edges());
             assert_eq!(got.vertices, n as u64);
         }
+        // Several ranks (threads standing for them), with tiny and default stages.
+        for ranks in 2..=4 {
+            for stage in [3, 1 << 20] {
+                let opts = Options {
+                    per_vertex: true,
+                    stage_edges: stage,
+                    stage_entries: stage,
+                };
+                let group = crate::dist::threads::ThreadComm::group(ranks);
+                let got: Vec<Counted> = std::thread::scope(|s| {
+                    let hs: Vec<_> = group
+                        .iter()
+                        .map(|c| s.spawn(|| count_file(c, &f, None, &opts).unwrap()))
+                        .collect();
+                    hs.into_iter().map(|h| h.join().unwrap()).collect()
+                });
+                for g in got {
+                    assert_eq!(g.triangles, want.triangles, "{ranks} ranks, stage {stage}");
+                    assert_eq!(g.per_vertex, want.per_vertex);
+                    assert!(stage > 3 || g.rounds > 1);
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn a_bad_line_on_one_rank_is_every_rank_s_error() {
+        let dir = tempfile::tempdir().unwrap();
+        let f = dir.path().join("g.el");
+        let mut text: String = (0..200)
+            .map(|i| format!("{i} {}\n", (i + 1) % 200))
+            .collect();
+        text.push_str("1 -2\n");
+        std::fs::write(&f, text).unwrap();
+        let group = crate::dist::threads::ThreadComm::group(3);
+        let errs: Vec<String> = std::thread::scope(|s| {
+            let hs: Vec<_> = group
+                .iter()
+                .map(|c| {
+                    s.spawn(|| {
+                        count_file(c, &f, None, &Options::default())
+                            .unwrap_err()
+                            .to_string()
+                    })
+                })
+                .collect();
+            hs.into_iter().map(|h| h.join().unwrap()).collect()
+        });
+        for e in errs {
+            assert!(e.starts_with("rank 2 of 3: "), "{e}");
+            assert!(e.contains("g.el:201: negative vertex id"), "{e}");
+        }
     }
 }
