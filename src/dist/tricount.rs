@@ -89,50 +89,47 @@ pub fn count_block(comm: &dyn Comm, block: &RowBlock, opts: &Options) -> Result<
     let key = |v: u32| (u64::from(degree[v as usize]) << 32) | u64::from(v);
     let first = block.first();
 
-    // U(a) for the block's rows, each sorted by key.
+    // U(a) for the block's rows.
     let up: Vec<Vec<u32>> = (0..block.rows())
         .into_par_iter()
         .map(|i| {
             let ka = key((first + i) as u32);
-            let mut row: Vec<u32> = block
+            block
                 .row(i)
                 .iter()
                 .copied()
                 .filter(|&w| key(w) > ka)
-                .collect();
-            row.sort_unstable_by_key(|&w| key(w));
-            row
+                .collect()
         })
         .collect();
     let counts: Option<Vec<AtomicU64>> = opts
         .per_vertex
         .then(|| (0..n).map(|_| AtomicU64::new(0)).collect());
-    let local_row = |b: u32| -> Option<&[u32]> {
-        let i = (b as usize).checked_sub(first)?;
-        (i < up.len()).then(|| up[i].as_slice())
+    let local_row = |b: u32| -> &[u32] {
+        (b as usize)
+            .checked_sub(first)
+            .and_then(|i| up.get(i))
+            .map_or(&[][..], Vec::as_slice)
     };
 
-    // The edges a → b, grouped by b: the local b first, then the remote ones by id.
-    let mut wedges: Vec<(u32, u32)> = up
+    // The edges a → b: those with b in the block (grouped by a, as made), and the others,
+    // grouped by b for fetching.
+    let is_local = |b: u32| blocks.owner(b as usize) == block.rank;
+    let all = up
         .iter()
         .enumerate()
-        .flat_map(|(i, row)| row.iter().map(move |&b| (b, (first + i) as u32)))
-        .collect();
-    wedges.par_sort_unstable();
-    let is_local = |b: u32| blocks.owner(b as usize) == block.rank;
-    let mut total: u64 = wedges
-        .par_iter()
-        .filter(|(b, _)| is_local(*b))
-        .map(|&(b, a)| {
-            let ua = local_row(a).unwrap_or_default();
-            let ub = local_row(b).unwrap_or_default();
-            intersect(ua, ub, &key, a, b, counts.as_deref())
-        })
-        .sum();
+        .flat_map(|(i, row)| row.iter().map(move |&b| ((first + i) as u32, b)));
+    let local: Vec<(u32, u32)> = all.clone().filter(|&(_, b)| is_local(b)).collect();
+    let mut total = count_grouped(&local, n, &local_row, &local_row, counts.as_deref());
+    drop(local);
     agree(comm, crate::interrupt::check())?;
 
     // Remote rows: the distinct b of other blocks, asked for in rounds.
-    let remote: Vec<(u32, u32)> = wedges.into_iter().filter(|(b, _)| !is_local(*b)).collect();
+    let mut remote: Vec<(u32, u32)> = all
+        .filter(|&(_, b)| !is_local(b))
+        .map(|(a, b)| (b, a))
+        .collect();
+    remote.par_sort_unstable();
     let mut needed: Vec<u32> = remote.iter().map(|&(b, _)| b).collect();
     needed.dedup();
     let budget = opts.stage_entries.clamp(1, MAX_MESSAGE) as u64;
@@ -142,20 +139,22 @@ pub fn count_block(comm: &dyn Comm, block: &RowBlock, opts: &Options) -> Result<
     let mut next_wedge = 0usize;
     for round in 0..rounds[0] as usize {
         let asked = batches.get(round).map_or(&[][..], |r| &needed[r.clone()]);
-        let (ids, rows) = fetch_rows(comm, &blocks, asked, |b| local_row(b).unwrap_or_default());
-        // The wedges of this round's rows are the next run of `remote` (both sorted by b).
+        let (ids, rows) = fetch_rows(comm, &blocks, asked, local_row);
+        // The wedges of this round's rows are the next run of `remote` (both sorted by b),
+        // regrouped by a.
         let end = next_wedge
             + remote[next_wedge..].partition_point(|&(b, _)| asked.last().is_some_and(|&l| b <= l));
-        total += remote[next_wedge..end]
-            .par_iter()
-            .map(|&(b, a)| {
-                let ua = local_row(a).unwrap_or_default();
-                let ub = ids.binary_search(&b).map_or(&[][..], |k| {
-                    &rows.1[rows.0[k] as usize..rows.0[k + 1] as usize]
-                });
-                intersect(ua, ub, &key, a, b, counts.as_deref())
+        let mut pairs: Vec<(u32, u32)> = remote[next_wedge..end]
+            .iter()
+            .map(|&(b, a)| (a, b))
+            .collect();
+        pairs.par_sort_unstable();
+        let fetched = |b: u32| -> &[u32] {
+            ids.binary_search(&b).map_or(&[][..], |k| {
+                &rows.1[rows.0[k] as usize..rows.0[k + 1] as usize]
             })
-            .sum::<u64>();
+        };
+        total += count_grouped(&pairs, n, &local_row, &fetched, counts.as_deref());
         next_wedge = end;
         agree(comm, crate::interrupt::check())?;
     }
@@ -183,37 +182,56 @@ pub fn count_block(comm: &dyn Comm, block: &RowBlock, opts: &Options) -> Result<
     })
 }
 
-/// The common entries of `ua = U(a)` and `ub = U(b)` (both sorted by `key`), each the third
-/// vertex of a triangle `a, b, c`; counted per vertex too when `counts` is given.
-fn intersect(
-    ua: &[u32],
-    ub: &[u32],
-    key: &impl Fn(u32) -> u64,
-    a: u32,
-    b: u32,
+/// The triangles through the edges `pairs` (`a → b`, grouped by `a`): for each `a`, `U(a)` is
+/// marked in a bitmap of all vertices (one per worker), and each `c` of each `U(b)` is looked up
+/// in it. Counted per vertex too when `counts` is given.
+fn count_grouped<'x, 'y>(
+    pairs: &[(u32, u32)],
+    n: usize,
+    row_a: &(dyn Fn(u32) -> &'x [u32] + Sync),
+    row_b: &(dyn Fn(u32) -> &'y [u32] + Sync),
     counts: Option<&[AtomicU64]>,
 ) -> u64 {
-    let (mut i, mut j, mut found) = (0, 0, 0u64);
-    while i < ua.len() && j < ub.len() {
-        let (x, y) = (key(ua[i]), key(ub[j]));
-        if x < y {
-            i += 1;
-        } else if y < x {
-            j += 1;
-        } else {
-            if let Some(c) = counts {
-                c[ua[i] as usize].fetch_add(1, Relaxed);
-            }
-            found += 1;
-            i += 1;
-            j += 1;
-        }
-    }
-    if let (Some(c), true) = (counts, found > 0) {
-        c[a as usize].fetch_add(found, Relaxed);
-        c[b as usize].fetch_add(found, Relaxed);
-    }
-    found
+    let mut starts: Vec<usize> = (0..pairs.len())
+        .filter(|&i| i == 0 || pairs[i].0 != pairs[i - 1].0)
+        .collect();
+    starts.push(pairs.len());
+    let words = n.div_ceil(64);
+    (0..starts.len() - 1)
+        .into_par_iter()
+        .with_min_len(64)
+        .map_init(
+            || vec![0u64; words],
+            |bits, g| {
+                let group = &pairs[starts[g]..starts[g + 1]];
+                let a = group[0].0;
+                let ua = row_a(a);
+                for &c in ua {
+                    bits[c as usize >> 6] |= 1u64 << (c & 63);
+                }
+                let mut total = 0u64;
+                for &(_, b) in group {
+                    let mut found = 0u64;
+                    for &c in row_b(b) {
+                        let hit = (bits[c as usize >> 6] >> (c & 63)) & 1;
+                        found += hit;
+                        if let (Some(cs), 1) = (counts, hit) {
+                            cs[c as usize].fetch_add(1, Relaxed);
+                        }
+                    }
+                    if let (Some(cs), true) = (counts, found > 0) {
+                        cs[a as usize].fetch_add(found, Relaxed);
+                        cs[b as usize].fetch_add(found, Relaxed);
+                    }
+                    total += found;
+                }
+                for &c in ua {
+                    bits[c as usize >> 6] = 0;
+                }
+                total
+            },
+        )
+        .sum()
 }
 
 /// Consecutive runs of `ids` whose `cost`s sum to at most `budget` (a run holds at least one id).
