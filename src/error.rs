@@ -55,6 +55,15 @@ pub enum Error {
     /// The run was stopped by a signal (Ctrl-C, SIGTERM, SIGHUP, ...); see [`crate::interrupt`].
     #[error("interrupted")]
     Interrupted,
+    /// Another rank of a distributed run failed ([`crate::dist::agree`]): its message (naming
+    /// the rank) and its exit status, the same on every rank.
+    #[error("{message}")]
+    Remote {
+        /// The failing rank's exit status.
+        code: i32,
+        /// The failing rank's message, naming the rank.
+        message: String,
+    },
 }
 
 /// gmcl's result type.
@@ -86,6 +95,7 @@ impl Error {
             Error::EngineUnavailable(_) => 3,
             Error::Gpu { .. } => 4,
             Error::Interrupted => INTERRUPTED_EXIT_STATUS,
+            Error::Remote { code, .. } => *code,
             _ => 2,
         }
     }

@@ -7,6 +7,7 @@
 #![warn(missing_docs)]
 
 pub mod csr;
+pub mod dist;
 pub mod edges;
 pub mod engine;
 pub mod error;

@@ -11,7 +11,11 @@
 //!   `GMCL_GPU_HASH_LIMIT`: the GPU engine's tuning knobs ([`GpuTuning`]);
 //! - `GMCL_GPU_POISON=1`, `GMCL_GPU_PROFILE=1`: outputs poisoned before the kernels write them,
 //!   phase times on stderr;
-//! - `GMCL_GPU_FAULT=N`: a test switch, the N-th checked GPU driver call fails.
+//! - `GMCL_GPU_FAULT=N`: a test switch, the N-th checked GPU driver call fails;
+//! - `GMCL_DIST_STAGE=N`: a distributed run exchanges at most N edges or row entries per rank
+//!   and round (small values force many rounds, for tests);
+//! - with the `mpi` feature, the variables an MPI launcher sets for its ranks
+//!   (`OMPI_COMM_WORLD_SIZE`, `PMI_SIZE`, `PMIX_RANK`): gmcl runs across ranks when one is set.
 
 use gmcl::spgemm::gpu::GpuTuning;
 use gmcl::tricount::gpu::TriangleTuning;
@@ -95,6 +99,28 @@ pub fn triangle_tuning() -> TriangleTuning {
         profile: on("GMCL_GPU_PROFILE"),
         ..Default::default()
     }
+}
+
+/// Whether an MPI launcher (`mpirun`, `mpiexec`, `srun`) started this process as one of its
+/// ranks: OpenMPI, MPICH (PMI) and PMIx launchers set these.
+#[cfg(feature = "mpi")]
+pub fn launched_by_mpi() -> bool {
+    ["OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_RANK"]
+        .iter()
+        .any(|k| std::env::var_os(k).is_some())
+}
+
+/// The distributed count's options: the defaults, with `GMCL_DIST_STAGE` bounding both stages.
+pub fn dist_tricount_options(per_vertex: bool) -> gmcl::dist::tricount::Options {
+    let mut o = gmcl::dist::tricount::Options {
+        per_vertex,
+        ..Default::default()
+    };
+    if let Some(n) = number("GMCL_DIST_STAGE") {
+        o.stage_edges = n as usize;
+        o.stage_entries = n as usize;
+    }
+    o
 }
 
 /// A variable that holds a number (unset or unreadable: `None`).

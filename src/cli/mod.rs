@@ -13,8 +13,10 @@ pub mod info;
 pub mod mcl_args;
 pub mod oom;
 mod paths;
+pub mod process;
 pub mod spgemm;
 pub mod tricount;
+pub mod world;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use gmcl::io::Format;

@@ -4,6 +4,7 @@
 use super::ui::{count, report_json};
 use super::{InputArgs, Ui};
 use clap::Args;
+use gmcl::dist::{self, Comm};
 use gmcl::spgemm::EngineKind;
 use gmcl::tricount::{self, SimpleGraph};
 use gmcl::{engine, io, measure};
@@ -67,9 +68,14 @@ struct TricountReport {
     device_seconds: Option<f64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     device_edges_per_second: Option<f64>,
+    /// Runs across MPI ranks only: the number of ranks and the engine each rank counts on.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    ranks: Option<usize>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    rank_engine: Option<&'static str>,
 }
 
-pub fn run(a: TricountArgs, ui: Ui) -> Result<()> {
+pub fn run(a: TricountArgs, ui: Ui, comm: Option<&dyn Comm>) -> Result<()> {
     let start = Instant::now();
     if let Some(out) = &a.per_vertex {
         super::paths::refuse_clobbering(&[&a.input], &[("--per-vertex", out)])?;
@@ -83,6 +89,9 @@ pub fn run(a: TricountArgs, ui: Ui) -> Result<()> {
                  merge (or auto) on the CPU"
             )));
         }
+    }
+    if let Some(comm) = comm {
+        return run_across_ranks(a, ui, comm);
     }
     engine::open_gpu_early(a.engine, engine::file_bytes(&a.input));
     let loaded = io::load_for(&a.input, a.input_args.format, &tricount::FOOTPRINT)?;
@@ -114,20 +123,8 @@ pub fn run(a: TricountArgs, ui: Ui) -> Result<()> {
     let (t, engine) = engine::run_with_fallback(a.engine, resolved, notice, |engine| {
         count_repeatedly(&g, &tricount::Options { engine, ..opts }, a.repeat)
     })?;
-    if let (Some(mut out), Some(counts)) = (per_vertex_out, &t.per_vertex) {
-        let ids: Vec<u32> = (0..counts.len() as u32).collect();
-        gmcl::output::write_formatted(
-            &mut out,
-            &ids,
-            |&v, buf| {
-                labels.write_label(v, buf);
-                buf.push(b'\t');
-                buf.extend_from_slice(itoa::Buffer::new().format(counts[v as usize]).as_bytes());
-                buf.push(b'\n');
-            },
-            |_| {},
-        )?;
-        out.commit()?;
+    if let (Some(out), Some(counts)) = (per_vertex_out, &t.per_vertex) {
+        write_per_vertex(out, &labels, counts)?;
     }
     let report = TricountReport {
         triangles: t.triangles,
@@ -142,6 +139,8 @@ pub fn run(a: TricountArgs, ui: Ui) -> Result<()> {
         device_seconds: (t.method == tricount::Method::Fused).then_some(t.device_seconds),
         device_edges_per_second: (t.method == tricount::Method::Fused)
             .then(|| rate(g.edges(), t.device_seconds)),
+        ranks: None,
+        rank_engine: None,
     };
     let how = match t.method {
         tricount::Method::Spgemm => {
@@ -185,6 +184,104 @@ pub fn run(a: TricountArgs, ui: Ui) -> Result<()> {
             "relabel": format!("{:?}", a.relabel).to_lowercase(),
             "form": a.form.name(),
             "repeat": a.repeat,
+        });
+        outln!("{}", report_json(&report, parameters)?)?;
+    } else {
+        outln!("{}", report.triangles)?;
+    }
+    Ok(())
+}
+
+/// Writes `label<TAB>count` for every vertex and puts the file in place.
+fn write_per_vertex(
+    mut out: gmcl::output::AtomicOutput,
+    labels: &io::Labels,
+    counts: &[u64],
+) -> Result<()> {
+    let ids: Vec<u32> = (0..counts.len() as u32).collect();
+    gmcl::output::write_formatted(
+        &mut out,
+        &ids,
+        |&v, buf| {
+            labels.write_label(v, buf);
+            buf.push(b'\t');
+            buf.extend_from_slice(itoa::Buffer::new().format(counts[v as usize]).as_bytes());
+            buf.push(b'\n');
+        },
+        |_| {},
+    )?;
+    out.commit()
+}
+
+/// `gmcl tricount` under an MPI launcher: every rank reads its part of the file and counts on
+/// the CPU engine (`gmcl::dist::tricount`); rank 0 prints and writes `--per-vertex`. Options the
+/// distributed count does not have yet are refused on every rank alike.
+fn run_across_ranks(a: TricountArgs, ui: Ui, comm: &dyn Comm) -> Result<()> {
+    if a.engine == EngineKind::Gpu {
+        return Err(Error::EngineUnavailable(
+            "the GPU engine does not run across MPI ranks yet: use --engine cpu or auto".into(),
+        ));
+    }
+    if !matches!(a.method, tricount::Method::Auto | tricount::Method::Merge) {
+        return Err(Error::Invalid(format!(
+            "--method {} does not run across MPI ranks yet: use auto or merge",
+            a.method.name()
+        )));
+    }
+    if a.repeat != 1 {
+        return Err(Error::Invalid(
+            "--repeat does not run across MPI ranks yet".into(),
+        ));
+    }
+    let reports = comm.rank() == 0;
+    // Created before counting, so that a path that cannot be written fails at once.
+    let per_vertex_out = dist::agree(
+        comm,
+        match (&a.per_vertex, reports) {
+            (Some(path), true) => gmcl::output::AtomicOutput::create(path).map(Some),
+            _ => Ok(None),
+        },
+    )?;
+    let opts = super::env::dist_tricount_options(a.per_vertex.is_some());
+    let t = dist::tricount::count_file(comm, &a.input, a.input_args.format, &opts)?;
+    let written = match (per_vertex_out, &t.per_vertex) {
+        (Some(out), Some(counts)) => write_per_vertex(out, &io::Labels::Identity, counts),
+        _ => Ok(()),
+    };
+    dist::agree(comm, written)?;
+    ui.notice(&format!(
+        "{} vertices, {} edges on {} ranks (CPU engine each); loaded in {:.3} s; counted in {:.4} s ({} rounds of row exchange, {:.3e} edges/s)",
+        t.vertices,
+        t.edges,
+        comm.size(),
+        t.load_seconds,
+        t.seconds,
+        t.rounds,
+        rate(t.edges, t.seconds)
+    ));
+    if !reports {
+        return Ok(());
+    }
+    let report = TricountReport {
+        triangles: t.triangles,
+        vertices: t.vertices,
+        edges: t.edges,
+        seconds: t.seconds,
+        edges_per_second: rate(t.edges, t.seconds),
+        method: tricount::Method::Merge.name(),
+        runs: 1,
+        load_seconds: t.load_seconds,
+        orient_seconds: 0.0,
+        device_seconds: None,
+        device_edges_per_second: None,
+        ranks: Some(comm.size()),
+        rank_engine: Some("cpu"),
+    };
+    if a.json {
+        let parameters = serde_json::json!({
+            "input": a.input.display().to_string(),
+            "engine": a.engine.to_string(),
+            "ranks": comm.size(),
         });
         outln!("{}", report_json(&report, parameters)?)?;
     } else {

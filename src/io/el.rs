@@ -39,6 +39,37 @@ pub(crate) fn parse(bytes: &[u8], format: Format, path: &Path, chunk: usize) -> 
     })
 }
 
+/// Reads part `part` of `parts` of an `.el` or `.wel` file's lines ([`reader::part_range`]): the
+/// edges on those lines, and a vertex count of the part's largest id + 1. A bad line is named by
+/// its number in the whole file.
+pub(crate) fn parse_part(
+    bytes: &[u8],
+    format: Format,
+    path: &Path,
+    part: usize,
+    parts: usize,
+) -> Result<Loaded> {
+    let weighted = format == Format::Wel;
+    let mode = if weighted { THREE } else { TWO };
+    let start = reader::skip_leading_comments(bytes, 0);
+    let range = reader::part_range(bytes, start, part, parts);
+    let mine = &bytes[..range.end];
+    let chunk = reader::default_chunk(range.len());
+    let parsed = if weighted {
+        reader::parse_chunks(mine, range.start, chunk, true, parse_chunk::<THREE>)
+    } else {
+        reader::parse_chunks(mine, range.start, chunk, false, parse_chunk::<TWO>)
+    }
+    .map_err(|s| reader::stop_error(path, bytes, s, |l| diagnose(l, mode)))?;
+    let vertices = parsed.stats.vertices();
+    Ok(Loaded {
+        edges: EdgeList::square(vertices, parsed.items, weighted.then_some(parsed.weights)),
+        labels: Labels::Identity,
+        format,
+        symmetric_storage: false,
+    })
+}
+
 /// Parses the edges of the whole input in `mode`.
 pub(crate) fn parse_edges(
     bytes: &[u8],

@@ -259,6 +259,37 @@ fn load_stdin(
     Ok(loaded)
 }
 
+/// Loads part `part` of `parts` of a graph file, as one process of a distributed run does: the
+/// file is mapped, and only the lines of that part (an equal share of the bytes, cut at line
+/// boundaries) are read. The edge list's shape is the part's own (largest id + 1): the caller
+/// agrees on the whole graph's with the other parts. Edge lists (`.el`, `.wel`) only: the other
+/// formats' ids depend on lines in other parts (SNAP and `.abc` number vertices in order of first
+/// appearance, `.mtx` has a header), and are refused naming the format.
+pub fn load_part(path: &Path, format: Option<Format>, part: usize, parts: usize) -> Result<Loaded> {
+    let format = format.or_else(|| Format::from_path(path));
+    match format {
+        Some(f @ (Format::El | Format::Wel)) => {
+            let source = reader::Source::open(path)?;
+            let bytes = source.bytes();
+            let loaded = el::parse_part(bytes, f, path, part, parts).and_then(|l| {
+                limits::check(&l, bytes, path, &limits::Footprint::MINIMUM).map(|()| l)
+            });
+            source.unchanged(path)?;
+            let loaded = loaded?;
+            crate::interrupt::check()?;
+            Ok(loaded)
+        }
+        Some(f) => Err(Error::Input {
+            path: path.to_path_buf(),
+            message: format!(
+                "the {f} format cannot be read across ranks yet: give an edge list (.el, \
+                 .wel), or run without mpirun"
+            ),
+        }),
+        None => load(path, None),
+    }
+}
+
 /// Parses the bytes of a file in `format`, as [`load`] does; `path_for_errors` is the name errors
 /// give.
 pub fn parse_bytes(bytes: &[u8], format: Format, path_for_errors: &Path) -> Result<Loaded> {

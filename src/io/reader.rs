@@ -240,6 +240,32 @@ pub(crate) fn split_chunks(bytes: &[u8], start: usize, chunk: usize) -> Vec<Rang
     out
 }
 
+/// Part `part` of `parts` of `bytes[start..]`: about an equal share of the bytes, starting and
+/// ending at line starts, so that the parts tile `start..len` and every line falls in exactly
+/// one part (each process of a distributed run reads only its part).
+pub(crate) fn part_range(bytes: &[u8], start: usize, part: usize, parts: usize) -> Range<usize> {
+    let len = bytes.len();
+    let start = start.min(len);
+    let parts = parts.max(1);
+    let cut = |p: usize| -> usize {
+        if p == 0 {
+            return start;
+        }
+        if p >= parts {
+            return len;
+        }
+        let at = start + ((len - start) as u128 * p as u128 / parts as u128) as usize;
+        if at <= start || bytes[at - 1] == b'\n' {
+            return at;
+        }
+        match bytes[at..].iter().position(|&c| c == b'\n') {
+            Some(q) => at + q + 1,
+            None => len,
+        }
+    };
+    cut(part)..cut(part + 1).max(cut(part))
+}
+
 /// An upper bound on the entries a chunk can hold: one per line, and each entry takes at least
 /// three bytes ("0 0") plus a newline unless it ends the chunk.
 fn entry_bound(chunk: &[u8]) -> usize {
@@ -661,6 +687,23 @@ mod tests {
         }
         assert!(split_chunks(b"", 0, 4).is_empty());
         assert!(split_chunks(b"abc", 3, 4).is_empty());
+    }
+
+    #[test]
+    fn parts_tile_the_lines() {
+        let text = b"# c\n1 2\n3 4\n55 66\n7 8\n9 10";
+        for parts in 1..12 {
+            let ranges: Vec<_> = (0..parts).map(|p| part_range(text, 4, p, parts)).collect();
+            assert_eq!(ranges[0].start, 4);
+            assert_eq!(ranges[parts - 1].end, text.len());
+            for w in ranges.windows(2) {
+                assert_eq!(w[0].end, w[1].start);
+            }
+            for r in &ranges {
+                assert!(r.start == 4 || r.start == text.len() || text[r.start - 1] == b'\n');
+            }
+        }
+        assert_eq!(part_range(b"", 0, 0, 3), 0..0);
     }
 
     #[test]

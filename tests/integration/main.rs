@@ -17,6 +17,8 @@ mod kernels_nvrtc;
 mod limits;
 mod mcl;
 mod mcl_gpu;
+#[cfg(feature = "mpi")]
+mod mpi;
 mod npz;
 mod sigkill;
 mod spgemm_cpu;

@@ -1,0 +1,213 @@
+//! Distributed input: every rank reads only its share of the file's lines
+//! ([`crate::io::load_part`]), then the edges travel to the ranks that own their rows, so that
+//! each rank ends with the simple undirected adjacency of one block of rows ([`Blocks`]) and no
+//! rank ever holds the whole edge list.
+//!
+//! The exchange runs in rounds of at most `stage_edges` of each rank's parsed edges, so its
+//! buffers stay bounded whatever the file's size (and every message stays below MPI's 32-bit
+//! counts).
+
+use super::{agree, Blocks, Comm, MAX_MESSAGE};
+use crate::error::Result;
+use crate::io::{self, Format};
+use rayon::prelude::*;
+use std::path::Path;
+
+/// One rank's block of rows of the simple undirected graph: for each row of
+/// `blocks.range(rank)`, its neighbours (global ids, sorted, no self loop, no repeat).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RowBlock {
+    /// How rows are cut among the ranks (`blocks.n` is the graph's vertex count).
+    pub blocks: Blocks,
+    /// This rank's block.
+    pub rank: usize,
+    /// Row offsets into `adj`, one more than the block's rows.
+    pub ptr: Vec<u64>,
+    /// The neighbours of the block's rows, row after row.
+    pub adj: Vec<u32>,
+}
+
+impl RowBlock {
+    /// The block's first row.
+    pub fn first(&self) -> usize {
+        self.blocks.start(self.rank)
+    }
+
+    /// The number of rows in the block.
+    pub fn rows(&self) -> usize {
+        self.ptr.len() - 1
+    }
+
+    /// The neighbours of the block's `i`-th row (global row `first() + i`).
+    pub fn row(&self, i: usize) -> &[u32] {
+        &self.adj[self.ptr[i] as usize..self.ptr[i + 1] as usize]
+    }
+}
+
+/// Reads this rank's part of `path` and builds its block of the simple undirected graph (edges
+/// made symmetric, self loops, repeats, directions and weights dropped, as
+/// [`crate::tricount::SimpleGraph::from_edges`] does). `stage_edges` bounds the parsed edges a
+/// rank sends in one round. Collective; an error on any rank is the error of every rank.
+pub fn simple_row_block(
+    comm: &dyn Comm,
+    path: &Path,
+    format: Option<Format>,
+    stage_edges: usize,
+) -> Result<RowBlock> {
+    let loaded = agree(comm, io::load_part(path, format, comm.rank(), comm.size()))?;
+    let mut n = [loaded.edges.nrows.max(loaded.edges.ncols) as u64];
+    comm.max_u64(&mut n);
+    let blocks = Blocks {
+        n: n[0] as usize,
+        parts: comm.size(),
+    };
+    let edges = loaded.edges.edges;
+    // Each edge becomes two directed pairs, of two u32s each.
+    let stage = stage_edges.clamp(1, MAX_MESSAGE / 4);
+    let mut rounds = [edges.len().div_ceil(stage) as u64];
+    comm.max_u64(&mut rounds);
+    let mut received: Vec<u32> = Vec::new();
+    for round in 0..rounds[0] as usize {
+        let lo = (round * stage).min(edges.len());
+        let hi = (lo + stage).min(edges.len());
+        let (send, counts) = by_owner(&edges[lo..hi], &blocks);
+        let (got, _) = comm.all_to_all_u32(&send, &counts);
+        received.extend_from_slice(&got);
+        agree(comm, crate::interrupt::check())?;
+    }
+    drop(edges);
+    Ok(build_rows(blocks, comm.rank(), &received))
+}
+
+/// The directed pairs `(u, v)` and `(v, u)` of every edge but self loops, grouped by the owner of
+/// their first vertex and flattened (`u, v, u, v, ...`), with the number of u32s for each owner.
+fn by_owner(edges: &[(u32, u32)], blocks: &Blocks) -> (Vec<u32>, Vec<usize>) {
+    let mut counts = vec![0usize; blocks.parts];
+    for &(u, v) in edges {
+        if u != v {
+            counts[blocks.owner(u as usize)] += 2;
+            counts[blocks.owner(v as usize)] += 2;
+        }
+    }
+    let mut at: Vec<usize> = counts
+        .iter()
+        .scan(0, |s, &c| {
+            let start = *s;
+            *s += c;
+            Some(start)
+        })
+        .collect();
+    let mut send = vec![0u32; counts.iter().sum()];
+    for &(u, v) in edges {
+        if u != v {
+            for (a, b) in [(u, v), (v, u)] {
+                let o = blocks.owner(a as usize);
+                send[at[o]] = a;
+                send[at[o] + 1] = b;
+                at[o] += 2;
+            }
+        }
+    }
+    (send, counts)
+}
+
+/// The block's rows from the directed pairs it received (flattened), each row sorted with
+/// repeats removed.
+fn build_rows(blocks: Blocks, rank: usize, pairs: &[u32]) -> RowBlock {
+    let first = blocks.start(rank);
+    let rows = blocks.range(rank).len();
+    let mut len = vec![0u64; rows + 1];
+    for p in pairs.chunks_exact(2) {
+        len[p[0] as usize - first + 1] += 1;
+    }
+    for i in 0..rows {
+        len[i + 1] += len[i];
+    }
+    let mut cursor = len.clone();
+    let mut adj = vec![0u32; pairs.len() / 2];
+    for p in pairs.chunks_exact(2) {
+        let r = p[0] as usize - first;
+        adj[cursor[r] as usize] = p[1];
+        cursor[r] += 1;
+    }
+    // Sort and deduplicate each row in place, then close the gaps.
+    let lens: Vec<usize> = (0..rows).map(|i| (len[i + 1] - len[i]) as usize).collect();
+    let kept: Vec<usize> = crate::mem::split_by_lengths(&mut adj, &lens)
+        .into_par_iter()
+        .with_min_len(256)
+        .map(|row| {
+            row.sort_unstable();
+            let mut k = 0;
+            for i in 0..row.len() {
+                if i == 0 || row[i] != row[k - 1] {
+                    row[k] = row[i];
+                    k += 1;
+                }
+            }
+            k
+        })
+        .collect();
+    let mut ptr = vec![0u64; rows + 1];
+    let mut to = 0usize;
+    for i in 0..rows {
+        let from = len[i] as usize;
+        adj.copy_within(from..from + kept[i], to);
+        to += kept[i];
+        ptr[i + 1] = to as u64;
+    }
+    adj.truncate(to);
+    adj.shrink_to_fit();
+    RowBlock {
+        blocks,
+        rank,
+        ptr,
+        adj,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::dist::SelfComm;
+
+    #[test]
+    fn one_rank_block_is_the_simple_graph() {
+        let dir = tempfile::tempdir().unwrap();
+        let f = dir.path().join("g.el");
+        std::fs::write(&f, "# c\n0 1\n1 0\n2 2\n1 3\n0 1\n3 0\n").unwrap();
+        for stage in [1, 2, 100] {
+            let b = simple_row_block(&SelfComm, &f, None, stage).unwrap();
+            assert_eq!(b.blocks, Blocks { n: 4, parts: 1 });
+            let rows: Vec<&[u32]> = (0..b.rows()).map(|i| b.row(i)).collect();
+            assert_eq!(rows, vec![&[1, 3][..], &[0, 3], &[], &[0, 1]]);
+        }
+    }
+
+    #[test]
+    fn pairs_go_to_the_owners_of_their_rows() {
+        let blocks = Blocks { n: 5, parts: 2 };
+        let (send, counts) = by_owner(&[(0, 4), (1, 1), (2, 3)], &blocks);
+        assert_eq!(counts, vec![4, 4]);
+        assert_eq!(send, vec![0, 4, 2, 3, 4, 0, 3, 2]);
+        let b = build_rows(blocks, 1, &[4, 0, 3, 2, 4, 0]);
+        assert_eq!(b.first(), 3);
+        assert_eq!((b.row(0), b.row(1)), (&[2][..], &[0][..]));
+    }
+
+    #[test]
+    fn bad_lines_and_formats_are_named() {
+        let dir = tempfile::tempdir().unwrap();
+        let f = dir.path().join("g.el");
+        std::fs::write(&f, "0 1\n1 x\n").unwrap();
+        let e = simple_row_block(&SelfComm, &f, None, 8)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("g.el:2:"), "{e}");
+        let g = dir.path().join("g.abc");
+        std::fs::write(&g, "a\tb\n").unwrap();
+        let e = simple_row_block(&SelfComm, &g, None, 8)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("abc format cannot be read across ranks"), "{e}");
+    }
+}

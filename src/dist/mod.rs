@@ -1,0 +1,220 @@
+//! Running across processes (ranks): the communicator the distributed algorithms talk through,
+//! the distributed input, and the distributed algorithms.
+//!
+//! Algorithms never call a message-passing library themselves: they take a [`Comm`], whose
+//! collectives are the only ones they need (reductions, gathers, an all-to-all exchange, a
+//! broadcast, a barrier, and agreement on failure). [`SelfComm`] is the one-rank communicator
+//! (every collective is a copy); with the `mpi` feature, `MpiComm` runs them over MPI. A
+//! device-to-device path (NCCL) would be another implementation of the same trait.
+//!
+//! Failures: a rank that fails must not leave the others waiting in a collective. Every step
+//! that can fail on one rank alone (reading its part of the file) ends in [`agree`], a
+//! collective that turns one rank's error into the same error on every rank; rank 0 alone
+//! reports it. [`Comm::abort`] is the last resort where ranks can no longer agree.
+
+pub mod input;
+#[cfg(feature = "mpi")]
+mod mpi;
+#[cfg(test)]
+pub(crate) mod threads;
+pub mod tricount;
+
+#[cfg(feature = "mpi")]
+pub use self::mpi::MpiComm;
+
+use crate::error::{Error, Result};
+
+/// The collectives the distributed algorithms use. Every method is collective: all ranks call it,
+/// in the same order, or the run hangs. Counts and displacements are in elements.
+pub trait Comm {
+    /// This process's rank, `0..size()`.
+    fn rank(&self) -> usize;
+    /// The number of ranks.
+    fn size(&self) -> usize;
+    /// Waits until every rank has reached it.
+    fn barrier(&self);
+    /// Element-wise sum over the ranks; every rank gets the result in `values`.
+    fn sum_u64(&self, values: &mut [u64]);
+    /// Element-wise maximum over the ranks; every rank gets the result in `values`.
+    fn max_u64(&self, values: &mut [u64]);
+    /// Element-wise sum over the ranks (the order of the sum is the library's).
+    fn sum_f64(&self, values: &mut [f64]);
+    /// Element-wise maximum over the ranks.
+    fn max_f64(&self, values: &mut [f64]);
+    /// Every rank's `mine`, concatenated in rank order, and how many elements each gave.
+    fn all_gather_bytes(&self, mine: &[u8]) -> (Vec<u8>, Vec<usize>);
+    /// [`Comm::all_gather_bytes`] of `u32`s.
+    fn all_gather_u32(&self, mine: &[u32]) -> (Vec<u32>, Vec<usize>);
+    /// [`Comm::all_gather_bytes`] of `u64`s.
+    fn all_gather_u64(&self, mine: &[u64]) -> (Vec<u64>, Vec<usize>);
+    /// Personalised exchange: `send` holds, in rank order, `counts[r]` elements for each rank `r`;
+    /// returns what every rank sent to this one, in rank order, and the count from each.
+    fn all_to_all_u32(&self, send: &[u32], counts: &[usize]) -> (Vec<u32>, Vec<usize>);
+    /// Rank `root`'s `data` on every rank (other ranks' `data` is replaced).
+    fn broadcast_bytes(&self, root: usize, data: &mut Vec<u8>);
+    /// Ends every rank at once with exit status `code`, after printing `message` once on stderr.
+    /// For failures after which the ranks can no longer meet in a collective.
+    fn abort(&self, code: i32, message: &str) -> !;
+}
+
+/// The largest number of elements one rank sends to another in one collective: MPI counts are
+/// 32-bit, and the distributed algorithms stage their exchanges below this.
+pub const MAX_MESSAGE: usize = 1 << 28;
+
+/// The communicator of a single process: every collective returns what this rank gave.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct SelfComm;
+
+impl Comm for SelfComm {
+    fn rank(&self) -> usize {
+        0
+    }
+    fn size(&self) -> usize {
+        1
+    }
+    fn barrier(&self) {}
+    fn sum_u64(&self, _: &mut [u64]) {}
+    fn max_u64(&self, _: &mut [u64]) {}
+    fn sum_f64(&self, _: &mut [f64]) {}
+    fn max_f64(&self, _: &mut [f64]) {}
+    fn all_gather_bytes(&self, mine: &[u8]) -> (Vec<u8>, Vec<usize>) {
+        (mine.to_vec(), vec![mine.len()])
+    }
+    fn all_gather_u32(&self, mine: &[u32]) -> (Vec<u32>, Vec<usize>) {
+        (mine.to_vec(), vec![mine.len()])
+    }
+    fn all_gather_u64(&self, mine: &[u64]) -> (Vec<u64>, Vec<usize>) {
+        (mine.to_vec(), vec![mine.len()])
+    }
+    fn all_to_all_u32(&self, send: &[u32], counts: &[usize]) -> (Vec<u32>, Vec<usize>) {
+        let n = counts.first().copied().unwrap_or(0).min(send.len());
+        (send[..n].to_vec(), vec![n])
+    }
+    fn broadcast_bytes(&self, _: usize, _: &mut Vec<u8>) {}
+    fn abort(&self, code: i32, message: &str) -> ! {
+        eprintln!("gmcl: error: {message}");
+        std::process::exit(code)
+    }
+}
+
+/// The same outcome on every rank: `Ok` when every rank's `local` is `Ok`, else the error of the
+/// lowest failing rank, on every rank, with its rank named when there are several. Collective.
+pub fn agree<T>(comm: &dyn Comm, local: Result<T>) -> Result<T> {
+    let failed = u64::from(local.is_err());
+    let mut flags = [failed];
+    comm.sum_u64(&mut flags);
+    if flags[0] == 0 {
+        return local;
+    }
+    // The failing ranks' codes and messages travel; the lowest failing rank's is reported.
+    let mine = match &local {
+        Err(e) => encode_error(e),
+        Ok(_) => Vec::new(),
+    };
+    let (all, counts) = comm.all_gather_bytes(&mine);
+    let mut at = 0;
+    for (rank, &len) in counts.iter().enumerate() {
+        if len > 0 {
+            let (code, message) = decode_error(&all[at..at + len]);
+            if code == crate::error::INTERRUPTED_EXIT_STATUS {
+                return Err(Error::Interrupted);
+            }
+            let message = if comm.size() > 1 {
+                format!("rank {rank} of {}: {message}", comm.size())
+            } else {
+                message
+            };
+            return Err(Error::Remote { code, message });
+        }
+        at += len;
+    }
+    Err(Error::Remote {
+        code: 2,
+        message: "a rank failed without saying why".into(),
+    })
+}
+
+fn encode_error(e: &Error) -> Vec<u8> {
+    let mut out = e.exit_code().to_le_bytes().to_vec();
+    out.extend_from_slice(e.to_string().as_bytes());
+    out
+}
+
+fn decode_error(bytes: &[u8]) -> (i32, String) {
+    let code = bytes
+        .get(..4)
+        .and_then(|b| b.try_into().ok())
+        .map_or(2, i32::from_le_bytes);
+    let message = String::from_utf8_lossy(bytes.get(4..).unwrap_or_default()).into_owned();
+    (code, message)
+}
+
+/// Rows `0..n` cut into `parts` consecutive blocks whose sizes differ by at most one (the first
+/// `n % parts` blocks have one more): block `p` is `start(p)..start(p + 1)`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Blocks {
+    /// The number of rows.
+    pub n: usize,
+    /// The number of blocks (ranks).
+    pub parts: usize,
+}
+
+impl Blocks {
+    /// The first row of block `p` (`n` for `p == parts`).
+    pub fn start(&self, p: usize) -> usize {
+        let (q, r) = (self.n / self.parts, self.n % self.parts);
+        p * q + p.min(r)
+    }
+
+    /// The rows of block `p`.
+    pub fn range(&self, p: usize) -> std::ops::Range<usize> {
+        self.start(p)..self.start(p + 1)
+    }
+
+    /// The block holding row `v` (`v < n`).
+    pub fn owner(&self, v: usize) -> usize {
+        let (q, r) = (self.n / self.parts, self.n % self.parts);
+        let big = r * (q + 1);
+        if v < big {
+            v / (q + 1)
+        } else {
+            r + (v - big) / q.max(1)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn blocks_cover_rows_and_owners_match() {
+        for n in 0..40 {
+            for parts in 1..7 {
+                let b = Blocks { n, parts };
+                assert_eq!(b.start(0), 0);
+                assert_eq!(b.start(parts), n);
+                for p in 0..parts {
+                    let r = b.range(p);
+                    assert!(r.len() == n / parts || r.len() == n / parts + 1);
+                    for v in r {
+                        assert_eq!(b.owner(v), p, "n {n} parts {parts} v {v}");
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn one_rank_agrees_with_itself() {
+        let c = SelfComm;
+        assert_eq!(agree(&c, Ok(5)).unwrap(), 5);
+        let e = agree::<()>(&c, Err(Error::Invalid("bad".into()))).unwrap_err();
+        assert_eq!(e.to_string(), "bad");
+        assert_eq!(e.exit_code(), 2);
+        let e = agree::<()>(&c, Err(Error::EngineUnavailable("none".into()))).unwrap_err();
+        assert_eq!(e.exit_code(), 3);
+        let (all, counts) = c.all_to_all_u32(&[1, 2, 3], &[3]);
+        assert_eq!((all, counts), (vec![1, 2, 3], vec![3]));
+    }
+}

@@ -1,0 +1,152 @@
+//! [`Comm`] over MPI (the `mpi` crate, rsmpi): one rank per process of `mpirun -n P`.
+//!
+//! Only the thread that initialised MPI calls it (MPI's "funneled" level): the rayon workers
+//! of a rank never communicate.
+
+use super::{Comm, MAX_MESSAGE};
+use crate::error::{Error, Result};
+use mpi::collective::SystemOperation;
+use mpi::datatype::{Partition, PartitionMut};
+use mpi::environment::Universe;
+use mpi::topology::SimpleCommunicator;
+use mpi::traits::*;
+use mpi::Count;
+
+/// The world communicator of an MPI run. MPI is finalised when it is dropped, so keep it until
+/// the process has nothing more to say to the other ranks.
+pub struct MpiComm {
+    world: SimpleCommunicator,
+    // Dropped after `world`: finalises MPI.
+    _universe: Universe,
+}
+
+impl MpiComm {
+    /// Initialises MPI (once per process). Fails when MPI was initialised already or cannot give
+    /// the funneled threading level.
+    pub fn init() -> Result<MpiComm> {
+        let (universe, level) = mpi::initialize_with_threading(mpi::Threading::Funneled)
+            .ok_or_else(|| Error::Invalid("MPI was initialised twice".into()))?;
+        if level < mpi::Threading::Funneled {
+            return Err(Error::Invalid(
+                "the MPI library cannot be called from a threaded program (it gave less than \
+                 MPI_THREAD_FUNNELED)"
+                    .into(),
+            ));
+        }
+        Ok(MpiComm {
+            world: universe.world(),
+            _universe: universe,
+        })
+    }
+}
+
+/// MPI's 32-bit count of `n` elements. The algorithms stage their messages below
+/// [`MAX_MESSAGE`]; a larger one is a bug in them, and the ranks cannot agree on it any more.
+fn count(comm: &MpiComm, n: usize) -> Count {
+    if n > MAX_MESSAGE || n > Count::MAX as usize {
+        comm.abort(
+            2,
+            &format!("internal error: a message of {n} elements (staging should bound it)"),
+        );
+    }
+    n as Count
+}
+
+fn displacements(comm: &MpiComm, counts: &[Count]) -> Vec<Count> {
+    let mut at = 0usize;
+    counts
+        .iter()
+        .map(|&c| {
+            let d = count(comm, at);
+            at += c as usize;
+            d
+        })
+        .collect()
+}
+
+impl MpiComm {
+    fn reduce<T: Equivalence + Copy>(&self, values: &mut [T], op: SystemOperation) {
+        let send = values.to_vec();
+        self.world.all_reduce_into(&send[..], values, op);
+    }
+
+    fn gather<T: Equivalence + Copy + Default>(&self, mine: &[T]) -> (Vec<T>, Vec<usize>) {
+        let n = count(self, mine.len());
+        let mut counts = vec![0 as Count; self.size()];
+        self.world.all_gather_into(&n, &mut counts[..]);
+        let displs = displacements(self, &counts);
+        let total: usize = counts.iter().map(|&c| c as usize).sum();
+        let mut all = vec![T::default(); total];
+        {
+            let mut part = PartitionMut::new(&mut all[..], &counts[..], &displs[..]);
+            self.world.all_gather_varcount_into(mine, &mut part);
+        }
+        (all, counts.iter().map(|&c| c as usize).collect())
+    }
+}
+
+impl Comm for MpiComm {
+    fn rank(&self) -> usize {
+        self.world.rank() as usize
+    }
+    fn size(&self) -> usize {
+        self.world.size() as usize
+    }
+    fn barrier(&self) {
+        self.world.barrier();
+    }
+    fn sum_u64(&self, values: &mut [u64]) {
+        self.reduce(values, SystemOperation::sum());
+    }
+    fn max_u64(&self, values: &mut [u64]) {
+        self.reduce(values, SystemOperation::max());
+    }
+    fn sum_f64(&self, values: &mut [f64]) {
+        self.reduce(values, SystemOperation::sum());
+    }
+    fn max_f64(&self, values: &mut [f64]) {
+        self.reduce(values, SystemOperation::max());
+    }
+    fn all_gather_bytes(&self, mine: &[u8]) -> (Vec<u8>, Vec<usize>) {
+        self.gather(mine)
+    }
+    fn all_gather_u32(&self, mine: &[u32]) -> (Vec<u32>, Vec<usize>) {
+        self.gather(mine)
+    }
+    fn all_gather_u64(&self, mine: &[u64]) -> (Vec<u64>, Vec<usize>) {
+        self.gather(mine)
+    }
+    fn all_to_all_u32(&self, send: &[u32], counts: &[usize]) -> (Vec<u32>, Vec<usize>) {
+        let send_counts: Vec<Count> = counts.iter().map(|&c| count(self, c)).collect();
+        let mut recv_counts = vec![0 as Count; self.size()];
+        self.world
+            .all_to_all_into(&send_counts[..], &mut recv_counts[..]);
+        let send_displs = displacements(self, &send_counts);
+        let recv_displs = displacements(self, &recv_counts);
+        let total: usize = recv_counts.iter().map(|&c| c as usize).sum();
+        let mut recv = vec![0u32; total];
+        {
+            let part = Partition::new(send, &send_counts[..], &send_displs[..]);
+            let mut rpart = PartitionMut::new(&mut recv[..], &recv_counts[..], &recv_displs[..]);
+            self.world.all_to_all_varcount_into(&part, &mut rpart);
+        }
+        (recv, recv_counts.iter().map(|&c| c as usize).collect())
+    }
+    fn broadcast_bytes(&self, root: usize, data: &mut Vec<u8>) {
+        let root = self.world.process_at_rank(root as mpi::Rank);
+        let mut len = data.len() as u64;
+        root.broadcast_into(&mut len);
+        data.resize(len as usize, 0);
+        for piece in data.chunks_mut(MAX_MESSAGE) {
+            root.broadcast_into(piece);
+        }
+    }
+    fn abort(&self, code: i32, message: &str) -> ! {
+        eprintln!(
+            "gmcl: error: rank {} of {}: {message}",
+            self.rank(),
+            self.size()
+        );
+        self.world.abort(code)
+    }
+}

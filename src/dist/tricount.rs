@@ -1,0 +1,398 @@
+//! Triangle counting across ranks, on 1D blocks of rows ([`RowBlock`]).
+//!
+//! Every rank learns every vertex's degree (one gather of the blocks' degrees) and orients each
+//! edge from its end of lower `(degree, id)` to its end of higher `(degree, id)`, as the
+//! single-process count orders vertices by degree: `U(a)` is the part of `a`'s row above `a`.
+//! A triangle `a < b < c` is counted once, by the owner of `a`, as `c ∈ U(a) ∩ U(b)` for the
+//! edge `a → b`. Rows `U(b)` of other blocks are fetched in rounds: each rank asks, per round,
+//! for rows whose degrees (an upper bound on their lengths) sum to at most `stage_entries`, so
+//! what a rank receives in a round is bounded, and every rank answers every request in the same
+//! round. The rounds end when no rank has rows left to ask for.
+//!
+//! Per-vertex counts are kept for every vertex on every rank and summed across ranks at the end
+//! (a vertex's triangles are found on the ranks owning their lowest vertex).
+
+use super::input::{simple_row_block, RowBlock};
+use super::{agree, Blocks, Comm, MAX_MESSAGE};
+use crate::error::Result;
+use crate::io::Format;
+use rayon::prelude::*;
+use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::time::Instant;
+
+/// What a distributed count needs besides the communicator and the input.
+#[derive(Clone, Copy, Debug)]
+pub struct Options {
+    /// Count the triangles through each vertex too.
+    pub per_vertex: bool,
+    /// At most this many parsed edges a rank sends in one round of the redistribution.
+    pub stage_edges: usize,
+    /// At most this many row entries a rank receives in one round of the row exchange.
+    pub stage_entries: usize,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            per_vertex: false,
+            stage_edges: 1 << 24,
+            stage_entries: 1 << 24,
+        }
+    }
+}
+
+/// The result of a distributed count, the same on every rank.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Counted {
+    /// Triangles in the graph.
+    pub triangles: u64,
+    /// Vertices (largest id + 1).
+    pub vertices: u64,
+    /// Undirected edges of the simple graph.
+    pub edges: u64,
+    /// The triangles through each vertex, when asked for.
+    pub per_vertex: Option<Vec<u64>>,
+    /// Reading the file and building the row blocks.
+    pub load_seconds: f64,
+    /// Orienting and counting, remote rows fetched included.
+    pub seconds: f64,
+    /// Rounds of the row exchange.
+    pub rounds: u64,
+}
+
+/// Counts the triangles of the simple undirected graph of `path`, every rank reading its part.
+/// Collective: every rank returns the same result, or the same error.
+pub fn count_file(
+    comm: &dyn Comm,
+    path: &Path,
+    format: Option<Format>,
+    opts: &Options,
+) -> Result<Counted> {
+    let start = Instant::now();
+    let block = simple_row_block(comm, path, format, opts.stage_edges)?;
+    let load_seconds = start.elapsed().as_secs_f64();
+    let mut c = count_block(comm, &block, opts)?;
+    c.load_seconds = load_seconds;
+    Ok(c)
+}
+
+/// Counts the triangles of a graph given as every rank's block of rows. Collective.
+pub fn count_block(comm: &dyn Comm, block: &RowBlock, opts: &Options) -> Result<Counted> {
+    let start = Instant::now();
+    let blocks = block.blocks;
+    let n = blocks.n;
+    let degrees: Vec<u32> = (0..block.rows())
+        .map(|i| block.row(i).len() as u32)
+        .collect();
+    let (degree, _) = comm.all_gather_u32(&degrees);
+    let key = |v: u32| (u64::from(degree[v as usize]) << 32) | u64::from(v);
+    let first = block.first();
+
+    // U(a) for the block's rows.
+    let up: Vec<Vec<u32>> = (0..block.rows())
+        .into_par_iter()
+        .map(|i| {
+            let ka = key((first + i) as u32);
+            block
+                .row(i)
+                .iter()
+                .copied()
+                .filter(|&w| key(w) > ka)
+                .collect()
+        })
+        .collect();
+    let counts: Option<Vec<AtomicU64>> = opts
+        .per_vertex
+        .then(|| (0..n).map(|_| AtomicU64::new(0)).collect());
+    let local_row = |b: u32| -> &[u32] {
+        (b as usize)
+            .checked_sub(first)
+            .and_then(|i| up.get(i))
+            .map_or(&[][..], Vec::as_slice)
+    };
+
+    // The edges a → b: those with b in the block (grouped by a, as made), and the others,
+    // grouped by b for fetching.
+    let is_local = |b: u32| blocks.owner(b as usize) == block.rank;
+    let all = up
+        .iter()
+        .enumerate()
+        .flat_map(|(i, row)| row.iter().map(move |&b| ((first + i) as u32, b)));
+    let local: Vec<(u32, u32)> = all.clone().filter(|&(_, b)| is_local(b)).collect();
+    let mut total = count_grouped(&local, n, &local_row, &local_row, counts.as_deref());
+    drop(local);
+    agree(comm, crate::interrupt::check())?;
+
+    // Remote rows: the distinct b of other blocks, asked for in rounds.
+    let mut remote: Vec<(u32, u32)> = all
+        .filter(|&(_, b)| !is_local(b))
+        .map(|(a, b)| (b, a))
+        .collect();
+    remote.par_sort_unstable();
+    let mut needed: Vec<u32> = remote.iter().map(|&(b, _)| b).collect();
+    needed.dedup();
+    let budget = opts.stage_entries.clamp(1, MAX_MESSAGE) as u64;
+    let batches = cut_batches(&needed, |b| u64::from(degree[b as usize]), budget);
+    let mut rounds = [batches.len() as u64];
+    comm.max_u64(&mut rounds);
+    let mut next_wedge = 0usize;
+    for round in 0..rounds[0] as usize {
+        let asked = batches.get(round).map_or(&[][..], |r| &needed[r.clone()]);
+        let (ids, rows) = fetch_rows(comm, &blocks, asked, local_row);
+        // The wedges of this round's rows are the next run of `remote` (both sorted by b),
+        // regrouped by a.
+        let end = next_wedge
+            + remote[next_wedge..].partition_point(|&(b, _)| asked.last().is_some_and(|&l| b <= l));
+        let mut pairs: Vec<(u32, u32)> = remote[next_wedge..end]
+            .iter()
+            .map(|&(b, a)| (a, b))
+            .collect();
+        pairs.par_sort_unstable();
+        let fetched = |b: u32| -> &[u32] {
+            ids.binary_search(&b).map_or(&[][..], |k| {
+                &rows.1[rows.0[k] as usize..rows.0[k + 1] as usize]
+            })
+        };
+        total += count_grouped(&pairs, n, &local_row, &fetched, counts.as_deref());
+        next_wedge = end;
+        agree(comm, crate::interrupt::check())?;
+    }
+
+    let mut sums = [total, block.adj.len() as u64];
+    comm.sum_u64(&mut sums);
+    let per_vertex = match counts {
+        Some(c) => {
+            let mut c: Vec<u64> = c.into_iter().map(AtomicU64::into_inner).collect();
+            for piece in c.chunks_mut(MAX_MESSAGE) {
+                comm.sum_u64(piece);
+            }
+            Some(c)
+        }
+        None => None,
+    };
+    Ok(Counted {
+        triangles: sums[0],
+        vertices: n as u64,
+        edges: sums[1] / 2,
+        per_vertex,
+        load_seconds: 0.0,
+        seconds: start.elapsed().as_secs_f64(),
+        rounds: rounds[0],
+    })
+}
+
+/// The triangles through the edges `pairs` (`a → b`, grouped by `a`): for each `a`, `U(a)` is
+/// marked in a bitmap of all vertices (one per worker), and each `c` of each `U(b)` is looked up
+/// in it. Counted per vertex too when `counts` is given.
+fn count_grouped<'x, 'y>(
+    pairs: &[(u32, u32)],
+    n: usize,
+    row_a: &(dyn Fn(u32) -> &'x [u32] + Sync),
+    row_b: &(dyn Fn(u32) -> &'y [u32] + Sync),
+    counts: Option<&[AtomicU64]>,
+) -> u64 {
+    let mut starts: Vec<usize> = (0..pairs.len())
+        .filter(|&i| i == 0 || pairs[i].0 != pairs[i - 1].0)
+        .collect();
+    starts.push(pairs.len());
+    let words = n.div_ceil(64);
+    (0..starts.len() - 1)
+        .into_par_iter()
+        .with_min_len(64)
+        .map_init(
+            || vec![0u64; words],
+            |bits, g| {
+                let group = &pairs[starts[g]..starts[g + 1]];
+                let a = group[0].0;
+                let ua = row_a(a);
+                for &c in ua {
+                    bits[c as usize >> 6] |= 1u64 << (c & 63);
+                }
+                let mut total = 0u64;
+                for &(_, b) in group {
+                    let mut found = 0u64;
+                    for &c in row_b(b) {
+                        let hit = (bits[c as usize >> 6] >> (c & 63)) & 1;
+                        found += hit;
+                        if let (Some(cs), 1) = (counts, hit) {
+                            cs[c as usize].fetch_add(1, Relaxed);
+                        }
+                    }
+                    if let (Some(cs), true) = (counts, found > 0) {
+                        cs[a as usize].fetch_add(found, Relaxed);
+                        cs[b as usize].fetch_add(found, Relaxed);
+                    }
+                    total += found;
+                }
+                for &c in ua {
+                    bits[c as usize >> 6] = 0;
+                }
+                total
+            },
+        )
+        .sum()
+}
+
+/// Consecutive runs of `ids` whose `cost`s sum to at most `budget` (a run holds at least one id).
+fn cut_batches(ids: &[u32], cost: impl Fn(u32) -> u64, budget: u64) -> Vec<std::ops::Range<usize>> {
+    let mut out = Vec::new();
+    let mut start = 0;
+    let mut sum = 0u64;
+    for (k, &id) in ids.iter().enumerate() {
+        let c = cost(id);
+        if k > start && sum + c > budget {
+            out.push(start..k);
+            start = k;
+            sum = 0;
+        }
+        sum += c;
+    }
+    if start < ids.len() {
+        out.push(start..ids.len());
+    }
+    out
+}
+
+/// One round of the row exchange: this rank asks for the rows `asked` (sorted ids of other
+/// blocks) and answers the others' requests with `row`. Returns the ids asked for and their
+/// rows (offsets, entries), in the order asked.
+fn fetch_rows<'a>(
+    comm: &dyn Comm,
+    blocks: &Blocks,
+    asked: &[u32],
+    row: impl Fn(u32) -> &'a [u32],
+) -> (Vec<u32>, (Vec<u64>, Vec<u32>)) {
+    let parts = blocks.parts;
+    // Sorted ids are grouped by owner already: blocks are consecutive.
+    let mut ask_counts = vec![0usize; parts];
+    for &b in asked {
+        ask_counts[blocks.owner(b as usize)] += 1;
+    }
+    let (requests, req_counts) = comm.all_to_all_u32(asked, &ask_counts);
+    // Answer: first each asked row's length, then the rows' entries.
+    let lengths: Vec<u32> = requests.iter().map(|&b| row(b).len() as u32).collect();
+    let (got_lengths, _) = comm.all_to_all_u32(&lengths, &req_counts);
+    let mut entry_counts = vec![0usize; parts];
+    let mut entries = Vec::new();
+    let mut at = 0;
+    for (r, &c) in req_counts.iter().enumerate() {
+        for &b in &requests[at..at + c] {
+            entries.extend_from_slice(row(b));
+            entry_counts[r] += row(b).len();
+        }
+        at += c;
+    }
+    let (got_entries, _) = comm.all_to_all_u32(&entries, &entry_counts);
+    let mut offsets = Vec::with_capacity(asked.len() + 1);
+    offsets.push(0u64);
+    for &l in &got_lengths {
+        offsets.push(offsets[offsets.len() - 1] + u64::from(l));
+    }
+    (asked.to_vec(), (offsets, got_entries))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::dist::SelfComm;
+    use crate::tricount::{self, SimpleGraph};
+
+    #[test]
+    fn batches_respect_the_budget() {
+        let ids = [1u32, 2, 3, 4, 5];
+        let b = cut_batches(&ids, u64::from, 5);
+        assert_eq!(b, vec![0..2, 2..3, 3..4, 4..5]);
+        assert!(cut_batches(&[], |_| 1, 5).is_empty());
+    }
+
+    #[test]
+    fn one_rank_counts_as_the_single_process_kernel() {
+        let dir = tempfile::tempdir().unwrap();
+        let f = dir.path().join("g.el");
+        let mut rng = crate::generate::rng::SplitMix64::new(7);
+        let mut text = String::new();
+        let mut edges = Vec::new();
+        for _ in 0..600 {
+            let (u, v) = ((rng.next_u64() % 60) as u32, (rng.next_u64() % 60) as u32);
+            text.push_str(&format!("{u} {v}\n"));
+            edges.push((u, v));
+        }
+        std::fs::write(&f, text).unwrap();
+        let n = edges.iter().map(|e| e.0.max(e.1)).max().unwrap() as usize + 1;
+        let g = SimpleGraph::from_edges(crate::EdgeList::square(n, edges, None)).unwrap();
+        let want = tricount::count(
+            &g,
+            &tricount::Options {
+                per_vertex: true,
+                ..Default::default()
+            },
+        )
+        .unwrap();
+        assert!(want.triangles > 0);
+        for stage in [1, 7, 1 << 20] {
+            let opts = Options {
+                per_vertex: true,
+                stage_edges: stage,
+                stage_entries: stage,
+            };
+            let got = count_file(&SelfComm, &f, None, &opts).unwrap();
+            assert_eq!(got.triangles, want.triangles);
+            assert_eq!(got.per_vertex, want.per_vertex);
+            assert_eq!(got.edges, g.edges());
+            assert_eq!(got.vertices, n as u64);
+        }
+        // Several ranks (threads standing for them), with tiny and default stages.
+        for ranks in 2..=4 {
+            for stage in [3, 1 << 20] {
+                let opts = Options {
+                    per_vertex: true,
+                    stage_edges: stage,
+                    stage_entries: stage,
+                };
+                let group = crate::dist::threads::ThreadComm::group(ranks);
+                let got: Vec<Counted> = std::thread::scope(|s| {
+                    let hs: Vec<_> = group
+                        .iter()
+                        .map(|c| s.spawn(|| count_file(c, &f, None, &opts).unwrap()))
+                        .collect();
+                    hs.into_iter().map(|h| h.join().unwrap()).collect()
+                });
+                for g in got {
+                    assert_eq!(g.triangles, want.triangles, "{ranks} ranks, stage {stage}");
+                    assert_eq!(g.per_vertex, want.per_vertex);
+                    assert!(stage > 3 || g.rounds > 1);
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn a_bad_line_on_one_rank_is_every_rank_s_error() {
+        let dir = tempfile::tempdir().unwrap();
+        let f = dir.path().join("g.el");
+        let mut text: String = (0..200)
+            .map(|i| format!("{i} {}\n", (i + 1) % 200))
+            .collect();
+        text.push_str("1 -2\n");
+        std::fs::write(&f, text).unwrap();
+        let group = crate::dist::threads::ThreadComm::group(3);
+        let errs: Vec<String> = std::thread::scope(|s| {
+            let hs: Vec<_> = group
+                .iter()
+                .map(|c| {
+                    s.spawn(|| {
+                        count_file(c, &f, None, &Options::default())
+                            .unwrap_err()
+                            .to_string()
+                    })
+                })
+                .collect();
+            hs.into_iter().map(|h| h.join().unwrap()).collect()
+        });
+        for e in errs {
+            assert!(e.starts_with("rank 2 of 3: "), "{e}");
+            assert!(e.contains("g.el:201: negative vertex id"), "{e}");
+        }
+    }
+}
