@@ -22,8 +22,8 @@ fn main() {
         Err(e) => exit_with(&e, true),
     };
     // mcl's spellings (`-te 4`, `-overlap split`) are made gmcl's before clap sees them.
-    let parsed = cli::mcl_args::rewrite(std::env::args_os())
-        .map(<Cli as clap::Parser>::try_parse_from);
+    let parsed =
+        cli::mcl_args::rewrite(std::env::args_os()).map(<Cli as clap::Parser>::try_parse_from);
     let cli = match parsed {
         Ok(Ok(c)) => c,
         Ok(Err(e)) => {
