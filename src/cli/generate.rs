@@ -61,7 +61,7 @@ pub struct GenerateArgs {
     /// Random seed: the same seed gives byte-identical output whatever the thread count.
     #[arg(long, default_value_t = 1)]
     seed: u64,
-    /// Output file; its extension picks the format (.el, .wel, .mtx).
+    /// Output file; its extension picks the format (.el, .wel, .mtx, .npz).
     #[arg(long, short = 'o')]
     output: PathBuf,
 }

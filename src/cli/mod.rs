@@ -41,7 +41,7 @@ pub struct Cli {
 
 #[derive(Subcommand)]
 pub enum Command {
-    /// Generate an R-MAT graph (PaRMAT-compatible options), written as .el, .wel or .mtx.
+    /// Generate an R-MAT graph (PaRMAT-compatible options), written as .el, .wel, .mtx or .npz.
     Generate(generate::GenerateArgs),
     /// Print a graph's vertices, edges, self loops, duplicates, symmetry and degrees.
     Info(info::InfoArgs),

@@ -1,4 +1,5 @@
-//! Writing generated edge lists: `.el`, `.wel` and Matrix Market, chosen by extension.
+//! Writing generated edge lists: `.el`, `.wel`, Matrix Market and SciPy's `.npz`, chosen by
+//! extension.
 
 use crate::edges::EdgeList;
 use crate::error::{Error, Result};
@@ -16,6 +17,8 @@ enum Format {
     Wel,
     /// Matrix Market coordinate, 1-based; `pattern` without weights, `real` with.
     Mtx,
+    /// SciPy's sparse archive: the adjacency matrix as CSR.
+    Npz,
 }
 
 impl Format {
@@ -28,9 +31,10 @@ impl Format {
             Some("el") => Ok(Format::El),
             Some("wel") => Ok(Format::Wel),
             Some("mtx") => Ok(Format::Mtx),
+            Some("npz") => Ok(Format::Npz),
             _ => Err(Error::Invalid(format!(
                 "{}: unsupported output format; the extension must be .el (\"u v\" lines), \
-                 .wel (\"u v w\" lines) or .mtx (Matrix Market)",
+                 .wel (\"u v w\" lines), .mtx (Matrix Market) or .npz (SciPy)",
                 path.display()
             ))),
         }
@@ -50,7 +54,7 @@ pub enum Symmetry {
 }
 
 /// Checks, before any work, that a list with (or without) weights can be written to `path`:
-/// the extension names a format (`.el`, `.wel`, `.mtx`), and weights go to a format that holds
+/// the extension names a format (`.el`, `.wel`, `.mtx`, `.npz`), and weights go to a format that holds
 /// them (`.el` does not: it is refused rather than dropping them).
 pub fn check_output(path: &Path, weighted: bool) -> Result<()> {
     if weighted && Format::of(path)? == Format::El {
@@ -61,6 +65,34 @@ pub fn check_output(path: &Path, weighted: bool) -> Result<()> {
         )));
     }
     Ok(())
+}
+
+/// Writes `el` as its adjacency matrix in SciPy's `.npz` (CSR, `float64` values: the weights, or
+/// 1): the matrix SciPy reads from the `.mtx` of the same list, so an undirected edge `(u, v)`
+/// is the two entries `(u, v)` and `(v, u)` (a loop one), and repeated entries are summed.
+fn write_npz(path: &Path, el: &EdgeList, symmetry: Symmetry) -> Result<()> {
+    use crate::csr::{BuildOptions, Csr, Duplicates};
+    let opts = BuildOptions {
+        symmetrize: false,
+        drop_self_loops: false,
+        duplicates: Duplicates::Sum,
+    };
+    let m = if symmetry == Symmetry::Symmetric {
+        let mirrored: Vec<usize> = (0..el.edges.len())
+            .filter(|&k| el.edges[k].0 != el.edges[k].1)
+            .collect();
+        let mut both = el.clone();
+        both.edges
+            .extend(mirrored.iter().map(|&k| (el.edges[k].1, el.edges[k].0)));
+        if let Some(w) = &mut both.weights {
+            let extra: Vec<f64> = mirrored.iter().map(|&k| w[k]).collect();
+            w.extend(extra);
+        }
+        Csr::<f64>::from_edges(&both, &opts)?
+    } else {
+        Csr::<f64>::from_edges(el, &opts)?
+    };
+    crate::output::write_npz(path, &m)
 }
 
 /// "00" to "99".
@@ -171,6 +203,9 @@ pub fn write_edges_as(
             )));
         }
     }
+    if format == Format::Npz {
+        return write_npz(path, el, symmetry);
+    }
     let lower = format == Format::Mtx && symmetry == Symmetry::Symmetric;
     if lower && el.nrows != el.ncols {
         return Err(Error::Invalid(format!(
@@ -185,7 +220,7 @@ pub fn write_edges_as(
     let weighted = match format {
         Format::El => false,
         Format::Wel => true,
-        Format::Mtx => el.weights.is_some(),
+        Format::Mtx | Format::Npz => el.weights.is_some(),
     };
     if format == Format::Mtx {
         let header = format!(

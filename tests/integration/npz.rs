@@ -202,3 +202,40 @@ fn convert_moves_a_graph_between_formats() {
         );
     }
 }
+
+#[test]
+fn generate_writes_the_matrix_its_mtx_twin_holds() {
+    let dir = tempfile::tempdir().unwrap();
+    for undirected in [false, true] {
+        let write = |name: &str| {
+            let p = dir.path().join(name);
+            let mut args = vec![
+                "generate",
+                "-s",
+                "9",
+                "-e",
+                "8",
+                "--seed",
+                "4",
+                "-o",
+                s(&p),
+                "-q",
+            ];
+            if undirected {
+                args.push("--undirected");
+            }
+            ok(&args);
+            p
+        };
+        let (npz, mtx) = (write("g.npz"), write("g.mtx"));
+        // The same matrix: its square, and its triangles.
+        let square = |input: &Path, out: &str| {
+            let out = dir.path().join(out);
+            ok(&["spgemm", s(input), "--engine", "cpu", "-o", s(&out), "-q"]);
+            std::fs::read(out).unwrap()
+        };
+        assert_eq!(square(&npz, "a.mtx"), square(&mtx, "b.mtx"), "{undirected}");
+        let t = |p: &Path| ok(&["tricount", s(p), "--engine", "cpu", "-q"]);
+        assert_eq!(t(&npz), t(&mtx));
+    }
+}
