@@ -69,6 +69,7 @@ pub struct GenerateArgs {
 pub fn run(a: GenerateArgs, ui: Ui) -> Result<()> {
     // The output's format is checked before minutes of generating.
     generate::check_output(&a.output, a.weights)?;
+    super::paths::refuse_clobbering(&[], &[("-o", &a.output)])?;
     let n = match (a.vertices, a.scale) {
         (Some(n), _) => n,
         (None, Some(s)) if s < 64 => 1u64 << s,

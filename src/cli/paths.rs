@@ -1,13 +1,30 @@
-//! Outputs that would destroy data are refused before any work: an output that is one of the
-//! run's input files, or two outputs of one run that are the same file.
+//! Outputs that would destroy data, or could not be written, are refused before any work: an
+//! output that is one of the run's input files, two outputs of one run that are the same file,
+//! an output whose directory is missing or not writable.
 
 use gmcl::{Error, Result};
 use std::path::{Path, PathBuf};
 
 /// Fails (exit status 2) when an output in `outputs` (named by its option) is the same regular
 /// file as an input, or as another output. Devices and pipes (`/dev/stdout`, `/dev/null`, a
-/// FIFO) may be named more than once: writing them replaces nothing.
+/// FIFO) may be named more than once: writing them replaces nothing. Then each output that is
+/// (or will be) a regular file must be creatable: its temporary file is made beside it and
+/// removed, so that a missing or read-only directory fails now, not after the work.
 pub fn refuse_clobbering(inputs: &[&Path], outputs: &[(&str, &Path)]) -> Result<()> {
+    refuse_same_files(inputs, outputs)?;
+    for &(_, out) in outputs {
+        let special = gmcl::output::standard_stream(out).is_some()
+            || std::fs::metadata(out).is_ok_and(|m| !m.is_file());
+        // Devices and pipes are opened only when written (a FIFO would wait for a reader).
+        if !special {
+            drop(gmcl::output::AtomicOutput::create(out)?);
+        }
+    }
+    Ok(())
+}
+
+/// The same-file half of [`refuse_clobbering`].
+fn refuse_same_files(inputs: &[&Path], outputs: &[(&str, &Path)]) -> Result<()> {
     for (i, &(option, out)) in outputs.iter().enumerate() {
         let Some(key) = identity(out) else { continue };
         if let Some(input) = inputs.iter().find(|p| identity(p).as_ref() == Some(&key)) {

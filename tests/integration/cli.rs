@@ -732,3 +732,49 @@ fn threads_beyond_four_per_core_are_capped_with_a_notice() {
     assert!(out.status.success());
     assert!(!String::from_utf8_lossy(&out.stderr).contains("--threads"));
 }
+
+#[test]
+fn an_output_that_cannot_be_written_fails_before_any_work() {
+    let dir = tempfile::tempdir().unwrap();
+    let missing = dir.path().join("no/such/dir/out");
+    let out = |ext: &str| format!("{}.{ext}", missing.display());
+    let runs: Vec<Vec<String>> = vec![
+        vec![
+            "spgemm".into(),
+            "graphs/karate.el".into(),
+            "-o".into(),
+            out("mtx"),
+        ],
+        vec![
+            "cluster".into(),
+            "graphs/karate.el".into(),
+            "-o".into(),
+            out("txt"),
+        ],
+        vec![
+            "tricount".into(),
+            "graphs/karate.el".into(),
+            "--per-vertex".into(),
+            out("tsv"),
+        ],
+        vec!["convert".into(), "graphs/karate.el".into(), out("npz")],
+        vec![
+            "generate".into(),
+            "-s".into(),
+            "20".into(),
+            "-e".into(),
+            "16".into(),
+            "-o".into(),
+            out("el"),
+        ],
+    ];
+    for args in runs {
+        let start = std::time::Instant::now();
+        let r = cmd().args(&args).output().unwrap();
+        let err = String::from_utf8_lossy(&r.stderr);
+        assert_eq!(r.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains("no/such/dir"), "{args:?}: {err}");
+        // Refused at once: generating scale 20 would take seconds.
+        assert!(start.elapsed().as_secs_f64() < 2.0, "{args:?}");
+    }
+}
