@@ -228,11 +228,13 @@ fn keep(yes: bool, v: f64) -> f64 {
     }
 }
 
-/// mcl's logarithm: in base `b` (natural for 0), 0 for a negative weight, and `-FLT_MAX` for 0,
-/// which gmcl refuses rather than cluster with a stand-in for infinity.
+/// mcl's logarithm: in base `b` (natural for 0), 0 for a negative weight or base, and
+/// `-FLT_MAX` for 0, which gmcl refuses rather than cluster with a stand-in for infinity.
 fn log(v: f64, b: f64) -> Result<f64> {
-    if v > 0.0 {
-        Ok(if b > 0.0 { v.ln() / b.ln() } else { v.ln() })
+    if v > 0.0 && b > 0.0 {
+        Ok(v.ln() / b.ln())
+    } else if v > 0.0 && b == 0.0 {
+        Ok(v.ln())
     } else if v == 0.0 {
         Err(stand_in(v))
     } else {
@@ -319,6 +321,7 @@ mod tests {
         assert!((v - 3.0).abs() < 1e-12);
         // A negative weight's log is 0 in mcl: the edge goes.
         assert_eq!(out("log(10)", -2.0), Outcome::Removed);
+        assert_eq!(out("log(-2)", 8.0), Outcome::Removed);
         // Only a threshold's 0 ends the steps: mul(0) then add(1) gives 1.
         assert_eq!(out("mul(0),add(1)", 5.0), Outcome::Weight(1.0));
         assert_eq!(out("gq(9),add(1)", 5.0), Outcome::Removed);
