@@ -75,6 +75,17 @@ pub struct ClusterArgs {
     /// same result, for comparison).
     #[arg(long)]
     unfused: bool,
+    /// mcl's -abc-tf: transform each weight of the .abc input as read, before duplicates and
+    /// the mirror are merged (mcl's value transforms, e.g. `gq(0.3),mul(2)`; README lists them).
+    #[arg(long, value_name = "SPEC")]
+    abc_tf: Option<String>,
+    /// mcl's --abc-neg-log10: replace each weight of the .abc input by minus its log10 (before
+    /// --abc-tf, as mcl does).
+    #[arg(long)]
+    abc_neg_log10: bool,
+    /// mcl's -tf: transform the weights of the symmetric graph, before the loops are added.
+    #[arg(long, value_name = "SPEC")]
+    tf: Option<String>,
     /// Write the clusters here instead of stdout.
     #[arg(long, short = 'o')]
     output: Option<PathBuf>,
@@ -192,6 +203,18 @@ fn run_typed<T: Scalar>(a: ClusterArgs, ui: Ui) -> Result<()> {
                 .into(),
         ));
     }
+    let abc_tf = a.abc_tf.as_deref().map(mcl::Transform::parse).transpose()?;
+    let stream_tf = match (a.abc_neg_log10, abc_tf) {
+        (false, t) => t,
+        (true, None) => Some(mcl::Transform::neg_log10()),
+        (true, Some(t)) => {
+            let mut both = mcl::Transform::neg_log10();
+            both.steps.extend(t.steps);
+            both.spec = format!("--abc-neg-log10 then {}", t.spec);
+            Some(both)
+        }
+    };
+    let matrix_tf = a.tf.as_deref().map(mcl::Transform::parse).transpose()?;
     let outputs: Vec<(&str, &std::path::Path)> = [("-o", &a.output), ("--json-file", &a.json_file)]
         .into_iter()
         .filter_map(|(o, p)| p.as_deref().map(|p| (o, p)))
@@ -213,6 +236,9 @@ fn run_typed<T: Scalar>(a: ClusterArgs, ui: Ui) -> Result<()> {
         "loop_gain": a.loop_gain,
         "scheme": a.scheme,
         "max_iterations": a.max_iterations,
+        "abc_tf": a.abc_tf,
+        "abc_neg_log10": a.abc_neg_log10,
+        "tf": a.tf,
         "overlap": a.overlap.to_string(),
         "engine": a.engine.to_string(),
         "precision": match a.precision { Precision::F32 => "f32", Precision::F64 => "f64" },
@@ -245,7 +271,21 @@ fn run_typed<T: Scalar>(a: ClusterArgs, ui: Ui) -> Result<()> {
     };
     params.validate()?;
     let loaded = io::load_as::<T>(&a.input, a.input_args.format, &gmcl::mcl::FOOTPRINT)?;
-    let (graph, ids) = mcl::graph_from_edges::<T>(&loaded.edges).map_err(|e| match e {
+    if stream_tf.is_some() && loaded.format != io::Format::Abc {
+        return Err(Error::Input {
+            path: a.input.clone(),
+            message: "--abc-tf and --abc-neg-log10 transform .abc input (mcl's --abc stream): \
+                      use --tf for other formats"
+                .into(),
+        });
+    }
+    let (graph, ids) = mcl::graph_from_edges_transformed::<T>(
+        &loaded.edges,
+        stream_tf.as_ref(),
+        matrix_tf.as_ref(),
+        &|i| loaded.labels.label(i),
+    )
+    .map_err(|e| match e {
         Error::Invalid(msg) => Error::Input {
             path: a.input.clone(),
             message: msg,

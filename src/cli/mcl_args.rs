@@ -17,11 +17,12 @@ const RENAMED: &[(&str, &str)] = &[
     ("-scheme", "--scheme"),
     ("-pct", "--pct"),
     ("-overlap", "--overlap"),
+    ("-tf", "--tf"),
+    ("-abc-tf", "--abc-tf"),
 ];
 
-/// The hint for mcl's input transforms, which gmcl does not have yet.
-const TRANSFORMS: &str = "gmcl does not transform weights yet: transform them before (for example \
-     with awk) and give gmcl the result";
+/// The hint for mcl's natural-log stream transform.
+const NEG_LOG: &str = "give --abc-tf 'neglog()' (the same for positive weights) or --abc-neg-log10";
 
 /// mcl's options gmcl lacks, with what to do instead.
 const MISSING: &[(&str, &str)] = &[
@@ -67,10 +68,8 @@ const MISSING: &[(&str, &str)] = &[
         "-how-much-ram",
         "the memory guard refuses a graph that cannot fit",
     ),
-    ("-tf", TRANSFORMS),
-    ("-abc-tf", TRANSFORMS),
-    ("--abc-neg-log", TRANSFORMS),
-    ("--abc-neg-log10", TRANSFORMS),
+    ("--abc-neg-log", NEG_LOG),
+    ("-abc-neg-log", NEG_LOG),
 ];
 
 /// mcl's options gmcl lacks with no alternative worth naming: each is refused with a plain
@@ -201,6 +200,10 @@ fn rewrite_with(
         }
         let name = s.split('=').next().unwrap_or(s);
         match s {
+            "-abc-neg-log10" => {
+                out.push("--abc-neg-log10".into());
+                continue;
+            }
             "--abc" => {
                 out.extend(["--format".into(), "abc".into()]);
                 continue;
@@ -354,7 +357,18 @@ mod tests {
         assert!(err("cluster g.abc -p 0.001").contains("-P 10000"));
         assert!(err("cluster g.abc --discard-loops=n").contains("always discarded"));
         assert!(err("cluster g.abc -write-graph x").contains("no mcl option -write-graph"));
-        assert!(err("cluster g.abc -tf gq(2)").contains("does not transform weights"));
-        assert!(err("cluster g.abc --abc-neg-log10").contains("does not transform weights"));
+        assert!(err("cluster g.abc --abc-neg-log").contains("neglog()"));
+    }
+
+    #[test]
+    fn mcls_transforms_become_gmcls() {
+        assert_eq!(
+            ok("cluster g.abc -tf gq(2),mul(3) -abc-tf abs() -abc-neg-log10"),
+            "cluster g.abc --tf gq(2),mul(3) --abc-tf abs() --abc-neg-log10"
+        );
+        assert_eq!(
+            ok("cluster g.abc --abc-neg-log10 -I 3"),
+            "cluster g.abc --abc-neg-log10 -I 3"
+        );
     }
 }

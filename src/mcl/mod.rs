@@ -31,11 +31,13 @@ pub mod measures;
 pub mod native;
 pub mod progress;
 pub mod prune;
+pub mod transform;
 
 pub use interpret::{Interpretation, Overlap};
 pub use measures::{ClusterInfo, Distance};
 pub use progress::{IterationProgress, Observer, ProgressReading};
 pub use prune::PruneParams;
+pub use transform::Transform;
 
 use crate::csr::{BuildOptions, Csr, Duplicates};
 use crate::edges::EdgeList;
@@ -215,6 +217,60 @@ pub fn graph_from_edges<T: Scalar>(el: &EdgeList) -> Result<(Csr<T>, Vec<u32>)> 
         },
     )?;
     Ok((g, ids))
+}
+
+/// [`graph_from_edges`] with mcl's weight transforms: `stream` (mcl's `-abc-tf` and
+/// `--abc-neg-log10`) on each weight as read, before duplicates and the mirror merge (an
+/// unweighted edge weighs 1); `matrix` (mcl's `-tf`) on the symmetric graph without loops,
+/// before the loops are added. An edge whose weight becomes 0 is removed (its nodes stay).
+/// `name` gives a vertex id's name in messages.
+pub fn graph_from_edges_transformed<T: Scalar>(
+    el: &EdgeList,
+    stream: Option<&Transform>,
+    matrix: Option<&Transform>,
+    name: &dyn Fn(u32) -> String,
+) -> Result<(Csr<T>, Vec<u32>)> {
+    let transformed = match stream {
+        Some(tf) => {
+            let mut owned = el.clone();
+            let mut w = owned
+                .weights
+                .take()
+                .unwrap_or_else(|| vec![1.0; owned.edges.len()]);
+            for (x, &(u, v)) in w.iter_mut().zip(&owned.edges) {
+                *x = weight_after(tf, *x, &name(u), &name(v))?;
+            }
+            owned.weights = Some(w);
+            Some(owned)
+        }
+        None => None,
+    };
+    let el = transformed.as_ref().unwrap_or(el);
+    let (mut g, ids) = graph_from_edges::<T>(el)?;
+    if let Some(tf) = matrix {
+        for i in 0..g.nrows() {
+            let range = g.row_ptr()[i] as usize..g.row_ptr()[i + 1] as usize;
+            for k in range {
+                let x = g.values()[k].to_f64();
+                // A stored 0 is no edge in mcl: it never reaches -tf.
+                if x != 0.0 {
+                    let j = g.col_idx()[k];
+                    let y = weight_after(tf, x, &name(ids[i]), &name(ids[j as usize]))?;
+                    g.values_mut()[k] = T::from_f64(y);
+                }
+            }
+        }
+    }
+    Ok((g, ids))
+}
+
+/// One weight through a transform: 0 for a removed edge, an error naming the edge otherwise.
+fn weight_after(tf: &Transform, w: f64, u: &str, v: &str) -> Result<f64> {
+    match tf.apply(w) {
+        Ok(transform::Outcome::Weight(x)) => Ok(x),
+        Ok(transform::Outcome::Removed) => Ok(0.0),
+        Err(e) => Err(Error::Invalid(format!("edge ({u}, {v}): {e}"))),
+    }
 }
 
 /// The intermediate products of the first expansion of `graph` (what `auto` weighs the run
@@ -628,6 +684,32 @@ mod tests {
             engine: EngineKind::Cpu,
             ..Default::default()
         }
+    }
+
+    #[test]
+    fn stream_transforms_come_before_duplicates_merge_and_matrix_ones_after() {
+        // (0, 1) twice: 0.5 and 3; the larger wins when the mirror is merged.
+        let el = EdgeList::square(3, vec![(0, 1), (1, 0), (1, 2)], Some(vec![0.5, 3.0, 2.0]));
+        let lq1 = Transform::parse("lq(1)").unwrap();
+        let name = |i: u32| i.to_string();
+        let (g, _) = graph_from_edges_transformed::<f64>(&el, Some(&lq1), None, &name).unwrap();
+        assert_eq!(g.row(0).1, &[0.5]);
+        let (g, _) = graph_from_edges_transformed::<f64>(&el, None, Some(&lq1), &name).unwrap();
+        // Removed edges weigh 0: their nodes stay, as mcl keeps the labels.
+        assert_eq!(g.row(0).1, &[0.0]);
+        assert_eq!(g.row(1).1, &[0.0, 0.0]);
+        // -tf never sees an edge that weighs 0 (mcl stores none): add(1) leaves it 0.
+        let zero = EdgeList::square(2, vec![(0, 1)], Some(vec![0.0]));
+        let add = Transform::parse("add(1)").unwrap();
+        let (g, _) = graph_from_edges_transformed::<f64>(&zero, None, Some(&add), &name).unwrap();
+        assert_eq!(g.row(0).1, &[0.0]);
+        // An unweighted edge weighs 1 for the stream transform; errors name the edge.
+        let plain = EdgeList::square(2, vec![(0, 1)], None);
+        let (g, _) = graph_from_edges_transformed::<f64>(&plain, Some(&add), None, &name).unwrap();
+        assert_eq!(g.row(0).1, &[2.0]);
+        let neg = Transform::parse("add(-5)").unwrap();
+        let e = graph_from_edges_transformed::<f64>(&plain, Some(&neg), None, &name).unwrap_err();
+        assert!(e.to_string().contains("edge (0, 1)"), "{e}");
     }
 
     fn two_cliques(k: u32) -> EdgeList {

@@ -379,3 +379,92 @@ fn a_hub_under_a_memory_limit_expands_in_batches_or_stops_cleanly() {
     );
     assert!(none.is_none());
 }
+
+/// `gmcl cluster` with `args` on `input` (CPU engine), its stdout against mcl's golden file,
+/// byte for byte (both number .abc labels in order of first appearance).
+fn assert_cluster_equals_mcl(input: &str, args: &[&str], golden_file: &str) {
+    let mut all = vec!["cluster", input, "--engine", "cpu", "-q"];
+    all.extend_from_slice(args);
+    let out = gmcl(&all);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let want = std::fs::read(Path::new("tests/golden").join(golden_file)).unwrap();
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&want),
+        "{args:?}"
+    );
+}
+
+#[test]
+fn abc_tf_clusters_as_mcl() {
+    // Drops the edges of weight 1 (their nodes stay, as singletons) before the mirror merge.
+    assert_cluster_equals_mcl(
+        "graphs/lesmis.abc",
+        &["--abc-tf", "gq(2),pow(2)"],
+        "lesmis.abctf.mcl",
+    );
+    // mcl's own spelling.
+    assert_cluster_equals_mcl(
+        "graphs/lesmis.abc",
+        &["-abc-tf", "gq(2),pow(2)"],
+        "lesmis.abctf.mcl",
+    );
+}
+
+#[test]
+fn tf_clusters_as_mcl() {
+    assert_cluster_equals_mcl(
+        "graphs/lesmis.abc",
+        &["-tf", "gt(1),log(2),ceil(3)"],
+        "lesmis.tf.mcl",
+    );
+    assert_cluster_equals_mcl(
+        "graphs/lesmis.abc",
+        &["--tf", "gt(1), log(2), ceil(3)"],
+        "lesmis.tf.mcl",
+    );
+}
+
+#[test]
+fn abc_neg_log10_clusters_as_mcl() {
+    // E-values 1e-w: minus their log10 gives back lesmis' weights.
+    for flag in ["--abc-neg-log10", "-abc-neg-log10"] {
+        assert_cluster_equals_mcl(
+            "tests/golden/lesmis_evalues.abc",
+            &[flag],
+            "lesmis_evalues.mcl",
+        );
+    }
+}
+
+#[test]
+fn transforms_mcl_cannot_match_are_refused() {
+    let refused = |args: &[&str], want: &str| {
+        let out = gmcl(args);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains(want), "{args:?}: {err}");
+        assert!(out.stdout.is_empty());
+    };
+    // lesmis' weights of 2 and more have a negative -log10: mcl keeps them, gmcl cannot.
+    refused(
+        &["cluster", "graphs/lesmis.abc", "--abc-neg-log10"],
+        "edge (Myriel, MlleBaptistine)",
+    );
+    refused(
+        &["cluster", "graphs/lesmis.abc", "-tf", "gq(1),#knn(3)"],
+        "at '#knn(3)'",
+    );
+    refused(
+        &["cluster", "graphs/lesmis.abc", "-abc-tf", "ceil()"],
+        "needs a value",
+    );
+    refused(
+        &["cluster", "graphs/karate.el", "--abc-tf", "abs()"],
+        "use --tf",
+    );
+}
