@@ -106,7 +106,7 @@ pub(crate) fn parse(bytes: &[u8], path: &Path) -> Result<Loaded> {
             nrows,
             ncols,
             edges,
-            weights: Some(weights),
+            weights,
         },
         labels: Labels::Identity,
         format: Format::Npz,
@@ -190,17 +190,18 @@ fn compressed_pairs(
     slices.into_par_iter().try_for_each(|(rows, out)| {
         let base = ptr[rows.start] as usize;
         for r in rows {
-            for k in ptr[r] as usize..ptr[r + 1] as usize {
-                let j = indices.int(k).unwrap_or(-1);
-                if j < 0 || j >= minor as i128 {
+            let range = ptr[r] as usize..ptr[r + 1] as usize;
+            indices.for_each_int(range, |k, j| {
+                if j < 0 || j >= minor as i64 {
                     return Err(format!(
                         "array 'indices' holds {j} at position {k}, outside 0..{minor}"
                     ));
                 }
                 out[k - base] = (r as u32, j as u32);
-            }
+                Ok(())
+            })?;
         }
-        Ok(())
+        Ok::<(), String>(())
     })?;
     Ok(pairs)
 }
@@ -234,8 +235,9 @@ fn coordinate_pairs(
         .collect()
 }
 
-/// The values as `f64`; NaN and infinities are refused as in the text formats.
-fn values(data: &Array<'_>) -> std::result::Result<Vec<f64>, String> {
+/// The values as `f64` (`None` when every one is 1: the matrix is its pattern); NaN and
+/// infinities are refused as in the text formats.
+fn values(data: &Array<'_>) -> std::result::Result<Option<Vec<f64>>, String> {
     if !matches!(
         data.dtype,
         Dtype::Float(_) | Dtype::Int(_) | Dtype::Uint(_) | Dtype::Bool
@@ -245,16 +247,29 @@ fn values(data: &Array<'_>) -> std::result::Result<Vec<f64>, String> {
             data.dtype.descr()
         ));
     }
-    (0..data.len)
-        .into_par_iter()
-        .map(|k| match data.float(k) {
-            Some(v) if v.is_finite() => Ok(v),
-            v => Err(format!(
-                "array 'data' holds {} at position {k}: values must be finite",
-                v.unwrap_or(f64::NAN)
-            )),
-        })
-        .collect()
+    let v: Vec<f64> = match data.dtype {
+        Dtype::Float(8) => data
+            .data
+            .par_chunks_exact(8)
+            .map(|c| f64::from_le_bytes([c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7]]))
+            .collect(),
+        Dtype::Float(4) => data
+            .data
+            .par_chunks_exact(4)
+            .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]) as f64)
+            .collect(),
+        _ => (0..data.len)
+            .into_par_iter()
+            .map(|k| data.float(k).unwrap_or(f64::NAN))
+            .collect(),
+    };
+    if let Some(k) = v.par_iter().position_first(|w| !w.is_finite()) {
+        return Err(format!(
+            "array 'data' holds {} at position {k}: values must be finite",
+            v[k]
+        ));
+    }
+    Ok((!v.par_iter().all(|&w| w == 1.0)).then_some(v))
 }
 
 /// Bytes of a `.npy` member: its header and `len` elements of `dtype`.

@@ -164,6 +164,57 @@ impl<'a> Array<'a> {
         }
     }
 
+    /// Calls `f(i, element i)` for the elements in `range` of an integer array, the element type
+    /// decided once for the range (unsigned 64-bit values past `i64::MAX` come as -1, which no
+    /// index is). Stops at the first error `f` returns.
+    pub fn for_each_int<E>(
+        &self,
+        range: std::ops::Range<usize>,
+        mut f: impl FnMut(usize, i64) -> Result<(), E>,
+    ) -> Result<(), E> {
+        let start = range.start;
+        macro_rules! each {
+            ($n:literal, $t:ty) => {
+                for (k, c) in self.data[range.start * $n..range.end * $n]
+                    .chunks_exact($n)
+                    .enumerate()
+                {
+                    let mut b = [0u8; $n];
+                    b.copy_from_slice(c);
+                    f(start + k, <$t>::from_le_bytes(b) as i64)?;
+                }
+            };
+        }
+        match self.dtype {
+            Dtype::Int(4) => each!(4, i32),
+            Dtype::Int(8) => each!(8, i64),
+            Dtype::Uint(4) => each!(4, u32),
+            Dtype::Uint(8) => {
+                for (k, c) in self.data[range.start * 8..range.end * 8]
+                    .chunks_exact(8)
+                    .enumerate()
+                {
+                    let mut b = [0u8; 8];
+                    b.copy_from_slice(c);
+                    f(
+                        start + k,
+                        i64::try_from(u64::from_le_bytes(b)).unwrap_or(-1),
+                    )?;
+                }
+            }
+            _ => {
+                for i in range {
+                    let v = self
+                        .int(i)
+                        .and_then(|v| i64::try_from(v).ok())
+                        .unwrap_or(-1);
+                    f(i, v)?;
+                }
+            }
+        }
+        Ok(())
+    }
+
     /// Element `i` as a float (floats, integers and booleans; `None` for strings).
     #[inline]
     pub fn float(&self, i: usize) -> Option<f64> {
