@@ -1,36 +1,7 @@
 //! The real `gmcl` binary: subcommands, JSON output, exit statuses, and clean failures.
 //! Paths to repository files are relative to the current directory (the package root).
 
-use crate::util::{cmd, gmcl};
-use std::path::Path;
-
-fn ok(args: &[&str]) -> String {
-    let out = gmcl(args);
-    assert!(
-        out.status.success(),
-        "gmcl {args:?} failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).expect("utf-8 stdout")
-}
-
-fn json(args: &[&str]) -> serde_json::Value {
-    let text = ok(args);
-    serde_json::from_str(text.trim()).unwrap_or_else(|e| panic!("not JSON ({e}): {text}"))
-}
-
-/// Runs a command expected to fail with status 2; returns stderr.
-fn fails(args: &[&str]) -> String {
-    let out = gmcl(args);
-    let err = String::from_utf8_lossy(&out.stderr).into_owned();
-    assert_eq!(out.status.code(), Some(2), "gmcl {args:?}: {err}");
-    assert!(!err.contains("panicked"), "gmcl {args:?} panicked: {err}");
-    err
-}
-
-fn s(p: &Path) -> &str {
-    p.to_str().unwrap()
-}
+use crate::util::{cmd, fails, gmcl, json, ok, s};
 
 #[test]
 fn info_of_karate_in_two_formats() {

@@ -1,13 +1,9 @@
 //! The command line at the edges where users live (issue 20): mcl's spellings, exit statuses,
 //! where summaries and reports go, and outputs that are committed whole or not at all.
 
-use crate::util::{cmd, gmcl, repo};
+use crate::util::{cmd, gmcl, repo, s};
 use std::path::Path;
 use std::process::Output;
-
-fn s(p: &Path) -> &str {
-    p.to_str().unwrap()
-}
 
 fn text(b: &[u8]) -> String {
     String::from_utf8_lossy(b).into_owned()

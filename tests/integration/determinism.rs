@@ -1,6 +1,7 @@
 //! Determinism: the same input and options give byte-identical outputs across runs and thread
 //! counts (`--threads 1`, `2`, `3`, the default), on R-MAT graphs made by `gmcl generate`.
 
+use crate::util::s;
 use std::path::{Path, PathBuf};
 
 fn gmcl(args: &[&str]) -> Vec<u8> {
@@ -14,10 +15,6 @@ fn gmcl(args: &[&str]) -> Vec<u8> {
         String::from_utf8_lossy(&out.stderr)
     );
     out.stdout
-}
-
-fn s(p: &Path) -> &str {
-    p.to_str().unwrap()
 }
 
 /// Thread options of the runs compared: the default twice, then 1, 2 and 3 threads.

@@ -1,31 +1,8 @@
 //! Formats at the edges: what gmcl writes reads back as the format's owner reads it (Matrix
 //! Market as SciPy does, clusterings as `clm` does), in the file's own numbering.
 
-use crate::util::gmcl;
+use crate::util::{fails, ok, s};
 use std::path::Path;
-
-fn ok(args: &[&str]) -> String {
-    let out = gmcl(args);
-    assert!(
-        out.status.success(),
-        "gmcl {args:?} failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).expect("utf-8 stdout")
-}
-
-/// Runs a command expected to fail with status 2; returns stderr.
-fn fails(args: &[&str]) -> String {
-    let out = gmcl(args);
-    let err = String::from_utf8_lossy(&out.stderr).into_owned();
-    assert_eq!(out.status.code(), Some(2), "gmcl {args:?}: {err}");
-    assert!(!err.contains("panicked"), "gmcl {args:?} panicked: {err}");
-    err
-}
-
-fn s(p: &Path) -> &str {
-    p.to_str().unwrap()
-}
 
 /// A Matrix Market coordinate file read as SciPy reads it: the header's field and symmetry,
 /// the shape, and the dense matrix (entries summed; `symmetric` mirrored off the diagonal).

@@ -2,7 +2,7 @@
 //! binary: each is now read as its format's owner reads it or refused naming file and line
 //! (docs/hardening.md).
 
-use crate::util::gmcl;
+use crate::util::{gmcl, ok};
 use std::path::{Path, PathBuf};
 use std::process::Output;
 
@@ -23,12 +23,6 @@ fn refused(args: &[&str]) -> String {
     assert_eq!(out.status.code(), Some(2), "gmcl {args:?}: {err}");
     assert!(!err.contains("panicked"), "{err}");
     err
-}
-
-fn ok(args: &[&str]) -> String {
-    let out = gmcl(args);
-    assert!(out.status.success(), "gmcl {args:?}: {}", stderr(&out));
-    String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
 #[test]

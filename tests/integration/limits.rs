@@ -2,7 +2,7 @@
 //! that cannot be written (a full disk, a file size limit) all fail with an error naming the
 //! file (and the line), a non-zero status, no panic and no partial output.
 
-use std::path::Path;
+use crate::util::s;
 use std::process::{Command, Output};
 
 fn gmcl(args: &[&str], memory: Option<&str>) -> Output {
@@ -21,10 +21,6 @@ fn fails(args: &[&str], memory: Option<&str>) -> String {
     assert_eq!(out.status.code(), Some(2), "gmcl {args:?}: {err}");
     assert!(!err.contains("panicked"), "gmcl {args:?} panicked: {err}");
     err
-}
-
-fn s(p: &Path) -> &str {
-    p.to_str().unwrap()
 }
 
 #[test]

@@ -1,20 +1,8 @@
 //! SciPy's sparse `.npz` files: matrices SciPy wrote (tests/golden/README.md) read as the same
 //! matrix as their Matrix Market twin by every command, and what gmcl writes read back.
 
-use crate::util::{gmcl, repo};
+use crate::util::{gmcl, ok, repo, s};
 use std::path::Path;
-
-fn s(p: &Path) -> &str {
-    p.to_str().unwrap()
-}
-
-/// Runs gmcl, which must succeed; returns stdout.
-fn ok(args: &[&str]) -> String {
-    let out = gmcl(args);
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "{args:?}: {err}");
-    String::from_utf8(out.stdout).unwrap()
-}
 
 const SCIPY: [&str; 5] = [
     "karate_csr.npz",

@@ -27,6 +27,38 @@ pub fn gmcl(args: &[&str]) -> Output {
     cmd().args(args).output().expect("the gmcl binary runs")
 }
 
+/// Runs `gmcl` with `args`, which must succeed; returns its stdout.
+pub fn ok(args: &[&str]) -> String {
+    let out = gmcl(args);
+    assert!(
+        out.status.success(),
+        "gmcl {args:?} failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).expect("utf-8 stdout")
+}
+
+/// Runs `gmcl` with `args`, which must print one JSON value; returns it.
+pub fn json(args: &[&str]) -> serde_json::Value {
+    let text = ok(args);
+    serde_json::from_str(text.trim()).unwrap_or_else(|e| panic!("not JSON ({e}): {text}"))
+}
+
+/// Runs `gmcl` with `args`, which must fail with status 2 (bad input or usage) without a panic;
+/// returns its stderr.
+pub fn fails(args: &[&str]) -> String {
+    let out = gmcl(args);
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert_eq!(out.status.code(), Some(2), "gmcl {args:?}: {err}");
+    assert!(!err.contains("panicked"), "gmcl {args:?} panicked: {err}");
+    err
+}
+
+/// A path as the `&str` an argument list takes.
+pub fn s(p: &std::path::Path) -> &str {
+    p.to_str().expect("a UTF-8 path")
+}
+
 /// The path of `rel`, a file of the repository (such as `graphs/karate.el`).
 pub fn repo(rel: &str) -> PathBuf {
     std::env::var_os("GMCL_ROOT")
