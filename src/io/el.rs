@@ -30,13 +30,7 @@ pub(crate) fn parse(bytes: &[u8], format: Format, path: &Path, chunk: usize) -> 
     let mode = if weighted { THREE } else { TWO };
     let parsed = parse_edges(bytes, mode, chunk)
         .map_err(|s| reader::stop_error(path, bytes, s, |l| diagnose(l, mode)))?;
-    let vertices = parsed.stats.vertices();
-    Ok(Loaded {
-        edges: EdgeList::square(vertices, parsed.items, weighted.then_some(parsed.weights)),
-        labels: Labels::Identity,
-        format,
-        symmetric_storage: false,
-    })
+    Ok(edge_list(parsed, format))
 }
 
 /// Reads part `part` of `parts` of an `.el` or `.wel` file's lines ([`reader::part_range`]): the
@@ -61,13 +55,19 @@ pub(crate) fn parse_part(
         reader::parse_chunks(mine, range.start, chunk, false, parse_chunk::<TWO>)
     }
     .map_err(|s| reader::stop_error(path, bytes, s, |l| diagnose(l, mode)))?;
+    Ok(edge_list(parsed, format))
+}
+
+/// What a parse of `.el`/`.wel` lines loaded: vertex ids are the file's, from 0 to the largest.
+fn edge_list(parsed: Parsed<(u32, u32)>, format: Format) -> Loaded {
+    let weighted = format == Format::Wel;
     let vertices = parsed.stats.vertices();
-    Ok(Loaded {
+    Loaded {
         edges: EdgeList::square(vertices, parsed.items, weighted.then_some(parsed.weights)),
         labels: Labels::Identity,
         format,
         symmetric_storage: false,
-    })
+    }
 }
 
 /// Parses the edges of the whole input in `mode`.
