@@ -77,6 +77,9 @@ struct TricountReport {
 
 pub fn run(a: TricountArgs, ui: Ui, comm: Option<&dyn Comm>) -> Result<()> {
     let start = Instant::now();
+    if let Some(comm) = comm {
+        return run_across_ranks(a, ui, comm);
+    }
     if let Some(out) = &a.per_vertex {
         super::paths::refuse_clobbering(&[&a.input], &[("--per-vertex", out)])?;
     }
@@ -89,9 +92,6 @@ pub fn run(a: TricountArgs, ui: Ui, comm: Option<&dyn Comm>) -> Result<()> {
                  merge (or auto) on the CPU"
             )));
         }
-    }
-    if let Some(comm) = comm {
-        return run_across_ranks(a, ui, comm);
     }
     engine::open_gpu_early(a.engine, engine::file_bytes(&a.input));
     let loaded = io::load_for(&a.input, a.input_args.format, &tricount::FOOTPRINT)?;
@@ -238,7 +238,10 @@ fn run_across_ranks(a: TricountArgs, ui: Ui, comm: &dyn Comm) -> Result<()> {
     let per_vertex_out = dist::agree(
         comm,
         match (&a.per_vertex, reports) {
-            (Some(path), true) => gmcl::output::AtomicOutput::create(path).map(Some),
+            (Some(path), true) => {
+                super::paths::refuse_clobbering(&[&a.input], &[("--per-vertex", path)])
+                    .and_then(|()| gmcl::output::AtomicOutput::create(path).map(Some))
+            }
             _ => Ok(None),
         },
     )?;
