@@ -78,6 +78,22 @@ impl Error {
         }
     }
 
+    /// A problem with the input file `path`, at `line` when one is known ([`Error::Parse`]),
+    /// else with the file as a whole ([`Error::Input`]).
+    pub fn in_file(path: &std::path::Path, line: Option<u64>, message: String) -> Self {
+        match line {
+            Some(line) => Error::Parse {
+                path: path.to_path_buf(),
+                line,
+                message,
+            },
+            None => Error::Input {
+                path: path.to_path_buf(),
+                message,
+            },
+        }
+    }
+
     /// Wraps an I/O error with the path and the action that failed.
     pub fn io(path: impl Into<PathBuf>, action: &'static str, source: std::io::Error) -> Self {
         Error::Io {

@@ -297,8 +297,9 @@ fn run_typed<T: Scalar>(a: ClusterArgs, ui: Ui) -> Result<()> {
     }
     let load_seconds = start.elapsed().as_secs_f64();
     let notice = &mut |msg: &str| ui.notice(msg);
-    let work = engine::Work::MclExpansion(mcl::expansion_work(&graph));
-    let resolved = engine::resolve(a.engine, Some(work), notice);
+    let work = (a.engine == EngineKind::Auto)
+        .then(|| engine::Work::MclExpansion(mcl::expansion_work(&graph)));
+    let resolved = engine::resolve(a.engine, work, notice);
     let counters = IterationProgress::default();
     let (result, engine) = ui.watch(
         || {

@@ -168,8 +168,14 @@ fn run_typed<T: Scalar>(a: SpgemmArgs, ui: Ui) -> Result<()> {
         return Err(Error::Invalid("--repeat must be at least 1".into()));
     }
     let notice = &mut |msg: &str| ui.notice(msg);
-    let products = spgemm::intermediate_products_per_row(&ma, b)?.iter().sum();
-    let resolved = engine::resolve(a.engine, Some(engine::Work::Product(products)), notice);
+    // The products are counted (a pass over A) only where `auto` has a choice to make.
+    let work = match a.engine {
+        EngineKind::Auto => Some(engine::Work::Product(
+            spgemm::intermediate_products_per_row(&ma, b)?.iter().sum(),
+        )),
+        _ => None,
+    };
+    let resolved = engine::resolve(a.engine, work, notice);
     let ((c, stats, phases), engine) =
         engine::run_with_fallback(a.engine, resolved, notice, |engine| {
             if engine == EngineKind::Gpu && a.json {

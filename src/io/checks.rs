@@ -11,11 +11,7 @@ use rayon::prelude::*;
 use std::path::Path;
 
 fn at_line(path: &Path, line: u64, message: String) -> Error {
-    Error::Parse {
-        path: path.to_path_buf(),
-        line,
-        message,
-    }
+    Error::in_file(path, Some(line), message)
 }
 
 /// Refuses a file that starts with a Matrix Market banner when it is read as another format:
@@ -44,6 +40,9 @@ pub(super) fn refuse_foreign_banner(bytes: &[u8], format: Format, path: &Path) -
 /// and `.abc`, where the weight is optional per line) it lacks the weight that the entry line
 /// before it has. A complete last line without a newline is fine.
 pub(super) fn refuse_cut_last_line(bytes: &[u8], loaded: &Loaded, path: &Path) -> Result<()> {
+    if !loaded.format.is_text() {
+        return Ok(());
+    }
     let Some(&last) = bytes.last() else {
         return Ok(());
     };
@@ -103,8 +102,8 @@ fn previous_entry_line(bytes: &[u8], start: usize, format: Format) -> Option<&[u
 /// The 1-based line of the `k`-th entry (0-based, in file order) of a file that parsed as
 /// `format`. Only on error paths: a plain scan.
 pub(super) fn line_of_entry(bytes: &[u8], format: Format, k: usize) -> Option<u64> {
-    if format == Format::Npz {
-        return None; // binary: no lines
+    if !format.is_text() {
+        return None;
     }
     let mut at = 0;
     // A Matrix Market file's size line is the first line that is not a comment.
@@ -154,11 +153,9 @@ pub(super) fn refuse_unrepresentable_weights(
          the answer); run with --precision f64",
         weights[k]
     );
-    Err(match line_of_entry(bytes, loaded.format, k) {
-        Some(line) => at_line(path, line, message),
-        None => Error::Input {
-            path: path.to_path_buf(),
-            message,
-        },
-    })
+    Err(Error::in_file(
+        path,
+        line_of_entry(bytes, loaded.format, k),
+        message,
+    ))
 }

@@ -270,19 +270,8 @@ pub(crate) fn check(
     );
     // The vertices are what the line names; when the edges alone are too many, no line is.
     let vertices_too_many = footprint.bytes(n, 0) > memory.bytes;
-    Err(
-        match line_of(loaded, bytes, n).filter(|_| vertices_too_many) {
-            Some(line) => Error::Parse {
-                path: path.to_path_buf(),
-                line,
-                message,
-            },
-            None => Error::Input {
-                path: path.to_path_buf(),
-                message,
-            },
-        },
-    )
+    let line = line_of(loaded, bytes, n).filter(|_| vertices_too_many);
+    Err(Error::in_file(path, line, message))
 }
 
 /// The line that calls for `n` vertices: the first edge with id `n - 1` (edge lists) or the

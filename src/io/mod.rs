@@ -69,6 +69,12 @@ impl Format {
         Format::Npz,
     ];
 
+    /// Whether files of this format are lines of text (all but `.npz`): the checks that read
+    /// lines (line numbers in errors, a cut-off last line) apply to them only.
+    pub fn is_text(self) -> bool {
+        self != Format::Npz
+    }
+
     /// The format's name as `--format` takes it.
     pub fn name(self) -> &'static str {
         match self {
@@ -323,10 +329,7 @@ fn parse_with(bytes: &[u8], format: Format, path: &Path, chunk: usize) -> Result
         Format::Abc => abc::parse(bytes, path, chunk),
         Format::Npz => npz::parse(bytes, path),
     }?;
-    // Binary: it has no lines to be cut.
-    if format != Format::Npz {
-        checks::refuse_cut_last_line(bytes, &loaded, path)?;
-    }
+    checks::refuse_cut_last_line(bytes, &loaded, path)?;
     Ok(loaded)
 }
 

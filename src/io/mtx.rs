@@ -217,17 +217,11 @@ fn refuse_both_triangles(edges: &[(u32, u32)], bytes: &[u8], path: &Path) -> Res
 
 /// An error about the `k`-th entry, naming its line.
 fn entry_error(bytes: &[u8], path: &Path, k: usize, message: String) -> Error {
-    match super::checks::line_of_entry(bytes, Format::Mtx, k) {
-        Some(line) => Error::Parse {
-            path: path.to_path_buf(),
-            line,
-            message,
-        },
-        None => Error::Input {
-            path: path.to_path_buf(),
-            message,
-        },
-    }
+    Error::in_file(
+        path,
+        super::checks::line_of_entry(bytes, Format::Mtx, k),
+        message,
+    )
 }
 
 /// Reads the header line.

@@ -76,7 +76,7 @@ pub(super) fn iterate<T: Scalar>(
     let n = m.nrows();
     let per_row = spgemm::intermediate_products_per_row(m, m)?;
     let total: u64 = per_row.iter().sum();
-    progress.expect(n as u64, total);
+    progress.set_totals(n as u64, total);
     let threads = rayon::current_num_threads().max(1) as u64;
     let target = (total + n as u64)
         .div_ceil(threads * GROUPS_PER_THREAD)

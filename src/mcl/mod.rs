@@ -509,7 +509,7 @@ fn iterate_watched<T: Scalar>(
     };
     let (mut products, mut expand_seconds) = (0u64, 0f64);
     let per_row = spgemm::intermediate_products_per_row(m, m)?;
-    progress.expect(n as u64, per_row.iter().sum());
+    progress.set_totals(n as u64, per_row.iter().sum());
     let entry = entry_bytes::<T>();
     let room = room_for_next(m);
     let budget = cpu_batch_budget(params.batch_entries, room, entry);
@@ -599,9 +599,11 @@ pub fn cluster_observed<T: Scalar>(
     }
     let start = Instant::now();
     // `Auto` is decided once, here: the whole run then stays on one engine.
-    let work = crate::engine::Work::MclExpansion(expansion_work(graph));
+    // The work is weighed only where `auto` has a choice to make.
+    let work = (params.engine == EngineKind::Auto)
+        .then(|| crate::engine::Work::MclExpansion(expansion_work(graph)));
     let params = &MclParams {
-        engine: crate::engine::resolve(params.engine, Some(work), &mut |_| {}),
+        engine: crate::engine::resolve(params.engine, work, &mut |_| {}),
         ..params.clone()
     };
     let m = start_matrix(graph, params.loop_gain);

@@ -77,7 +77,7 @@ impl IterationProgress {
     }
 
     /// The running iteration has `columns` columns and `work` units of work to do.
-    pub(crate) fn expect(&self, columns: u64, work: u64) {
+    pub(crate) fn set_totals(&self, columns: u64, work: u64) {
         self.columns_total.store(columns, Relaxed);
         self.work_total.store(work, Relaxed);
     }
@@ -109,7 +109,7 @@ mod tests {
     fn counters_restart_with_each_iteration() {
         let p = IterationProgress::default();
         p.begin(1);
-        p.expect(10, 100);
+        p.set_totals(10, 100);
         p.advance(4, 30);
         p.advance(6, 70);
         assert_eq!(

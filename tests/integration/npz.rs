@@ -12,24 +12,28 @@ const SCIPY: [&str; 5] = [
     "karate_f32_int64.npz",
 ];
 
+/// A² of `input` on the CPU engine in `precision`, written to `out` as its extension says;
+/// returns the file's bytes.
+fn square(input: &Path, out: &Path, precision: &str) -> Vec<u8> {
+    ok(&[
+        "spgemm",
+        s(input),
+        "--engine",
+        "cpu",
+        "--precision",
+        precision,
+        "-o",
+        s(out),
+        "-q",
+    ]);
+    std::fs::read(out).unwrap()
+}
+
 #[test]
 fn scipys_files_are_the_same_matrix_as_their_matrix_market_twin() {
     let dir = tempfile::tempdir().unwrap();
     let twin = repo("tests/golden/karate_weighted.mtx");
-    let square = |input: &Path, out: &Path| {
-        ok(&[
-            "spgemm",
-            s(input),
-            "--engine",
-            "cpu",
-            "--precision",
-            "f64",
-            "-o",
-            s(out),
-            "-q",
-        ]);
-        std::fs::read(out).unwrap()
-    };
+    let square = |input: &Path, out: &Path| square(input, out, "f64");
     let want = square(&twin, &dir.path().join("want.mtx"));
     // The Matrix Market twin numbers its vertices from 1, .npz from 0.
     let clusters: String = ok(&["cluster", s(&twin), "--engine", "cpu", "-q"])
@@ -61,35 +65,11 @@ fn what_gmcl_writes_reads_back_as_the_same_matrix() {
     let (c_npz, c_mtx) = (dir.path().join("c.npz"), dir.path().join("c.mtx"));
     for precision in ["f32", "f64"] {
         for out in [&c_npz, &c_mtx] {
-            ok(&[
-                "spgemm",
-                s(&twin),
-                "--precision",
-                precision,
-                "--engine",
-                "cpu",
-                "-o",
-                s(out),
-                "-q",
-            ]);
+            square(&twin, out, precision);
         }
         assert_eq!(&std::fs::read(&c_npz).unwrap()[..4], b"PK\x03\x04");
         // C read back from each file and squared again: the same bytes.
-        let again = |input: &Path, out: &str| {
-            let out = dir.path().join(out);
-            ok(&[
-                "spgemm",
-                s(input),
-                "--precision",
-                precision,
-                "--engine",
-                "cpu",
-                "-o",
-                s(&out),
-                "-q",
-            ]);
-            std::fs::read(out).unwrap()
-        };
+        let again = |input: &Path, out: &str| square(input, &dir.path().join(out), precision);
         assert_eq!(
             again(&c_npz, "a.mtx"),
             again(&c_mtx, "b.mtx"),
@@ -132,21 +112,7 @@ fn damaged_or_foreign_npz_files_are_clear_errors() {
 fn convert_moves_a_graph_between_formats() {
     let dir = tempfile::tempdir().unwrap();
     let twin = repo("tests/golden/karate_weighted.mtx");
-    let square = |input: &Path, out: &str| {
-        let out = dir.path().join(out);
-        ok(&[
-            "spgemm",
-            s(input),
-            "--engine",
-            "cpu",
-            "--precision",
-            "f64",
-            "-o",
-            s(&out),
-            "-q",
-        ]);
-        std::fs::read(out).unwrap()
-    };
+    let square = |input: &Path, out: &str| square(input, &dir.path().join(out), "f64");
     let want = square(&twin, "want.mtx");
     // Matrix Market -> npz -> weighted edge list -> Matrix Market: the same matrix each time.
     let (npz, wel, mtx) = (
@@ -217,11 +183,7 @@ fn generate_writes_the_matrix_its_mtx_twin_holds() {
         };
         let (npz, mtx) = (write("g.npz"), write("g.mtx"));
         // The same matrix: its square, and its triangles.
-        let square = |input: &Path, out: &str| {
-            let out = dir.path().join(out);
-            ok(&["spgemm", s(input), "--engine", "cpu", "-o", s(&out), "-q"]);
-            std::fs::read(out).unwrap()
-        };
+        let square = |input: &Path, out: &str| square(input, &dir.path().join(out), "f64");
         assert_eq!(square(&npz, "a.mtx"), square(&mtx, "b.mtx"), "{undirected}");
         let t = |p: &Path| ok(&["tricount", s(p), "--engine", "cpu", "-q"]);
         assert_eq!(t(&npz), t(&mtx));

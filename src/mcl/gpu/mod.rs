@@ -61,7 +61,7 @@ pub(crate) fn iterate<T: Scalar>(
     let gpu = engine.gpu();
     let n = m.m.ncols();
     // The device knows each column's products; the host counts columns.
-    progress.expect(m.m.nrows() as u64, m.m.nrows() as u64);
+    progress.set_totals(m.m.nrows() as u64, m.m.nrows() as u64);
     let poison = engine.poisons();
     let mut it = Iteration::default();
     let mut parts = Vec::new();
