@@ -2,12 +2,34 @@
 //! hands out when a caller keeps its products on the device, and what device-resident MCL
 //! iterates on.
 
-use super::prims::{check, download, launch, strided, upload, zeros};
+use super::prims::{check, launch, strided, zeros};
+use super::transfer::{download, download_append, upload};
 use super::Gpu;
 use crate::csr::Csr;
 use crate::error::Result;
 use crate::scalar::Scalar;
 use cudarc::driver::{CudaSlice, PushKernelArg};
+
+/// The arrays of a CSR matrix on the host, filled a row batch at a time
+/// ([`DeviceCsr::append_to`]).
+pub(crate) struct HostRows<T> {
+    pub(crate) row_ptr: Vec<u64>,
+    pub(crate) col_idx: Vec<u32>,
+    pub(crate) values: Vec<T>,
+}
+
+impl<T> HostRows<T> {
+    /// No rows yet: room for `nrows` rows' offsets.
+    pub(crate) fn new(nrows: usize) -> Result<Self> {
+        let mut row_ptr = crate::mem::try_with_capacity(nrows + 1, "a matrix's row offsets")?;
+        row_ptr.push(0);
+        Ok(HostRows {
+            row_ptr,
+            col_idx: Vec::new(),
+            values: Vec::new(),
+        })
+    }
+}
 
 /// A CSR matrix in device memory: u64 row offsets (`nrows + 1`, the first 0), u32 columns and
 /// values of type `T`. Buffers hold at least one element, so an empty matrix is valid too.
@@ -28,9 +50,9 @@ impl<T: Scalar> DeviceCsr<T> {
             nrows: m.nrows(),
             ncols: m.ncols(),
             nnz: m.nnz() as u64,
-            row_ptr: upload(s, m.row_ptr(), "a matrix's row offsets")?,
-            col_idx: upload(s, m.col_idx(), "a matrix's columns")?,
-            values: upload(s, m.values(), "a matrix's values")?,
+            row_ptr: upload(gpu, s, m.row_ptr(), "a matrix's row offsets")?,
+            col_idx: upload(gpu, s, m.col_idx(), "a matrix's columns")?,
+            values: upload(gpu, s, m.values(), "a matrix's values")?,
         })
     }
 
@@ -50,6 +72,26 @@ impl<T: Scalar> DeviceCsr<T> {
         Ok(Csr::from_parts_unchecked(
             self.nrows, self.ncols, row_ptr, col_idx, values,
         ))
+    }
+
+    /// Copies the matrix to the host as rows appended to `rows` (CSR arrays whose `row_ptr`
+    /// holds at least the leading 0): a product made in row batches lands in its final arrays
+    /// with no second copy.
+    pub(crate) fn append_to(&self, gpu: &Gpu, rows: &mut HostRows<T>) -> Result<()> {
+        let s = &gpu.main;
+        let n = self.nnz as usize;
+        let ptr = download(
+            gpu,
+            s,
+            &self.row_ptr,
+            self.nrows + 1,
+            "a matrix's row offsets",
+        )?;
+        let base = rows.col_idx.len() as u64;
+        download_append(gpu, s, &self.col_idx, n, "a matrix's columns", &mut rows.col_idx)?;
+        download_append(gpu, s, &self.values, n, "a matrix's values", &mut rows.values)?;
+        rows.row_ptr.extend(ptr[1..].iter().map(|&x| x + base));
+        Ok(())
     }
 
     /// Rows.

@@ -8,6 +8,7 @@ pub mod fault;
 pub mod kernels;
 pub mod matrix;
 pub(crate) mod prims;
+pub(crate) mod transfer;
 pub mod profile;
 
 use crate::error::{Error, Result};
@@ -34,6 +35,8 @@ pub struct Gpu {
     /// The device's stream-ordered memory pool, which keeps freed memory for reuse.
     pool: PoolHandle,
     copy_bandwidth: OnceLock<f64>,
+    /// Pinned host buffers that large copies go through ([`transfer`]).
+    staging: Mutex<Option<transfer::Staging>>,
     name: String,
     capability: (i32, i32),
     shared_per_block: u64,
@@ -223,6 +226,7 @@ impl Gpu {
             busy: Mutex::new(()),
             pool,
             copy_bandwidth: OnceLock::new(),
+            staging: Mutex::new(None),
             name,
             capability,
             shared_per_block,

@@ -89,18 +89,6 @@ pub(crate) fn uninit<T: DeviceRepr>(
     Ok(s)
 }
 
-/// Copies a host slice to a new device buffer.
-pub(crate) fn upload<T: DeviceRepr>(
-    stream: &Arc<CudaStream>,
-    h: &[T],
-    what: &str,
-) -> Result<CudaSlice<T>> {
-    if h.is_empty() {
-        return check(&format!("upload {what}"), unsafe { stream.alloc::<T>(1) });
-    }
-    check(&format!("upload {what}"), stream.clone_htod(h))
-}
-
 /// Reads element `i` of a device buffer (waits for the stream).
 pub(crate) fn read_at(
     stream: &Arc<CudaStream>,
@@ -154,76 +142,6 @@ pub(crate) fn exclusive_scan(
         })?;
     }
     Ok(())
-}
-
-/// Bytes of each pinned staging buffer of [`download`].
-const STAGING_BYTES: usize = 64 << 20;
-
-/// Copies `src[..n]` to a new host vector through two pinned staging buffers: the device copies
-/// into one while host threads move the other into the vector (a plain copy from pageable memory
-/// runs at a fraction of the bus's speed).
-pub(crate) fn download<T: DeviceRepr + ValidAsZeroBits + Copy + Send + Sync>(
-    gpu: &Gpu,
-    s: &Arc<CudaStream>,
-    src: &CudaSlice<T>,
-    n: usize,
-    what: &str,
-) -> Result<Vec<T>> {
-    use rayon::prelude::*;
-    let stage = format!("copy {what} to the host");
-    let chunk = (STAGING_BYTES / std::mem::size_of::<T>()).max(1);
-    if n <= chunk {
-        if n == 0 {
-            return Ok(Vec::new());
-        }
-        return check(&stage, s.clone_dtoh(&src.slice(..n)));
-    }
-    // SAFETY: the staging buffers are written by the device before they are read.
-    let alloc = || {
-        check(&stage, unsafe {
-            gpu.ctx.alloc_pinned_with_flags::<T>(chunk, 0)
-        })
-    };
-    let (mut p0, mut p1) = (alloc()?, alloc()?);
-    let mut staging = [
-        check(&stage, p0.as_mut_slice())?,
-        check(&stage, p1.as_mut_slice())?,
-    ];
-    let mut out: Vec<T> = Vec::with_capacity(n);
-    let pieces = n.div_ceil(chunk);
-    let range = |j: usize| j * chunk..((j + 1) * chunk).min(n);
-    // Queues piece j into its staging buffer; the event marks when it has landed.
-    let fetch = |j: usize, staging: &mut [&mut [T]; 2]| {
-        let r = range(j);
-        let dst = &mut staging[j % 2][..r.len()];
-        check(&stage, s.memcpy_dtoh(&src.slice(r), dst))?;
-        check(&stage, s.record_event(None))
-    };
-    let mut landed = [Some(fetch(0, &mut staging)?), None];
-    {
-        let spare = &mut out.spare_capacity_mut()[..n];
-        for j in 0..pieces {
-            if j + 1 < pieces {
-                landed[(j + 1) % 2] = Some(fetch(j + 1, &mut staging)?);
-            }
-            if let Some(ev) = landed[j % 2].take() {
-                check(&stage, ev.synchronize())?;
-            }
-            let r = range(j);
-            let host = &staging[j % 2][..r.len()];
-            spare[r]
-                .par_chunks_mut(1 << 18)
-                .zip(host.par_chunks(1 << 18))
-                .for_each(|(d, h)| {
-                    for (x, y) in d.iter_mut().zip(h) {
-                        x.write(*y);
-                    }
-                });
-        }
-    }
-    // SAFETY: every element of out[..n] was written above.
-    unsafe { out.set_len(n) };
-    Ok(out)
 }
 
 /// Launches kernel `name` on `s`, its arguments pushed by `args`.

@@ -6,8 +6,9 @@
 use super::{Method, Options, SimpleGraph, Triangles};
 use crate::error::{Error, Result};
 use crate::gpu::prims::{
-    check, exclusive_scan, launch, read_at, shape, strided, uninit, upload, zeros,
+    check, exclusive_scan, launch, read_at, shape, strided, uninit, zeros,
 };
+use crate::gpu::transfer::upload;
 use crate::gpu::profile::{Phase, Profile};
 use crate::gpu::Gpu;
 use crate::spgemm::EngineKind;
@@ -91,9 +92,9 @@ pub fn count(
     let s = &gpu.main;
 
     let start = Instant::now();
-    let ptr = upload(s, row_ptr, "the adjacency's row offsets")?;
+    let ptr = upload(gpu, s, row_ptr, "the adjacency's row offsets")?;
     // Turned into ranks in place by orient_counts.
-    let adj = upload(s, col_idx, "the adjacency's columns")?;
+    let adj = upload(gpu, s, col_idx, "the adjacency's columns")?;
     check("upload the adjacency", s.synchronize())?;
     out.upload_seconds = start.elapsed().as_secs_f64();
 

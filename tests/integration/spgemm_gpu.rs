@@ -431,6 +431,51 @@ fn row_batches_and_memory_limits_give_the_same_product() {
     assert_same(&batched, &whole, &mag, "batched against whole");
 }
 
+/// Matrices larger than the transfers' pinned staging buffers (several pieces each, the last one
+/// partial) cross the bus unchanged both ways, and a product made in row batches that each
+/// take the staged path lands in C's arrays as the whole product does.
+#[test]
+fn large_matrices_and_batches_cross_the_bus_unchanged() {
+    let Some(full) = engine(None) else { return };
+    let g = full.gpu();
+    // About 21 M entries: 84 MB of columns, 168 MB of values.
+    let m = random::<f64>(300_001, 1 << 24, 70, 11);
+    let back = gmcl::gpu::matrix::DeviceCsr::upload(g, &m)
+        .and_then(|d| d.download(g))
+        .unwrap();
+    assert_eq!(back.row_ptr(), m.row_ptr());
+    assert_eq!(back.col_idx(), m.col_idx());
+    assert!(back
+        .values()
+        .iter()
+        .zip(m.values())
+        .all(|(x, y)| x.to_bits() == y.to_bits()));
+    // About 5e7 entries in C, in batches of at most 1.5e7 entries (each staged).
+    let a = rmat::<f64>(15, 16, 9);
+    let (whole, _) = full.multiply(&a, &a, &SpgemmOptions::default()).unwrap();
+    assert!(whole.nnz() > 30_000_000, "C has only {} entries", whole.nnz());
+    let capped = full.with_tuning(GpuTuning {
+        poison: true,
+        max_batch_entries: Some(15_000_000),
+        ..Default::default()
+    });
+    let mut n_batches = 0;
+    capped
+        .multiply_batches(&a, &a, &SpgemmOptions::default(), |_, _| {
+            n_batches += 1;
+            Ok(())
+        })
+        .unwrap();
+    assert!(n_batches > 2, "only {n_batches} batches");
+    let (batched, _) = capped.multiply(&a, &a, &SpgemmOptions::default()).unwrap();
+    assert_eq!(batched.row_ptr(), whole.row_ptr());
+    assert_eq!(batched.col_idx(), whole.col_idx());
+    let mag = CpuEngine::default()
+        .multiply(&abs(&a), &abs(&a), &SpgemmOptions::default())
+        .unwrap();
+    assert_same(&batched, &whole, &mag, "batched against whole");
+}
+
 /// A symmetric R-MAT at scale 18, edge factor 8, squared: about 2.9e9 intermediate products,
 /// past 2^31, with Ĉ larger than 2^32 bytes. Run on the GPU machine with --include-ignored.
 #[test]

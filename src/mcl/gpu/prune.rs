@@ -7,8 +7,9 @@
 use crate::error::Result;
 use crate::gpu::matrix::DeviceCsr;
 use crate::gpu::prims::{
-    check, download, exclusive_scan, launch, read_at, shape, uninit, upload, zeros,
+    check, exclusive_scan, launch, read_at, shape, uninit, zeros,
 };
+use crate::gpu::transfer::{download, upload};
 use crate::gpu::Gpu;
 use crate::mcl::PruneParams;
 use crate::scalar::Scalar;
@@ -80,7 +81,7 @@ pub fn prune_expansion<T: Scalar>(
 ) -> Result<Pruned<T>> {
     let s = &gpu.main;
     let n = batch.nrows as u64;
-    let mut figures = upload(s, &FIGURES_AT_START, "the pruning's figures")?;
+    let mut figures = upload(gpu, s, &FIGURES_AT_START, "the pruning's figures")?;
     if n == 0 {
         return Ok(Pruned {
             batch: DeviceCsr {
@@ -159,7 +160,7 @@ pub fn prune_expansion<T: Scalar>(
             break (pool, out_ptr, nnz, got);
         }
         pool_cap = got[POOL_USED] + got[POOL_USED] / 8;
-        figures = upload(s, &FIGURES_AT_START, "the pruning's figures")?;
+        figures = upload(gpu, s, &FIGURES_AT_START, "the pruning's figures")?;
     };
     let mut col = uninit::<u32>(s, nnz as usize, poison, "pruned columns")?;
     let mut val = uninit::<T>(s, nnz as usize, poison, "pruned values")?;

@@ -3,7 +3,8 @@
 
 use super::GpuEngine;
 use crate::error::Result;
-use crate::gpu::prims::{check, launch, strided, upload, zeros};
+use crate::gpu::prims::{check, launch, strided, zeros};
+use crate::gpu::transfer::upload;
 use cudarc::driver::{CudaSlice, CudaStream, CudaView, PushKernelArg};
 use std::sync::Arc;
 
@@ -36,7 +37,7 @@ impl GpuEngine {
     ) -> Result<BinLists> {
         let g = &*self.gpu;
         let nb = limits.len();
-        let limits = upload(s, limits, "bin limits")?;
+        let limits = upload(g, s, limits, "bin limits")?;
         let mut bin_of = zeros::<u32>(s, n as usize, "bin of each row")?;
         let mut counts = zeros::<u32>(s, nb + 1, "bin counts")?;
         let nbins = nb as u32;
@@ -59,7 +60,7 @@ impl GpuEngine {
         }
         let total = offsets[nb] + counts[nb];
         let cursor: Vec<u32> = offsets.iter().map(|&o| o as u32).collect();
-        let mut cursor = upload(s, &cursor, "bin cursors")?;
+        let mut cursor = upload(g, s, &cursor, "bin cursors")?;
         let mut lists = zeros::<u32>(s, total as usize, "bin lists")?;
         launch(g, s, "scatter_bins", strided(g, n, 256), |l| {
             l.arg(&bin_of).arg(&n).arg(&mut cursor).arg(&mut lists);

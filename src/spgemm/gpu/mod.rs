@@ -36,7 +36,7 @@ pub use plan::{DENSE_FRACTION, HASH_LIMIT};
 use super::{check_operands, ProductStats, SpgemmOptions};
 use crate::csr::Csr;
 use crate::error::{Error, Result};
-use crate::gpu::matrix::DeviceCsr;
+use crate::gpu::matrix::{DeviceCsr, HostRows};
 use crate::gpu::prims::{check, zeros};
 use crate::gpu::profile::{Phase, Profile};
 use crate::gpu::{self, Gpu};
@@ -165,29 +165,17 @@ impl GpuEngine {
         opts: &SpgemmOptions,
     ) -> Result<(Csr<T>, ProductStats)> {
         let rows = check_operands(a, b, opts)?;
-        let mut parts = Vec::new();
-        let stats = self.multiply_batches(a, b, opts, |_, part| {
-            parts.push(part);
-            Ok(())
+        let mut host = HostRows::new(rows.len())?;
+        // Each batch lands straight in C's final arrays.
+        let stats = self.multiply_on_device(a, b, opts, |_, c, prof| {
+            c.append_to(&self.gpu, &mut host)?;
+            prof.mark("copy C to the host")
         })?;
-        if parts.len() == 1 {
-            if let Some(c) = parts.pop() {
-                return Ok((c, stats));
-            }
-        }
-        // Several batches: one copy into arrays of the final size.
-        let nnz: usize = parts.iter().map(|c| c.nnz()).sum();
-        let mut row_ptr: Vec<u64> = Vec::with_capacity(rows.len() + 1);
-        row_ptr.push(0);
-        let mut col_idx = Vec::with_capacity(nnz);
-        let mut values = Vec::with_capacity(nnz);
-        for part in parts {
-            let base = col_idx.len() as u64;
-            let (_, _, p, c, v) = part.into_parts();
-            row_ptr.extend(p[1..].iter().map(|&x| x + base));
-            col_idx.extend_from_slice(&c);
-            values.extend_from_slice(&v);
-        }
+        let HostRows {
+            row_ptr,
+            col_idx,
+            values,
+        } = host;
         let c = Csr::from_parts_unchecked(rows.len(), b.ncols(), row_ptr, col_idx, values);
         Ok((c, stats))
     }
@@ -201,6 +189,22 @@ impl GpuEngine {
         opts: &SpgemmOptions,
         mut consume: impl FnMut(Range<usize>, Csr<T>) -> Result<()>,
     ) -> Result<ProductStats> {
+        let g = &*self.gpu;
+        self.multiply_on_device(a, b, opts, |batch, c, prof| {
+            let c = c.download(g)?;
+            prof.mark("copy C to the host")?;
+            consume(batch, c)
+        })
+    }
+
+    /// Computes `C = A·B` in row batches, handing each batch, still on the device, to `consume`.
+    fn multiply_on_device<T: Scalar>(
+        &self,
+        a: &Csr<T>,
+        b: &Csr<T>,
+        opts: &SpgemmOptions,
+        mut consume: impl FnMut(Range<usize>, &DeviceCsr<T>, &mut Profile) -> Result<()>,
+    ) -> Result<ProductStats> {
         let rows = check_operands(a, b, opts)?;
         check_columns(b.ncols())?;
         let _busy = self.gpu.busy.lock().unwrap_or_else(|p| p.into_inner());
@@ -209,11 +213,8 @@ impl GpuEngine {
         let ops = self.upload_operands(a, b, opts.mask.as_ref())?;
         let products = host_products(a, b, &rows);
         prof.mark("upload A, B; plan batches")?;
-        let g = &*self.gpu;
         let stats = self.run_batches(&ops, rows, &products, &mut prof, |batch, c, _, prof| {
-            let c = c.download(g)?;
-            prof.mark("copy C to the host")?;
-            consume(batch, c)
+            consume(batch, &c, prof)
         })?;
         self.finish(
             stats,

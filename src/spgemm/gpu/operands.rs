@@ -5,7 +5,8 @@ use super::GpuEngine;
 use crate::csr::Csr;
 use crate::error::{Error, Result};
 use crate::gpu::matrix::DeviceCsr;
-use crate::gpu::prims::{download, exclusive_scan, launch, strided, upload, zeros};
+use crate::gpu::prims::{exclusive_scan, launch, strided, zeros};
+use crate::gpu::transfer::{download, upload};
 use crate::scalar::Scalar;
 use crate::spgemm::{row_products, Pattern};
 use cudarc::driver::{CudaSlice, PushKernelArg};
@@ -81,8 +82,8 @@ impl GpuEngine {
         }
         let (m_ptr, m_col, has_mask) = match mask {
             Some(m) => (
-                upload(s, m.row_ptr, "the mask's row offsets")?,
-                upload(s, m.col_idx, "the mask's columns")?,
+                upload(&self.gpu, s, m.row_ptr, "the mask's row offsets")?,
+                upload(&self.gpu, s, m.col_idx, "the mask's columns")?,
                 1,
             ),
             None => (

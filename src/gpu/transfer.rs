@@ -1,0 +1,205 @@
+//! Copies between host and device memory. A copy from or to pageable memory runs at a fraction
+//! of the bus's speed (the driver bounces it through a small pinned buffer of its own, one piece
+//! at a time), so large copies go through two pinned staging buffers that the [`Gpu`] keeps:
+//! the device copies through one while host threads fill or drain the other.
+
+use super::prims::check;
+use super::Gpu;
+use crate::error::Result;
+use cudarc::driver::{CudaSlice, CudaStream, DeviceRepr, PinnedHostSlice};
+use rayon::prelude::*;
+use std::sync::{Arc, MutexGuard};
+
+/// Bytes of each of the two staging buffers.
+const STAGING_BYTES: usize = 64 << 20;
+
+/// Copies of at most this many bytes go straight to or from pageable memory: staging them would
+/// cost more than it saves.
+const DIRECT_BYTES: usize = 4 << 20;
+
+/// Elements one host thread moves between the staging buffer and the caller's memory at a time.
+const HOST_PIECE: usize = 1 << 18;
+
+/// The two pinned staging buffers, allocated on the first large copy and kept by the [`Gpu`]
+/// (pinning host memory costs milliseconds, every product and every MCL run would pay it).
+pub(crate) struct Staging {
+    buffers: [PinnedHostSlice<u8>; 2],
+}
+
+impl Gpu {
+    /// The staging buffers, allocated on first use; held for one copy at a time.
+    fn staging(&self, stage: &str) -> Result<MutexGuard<'_, Option<Staging>>> {
+        let mut guard = self.staging.lock().unwrap_or_else(|p| p.into_inner());
+        if guard.is_none() {
+            // SAFETY: a staging buffer is only read where a copy has written it first.
+            let alloc = || {
+                check(stage, unsafe {
+                    self.ctx.alloc_pinned_with_flags::<u8>(STAGING_BYTES, 0)
+                })
+            };
+            *guard = Some(Staging {
+                buffers: [alloc()?, alloc()?],
+            });
+        }
+        Ok(guard)
+    }
+}
+
+/// The two staging buffers as slices of `T` (pinned memory is page aligned, so none is lost).
+fn typed<'a, T>(staging: &'a mut Staging, stage: &str) -> Result<[&'a mut [T]; 2]> {
+    let [b0, b1] = &mut staging.buffers;
+    let view = |b: &'a mut PinnedHostSlice<u8>| -> Result<&'a mut [T]> {
+        let bytes = check(stage, b.as_mut_slice())?;
+        // SAFETY: T is a plain number type (DeviceRepr) for which every bit pattern is a value,
+        // and only elements a copy has written are read.
+        let (head, body, _) = unsafe { bytes.align_to_mut::<T>() };
+        if !head.is_empty() || body.is_empty() {
+            return Err(crate::error::Error::gpu(
+                stage,
+                "the pinned staging buffer is not aligned for the copy",
+            ));
+        }
+        Ok(body)
+    };
+    Ok([view(b0)?, view(b1)?])
+}
+
+/// Copies `src[..n]` to the end of `out`, growing it (an error, not an abort, when the host's
+/// memory is short).
+pub(crate) fn download_append<T: DeviceRepr + Copy + Send + Sync>(
+    gpu: &Gpu,
+    s: &Arc<CudaStream>,
+    src: &CudaSlice<T>,
+    n: usize,
+    what: &str,
+    out: &mut Vec<T>,
+) -> Result<()> {
+    let stage = format!("copy {what} to the host");
+    let bytes = n.saturating_mul(std::mem::size_of::<T>());
+    if n == 0 {
+        return Ok(());
+    }
+    // Exact: a product in row batches grows its arrays once per batch (a remap, not a copy).
+    out.try_reserve_exact(n).map_err(|_| {
+        crate::io::limits::out_of_memory(&format!("{what} on the host"), bytes as u64)
+    })?;
+    if bytes <= DIRECT_BYTES {
+        let v = check(&stage, s.clone_dtoh(&src.slice(..n)))?;
+        out.extend_from_slice(&v);
+        return Ok(());
+    }
+    let mut guard = gpu.staging(&stage)?;
+    let Some(staging) = guard.as_mut() else {
+        return Err(crate::error::Error::gpu(&stage, "no staging buffers"));
+    };
+    let mut buffers = typed::<T>(staging, &stage)?;
+    let chunk = buffers[0].len();
+    let base = out.len();
+    let spare = &mut out.spare_capacity_mut()[..n];
+    let pieces = n.div_ceil(chunk);
+    let range = |j: usize| j * chunk..((j + 1) * chunk).min(n);
+    // Queues piece j into its staging buffer; the event marks when it has landed.
+    let fetch = |j: usize, buffers: &mut [&mut [T]; 2]| {
+        let r = range(j);
+        let dst = &mut buffers[j % 2][..r.len()];
+        check(&stage, s.memcpy_dtoh(&src.slice(r), dst))?;
+        check(&stage, s.record_event(None))
+    };
+    let copied = (|| {
+        let mut landed = [Some(fetch(0, &mut buffers)?), None];
+        for j in 0..pieces {
+            if j + 1 < pieces {
+                landed[(j + 1) % 2] = Some(fetch(j + 1, &mut buffers)?);
+            }
+            if let Some(ev) = landed[j % 2].take() {
+                check(&stage, ev.synchronize())?;
+            }
+            let r = range(j);
+            let host = &buffers[j % 2][..r.len()];
+            spare[r]
+                .par_chunks_mut(HOST_PIECE)
+                .zip(host.par_chunks(HOST_PIECE))
+                .for_each(|(d, h)| {
+                    // The new memory's pages mapped in one call rather than a fault each.
+                    crate::mem::prefault(d);
+                    for (x, y) in d.iter_mut().zip(h) {
+                        x.write(*y);
+                    }
+                });
+        }
+        Ok(())
+    })();
+    if copied.is_err() {
+        // A copy may still be landing in a staging buffer the next transfer will use.
+        let _ = s.synchronize();
+        return copied;
+    }
+    // SAFETY: every element of out[base..base + n] was written above.
+    unsafe { out.set_len(base + n) };
+    Ok(())
+}
+
+/// Copies `src[..n]` to a new host vector.
+pub(crate) fn download<T: DeviceRepr + Copy + Send + Sync>(
+    gpu: &Gpu,
+    s: &Arc<CudaStream>,
+    src: &CudaSlice<T>,
+    n: usize,
+    what: &str,
+) -> Result<Vec<T>> {
+    let mut out = Vec::new();
+    download_append(gpu, s, src, n, what, &mut out)?;
+    Ok(out)
+}
+
+/// Copies a host slice to a new device buffer.
+pub(crate) fn upload<T: DeviceRepr + Copy + Send + Sync>(
+    gpu: &Gpu,
+    s: &Arc<CudaStream>,
+    h: &[T],
+    what: &str,
+) -> Result<CudaSlice<T>> {
+    let stage = format!("upload {what}");
+    if h.is_empty() {
+        // SAFETY: an empty buffer's one element is never read.
+        return check(&stage, unsafe { s.alloc::<T>(1) });
+    }
+    if std::mem::size_of_val(h) <= DIRECT_BYTES {
+        return check(&stage, s.clone_htod(h));
+    }
+    // SAFETY: every element is written by the copies below before the buffer is handed out.
+    let mut dst = check(&stage, unsafe { s.alloc::<T>(h.len()) })?;
+    let mut guard = gpu.staging(&stage)?;
+    let Some(staging) = guard.as_mut() else {
+        return Err(crate::error::Error::gpu(&stage, "no staging buffers"));
+    };
+    let mut buffers = typed::<T>(staging, &stage)?;
+    let chunk = buffers[0].len();
+    let n = h.len();
+    let copied = (|| {
+        // The copy that last read each staging buffer: the host refills it only once it is done.
+        let mut sent: [Option<cudarc::driver::CudaEvent>; 2] = [None, None];
+        for j in 0..n.div_ceil(chunk) {
+            let r = j * chunk..((j + 1) * chunk).min(n);
+            if let Some(ev) = sent[j % 2].take() {
+                check(&stage, ev.synchronize())?;
+            }
+            let buf = &mut buffers[j % 2][..r.len()];
+            buf.par_chunks_mut(HOST_PIECE)
+                .zip(h[r.clone()].par_chunks(HOST_PIECE))
+                .for_each(|(d, x)| d.copy_from_slice(x));
+            let buf = &buffers[j % 2][..r.len()];
+            check(&stage, s.memcpy_htod(buf, &mut dst.slice_mut(r)))?;
+            sent[j % 2] = Some(check(&stage, s.record_event(None))?);
+        }
+        for ev in sent.into_iter().flatten() {
+            check(&stage, ev.synchronize())?;
+        }
+        Ok(())
+    })();
+    if let Err(e) = copied {
+        let _ = s.synchronize();
+        return Err(e);
+    }
+    Ok(dst)
+}
