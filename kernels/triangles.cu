@@ -412,3 +412,51 @@ extern "C" __global__ void gather_by_rank(const u32* rank, u32 n, const u64* by_
         out[u] = by_rank[rank[u]];
     }
 }
+
+// The triangles through listed edges a -> b of a count across ranks (src/dist/tricount.rs):
+// |U(a) ∩ U(b)| for each pair p, U(a) row pair_a[p] of (a_ptr, a_idx) and U(b) row pair_b[p] of
+// (b_ptr, b_idx), both sorted by id. One warp per pair: the lanes take the shorter row's
+// entries in turn and binary-search each in the longer one. The hits are added to *total; with
+// per-vertex counts (counts not null) each hit c counts for c, and the pair's hits for a and
+// b, whose global ids are a_ids[pair_a[p]] and b_ids[pair_b[p]].
+extern "C" __global__ void __launch_bounds__(TRI_THREADS)
+triangles_pairs(const u64* a_ptr, const u32* a_idx, const u32* a_ids, const u64* b_ptr,
+                const u32* b_idx, const u32* b_ids, const u32* pair_a, const u32* pair_b,
+                u64 npairs, u64* counts, u64* total) {
+    const u32 lane = threadIdx.x & (WARP - 1);
+    const u64 warps = (u64)gridDim.x * TRI_WARPS;
+    u64 mine = 0;
+    for (u64 p = (u64)blockIdx.x * TRI_WARPS + threadIdx.x / WARP; p < npairs; p += warps) {
+        const u32 ia = pair_a[p], ib = pair_b[p];
+        const u32* s = a_idx + a_ptr[ia];
+        u64 ls = a_ptr[ia + 1] - a_ptr[ia];
+        const u32* l = b_idx + b_ptr[ib];
+        u64 ll = b_ptr[ib + 1] - b_ptr[ib];
+        if (ll < ls) {
+            const u32* t = s; s = l; l = t;
+            const u64 lt = ls; ls = ll; ll = lt;
+        }
+        u64 found = 0;
+        for (u64 i = lane; i < ls; i += WARP) {
+            const u32 c = s[i];
+            u64 lo = 0, hi = ll;
+            while (lo < hi) {
+                const u64 mid = (lo + hi) / 2;
+                if (l[mid] < c) lo = mid + 1; else hi = mid;
+            }
+            if (lo < ll && l[lo] == c) {
+                found++;
+                if (counts) atomicAdd(&counts[c], 1ull);
+            }
+        }
+        for (int o = WARP / 2; o > 0; o /= 2) found += __shfl_down_sync(0xffffffffu, found, o);
+        if (lane == 0 && found) {
+            mine += found;
+            if (counts) {
+                atomicAdd(&counts[a_ids[ia]], found);
+                atomicAdd(&counts[b_ids[ib]], found);
+            }
+        }
+    }
+    if (lane == 0 && mine) atomicAdd(total, mine);
+}

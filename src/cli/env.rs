@@ -15,7 +15,9 @@
 //! - `GMCL_DIST_STAGE=N`: a distributed run exchanges at most N edges or row entries per rank
 //!   and round (small values force many rounds, for tests);
 //! - with the `mpi` feature, the variables an MPI launcher sets for its ranks
-//!   (`OMPI_COMM_WORLD_SIZE`, `PMI_SIZE`, `PMIX_RANK`): gmcl runs across ranks when one is set.
+//!   (`OMPI_COMM_WORLD_SIZE`, `PMI_SIZE`, `PMIX_RANK`): gmcl runs across ranks when one is set;
+//! - the rank's place on its host (`OMPI_COMM_WORLD_LOCAL_RANK`, `MPI_LOCALRANKID`,
+//!   `SLURM_LOCALID`): the GPU it opens, modulo the host's GPUs.
 
 use gmcl::spgemm::gpu::GpuTuning;
 use gmcl::tricount::gpu::TriangleTuning;
@@ -41,6 +43,7 @@ pub fn configure() -> Result<()> {
     let _ = gmcl::gpu::configure(gmcl::gpu::DeviceOptions {
         kernel_cache,
         kernel_defines,
+        ordinal: local_rank(),
     });
     if let Some(v) = std::env::var_os("GMCL_MEMORY_LIMIT") {
         let bytes = v.to_str().ok_or(()).and_then(|v| size(v).map_err(|_| ()));
@@ -121,6 +124,19 @@ pub fn dist_tricount_options(per_vertex: bool) -> gmcl::dist::tricount::Options 
         o.stage_entries = n as usize;
     }
     o
+}
+
+/// This process's rank among the ranks an MPI launcher started on this host (0 without one):
+/// the GPU it opens, modulo the host's GPUs. OpenMPI, MPICH and Slurm name it.
+fn local_rank() -> usize {
+    [
+        "OMPI_COMM_WORLD_LOCAL_RANK",
+        "MPI_LOCALRANKID",
+        "SLURM_LOCALID",
+    ]
+    .iter()
+    .find_map(|k| number(k))
+    .unwrap_or(0) as usize
 }
 
 /// A variable that holds a number (unset or unreadable: `None`).

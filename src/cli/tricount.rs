@@ -68,11 +68,14 @@ struct TricountReport {
     device_seconds: Option<f64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     device_edges_per_second: Option<f64>,
-    /// Runs across MPI ranks only: the number of ranks and the engine each rank counts on.
+    /// Runs across MPI ranks only: the number of ranks, the engine the ranks counted on
+    /// ("mixed" when they differ) and each rank's.
     #[serde(skip_serializing_if = "Option::is_none")]
     ranks: Option<usize>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    rank_engine: Option<&'static str>,
+    rank_engine: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    rank_engines: Option<Vec<String>>,
 }
 
 pub fn run(a: TricountArgs, ui: Ui, comm: Option<&dyn Comm>) -> Result<()> {
@@ -141,6 +144,7 @@ pub fn run(a: TricountArgs, ui: Ui, comm: Option<&dyn Comm>) -> Result<()> {
             .then(|| rate(g.edges(), t.device_seconds)),
         ranks: None,
         rank_engine: None,
+        rank_engines: None,
     };
     let how = match t.method {
         tricount::Method::Spgemm => {
@@ -214,14 +218,10 @@ fn write_per_vertex(
 }
 
 /// `gmcl tricount` under an MPI launcher: every rank reads its part of the file and counts on
-/// the CPU engine (`gmcl::dist::tricount`); rank 0 prints and writes `--per-vertex`. Options the
-/// distributed count does not have yet are refused on every rank alike.
+/// its engine (`gmcl::dist::tricount`: `--engine` applies per rank, each rank on the GPU its
+/// local rank names); rank 0 prints and writes `--per-vertex`. Options the distributed count
+/// does not have yet are refused on every rank alike.
 fn run_across_ranks(a: TricountArgs, ui: Ui, comm: &dyn Comm) -> Result<()> {
-    if a.engine == EngineKind::Gpu {
-        return Err(Error::EngineUnavailable(
-            "the GPU engine does not run across MPI ranks yet: use --engine cpu or auto".into(),
-        ));
-    }
     if !matches!(a.method, tricount::Method::Auto | tricount::Method::Merge) {
         return Err(Error::Invalid(format!(
             "--method {} does not run across MPI ranks yet: use auto or merge",
@@ -245,18 +245,34 @@ fn run_across_ranks(a: TricountArgs, ui: Ui, comm: &dyn Comm) -> Result<()> {
             _ => Ok(None),
         },
     )?;
-    let opts = super::env::dist_tricount_options(a.per_vertex.is_some());
+    let opts = gmcl::dist::tricount::Options {
+        engine: a.engine,
+        ..super::env::dist_tricount_options(a.per_vertex.is_some())
+    };
     let t = dist::tricount::count_file(comm, &a.input, a.input_args.format, &opts)?;
+    if let Some(why) = &t.notice {
+        ui.notice(why);
+    }
     let written = match (per_vertex_out, &t.per_vertex) {
         (Some(out), Some(counts)) => write_per_vertex(out, &io::Labels::Identity, counts),
         _ => Ok(()),
     };
     dist::agree(comm, written)?;
+    let (codes, _) = comm.all_gather_bytes(&[u8::from(t.engine == EngineKind::Gpu)]);
+    let engines: Vec<String> = codes
+        .iter()
+        .map(|&c| if c == 1 { "gpu" } else { "cpu" }.to_string())
+        .collect();
+    let engine = match engines.iter().all(|e| *e == engines[0]) {
+        true => engines[0].clone(),
+        false => "mixed".to_string(),
+    };
     ui.notice(&format!(
-        "{} vertices, {} edges on {} ranks (CPU engine each); loaded in {:.3} s; counted in {:.4} s ({} rounds of row exchange, {:.3e} edges/s)",
+        "{} vertices, {} edges on {} ranks ({} engine); loaded in {:.3} s; counted in {:.4} s ({} rounds of row exchange, {:.3e} edges/s)",
         t.vertices,
         t.edges,
         comm.size(),
+        engine,
         t.load_seconds,
         t.seconds,
         t.rounds,
@@ -278,7 +294,8 @@ fn run_across_ranks(a: TricountArgs, ui: Ui, comm: &dyn Comm) -> Result<()> {
         device_seconds: None,
         device_edges_per_second: None,
         ranks: Some(comm.size()),
-        rank_engine: Some("cpu"),
+        rank_engine: Some(engine),
+        rank_engines: Some(engines),
     };
     if a.json {
         let parameters = serde_json::json!({

@@ -14,8 +14,11 @@
 
 use super::input::{simple_row_block, RowBlock};
 use super::{agree, Blocks, Comm, MAX_MESSAGE};
-use crate::error::Result;
+use crate::engine::Work;
+use crate::error::{Error, Result};
 use crate::io::Format;
+use crate::spgemm::EngineKind;
+use crate::tricount::gpu_pairs::{Other, PairCounter, Rows};
 use rayon::prelude::*;
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
@@ -30,6 +33,10 @@ pub struct Options {
     pub stage_edges: usize,
     /// At most this many row entries a rank receives in one round of the row exchange.
     pub stage_entries: usize,
+    /// The engine of each rank's intersections: `Cpu`, `Gpu` (the rank's GPU; several ranks
+    /// may share one) or `Auto` (the GPU when the rank's share of the edges makes it pay and a
+    /// GPU is usable).
+    pub engine: EngineKind,
 }
 
 impl Default for Options {
@@ -38,6 +45,7 @@ impl Default for Options {
             per_vertex: false,
             stage_edges: 1 << 24,
             stage_entries: 1 << 24,
+            engine: EngineKind::Cpu,
         }
     }
 }
@@ -59,6 +67,10 @@ pub struct Counted {
     pub seconds: f64,
     /// Rounds of the row exchange.
     pub rounds: u64,
+    /// The engine this rank counted on.
+    pub engine: EngineKind,
+    /// Why this rank runs on the CPU engine under `auto` when a GPU was wanted (no usable GPU).
+    pub notice: Option<String>,
 }
 
 /// Counts the triangles of the simple undirected graph of `path`, every rank reading its part.
@@ -88,6 +100,7 @@ pub fn count_block(comm: &dyn Comm, block: &RowBlock, opts: &Options) -> Result<
     let (degree, _) = comm.all_gather_u32(&degrees);
     let key = |v: u32| (u64::from(degree[v as usize]) << 32) | u64::from(v);
     let first = block.first();
+    let (engine, notice) = pick_engine(comm, block, opts.engine);
 
     // U(a) for the block's rows.
     let up: Vec<Vec<u32>> = (0..block.rows())
@@ -120,7 +133,23 @@ pub fn count_block(comm: &dyn Comm, block: &RowBlock, opts: &Options) -> Result<
         .enumerate()
         .flat_map(|(i, row)| row.iter().map(move |&b| ((first + i) as u32, b)));
     let local: Vec<(u32, u32)> = all.clone().filter(|&(_, b)| is_local(b)).collect();
-    let mut total = count_grouped(&local, n, &local_row, &local_row, counts.as_deref());
+    let mut total = 0;
+    let mut gpu = match engine {
+        EngineKind::Gpu => {
+            let made = own_rows_on_gpu(&up, first, n, opts.per_vertex).and_then(|mut g| {
+                let (pa, pb): (Vec<u32>, Vec<u32>) = local
+                    .iter()
+                    .map(|&(a, b)| (a - first as u32, b - first as u32))
+                    .unzip();
+                g.count(Other::Own, &pa, &pb).map(|()| g)
+            });
+            Some(agree(comm, made)?)
+        }
+        _ => {
+            total += count_grouped(&local, n, &local_row, &local_row, counts.as_deref());
+            None
+        }
+    };
     drop(local);
     agree(comm, crate::interrupt::check())?;
 
@@ -149,14 +178,48 @@ pub fn count_block(comm: &dyn Comm, block: &RowBlock, opts: &Options) -> Result<
             .map(|&(b, a)| (a, b))
             .collect();
         pairs.par_sort_unstable();
-        let fetched = |b: u32| -> &[u32] {
-            ids.binary_search(&b).map_or(&[][..], |k| {
-                &rows.1[rows.0[k] as usize..rows.0[k + 1] as usize]
-            })
+        let counted = match gpu.as_mut() {
+            Some(g) => {
+                // Every b of this round's pairs was asked for in this round.
+                let ends: Result<(Vec<u32>, Vec<u32>)> = pairs
+                    .iter()
+                    .map(|&(a, b)| match ids.binary_search(&b) {
+                        Ok(k) => Ok((a - first as u32, k as u32)),
+                        Err(_) => Err(Error::Invalid(format!(
+                            "vertex {b}'s row was not fetched in its round"
+                        ))),
+                    })
+                    .collect();
+                let fetched = Rows {
+                    ptr: &rows.0,
+                    idx: &rows.1,
+                    ids: &ids,
+                };
+                ends.and_then(|(pa, pb)| g.count(Other::Fetched(fetched), &pa, &pb))
+            }
+            None => {
+                let fetched = |b: u32| -> &[u32] {
+                    ids.binary_search(&b).map_or(&[][..], |k| {
+                        &rows.1[rows.0[k] as usize..rows.0[k + 1] as usize]
+                    })
+                };
+                total += count_grouped(&pairs, n, &local_row, &fetched, counts.as_deref());
+                Ok(())
+            }
         };
-        total += count_grouped(&pairs, n, &local_row, &fetched, counts.as_deref());
         next_wedge = end;
-        agree(comm, crate::interrupt::check())?;
+        agree(comm, counted.and_then(|()| crate::interrupt::check()))?;
+    }
+    if let Some(g) = gpu {
+        let finished = g.finish().map(|(t, by_vertex)| {
+            total += t;
+            if let (Some(cs), Some(bv)) = (counts.as_deref(), by_vertex) {
+                for (c, v) in cs.iter().zip(bv) {
+                    c.fetch_add(v, Relaxed);
+                }
+            }
+        });
+        agree(comm, finished)?;
     }
 
     let mut sums = [total, block.adj.len() as u64];
@@ -179,7 +242,62 @@ pub fn count_block(comm: &dyn Comm, block: &RowBlock, opts: &Options) -> Result<
         load_seconds: 0.0,
         seconds: start.elapsed().as_secs_f64(),
         rounds: rounds[0],
+        engine,
+        notice,
     })
+}
+
+/// The engine this rank counts on: `auto` weighs the rank's share of the edges (one collective:
+/// every rank takes part, whatever it picks) and takes the GPU where it pays and is usable.
+fn pick_engine(
+    comm: &dyn Comm,
+    block: &RowBlock,
+    asked: EngineKind,
+) -> (EngineKind, Option<String>) {
+    if asked != EngineKind::Auto {
+        return (asked, None);
+    }
+    let mut edges = [block.adj.len() as u64 / 2];
+    comm.sum_u64(&mut edges);
+    let share = edges[0] / comm.size().max(1) as u64;
+    let mut notice = None;
+    let engine = crate::engine::resolve(asked, Some(Work::TriangleEdges(share)), &mut |m| {
+        notice = Some(m.to_string())
+    });
+    (engine, notice)
+}
+
+/// The rank's rows `U(a)` (row `i` is vertex `first + i`) on its GPU, ready to count.
+fn own_rows_on_gpu(
+    up: &[Vec<u32>],
+    first: usize,
+    n: usize,
+    per_vertex: bool,
+) -> Result<PairCounter> {
+    let gpu = crate::gpu::device().map_err(|e| match e {
+        Error::EngineUnavailable(why) => Error::EngineUnavailable(format!(
+            "the GPU engine cannot run: {why}; use --engine cpu (or auto, which falls back to \
+             the CPU)"
+        )),
+        other => other,
+    })?;
+    let mut ptr = Vec::with_capacity(up.len() + 1);
+    ptr.push(0u64);
+    for row in up {
+        ptr.push(ptr[ptr.len() - 1] + row.len() as u64);
+    }
+    let idx: Vec<u32> = up.concat();
+    let ids: Vec<u32> = (first..first + up.len()).map(|v| v as u32).collect();
+    PairCounter::new(
+        gpu,
+        Rows {
+            ptr: &ptr,
+            idx: &idx,
+            ids: &ids,
+        },
+        n,
+        per_vertex,
+    )
 }
 
 /// The triangles through the edges `pairs` (`a → b`, grouped by `a`): for each `a`, `U(a)` is
@@ -298,6 +416,21 @@ mod tests {
     use crate::dist::SelfComm;
     use crate::tricount::{self, SimpleGraph};
 
+    /// The CPU engine, and the GPU engine where a GPU is usable (required with
+    /// `GMCL_REQUIRE_GPU=1`, as on the GPU machine).
+    fn engines() -> Vec<EngineKind> {
+        match crate::gpu::device() {
+            Ok(_) => vec![EngineKind::Cpu, EngineKind::Gpu],
+            Err(why) => {
+                assert!(
+                    std::env::var("GMCL_REQUIRE_GPU").map_or(true, |v| v != "1"),
+                    "GMCL_REQUIRE_GPU=1 but no GPU is usable: {why}"
+                );
+                vec![EngineKind::Cpu]
+            }
+        }
+    }
+
     #[test]
     fn batches_respect_the_budget() {
         let ids = [1u32, 2, 3, 4, 5];
@@ -330,11 +463,15 @@ mod tests {
         )
         .unwrap();
         assert!(want.triangles > 0);
-        for stage in [1, 7, 1 << 20] {
+        for (stage, engine) in [1, 7, 1 << 20]
+            .into_iter()
+            .flat_map(|s| engines().into_iter().map(move |e| (s, e)))
+        {
             let opts = Options {
                 per_vertex: true,
                 stage_edges: stage,
                 stage_entries: stage,
+                engine,
             };
             let got = count_file(&SelfComm, &f, None, &opts).unwrap();
             assert_eq!(got.triangles, want.triangles);
@@ -344,11 +481,15 @@ mod tests {
         }
         // Several ranks (threads standing for them), with tiny and default stages.
         for ranks in 2..=4 {
-            for stage in [3, 1 << 20] {
+            for (stage, engine) in [3, 1 << 20]
+                .into_iter()
+                .flat_map(|s| engines().into_iter().map(move |e| (s, e)))
+            {
                 let opts = Options {
                     per_vertex: true,
                     stage_edges: stage,
                     stage_entries: stage,
+                    engine,
                 };
                 let group = crate::dist::threads::ThreadComm::group(ranks);
                 let got: Vec<Counted> = std::thread::scope(|s| {

@@ -51,6 +51,7 @@ pub const UNTYPED: &[&str] = &[
     "heavy_items",
     "triangles_heavy",
     "gather_by_rank",
+    "triangles_pairs",
     "dense_rows_symbolic",
 ];
 

@@ -88,8 +88,22 @@ impl<T: Scalar> DeviceCsr<T> {
             "a matrix's row offsets",
         )?;
         let base = rows.col_idx.len() as u64;
-        download_append(gpu, s, &self.col_idx, n, "a matrix's columns", &mut rows.col_idx)?;
-        download_append(gpu, s, &self.values, n, "a matrix's values", &mut rows.values)?;
+        download_append(
+            gpu,
+            s,
+            &self.col_idx,
+            n,
+            "a matrix's columns",
+            &mut rows.col_idx,
+        )?;
+        download_append(
+            gpu,
+            s,
+            &self.values,
+            n,
+            "a matrix's values",
+            &mut rows.values,
+        )?;
         rows.row_ptr.extend(ptr[1..].iter().map(|&x| x + base));
         Ok(())
     }

@@ -8,8 +8,8 @@ pub mod fault;
 pub mod kernels;
 pub mod matrix;
 pub(crate) mod prims;
-pub(crate) mod transfer;
 pub mod profile;
+pub(crate) mod transfer;
 
 use crate::error::{Error, Result};
 use cudarc::driver::{sys, CudaContext, CudaFunction, CudaModule, CudaStream};
@@ -54,8 +54,9 @@ impl std::fmt::Debug for Gpu {
 static DEVICE: OnceLock<std::result::Result<Arc<Gpu>, String>> = OnceLock::new();
 static OPTIONS: OnceLock<DeviceOptions> = OnceLock::new();
 
-/// How the process's GPU is opened: where compiled kernels are kept and extra macro
-/// definitions for the kernels. The default keeps no cache and compiles the kernels as shipped.
+/// How the process's GPU is opened: which of the machine's GPUs, where compiled kernels are kept
+/// and extra macro definitions for the kernels. The default opens GPU 0, keeps no cache and
+/// compiles the kernels as shipped.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct DeviceOptions {
     /// A folder that keeps compiled kernels between processes (`None`: compile every time).
@@ -63,6 +64,10 @@ pub struct DeviceOptions {
     /// Macro definitions (`NAME=VALUE`) passed to NVRTC, for tuning experiments on the
     /// constants the kernels guard with `#ifndef`.
     pub kernel_defines: Vec<String>,
+    /// Which GPU to open, counted modulo the GPUs present, so that the ranks of one host can
+    /// pass their local rank and share the GPUs round robin (several ranks to one GPU when
+    /// there are more ranks than GPUs).
+    pub ordinal: usize,
 }
 
 /// Sets how the process's GPU will be opened. Call it before anything opens the GPU (the
@@ -84,7 +89,7 @@ pub fn device() -> Result<Arc<Gpu>> {
     DEVICE
         .get_or_init(|| {
             let options = OPTIONS.get_or_init(DeviceOptions::default);
-            Gpu::open(0, options)
+            Gpu::open(options.ordinal, options)
                 .map(Arc::new)
                 .map_err(|e| e.to_string())
         })
@@ -150,11 +155,12 @@ impl Gpu {
         }
         let count = CudaContext::device_count()
             .map_err(|e| Error::EngineUnavailable(format!("the CUDA driver found no GPU: {e}")))?;
-        if count <= ordinal as i32 {
+        if count <= 0 {
             return Err(Error::EngineUnavailable(
                 "the CUDA driver found no GPU".into(),
             ));
         }
+        let ordinal = ordinal % count as usize;
         let ctx = CudaContext::new(ordinal)
             .map_err(|e| Error::EngineUnavailable(format!("cannot open GPU {ordinal}: {e}")))?;
         let capability = driver("read the compute capability", ctx.compute_capability())?;

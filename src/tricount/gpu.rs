@@ -5,11 +5,9 @@
 
 use super::{Method, Options, SimpleGraph, Triangles};
 use crate::error::{Error, Result};
-use crate::gpu::prims::{
-    check, exclusive_scan, launch, read_at, shape, strided, uninit, zeros,
-};
-use crate::gpu::transfer::upload;
+use crate::gpu::prims::{check, exclusive_scan, launch, read_at, shape, strided, uninit, zeros};
 use crate::gpu::profile::{Phase, Profile};
+use crate::gpu::transfer::upload;
 use crate::gpu::Gpu;
 use crate::spgemm::EngineKind;
 use cudarc::driver::{CudaSlice, LaunchConfig, PushKernelArg};

@@ -32,6 +32,7 @@ use std::time::Instant;
 
 mod cpu;
 pub mod gpu;
+pub mod gpu_pairs;
 mod masked;
 mod orient;
 

@@ -102,6 +102,51 @@ fn tricount_on_1_to_4_ranks_equals_the_single_process_run() {
     }
 }
 
+/// `--engine gpu` on every rank: each rank intersects its rows on the GPU its local rank names
+/// (two ranks share one GPU), with the single-process count and per-vertex file; without a
+/// usable GPU, one message (exit 3) naming the rank.
+#[test]
+fn tricount_with_the_gpu_engine_on_each_rank() {
+    let dir = tempfile::tempdir().unwrap();
+    let g = untidy_graph(dir.path());
+    let (count, per_vertex) = single(&g, &dir.path().join("single.tsv"));
+    let has_gpu = crate::util::gpu().is_some();
+    for (ranks, stage) in [(1, "16777216"), (2, "16777216"), (2, "5"), (3, "40")] {
+        let pv = dir.path().join(format!("pv-{ranks}-{stage}.tsv"));
+        let o = mpirun(
+            ranks,
+            &[("GMCL_DIST_STAGE", stage)],
+            &[
+                "tricount",
+                g.to_str().unwrap(),
+                "--engine",
+                "gpu",
+                "--per-vertex",
+                pv.to_str().unwrap(),
+                "--json",
+            ],
+        );
+        let err = text(&o.stderr);
+        let what = format!("{ranks} ranks, stage {stage}");
+        if has_gpu {
+            assert!(o.status.success(), "{what}: {err}");
+            let v: serde_json::Value = serde_json::from_str(&text(&o.stdout)).unwrap();
+            assert_eq!(v["triangles"].to_string(), count.trim(), "{what}");
+            assert_eq!(v["rank_engine"], "gpu", "{what}");
+            assert_eq!(v["rank_engines"].as_array().unwrap().len(), ranks, "{what}");
+            assert_eq!(std::fs::read(&pv).unwrap(), per_vertex, "{what}");
+        } else {
+            assert_eq!(o.status.code(), Some(3), "{what}: {err}");
+            assert_eq!(err.matches("gmcl: error").count(), 1, "{err}");
+            assert!(err.contains("the GPU engine cannot run"), "{err}");
+            if ranks > 1 {
+                assert!(err.contains(&format!("rank 0 of {ranks}")), "{err}");
+            }
+            assert!(!pv.exists(), "{what}");
+        }
+    }
+}
+
 #[test]
 fn json_names_the_ranks_and_their_engine() {
     let o = mpirun(
@@ -168,7 +213,7 @@ fn a_bad_line_on_one_rank_stops_every_rank_with_one_message() {
 
 #[test]
 fn what_does_not_run_across_ranks_yet_is_refused_once() {
-    let cases: [(&[&str], &str, i32); 5] = [
+    let cases: [(&[&str], &str, i32); 4] = [
         (
             &[
                 "tricount",
@@ -188,11 +233,6 @@ fn what_does_not_run_across_ranks_yet_is_refused_once() {
             &["tricount", "graphs/lesmis.abc"],
             "abc format cannot be read across ranks",
             2,
-        ),
-        (
-            &["tricount", "graphs/karate.el", "--engine", "gpu"],
-            "GPU engine does not run",
-            3,
         ),
         (
             &["tricount", "graphs/karate.el", "--method", "spgemm"],

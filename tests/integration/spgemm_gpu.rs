@@ -453,7 +453,11 @@ fn large_matrices_and_batches_cross_the_bus_unchanged() {
     // About 5e7 entries in C, in batches of at most 1.5e7 entries (each staged).
     let a = rmat::<f64>(15, 16, 9);
     let (whole, _) = full.multiply(&a, &a, &SpgemmOptions::default()).unwrap();
-    assert!(whole.nnz() > 30_000_000, "C has only {} entries", whole.nnz());
+    assert!(
+        whole.nnz() > 30_000_000,
+        "C has only {} entries",
+        whole.nnz()
+    );
     let capped = full.with_tuning(GpuTuning {
         poison: true,
         max_batch_entries: Some(15_000_000),

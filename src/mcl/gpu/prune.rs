@@ -6,9 +6,7 @@
 
 use crate::error::Result;
 use crate::gpu::matrix::DeviceCsr;
-use crate::gpu::prims::{
-    check, exclusive_scan, launch, read_at, shape, uninit, zeros,
-};
+use crate::gpu::prims::{check, exclusive_scan, launch, read_at, shape, uninit, zeros};
 use crate::gpu::transfer::{download, upload};
 use crate::gpu::Gpu;
 use crate::mcl::PruneParams;
