@@ -4,12 +4,12 @@
 use super::ui::report_json;
 use super::{InputArgs, Precision, Ui};
 use clap::Args;
-use gmcl::io::{self, Format, Loaded};
+use gmcl::io::{self, Format, LoadedMatrix, MatrixOptions};
 use gmcl::output::{standard_stream, StandardStream};
 use gmcl::spgemm::repeat::multiply_repeatedly;
 use gmcl::spgemm::{self, EngineKind, SpgemmOptions};
 use gmcl::{engine, measure};
-use gmcl::{BuildOptions, Csr, Duplicates, Error, Result, Scalar};
+use gmcl::{BuildOptions, Duplicates, Error, Result, Scalar};
 use std::path::{Path, PathBuf};
 
 #[derive(Args)]
@@ -56,21 +56,17 @@ fn load_matrix<T: Scalar>(
     path: &Path,
     format: Option<Format>,
     symmetrize: bool,
-) -> Result<(Loaded, Csr<T>)> {
-    let loaded = io::load_as::<T>(path, format, &gmcl::spgemm::FOOTPRINT)?;
-    let opts = BuildOptions {
-        symmetrize,
-        drop_self_loops: false,
-        duplicates: Duplicates::Sum,
-    };
-    let m = Csr::from_edges(&loaded.edges, &opts).map_err(|e| match e {
-        Error::Invalid(msg) => Error::Input {
-            path: path.to_path_buf(),
-            message: msg,
+) -> Result<LoadedMatrix<T>> {
+    let opts = MatrixOptions {
+        build: BuildOptions {
+            symmetrize,
+            drop_self_loops: false,
+            duplicates: Duplicates::Sum,
         },
-        other => other,
-    })?;
-    Ok((loaded, m))
+        square: false,
+        pattern: false,
+    };
+    io::load_matrix::<T>(path, format, &gmcl::spgemm::FOOTPRINT, &opts)
 }
 
 #[derive(serde::Serialize)]
@@ -148,10 +144,11 @@ fn run_typed<T: Scalar>(a: SpgemmArgs, ui: Ui) -> Result<()> {
         .sum();
     engine::open_gpu_early(a.engine, input_bytes);
     let fmt = a.input_args.format;
-    let (la, ma) = load_matrix::<T>(&a.a, fmt, a.symmetrize)?;
+    let la = load_matrix::<T>(&a.a, fmt, a.symmetrize)?;
+    let ma = &la.matrix;
     let mb = match &a.b {
         Some(pb) => {
-            let (lb, mb) = load_matrix::<T>(pb, fmt, a.symmetrize)?;
+            let lb = load_matrix::<T>(pb, fmt, a.symmetrize)?;
             if !la.labels.is_positional() || !lb.labels.is_positional() {
                 return Err(Error::Invalid(
                     "A·B of two files needs numeric ids (el, wel, mtx): label and SNAP ids are \
@@ -159,11 +156,11 @@ fn run_typed<T: Scalar>(a: SpgemmArgs, ui: Ui) -> Result<()> {
                         .into(),
                 ));
             }
-            Some(mb)
+            Some(lb.matrix)
         }
         None => None,
     };
-    let b = mb.as_ref().unwrap_or(&ma);
+    let b = mb.as_ref().unwrap_or(ma);
     if a.repeat == 0 {
         return Err(Error::Invalid("--repeat must be at least 1".into()));
     }
@@ -171,7 +168,7 @@ fn run_typed<T: Scalar>(a: SpgemmArgs, ui: Ui) -> Result<()> {
     // The products are counted (a pass over A) only where `auto` has a choice to make.
     let work = match a.engine {
         EngineKind::Auto => Some(engine::Work::Product(
-            spgemm::intermediate_products_per_row(&ma, b)?.iter().sum(),
+            spgemm::intermediate_products_per_row(ma, b)?.iter().sum(),
         )),
         _ => None,
     };
@@ -186,7 +183,7 @@ fn run_typed<T: Scalar>(a: SpgemmArgs, ui: Ui) -> Result<()> {
                     ..super::env::gpu_tuning()
                 });
                 let (c, stats) = multiply_repeatedly(a.repeat, || {
-                    gpu.multiply(&ma, b, &SpgemmOptions::default())
+                    gpu.multiply(ma, b, &SpgemmOptions::default())
                 })?;
                 let copy = gpu.gpu().copy_bandwidth()?;
                 let phases = gpu
@@ -201,7 +198,7 @@ fn run_typed<T: Scalar>(a: SpgemmArgs, ui: Ui) -> Result<()> {
                     ..Default::default()
                 };
                 let (c, stats) =
-                    multiply_repeatedly(a.repeat, || spgemm::multiply(engine, &ma, b, &opts))?;
+                    multiply_repeatedly(a.repeat, || spgemm::multiply(engine, ma, b, &opts))?;
                 Ok((c, stats, None))
             }
         })?;

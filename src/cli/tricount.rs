@@ -94,15 +94,7 @@ pub fn run(a: TricountArgs, ui: Ui, comm: Option<&dyn Comm>) -> Result<()> {
         }
     }
     engine::open_gpu_early(a.engine, engine::file_bytes(&a.input));
-    let loaded = io::load_for(&a.input, a.input_args.format, &tricount::FOOTPRINT)?;
-    let labels = loaded.labels;
-    let g = SimpleGraph::from_edges(loaded.edges).map_err(|e| match e {
-        Error::Invalid(msg) => Error::Input {
-            path: a.input.clone(),
-            message: msg,
-        },
-        other => other,
-    })?;
+    let (g, labels) = SimpleGraph::load(&a.input, a.input_args.format)?;
     let load_seconds = start.elapsed().as_secs_f64();
     let notice = &mut |msg: &str| ui.notice(msg);
     let work = engine::Work::TriangleEdges(g.edges());

@@ -145,6 +145,20 @@ pub(super) fn refuse_unrepresentable_weights(
     let Some(weights) = &loaded.edges.weights else {
         return Ok(());
     };
+    refuse_weights_beyond(weights, path, fits, type_name, |k| {
+        line_of_entry(bytes, loaded.format, k)
+    })
+}
+
+/// [`refuse_unrepresentable_weights`] over the weights of the entries in file order; `line_of`
+/// gives the line of entry `k` (`None` for a binary file).
+pub(super) fn refuse_weights_beyond(
+    weights: &[f64],
+    path: &Path,
+    fits: impl Fn(f64) -> bool + Sync,
+    type_name: &str,
+    line_of: impl FnOnce(usize) -> Option<u64>,
+) -> Result<()> {
     let Some(k) = weights.par_iter().position_first(|&w| !fits(w)) else {
         return Ok(());
     };
@@ -153,9 +167,5 @@ pub(super) fn refuse_unrepresentable_weights(
          the answer); run with --precision f64",
         weights[k]
     );
-    Err(Error::in_file(
-        path,
-        line_of_entry(bytes, loaded.format, k),
-        message,
-    ))
+    Err(Error::in_file(path, line_of(k), message))
 }
