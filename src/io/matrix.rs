@@ -42,7 +42,7 @@ pub fn load_matrix<T: Scalar>(
     opts: &MatrixOptions,
 ) -> Result<LoadedMatrix<T>> {
     let fits = (!opts.pattern).then_some((super::fits_in::<T> as fn(f64) -> bool, T::NAME));
-    let is_npz = format.or_else(|| Format::from_path(path)) == Some(Format::Npz);
+    let is_npz = format.or_else(|| Format::of_input(path)) == Some(Format::Npz);
     let loaded = if is_npz && !super::is_stdin(path) && !path.is_dir() {
         let source = reader::Source::open(path)?;
         let bytes = source.bytes();

@@ -41,10 +41,15 @@ pub(crate) enum Source {
 }
 
 impl Source {
-    /// Opens and maps `path`.
+    /// Opens and maps `path`; a gzip-compressed file ([`super::is_gzip`]) is decompressed into
+    /// memory instead.
     pub(crate) fn open(path: &Path) -> Result<Source> {
         if std::fs::metadata(path).is_ok_and(|m| m.is_dir()) {
             return Err(is_a_directory(path));
+        }
+        if super::is_gzip(path) {
+            let limit = super::limits::memory_bytes();
+            return Ok(Source::Owned(super::stream::gunzip(path, limit)?));
         }
         let file = super::stream::open(path)?;
         let meta = file

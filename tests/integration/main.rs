@@ -10,6 +10,7 @@ mod cli_habits;
 mod determinism;
 mod formats;
 mod fuzz_regressions;
+mod gzip;
 mod inputs;
 mod interrupt;
 mod io_errors;
