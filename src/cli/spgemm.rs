@@ -2,6 +2,7 @@
 //! --repeat, a benchmark of the product.
 
 use super::ui::report_json;
+use super::wall::{timed, Stopwatch, Wall};
 use super::{InputArgs, Precision, Ui};
 use clap::Args;
 use gmcl::io::{self, Format, LoadedMatrix, MatrixOptions};
@@ -86,6 +87,22 @@ struct SpgemmReport {
     phases: Option<Vec<PhaseReport>>,
 }
 
+/// The GPU product's phases (of its last run) as upload (A and B to the device, with the
+/// batch plan), download (C to the host) and the rest, on the device, in seconds.
+fn gpu_split(phases: &[PhaseReport]) -> (Option<f64>, Option<f64>, Option<f64>) {
+    let sum = |f: &dyn Fn(&str) -> bool| -> f64 {
+        phases
+            .iter()
+            .filter(|p| f(&p.name))
+            .map(|p| p.ms / 1e3)
+            .sum()
+    };
+    let upload = sum(&|n| n.starts_with("upload"));
+    let download = sum(&|n| n.starts_with("copy C to the host"));
+    let device = sum(&|n| !n.starts_with("upload") && !n.starts_with("copy C to the host"));
+    (Some(upload), Some(device), Some(download))
+}
+
 #[derive(serde::Serialize)]
 struct PhaseReport {
     name: String,
@@ -114,6 +131,7 @@ impl PhaseReport {
 }
 
 fn run_typed<T: Scalar>(a: SpgemmArgs, ui: Ui) -> Result<()> {
+    let mut sw = Stopwatch::start();
     let c_on_stdout = a
         .output
         .as_deref()
@@ -161,6 +179,7 @@ fn run_typed<T: Scalar>(a: SpgemmArgs, ui: Ui) -> Result<()> {
         None => None,
     };
     let b = mb.as_ref().unwrap_or(ma);
+    let load = sw.lap();
     if a.repeat == 0 {
         return Err(Error::Invalid("--repeat must be at least 1".into()));
     }
@@ -202,9 +221,24 @@ fn run_typed<T: Scalar>(a: SpgemmArgs, ui: Ui) -> Result<()> {
                 Ok((c, stats, None))
             }
         })?;
+    let compute = sw.lap();
     if let Some(out) = &a.output {
         gmcl::output::write_matrix(out, &c)?;
     }
+    let write = sw.lap();
+    let (upload, device, download) = match &phases {
+        Some(p) => gpu_split(p),
+        None => (None, None, None),
+    };
+    let wall = sw.finish(Wall {
+        load,
+        upload,
+        device,
+        download,
+        compute,
+        write,
+        total: 0.0,
+    });
     let report = SpgemmReport {
         engine: engine.to_string(),
         rows: c.nrows(),
@@ -231,7 +265,7 @@ fn run_typed<T: Scalar>(a: SpgemmArgs, ui: Ui) -> Result<()> {
             "precision": match a.precision { Precision::F32 => "f32", Precision::F64 => "f64" },
             "repeat": a.repeat,
         });
-        outln!("{}", report_json(&report, parameters)?)?;
+        outln!("{}", report_json(&timed(&report, wall), parameters)?)?;
     }
     Ok(())
 }

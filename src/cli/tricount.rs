@@ -2,6 +2,7 @@
 //! benchmark of the count.
 
 use super::ui::{count, report_json};
+use super::wall::{timed, Stopwatch, Wall};
 use super::{InputArgs, Ui};
 use clap::Args;
 use gmcl::dist::{self, Comm};
@@ -77,8 +78,9 @@ struct TricountReport {
 
 pub fn run(a: TricountArgs, ui: Ui, comm: Option<&dyn Comm>) -> Result<()> {
     let start = Instant::now();
+    let mut sw = Stopwatch::since(start);
     if let Some(comm) = comm {
-        return run_across_ranks(a, ui, comm);
+        return run_across_ranks(a, ui, comm, sw);
     }
     if let Some(out) = &a.per_vertex {
         super::paths::refuse_clobbering(&[&a.input], &[("--per-vertex", out)])?;
@@ -96,6 +98,7 @@ pub fn run(a: TricountArgs, ui: Ui, comm: Option<&dyn Comm>) -> Result<()> {
     engine::open_gpu_early(a.engine, engine::file_bytes(&a.input));
     let (g, labels) = SimpleGraph::load(&a.input, a.input_args.format)?;
     let load_seconds = start.elapsed().as_secs_f64();
+    let load = sw.lap();
     let notice = &mut |msg: &str| ui.notice(msg);
     let work = engine::Work::TriangleEdges(g.edges());
     let resolved = engine::resolve(a.engine, Some(work), notice);
@@ -115,9 +118,20 @@ pub fn run(a: TricountArgs, ui: Ui, comm: Option<&dyn Comm>) -> Result<()> {
     let (t, engine) = engine::run_with_fallback(a.engine, resolved, notice, |engine| {
         count_repeatedly(&g, &tricount::Options { engine, ..opts }, a.repeat)
     })?;
+    let compute = sw.lap();
     if let (Some(out), Some(counts)) = (per_vertex_out, &t.per_vertex) {
         write_per_vertex(out, &labels, counts)?;
     }
+    let fused = t.method == tricount::Method::Fused;
+    let write = sw.lap();
+    let wall = sw.finish(Wall {
+        load,
+        compute,
+        write,
+        upload: fused.then_some(t.upload_seconds),
+        device: fused.then_some(t.device_seconds),
+        ..Default::default()
+    });
     let report = TricountReport {
         triangles: t.triangles,
         vertices: g.vertices() as u64,
@@ -177,7 +191,7 @@ pub fn run(a: TricountArgs, ui: Ui, comm: Option<&dyn Comm>) -> Result<()> {
             "form": a.form.name(),
             "repeat": a.repeat,
         });
-        outln!("{}", report_json(&report, parameters)?)?;
+        outln!("{}", report_json(&timed(&report, wall), parameters)?)?;
     } else {
         outln!("{}", report.triangles)?;
     }
@@ -208,7 +222,7 @@ fn write_per_vertex(
 /// `gmcl tricount` under an MPI launcher: every rank reads its part of the file and counts on
 /// the CPU engine (`gmcl::dist::tricount`); rank 0 prints and writes `--per-vertex`. Options the
 /// distributed count does not have yet are refused on every rank alike.
-fn run_across_ranks(a: TricountArgs, ui: Ui, comm: &dyn Comm) -> Result<()> {
+fn run_across_ranks(a: TricountArgs, ui: Ui, comm: &dyn Comm, mut sw: Stopwatch) -> Result<()> {
     if a.engine == EngineKind::Gpu {
         return Err(Error::EngineUnavailable(
             "the GPU engine does not run across MPI ranks yet: use --engine cpu or auto".into(),
@@ -239,11 +253,21 @@ fn run_across_ranks(a: TricountArgs, ui: Ui, comm: &dyn Comm) -> Result<()> {
     )?;
     let opts = super::env::dist_tricount_options(a.per_vertex.is_some());
     let t = dist::tricount::count_file(comm, &a.input, a.input_args.format, &opts)?;
+    let elapsed = sw.lap();
+    let load = t.load_seconds.min(elapsed);
+    let compute = elapsed - load;
     let written = match (per_vertex_out, &t.per_vertex) {
         (Some(out), Some(counts)) => write_per_vertex(out, &io::Labels::Identity, counts),
         _ => Ok(()),
     };
     dist::agree(comm, written)?;
+    let write = sw.lap();
+    let wall = sw.finish(Wall {
+        load,
+        compute,
+        write,
+        ..Default::default()
+    });
     ui.notice(&format!(
         "{} vertices, {} edges on {} ranks (CPU engine each); loaded in {:.3} s; counted in {:.4} s ({} rounds of row exchange, {:.3e} edges/s)",
         t.vertices,
@@ -278,7 +302,7 @@ fn run_across_ranks(a: TricountArgs, ui: Ui, comm: &dyn Comm) -> Result<()> {
             "engine": a.engine.to_string(),
             "ranks": comm.size(),
         });
-        outln!("{}", report_json(&report, parameters)?)?;
+        outln!("{}", report_json(&timed(&report, wall), parameters)?)?;
     } else {
         outln!("{}", report.triangles)?;
     }

@@ -26,3 +26,4 @@ mod spgemm_cpu;
 mod spgemm_gpu;
 mod tricount;
 mod tricount_gpu;
+mod wall;
