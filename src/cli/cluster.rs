@@ -2,6 +2,7 @@
 //! JSON report.
 
 use super::ui::{count, to_json};
+use super::wall::{Stopwatch, Wall};
 use super::{InputArgs, Precision, Ui};
 use clap::Args;
 use gmcl::engine;
@@ -144,6 +145,8 @@ struct ClusterReport {
     finish_seconds: f64,
     /// Reading the input and building the graph (before `seconds`).
     load_seconds: f64,
+    /// Where the wall time went.
+    wall_s: Wall,
 }
 
 /// One line per iteration on stderr, above the bar of the running iteration (when there is one).
@@ -181,6 +184,7 @@ impl Observer for IterationLines<'_> {
 
 fn run_typed<T: Scalar>(a: ClusterArgs, ui: Ui) -> Result<()> {
     let start = Instant::now();
+    let mut sw = Stopwatch::since(start);
     if let Some(x) = &a.extra {
         return Err(Error::Invalid(if a.json {
             format!(
@@ -296,6 +300,7 @@ fn run_typed<T: Scalar>(a: ClusterArgs, ui: Ui) -> Result<()> {
         ui.notice("the graph has no edges: no clusters");
     }
     let load_seconds = start.elapsed().as_secs_f64();
+    let load = sw.lap();
     let notice = &mut |msg: &str| ui.notice(msg);
     let work = (a.engine == EngineKind::Auto)
         .then(|| engine::Work::MclExpansion(mcl::expansion_work(&graph)));
@@ -325,6 +330,7 @@ fn run_typed<T: Scalar>(a: ClusterArgs, ui: Ui) -> Result<()> {
             })
         },
     )?;
+    let mut compute = sw.lap();
     if !result.converged && result.iterations > 0 {
         ui.notice(&format!(
             "stopped after {} (-L) before the chaos fell under 1e-4",
@@ -389,7 +395,9 @@ fn run_typed<T: Scalar>(a: ClusterArgs, ui: Ui) -> Result<()> {
             w.flush().map_err(failed)?;
         }
     }
+    let write = sw.lap();
     let info = mcl::measures::cluster_info(&graph, &result.clusters);
+    compute += sw.lap();
     ui.notice(&format!(
         "{} of {} ({}, largest {}) in {}, {:.2} s on the {} engine; \
          efficiency {:.5}, modularity {:.5}, mass fraction {:.5}",
@@ -428,6 +436,12 @@ fn run_typed<T: Scalar>(a: ClusterArgs, ui: Ui) -> Result<()> {
             setup_seconds: result.setup_seconds,
             finish_seconds: result.finish_seconds,
             load_seconds,
+            wall_s: sw.finish(Wall {
+                load,
+                compute,
+                write,
+                ..Default::default()
+            }),
         };
         let text = to_json(&report)?;
         if let Some(mut out) = report_out {

@@ -2,6 +2,7 @@
 //! adjusted Rand).
 
 use super::ui::{count, report_json};
+use super::wall::{timed, Stopwatch, Wall};
 use clap::Args;
 use gmcl::mcl;
 use gmcl::Result;
@@ -19,13 +20,21 @@ pub struct DistArgs {
 }
 
 pub fn run(a: DistArgs) -> Result<()> {
+    let mut sw = Stopwatch::start();
     let ca = mcl::measures::read_clusters(&a.a)?;
     let cb = mcl::measures::read_clusters(&a.b)?;
     let (na, nb) = (a.a.display().to_string(), a.b.display().to_string());
+    let load = sw.lap();
     let d = mcl::measures::distance_by_label(&ca, &cb, (&na, &nb))?;
+    let compute = sw.lap();
+    let wall = sw.finish(Wall {
+        load,
+        compute,
+        ..Default::default()
+    });
     if a.json {
         let parameters = serde_json::json!({"a": na, "b": nb});
-        outln!("{}", report_json(&d, parameters)?)?;
+        outln!("{}", report_json(&timed(&d, wall), parameters)?)?;
     } else {
         let pct = if d.nodes > 0 {
             100.0 * d.split_join as f64 / d.nodes as f64

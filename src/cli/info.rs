@@ -1,6 +1,7 @@
 //! `gmcl info`: a graph's vertices, edges, self loops, duplicates, symmetry and degrees.
 
 use super::ui::report_json;
+use super::wall::{timed, Stopwatch, Wall};
 use super::InputArgs;
 use clap::Args;
 use gmcl::info::GraphInfo;
@@ -33,12 +34,20 @@ struct InfoReport {
 }
 
 pub fn run(a: InfoArgs) -> Result<()> {
+    let mut sw = Stopwatch::start();
     let loaded = io::load_for(&a.input, a.input_args.format, &gmcl::info::FOOTPRINT)?;
+    let load = sw.lap();
     let info = GraphInfo::of(&loaded.edges, loaded.symmetric_storage)?;
     let clustering = match &a.clusters {
         Some(path) => Some(clustering_info(&a.input, &loaded, path)?),
         None => None,
     };
+    let compute = sw.lap();
+    let wall = sw.finish(Wall {
+        load,
+        compute,
+        ..Default::default()
+    });
     if a.json {
         let mut parameters = serde_json::json!({
             "input": a.input.display().to_string(),
@@ -52,9 +61,9 @@ pub fn run(a: InfoArgs) -> Result<()> {
                     graph: info,
                     clustering,
                 };
-                outln!("{}", report_json(&report, parameters)?)?
+                outln!("{}", report_json(&timed(&report, wall), parameters)?)?
             }
-            None => outln!("{}", report_json(&info, parameters)?)?,
+            None => outln!("{}", report_json(&timed(&info, wall), parameters)?)?,
         }
     } else {
         outln!("file            {}", a.input.display())?;

@@ -16,6 +16,7 @@ mod paths;
 pub mod process;
 pub mod spgemm;
 pub mod tricount;
+mod wall;
 pub mod world;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};

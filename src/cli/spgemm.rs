@@ -2,14 +2,15 @@
 //! --repeat, a benchmark of the product.
 
 use super::ui::report_json;
+use super::wall::{timed, Stopwatch, Wall};
 use super::{InputArgs, Precision, Ui};
 use clap::Args;
-use gmcl::io::{self, Format, Loaded};
+use gmcl::io::{self, Format, LoadedMatrix, MatrixOptions};
 use gmcl::output::{standard_stream, StandardStream};
 use gmcl::spgemm::repeat::multiply_repeatedly;
 use gmcl::spgemm::{self, EngineKind, SpgemmOptions};
 use gmcl::{engine, measure};
-use gmcl::{BuildOptions, Csr, Duplicates, Error, Result, Scalar};
+use gmcl::{BuildOptions, Duplicates, Error, Result, Scalar};
 use std::path::{Path, PathBuf};
 
 #[derive(Args)]
@@ -56,21 +57,17 @@ fn load_matrix<T: Scalar>(
     path: &Path,
     format: Option<Format>,
     symmetrize: bool,
-) -> Result<(Loaded, Csr<T>)> {
-    let loaded = io::load_as::<T>(path, format, &gmcl::spgemm::FOOTPRINT)?;
-    let opts = BuildOptions {
-        symmetrize,
-        drop_self_loops: false,
-        duplicates: Duplicates::Sum,
-    };
-    let m = Csr::from_edges(&loaded.edges, &opts).map_err(|e| match e {
-        Error::Invalid(msg) => Error::Input {
-            path: path.to_path_buf(),
-            message: msg,
+) -> Result<LoadedMatrix<T>> {
+    let opts = MatrixOptions {
+        build: BuildOptions {
+            symmetrize,
+            drop_self_loops: false,
+            duplicates: Duplicates::Sum,
         },
-        other => other,
-    })?;
-    Ok((loaded, m))
+        square: false,
+        pattern: false,
+    };
+    io::load_matrix::<T>(path, format, &gmcl::spgemm::FOOTPRINT, &opts)
 }
 
 #[derive(serde::Serialize)]
@@ -88,6 +85,22 @@ struct SpgemmReport {
     /// The GPU engine's phases (with --engine gpu --json).
     #[serde(skip_serializing_if = "Option::is_none")]
     phases: Option<Vec<PhaseReport>>,
+}
+
+/// The GPU product's phases (of its last run) as upload (A and B to the device, with the
+/// batch plan), download (C to the host) and the rest, on the device, in seconds.
+fn gpu_split(phases: &[PhaseReport]) -> (Option<f64>, Option<f64>, Option<f64>) {
+    let sum = |f: &dyn Fn(&str) -> bool| -> f64 {
+        phases
+            .iter()
+            .filter(|p| f(&p.name))
+            .map(|p| p.ms / 1e3)
+            .sum()
+    };
+    let upload = sum(&|n| n.starts_with("upload"));
+    let download = sum(&|n| n.starts_with("copy C to the host"));
+    let device = sum(&|n| !n.starts_with("upload") && !n.starts_with("copy C to the host"));
+    (Some(upload), Some(device), Some(download))
 }
 
 #[derive(serde::Serialize)]
@@ -118,6 +131,7 @@ impl PhaseReport {
 }
 
 fn run_typed<T: Scalar>(a: SpgemmArgs, ui: Ui) -> Result<()> {
+    let mut sw = Stopwatch::start();
     let c_on_stdout = a
         .output
         .as_deref()
@@ -148,10 +162,11 @@ fn run_typed<T: Scalar>(a: SpgemmArgs, ui: Ui) -> Result<()> {
         .sum();
     engine::open_gpu_early(a.engine, input_bytes);
     let fmt = a.input_args.format;
-    let (la, ma) = load_matrix::<T>(&a.a, fmt, a.symmetrize)?;
+    let la = load_matrix::<T>(&a.a, fmt, a.symmetrize)?;
+    let ma = &la.matrix;
     let mb = match &a.b {
         Some(pb) => {
-            let (lb, mb) = load_matrix::<T>(pb, fmt, a.symmetrize)?;
+            let lb = load_matrix::<T>(pb, fmt, a.symmetrize)?;
             if !la.labels.is_positional() || !lb.labels.is_positional() {
                 return Err(Error::Invalid(
                     "A·B of two files needs numeric ids (el, wel, mtx): label and SNAP ids are \
@@ -159,11 +174,12 @@ fn run_typed<T: Scalar>(a: SpgemmArgs, ui: Ui) -> Result<()> {
                         .into(),
                 ));
             }
-            Some(mb)
+            Some(lb.matrix)
         }
         None => None,
     };
-    let b = mb.as_ref().unwrap_or(&ma);
+    let b = mb.as_ref().unwrap_or(ma);
+    let load = sw.lap();
     if a.repeat == 0 {
         return Err(Error::Invalid("--repeat must be at least 1".into()));
     }
@@ -171,7 +187,7 @@ fn run_typed<T: Scalar>(a: SpgemmArgs, ui: Ui) -> Result<()> {
     // The products are counted (a pass over A) only where `auto` has a choice to make.
     let work = match a.engine {
         EngineKind::Auto => Some(engine::Work::Product(
-            spgemm::intermediate_products_per_row(&ma, b)?.iter().sum(),
+            spgemm::intermediate_products_per_row(ma, b)?.iter().sum(),
         )),
         _ => None,
     };
@@ -186,7 +202,7 @@ fn run_typed<T: Scalar>(a: SpgemmArgs, ui: Ui) -> Result<()> {
                     ..super::env::gpu_tuning()
                 });
                 let (c, stats) = multiply_repeatedly(a.repeat, || {
-                    gpu.multiply(&ma, b, &SpgemmOptions::default())
+                    gpu.multiply(ma, b, &SpgemmOptions::default())
                 })?;
                 let copy = gpu.gpu().copy_bandwidth()?;
                 let phases = gpu
@@ -201,13 +217,28 @@ fn run_typed<T: Scalar>(a: SpgemmArgs, ui: Ui) -> Result<()> {
                     ..Default::default()
                 };
                 let (c, stats) =
-                    multiply_repeatedly(a.repeat, || spgemm::multiply(engine, &ma, b, &opts))?;
+                    multiply_repeatedly(a.repeat, || spgemm::multiply(engine, ma, b, &opts))?;
                 Ok((c, stats, None))
             }
         })?;
+    let compute = sw.lap();
     if let Some(out) = &a.output {
         gmcl::output::write_matrix(out, &c)?;
     }
+    let write = sw.lap();
+    let (upload, device, download) = match &phases {
+        Some(p) => gpu_split(p),
+        None => (None, None, None),
+    };
+    let wall = sw.finish(Wall {
+        load,
+        upload,
+        device,
+        download,
+        compute,
+        write,
+        total: 0.0,
+    });
     let report = SpgemmReport {
         engine: engine.to_string(),
         rows: c.nrows(),
@@ -234,7 +265,7 @@ fn run_typed<T: Scalar>(a: SpgemmArgs, ui: Ui) -> Result<()> {
             "precision": match a.precision { Precision::F32 => "f32", Precision::F64 => "f64" },
             "repeat": a.repeat,
         });
-        outln!("{}", report_json(&report, parameters)?)?;
+        outln!("{}", report_json(&timed(&report, wall), parameters)?)?;
     }
     Ok(())
 }

@@ -2,6 +2,7 @@
 //! benchmark of the count.
 
 use super::ui::{count, report_json};
+use super::wall::{timed, Stopwatch, Wall};
 use super::{InputArgs, Ui};
 use clap::Args;
 use gmcl::dist::{self, Comm};
@@ -80,8 +81,9 @@ struct TricountReport {
 
 pub fn run(a: TricountArgs, ui: Ui, comm: Option<&dyn Comm>) -> Result<()> {
     let start = Instant::now();
+    let mut sw = Stopwatch::since(start);
     if let Some(comm) = comm {
-        return run_across_ranks(a, ui, comm);
+        return run_across_ranks(a, ui, comm, sw);
     }
     if let Some(out) = &a.per_vertex {
         super::paths::refuse_clobbering(&[&a.input], &[("--per-vertex", out)])?;
@@ -97,16 +99,9 @@ pub fn run(a: TricountArgs, ui: Ui, comm: Option<&dyn Comm>) -> Result<()> {
         }
     }
     engine::open_gpu_early(a.engine, engine::file_bytes(&a.input));
-    let loaded = io::load_for(&a.input, a.input_args.format, &tricount::FOOTPRINT)?;
-    let labels = loaded.labels;
-    let g = SimpleGraph::from_edges(loaded.edges).map_err(|e| match e {
-        Error::Invalid(msg) => Error::Input {
-            path: a.input.clone(),
-            message: msg,
-        },
-        other => other,
-    })?;
+    let (g, labels) = SimpleGraph::load(&a.input, a.input_args.format)?;
     let load_seconds = start.elapsed().as_secs_f64();
+    let load = sw.lap();
     let notice = &mut |msg: &str| ui.notice(msg);
     let work = engine::Work::TriangleEdges(g.edges());
     let resolved = engine::resolve(a.engine, Some(work), notice);
@@ -126,9 +121,20 @@ pub fn run(a: TricountArgs, ui: Ui, comm: Option<&dyn Comm>) -> Result<()> {
     let (t, engine) = engine::run_with_fallback(a.engine, resolved, notice, |engine| {
         count_repeatedly(&g, &tricount::Options { engine, ..opts }, a.repeat)
     })?;
+    let compute = sw.lap();
     if let (Some(out), Some(counts)) = (per_vertex_out, &t.per_vertex) {
         write_per_vertex(out, &labels, counts)?;
     }
+    let fused = t.method == tricount::Method::Fused;
+    let write = sw.lap();
+    let wall = sw.finish(Wall {
+        load,
+        compute,
+        write,
+        upload: fused.then_some(t.upload_seconds),
+        device: fused.then_some(t.device_seconds),
+        ..Default::default()
+    });
     let report = TricountReport {
         triangles: t.triangles,
         vertices: g.vertices() as u64,
@@ -189,7 +195,7 @@ pub fn run(a: TricountArgs, ui: Ui, comm: Option<&dyn Comm>) -> Result<()> {
             "form": a.form.name(),
             "repeat": a.repeat,
         });
-        outln!("{}", report_json(&report, parameters)?)?;
+        outln!("{}", report_json(&timed(&report, wall), parameters)?)?;
     } else {
         outln!("{}", report.triangles)?;
     }
@@ -221,7 +227,7 @@ fn write_per_vertex(
 /// its engine (`gmcl::dist::tricount`: `--engine` applies per rank, each rank on the GPU its
 /// local rank names); rank 0 prints and writes `--per-vertex`. Options the distributed count
 /// does not have yet are refused on every rank alike.
-fn run_across_ranks(a: TricountArgs, ui: Ui, comm: &dyn Comm) -> Result<()> {
+fn run_across_ranks(a: TricountArgs, ui: Ui, comm: &dyn Comm, mut sw: Stopwatch) -> Result<()> {
     if !matches!(a.method, tricount::Method::Auto | tricount::Method::Merge) {
         return Err(Error::Invalid(format!(
             "--method {} does not run across MPI ranks yet: use auto or merge",
@@ -253,6 +259,9 @@ fn run_across_ranks(a: TricountArgs, ui: Ui, comm: &dyn Comm) -> Result<()> {
     if let Some(why) = &t.notice {
         ui.notice(why);
     }
+    let elapsed = sw.lap();
+    let load = t.load_seconds.min(elapsed);
+    let compute = elapsed - load;
     let written = match (per_vertex_out, &t.per_vertex) {
         (Some(out), Some(counts)) => write_per_vertex(out, &io::Labels::Identity, counts),
         _ => Ok(()),
@@ -267,6 +276,13 @@ fn run_across_ranks(a: TricountArgs, ui: Ui, comm: &dyn Comm) -> Result<()> {
         true => engines[0].clone(),
         false => "mixed".to_string(),
     };
+    let write = sw.lap();
+    let wall = sw.finish(Wall {
+        load,
+        compute,
+        write,
+        ..Default::default()
+    });
     ui.notice(&format!(
         "{} vertices, {} edges on {} ranks ({} engine); loaded in {:.3} s; counted in {:.4} s ({} rounds of row exchange, {:.3e} edges/s)",
         t.vertices,
@@ -303,7 +319,7 @@ fn run_across_ranks(a: TricountArgs, ui: Ui, comm: &dyn Comm) -> Result<()> {
             "engine": a.engine.to_string(),
             "ranks": comm.size(),
         });
-        outln!("{}", report_json(&report, parameters)?)?;
+        outln!("{}", report_json(&timed(&report, wall), parameters)?)?;
     } else {
         outln!("{}", report.triangles)?;
     }

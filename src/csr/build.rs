@@ -454,7 +454,7 @@ fn gather_weighted<T: Scalar>(b: Bucketed<(u32, T)>) -> Result<(Vec<u64>, Vec<u3
 
 /// Sorts a row by column, ties by value: by column first (a cheap key), then each run of equal
 /// columns by value. The result is the same as one sort by (column, value).
-fn sort_row<T: Scalar>(row: &mut [(u32, T)]) {
+pub(super) fn sort_row<T: Scalar>(row: &mut [(u32, T)]) {
     if row.len() < 2 {
         return;
     }
@@ -474,7 +474,7 @@ fn sort_row<T: Scalar>(row: &mut [(u32, T)]) {
 }
 
 /// Combines runs of equal columns at the front of a sorted row; returns how many entries remain.
-fn combine_sorted<T: Scalar>(row: &mut [(u32, T)], dup: Duplicates) -> usize {
+pub(super) fn combine_sorted<T: Scalar>(row: &mut [(u32, T)], dup: Duplicates) -> usize {
     if dup == Duplicates::Keep || row.len() < 2 {
         return row.len();
     }

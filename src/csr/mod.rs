@@ -1,5 +1,6 @@
 //! Compressed sparse row matrices: the type, its accessors and conversions. Building one from
-//! an edge list in parallel is `build.rs`'s job.
+//! an edge list in parallel is `build.rs`'s job, from entries a file already groups by row
+//! `rows.rs`'s.
 
 use crate::edges::EdgeList;
 use crate::error::{Error, Result};
@@ -7,6 +8,9 @@ use crate::scalar::Scalar;
 use rayon::prelude::*;
 
 mod build;
+mod rows;
+
+pub use rows::RowEntries;
 
 /// A sparse matrix in compressed sparse row form: 64-bit row offsets (nonzero counts pass 2^32 on
 /// real products), 32-bit column indices sorted within each row, and values of type `T`.

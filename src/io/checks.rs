@@ -36,6 +36,22 @@ pub(super) fn refuse_foreign_banner(bytes: &[u8], format: Format, path: &Path) -
     ))
 }
 
+/// Refuses gzip-compressed data read as text (a compressed file whose name does not end in
+/// `.gz`, or a compressed standard input): its bytes would only make confusing line errors.
+pub(super) fn refuse_compressed_text(bytes: &[u8], format: Format, path: &Path) -> Result<()> {
+    if !format.is_text() || !bytes.starts_with(&[0x1f, 0x8b]) {
+        return Ok(());
+    }
+    Err(Error::in_file(
+        path,
+        None,
+        format!(
+            "is gzip-compressed data being read as {format} text; name the file with a .gz \
+             ending (g.{format}.gz) to have it decompressed, or decompress it first (zcat)"
+        ),
+    ))
+}
+
 /// Refuses a last line that has no newline and looks cut off: it ends in a blank, or (in SNAP
 /// and `.abc`, where the weight is optional per line) it lacks the weight that the entry line
 /// before it has. A complete last line without a newline is fine.
@@ -145,6 +161,20 @@ pub(super) fn refuse_unrepresentable_weights(
     let Some(weights) = &loaded.edges.weights else {
         return Ok(());
     };
+    refuse_weights_beyond(weights, path, fits, type_name, |k| {
+        line_of_entry(bytes, loaded.format, k)
+    })
+}
+
+/// [`refuse_unrepresentable_weights`] over the weights of the entries in file order; `line_of`
+/// gives the line of entry `k` (`None` for a binary file).
+pub(super) fn refuse_weights_beyond(
+    weights: &[f64],
+    path: &Path,
+    fits: impl Fn(f64) -> bool + Sync,
+    type_name: &str,
+    line_of: impl FnOnce(usize) -> Option<u64>,
+) -> Result<()> {
     let Some(k) = weights.par_iter().position_first(|&w| !fits(w)) else {
         return Ok(());
     };
@@ -153,9 +183,5 @@ pub(super) fn refuse_unrepresentable_weights(
          the answer); run with --precision f64",
         weights[k]
     );
-    Err(Error::in_file(
-        path,
-        line_of_entry(bytes, loaded.format, k),
-        message,
-    ))
+    Err(Error::in_file(path, line_of(k), message))
 }

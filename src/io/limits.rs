@@ -232,37 +232,55 @@ pub(crate) fn check(
     footprint: &Footprint,
 ) -> Result<()> {
     let el = &loaded.edges;
-    let n = el.nrows.max(el.ncols) as u64;
+    check_size(
+        loaded.format,
+        (el.nrows, el.ncols),
+        el.len(),
+        path,
+        footprint,
+        |n| line_of(loaded, bytes, n),
+    )
+}
+
+/// [`check`] of a graph of `shape` (rows, columns) and `entries` entries in `format`; `line_of(n)`
+/// finds the line that calls for `n` vertices (`None` in a binary file).
+pub(crate) fn check_size(
+    format: Format,
+    shape: (usize, usize),
+    entries: usize,
+    path: &Path,
+    footprint: &Footprint,
+    line_of: impl FnOnce(u64) -> Option<u64>,
+) -> Result<()> {
+    let (nrows, ncols) = shape;
+    let n = nrows.max(ncols) as u64;
     let Some(memory) = available() else {
         return Ok(());
     };
-    let need = footprint.bytes(n, el.len() as u64);
+    let need = footprint.bytes(n, entries as u64);
     if need <= memory.bytes {
         return Ok(());
     }
-    let why = match loaded.format {
+    let why = match format {
         Format::El | Format::Wel => format!(
             "vertex id {} asks for {n} vertices (ids run from 0 to the largest)",
             n.saturating_sub(1)
         ),
-        Format::Mtx => format!(
-            "the size line asks for {} x {} vertices",
-            el.nrows, el.ncols
-        ),
+        Format::Mtx => format!("the size line asks for {nrows} x {ncols} vertices"),
         Format::Snap | Format::Abc => format!("the file has {n} distinct vertices"),
-        Format::Npz => format!("the matrix is {} x {}", el.nrows, el.ncols),
+        Format::Npz => format!("the matrix is {nrows} x {ncols}"),
     };
     let message = format!(
         "{why} and {} edges: {} needs {} for them ({} bytes per vertex, {} per edge), more \
          than the {} available ({}){}",
-        el.len(),
+        entries,
         footprint.command,
         human(need),
         footprint.per_vertex,
         footprint.per_edge,
         human(memory.bytes),
         memory.source,
-        match loaded.format {
+        match format {
             Format::El | Format::Wel =>
                 "; sparse ids can be renumbered by reading the file as SNAP text (--format snap)",
             _ => "",
@@ -270,7 +288,7 @@ pub(crate) fn check(
     );
     // The vertices are what the line names; when the edges alone are too many, no line is.
     let vertices_too_many = footprint.bytes(n, 0) > memory.bytes;
-    let line = line_of(loaded, bytes, n).filter(|_| vertices_too_many);
+    let line = if vertices_too_many { line_of(n) } else { None };
     Err(Error::in_file(path, line, message))
 }
 

@@ -27,6 +27,7 @@ mod el;
 mod labels;
 pub mod limits;
 mod mapguard;
+mod matrix;
 mod mtx;
 pub mod npz;
 mod reader;
@@ -36,6 +37,7 @@ mod stream;
 use crate::edges::EdgeList;
 use crate::error::{Error, Result};
 pub use labels::Labels;
+pub use matrix::{load_matrix, LoadedMatrix, MatrixOptions};
 use std::fmt;
 use std::path::Path;
 use std::str::FromStr;
@@ -103,6 +105,27 @@ impl Format {
     }
 }
 
+impl Format {
+    /// The format of an input file by its name: [`Format::from_path`] of the name without its
+    /// `.gz` ending when it has one ([`is_gzip`]: `g.el.gz` is an edge list, read decompressed).
+    pub fn of_input(path: &Path) -> Option<Format> {
+        if is_gzip(path) {
+            Format::from_path(&path.with_extension(""))
+        } else {
+            Format::from_path(path)
+        }
+    }
+}
+
+/// Whether an input path names a gzip-compressed file: its name ends in `.gz` (any case). Such a
+/// file is decompressed into memory as it is read (no further than the memory limit), and its
+/// format is the one the name before `.gz` says.
+pub fn is_gzip(path: &Path) -> bool {
+    path.extension()
+        .and_then(|e| e.to_str())
+        .is_some_and(|e| e.eq_ignore_ascii_case("gz"))
+}
+
 impl fmt::Display for Format {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.name())
@@ -150,7 +173,8 @@ pub fn is_stdin(path: &Path) -> bool {
 }
 
 /// Loads a graph file. Without `format`, the file name's extension decides
-/// ([`Format::from_path`]); an unknown extension is an error asking for `--format`. The path
+/// ([`Format::of_input`]; a name ending in `.gz` is read decompressed, [`is_gzip`]); an unknown
+/// extension is an error asking for `--format`. The path
 /// `-` is the standard input, which has no name to tell the format by: it needs `format`, and
 /// is read into memory (no more than the memory limit, [`limits::memory_bytes`]). A graph
 /// whose vertices need more memory than there is, at the least any command needs
@@ -201,10 +225,15 @@ fn load_checked(
     if path.is_dir() {
         return Err(reader::is_a_directory(path));
     }
-    let format = match format.or_else(|| Format::from_path(path)) {
+    let format = match format.or_else(|| Format::of_input(path)) {
         Some(f) => f,
         None => {
-            let ext = match path.extension() {
+            let named = if is_gzip(path) {
+                path.with_extension("")
+            } else {
+                path.to_path_buf()
+            };
+            let ext = match named.extension() {
                 Some(e) => format!("extension '.{}'", e.to_string_lossy()),
                 None => "name (it has no extension)".into(),
             };
@@ -272,7 +301,7 @@ fn load_stdin(
 /// formats' ids depend on lines in other parts (SNAP and `.abc` number vertices in order of first
 /// appearance, `.mtx` has a header), and are refused naming the format.
 pub fn load_part(path: &Path, format: Option<Format>, part: usize, parts: usize) -> Result<Loaded> {
-    let format = format.or_else(|| Format::from_path(path));
+    let format = format.or_else(|| Format::of_input(path));
     match format {
         Some(f @ (Format::El | Format::Wel)) => {
             let source = reader::Source::open(path)?;
@@ -321,6 +350,7 @@ pub fn parse_bytes_in_chunks(
 
 /// [`parse_bytes`] with a chosen chunk size (tests use tiny ones to cross chunk boundaries).
 fn parse_with(bytes: &[u8], format: Format, path: &Path, chunk: usize) -> Result<Loaded> {
+    checks::refuse_compressed_text(bytes, format, path)?;
     checks::refuse_foreign_banner(bytes, format, path)?;
     let loaded = match format {
         Format::El | Format::Wel => el::parse(bytes, format, path, chunk),
@@ -359,6 +389,13 @@ mod tests {
         assert_eq!(p("b.csv"), None);
         assert_eq!(p("b"), None);
         assert_eq!(p("b.el.gz"), None);
+        let input = |s: &str| Format::of_input(Path::new(s));
+        assert_eq!(input("a/b.el.gz"), Some(Format::El));
+        assert_eq!(input("b.MTX.GZ"), Some(Format::Mtx));
+        assert_eq!(input("b.txt.gz"), Some(Format::Snap));
+        assert_eq!(input("b.wel"), Some(Format::Wel));
+        assert_eq!(input("b.gz"), None);
+        assert_eq!(input("b.csv.gz"), None);
     }
 
     #[test]

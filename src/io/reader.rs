@@ -41,10 +41,15 @@ pub(crate) enum Source {
 }
 
 impl Source {
-    /// Opens and maps `path`.
+    /// Opens and maps `path`; a gzip-compressed file ([`super::is_gzip`]) is decompressed into
+    /// memory instead.
     pub(crate) fn open(path: &Path) -> Result<Source> {
         if std::fs::metadata(path).is_ok_and(|m| m.is_dir()) {
             return Err(is_a_directory(path));
+        }
+        if super::is_gzip(path) {
+            let limit = super::limits::memory_bytes();
+            return Ok(Source::Owned(super::stream::gunzip(path, limit)?));
         }
         let file = super::stream::open(path)?;
         let meta = file
@@ -229,7 +234,7 @@ pub(crate) fn split_chunks(bytes: &[u8], start: usize, chunk: usize) -> Vec<Rang
     while s < bytes.len() {
         let mut e = s.saturating_add(chunk).min(bytes.len());
         if e < bytes.len() {
-            e = match bytes[e..].iter().position(|&c| c == b'\n') {
+            e = match memchr::memchr(b'\n', &bytes[e..]) {
                 Some(p) => e + p + 1,
                 None => bytes.len(),
             };
@@ -274,18 +279,10 @@ fn entry_bound(chunk: &[u8]) -> usize {
     lines.min((chunk.len() + 1) / 4)
 }
 
-/// The number of newlines in `b` (counted 64 bytes at a time into a byte, which vectorises).
+/// The number of newlines in `b` (memchr counts them with SIMD, whatever the build's
+/// optimisation).
 fn count_newlines(b: &[u8]) -> usize {
-    let mut blocks = b.chunks_exact(64);
-    let mut n = 0usize;
-    for block in &mut blocks {
-        let mut s = 0u8;
-        for &c in block {
-            s += u8::from(c == b'\n');
-        }
-        n += s as usize;
-    }
-    n + blocks.remainder().iter().filter(|&&c| c == b'\n').count()
+    memchr::memchr_iter(b'\n', b).count()
 }
 
 /// Runs `parse` on the chunks of `bytes[start..]` in parallel and gathers what they wrote, in file
@@ -430,17 +427,14 @@ pub(crate) fn skip_leading_comments(bytes: &[u8], mut start: usize) -> usize {
 /// The 1-based number of the line holding byte `at`.
 pub(crate) fn line_number(bytes: &[u8], at: usize) -> u64 {
     let at = at.min(bytes.len());
-    bytes[..at].iter().filter(|&&c| c == b'\n').count() as u64 + 1
+    count_newlines(&bytes[..at]) as u64 + 1
 }
 
 /// The position of the newline ending the line that holds `at`, or the end of the input.
 #[inline]
 pub(crate) fn line_end(bytes: &[u8], at: usize) -> usize {
     let at = at.min(bytes.len());
-    bytes[at..]
-        .iter()
-        .position(|&c| c == b'\n')
-        .map_or(bytes.len(), |p| at + p)
+    memchr::memchr(b'\n', &bytes[at..]).map_or(bytes.len(), |p| at + p)
 }
 
 /// The text of the line starting at `at`, without its newline.
@@ -595,8 +589,49 @@ pub(crate) fn scan_pair(b: &[u8], i: usize) -> Option<(u64, u64, usize)> {
 /// A finite floating-point number, or `None`.
 #[inline]
 pub(crate) fn parse_float(tok: &[u8]) -> Option<f64> {
+    if let Some(x) = short_decimal(tok) {
+        return Some(x);
+    }
     let x: f64 = std::str::from_utf8(tok).ok()?.parse().ok()?;
     x.is_finite().then_some(x)
+}
+
+/// The common weight, a plain decimal (`3`, `0.25`, `-1.5`: an optional `-`, digits, at most
+/// one `.` between digits) of at most 15 digits, read without the general parser: its digits
+/// as an integer below 2^53 divided by a power of ten up to 10^15, both exact in an `f64`, so
+/// the one rounding of the division gives the correctly rounded value, as `str::parse` does
+/// (Clinger's fast path). `None` for any other token, which the general parser then reads.
+#[inline]
+fn short_decimal(tok: &[u8]) -> Option<f64> {
+    const POW10: [f64; 16] = [
+        1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15,
+    ];
+    let (negative, digits) = match tok.split_first() {
+        Some((b'-', rest)) => (true, rest),
+        _ => (false, tok),
+    };
+    if digits.is_empty() || digits.len() > 16 {
+        return None;
+    }
+    let mut mantissa = 0u64;
+    let mut count = 0usize;
+    let mut point = None;
+    for (k, &c) in digits.iter().enumerate() {
+        match c {
+            b'0'..=b'9' => {
+                mantissa = mantissa * 10 + (c - b'0') as u64;
+                count += 1;
+            }
+            b'.' if point.is_none() && k > 0 && k + 1 < digits.len() => point = Some(k),
+            _ => return None,
+        }
+    }
+    if count > 15 {
+        return None;
+    }
+    let scale = point.map_or(0, |k| digits.len() - k - 1);
+    let x = mantissa as f64 / POW10[scale];
+    Some(if negative { -x } else { x })
 }
 
 /// The whitespace-separated tokens of a line (the slow path).
@@ -672,6 +707,55 @@ pub(crate) fn weight_token(tok: &[u8]) -> std::result::Result<f64, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        #[test]
+        fn short_decimals_read_as_the_general_parser_reads_them(
+            sign in any::<bool>(),
+            int in proptest::collection::vec(0u8..10, 1..12),
+            frac in proptest::option::of(proptest::collection::vec(0u8..10, 0..12)),
+        ) {
+            let mut t = String::new();
+            if sign {
+                t.push('-');
+            }
+            t.extend(int.iter().map(|d| char::from(b'0' + d)));
+            if let Some(f) = &frac {
+                t.push('.');
+                t.extend(f.iter().map(|d| char::from(b'0' + d)));
+            }
+            let want = t.parse::<f64>().ok();
+            let got = parse_float(t.as_bytes());
+            prop_assert_eq!(got.map(f64::to_bits), want.map(f64::to_bits), "{}", t);
+        }
+    }
+
+    #[test]
+    fn short_decimal_takes_only_plain_decimals() {
+        for t in ["0.1", "1", "-2.5", "123456789012345", "0.00000000000001"] {
+            let got = short_decimal(t.as_bytes());
+            assert_eq!(got, t.parse::<f64>().ok(), "{t}");
+        }
+        for t in [
+            "",
+            "-",
+            ".5",
+            "5.",
+            "1e3",
+            "+1",
+            "1.2.3",
+            "1234567890123456",
+            "0.000000000000001",
+            "nan",
+            "0x1",
+        ] {
+            assert_eq!(short_decimal(t.as_bytes()), None, "{t}");
+        }
+        assert_eq!(parse_float(b".5"), Some(0.5));
+        assert_eq!(parse_float(b"1e3"), Some(1000.0));
+        assert_eq!(parse_float(b"inf"), None);
+    }
 
     #[test]
     fn chunks_end_at_newlines_and_cover_everything() {

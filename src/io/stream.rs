@@ -1,5 +1,6 @@
 //! Reading an input that cannot be mapped (a pipe, a FIFO, a device, a size-0 `/proc` file) into
-//! memory: interruptibly, and no further than the memory gmcl may use.
+//! memory: interruptibly, and no further than the memory gmcl may use. A gzip-compressed file
+//! is decompressed into memory the same way.
 //!
 //! A FIFO is opened without waiting for a writer, and every read waits for data a short while
 //! at a time, checking the interrupt flag in between: a read blocked on a quiet pipe stops on the
@@ -107,5 +108,136 @@ pub(super) fn read_all(file: &File, path: &Path, limit: Option<u64>) -> Result<V
             });
         }
         bytes.extend_from_slice(&piece[..n]);
+    }
+}
+
+/// Decompresses the gzip file `path` (every member of a multi-member file, as `zcat` does) into
+/// memory, interruptibly; more than `limit` bytes of decompressed data is an error, and so is
+/// data that is not gzip, damaged (a bad checksum) or cut off.
+pub(super) fn gunzip(path: &Path, limit: Option<u64>) -> Result<Vec<u8>> {
+    let file = open(path)?;
+    let mut compressed = Counted {
+        inner: std::io::BufReader::with_capacity(PIECE, file),
+        bytes: 0,
+    };
+    let mut bytes: Vec<u8> = Vec::new();
+    let mut piece = vec![0u8; PIECE];
+    let damaged = |e: std::io::Error, read: u64| {
+        let why = if read == 0 {
+            "is empty, not gzip-compressed data (its name ends in .gz)".to_string()
+        } else if e.kind() == std::io::ErrorKind::UnexpectedEof {
+            "is cut off: the gzip data ends before its end mark (an incomplete download or \
+             copy?)"
+                .to_string()
+        } else {
+            format!("is not valid gzip data ({e}); check it with `gzip -t`")
+        };
+        Error::Input {
+            path: path.to_path_buf(),
+            message: why,
+        }
+    };
+    {
+        use std::io::BufRead;
+        let head = compressed
+            .fill_buf()
+            .map_err(|e| Error::io(path, "cannot read", e))?;
+        if head.is_empty() {
+            return Err(damaged(std::io::ErrorKind::UnexpectedEof.into(), 0));
+        }
+        if head.len() >= 2 && head[..2] != [0x1f, 0x8b] {
+            return Err(Error::Input {
+                path: path.to_path_buf(),
+                message: "is not gzip-compressed data (it lacks gzip's first bytes), though its \
+                          name ends in .gz: rename it without the .gz"
+                    .into(),
+            });
+        }
+    }
+    let mut decoder = flate2::bufread::MultiGzDecoder::new(&mut compressed);
+    loop {
+        crate::interrupt::check()?;
+        let n = match decoder.read(&mut piece) {
+            Ok(0) => break,
+            Ok(n) => n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => {
+                drop(decoder);
+                return Err(damaged(e, compressed.bytes));
+            }
+        };
+        let total = bytes.len() as u64 + n as u64;
+        if let Some(limit) = limit.filter(|&l| total > l) {
+            return Err(Error::Input {
+                path: path.to_path_buf(),
+                message: format!(
+                    "decompresses to more than {limit} bytes, the memory gmcl may use; gmcl \
+                     holds a compressed input's text in memory, so decompress it to a file first"
+                ),
+            });
+        }
+        if bytes.try_reserve(n).is_err() {
+            return Err(Error::Input {
+                path: path.to_path_buf(),
+                message: format!("not enough memory to hold the first {total} decompressed bytes"),
+            });
+        }
+        bytes.extend_from_slice(&piece[..n]);
+    }
+    Ok(bytes)
+}
+
+/// A buffered reader that counts the bytes it hands out.
+struct Counted<R> {
+    inner: R,
+    bytes: u64,
+}
+
+impl<R: std::io::BufRead> Read for Counted<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        self.bytes += n as u64;
+        Ok(n)
+    }
+}
+
+impl<R: std::io::BufRead> std::io::BufRead for Counted<R> {
+    fn fill_buf(&mut self) -> std::io::Result<&[u8]> {
+        self.inner.fill_buf()
+    }
+    fn consume(&mut self, n: usize) {
+        self.bytes += n as u64;
+        self.inner.consume(n);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Write;
+
+    fn gz(bytes: &[u8]) -> Vec<u8> {
+        let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+        e.write_all(bytes).unwrap();
+        e.finish().unwrap()
+    }
+
+    #[test]
+    fn gunzip_reads_every_member_within_the_limit() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("g.el.gz");
+        let mut two = gz(b"0 1\n");
+        two.extend(gz(b"1 2\n"));
+        std::fs::write(&p, &two).unwrap();
+        assert_eq!(gunzip(&p, None).unwrap(), b"0 1\n1 2\n");
+        assert_eq!(gunzip(&p, Some(8)).unwrap().len(), 8);
+        let e = gunzip(&p, Some(7)).unwrap_err().to_string();
+        assert!(e.contains("more than 7 bytes"), "{e}");
+        std::fs::write(&p, &two[..two.len() - 3]).unwrap();
+        let e = gunzip(&p, None).unwrap_err().to_string();
+        assert!(e.contains("g.el.gz") && e.contains("cut off"), "{e}");
+        std::fs::write(&p, b"").unwrap();
+        let e = gunzip(&p, None).unwrap_err().to_string();
+        assert!(e.contains("is empty"), "{e}");
     }
 }

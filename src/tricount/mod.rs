@@ -63,14 +63,32 @@ impl SimpleGraph {
         el.nrows = n;
         el.ncols = n;
         el.weights = None;
-        let opts = BuildOptions {
+        Ok(SimpleGraph {
+            adj: Csr::from_edges(&el, &Self::MATRIX.build)?,
+        })
+    }
+
+    /// How the simple graph is made of a file's entries: square, values ignored, symmetric,
+    /// self loops dropped, repeated edges once.
+    const MATRIX: crate::io::MatrixOptions = crate::io::MatrixOptions {
+        build: BuildOptions {
             symmetrize: true,
             drop_self_loops: true,
             duplicates: Duplicates::Max,
-        };
-        Ok(SimpleGraph {
-            adj: Csr::from_edges(&el, &opts)?,
-        })
+        },
+        square: true,
+        pattern: true,
+    };
+
+    /// Loads the simple graph of a graph file (`format` as [`crate::io::load`] takes it), with
+    /// the file's vertex names: the same graph [`SimpleGraph::from_edges`] makes of the file's
+    /// edges, built straight from a `.npz` archive's arrays when it stores rows or columns.
+    pub fn load(
+        path: &std::path::Path,
+        format: Option<crate::io::Format>,
+    ) -> Result<(SimpleGraph, crate::io::Labels)> {
+        let l = crate::io::load_matrix::<f32>(path, format, &FOOTPRINT, &Self::MATRIX)?;
+        Ok((SimpleGraph { adj: l.matrix }, l.labels))
     }
 
     /// Number of vertices (isolated ones included).

@@ -474,7 +474,8 @@ fn tricount_prints_the_count() {
     assert!(r["load_seconds"].as_f64().unwrap() >= 0.0);
     assert!(r["orient_seconds"].as_f64().unwrap() <= r["seconds"].as_f64().unwrap());
     let keys: Vec<&String> = r.as_object().unwrap().keys().collect();
-    assert_eq!(keys.len(), 11, "{keys:?}");
+    assert_eq!(keys.len(), 12, "{keys:?}");
+    assert!(r["wall_s"]["total"].as_f64().unwrap() > 0.0);
     assert_eq!(r["version"], env!("CARGO_PKG_VERSION"));
     assert_eq!(r["parameters"]["method"], "auto");
     // --repeat: the same count, times are medians.

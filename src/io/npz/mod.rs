@@ -13,7 +13,7 @@ mod npy;
 mod zip;
 
 use super::{Format, Labels, Loaded};
-use crate::csr::Csr;
+use crate::csr::{Csr, RowEntries};
 use crate::edges::EdgeList;
 use crate::error::{Error, Result};
 use crate::scalar::Scalar;
@@ -26,6 +26,67 @@ use std::path::Path;
 /// Reads the sparse matrix in the `.npz` file `bytes` as an edge list: entry `(i, j)` with its
 /// value for every stored entry (duplicates kept, as SciPy keeps them until it sums them).
 pub(crate) fn parse(bytes: &[u8], path: &Path) -> Result<Loaded> {
+    let edges = match read(bytes, path)? {
+        Stored::Rows(r) => EdgeList {
+            edges: pairs_of(&r, false),
+            nrows: r.nrows,
+            ncols: r.ncols,
+            weights: r.values,
+        },
+        Stored::Columns(c) => EdgeList {
+            edges: pairs_of(&c, true),
+            nrows: c.ncols,
+            ncols: c.nrows,
+            weights: c.values,
+        },
+        Stored::Pairs(el) => el,
+    };
+    crate::interrupt::check()?;
+    Ok(loaded(edges))
+}
+
+/// The matrix of a `.npz` file, read as it is stored.
+pub(crate) enum Matrix {
+    /// Entries grouped by row (a CSR or CSC archive), for [`Csr::from_row_entries`].
+    Rows(RowEntries),
+    /// Entries as coordinates (a COO archive), for [`Csr::from_edges`].
+    Edges(Loaded),
+}
+
+/// Reads the sparse matrix in the `.npz` file `bytes` without listing its entries as edges when
+/// the archive groups them: a CSR archive's arrays are its rows, a CSC archive's are transposed
+/// into rows. The entries, values and duplicates are those [`parse`] gives.
+pub(crate) fn parse_matrix(bytes: &[u8], path: &Path) -> Result<Matrix> {
+    let m = match read(bytes, path)? {
+        Stored::Rows(r) => Matrix::Rows(r),
+        Stored::Columns(c) => Matrix::Rows(c.transposed()?),
+        Stored::Pairs(el) => Matrix::Edges(loaded(el)),
+    };
+    crate::interrupt::check()?;
+    Ok(m)
+}
+
+fn loaded(edges: EdgeList) -> Loaded {
+    Loaded {
+        edges,
+        labels: Labels::Identity,
+        format: Format::Npz,
+        symmetric_storage: false,
+    }
+}
+
+/// A matrix as an archive stores it, checked.
+enum Stored {
+    /// CSR: row `i`'s entries are `indices[indptr[i]..indptr[i + 1]]`.
+    Rows(RowEntries),
+    /// CSC: the entries of the transpose grouped by its rows (the matrix's columns).
+    Columns(RowEntries),
+    /// COO: the entries as coordinates.
+    Pairs(EdgeList),
+}
+
+/// Reads and checks the arrays of the `.npz` file `bytes`.
+fn read(bytes: &[u8], path: &Path) -> Result<Stored> {
     let bad = |message: String| Error::Input {
         path: path.to_path_buf(),
         message,
@@ -61,7 +122,16 @@ pub(crate) fn parse(bytes: &[u8], path: &Path) -> Result<Loaded> {
     let (nrows, ncols) = (nrows as usize, ncols as usize);
     let data_raw = member("data")?;
     let data = array_of(path, "data", &data_raw)?;
-    let edges = match format.as_str() {
+    let check_len = |entries: usize| {
+        if data.len != entries {
+            return Err(bad(format!(
+                "array 'data' has {} values for {entries} entries",
+                data.len
+            )));
+        }
+        values(&data).map_err(bad)
+    };
+    let stored = match format.as_str() {
         "csr" | "csc" => {
             let (ptr_raw, idx_raw) = (member("indptr")?, member("indices")?);
             let (indptr, indices) = (
@@ -70,11 +140,19 @@ pub(crate) fn parse(bytes: &[u8], path: &Path) -> Result<Loaded> {
             );
             let csr = format == "csr";
             let (major, minor) = if csr { (nrows, ncols) } else { (ncols, nrows) };
-            let pairs = compressed_pairs(&indptr, &indices, major, minor).map_err(bad)?;
+            let (ptr, cols) = compressed(&indptr, &indices, major, minor).map_err(bad)?;
+            let values = check_len(cols.len())?;
+            let rows = RowEntries {
+                nrows: major,
+                ncols: minor,
+                ptr,
+                cols,
+                values,
+            };
             if csr {
-                pairs
+                Stored::Rows(rows)
             } else {
-                pairs.into_par_iter().map(|(j, i)| (i, j)).collect()
+                Stored::Columns(rows)
             }
         }
         "coo" => {
@@ -83,7 +161,14 @@ pub(crate) fn parse(bytes: &[u8], path: &Path) -> Result<Loaded> {
                 array_of(path, "row", &row_raw)?,
                 array_of(path, "col", &col_raw)?,
             );
-            coordinate_pairs(&row, &col, nrows, ncols).map_err(bad)?
+            let edges = coordinate_pairs(&row, &col, nrows, ncols).map_err(bad)?;
+            let weights = check_len(edges.len())?;
+            Stored::Pairs(EdgeList {
+                nrows,
+                ncols,
+                edges,
+                weights,
+            })
         }
         other => {
             return Err(bad(format!(
@@ -92,26 +177,38 @@ pub(crate) fn parse(bytes: &[u8], path: &Path) -> Result<Loaded> {
             )))
         }
     };
-    if data.len != edges.len() {
-        return Err(bad(format!(
-            "array 'data' has {} values for {} entries",
-            data.len,
-            edges.len()
-        )));
+    Ok(stored)
+}
+
+/// The entries of grouped rows as (row, column) pairs, or (column, row) when `transpose`.
+fn pairs_of(r: &RowEntries, transpose: bool) -> Vec<(u32, u32)> {
+    let mut pairs = vec![(0u32, 0u32); r.cols.len()];
+    // Rows in groups, each writing its own slice of the pairs.
+    let mut slices = Vec::new();
+    let mut rest = pairs.as_mut_slice();
+    let step = r.nrows.div_ceil(rayon::current_num_threads() * 8).max(1);
+    let mut first = 0;
+    while first < r.nrows {
+        let last = (first + step).min(r.nrows);
+        let (mine, tail) = rest.split_at_mut((r.ptr[last] - r.ptr[first]) as usize);
+        slices.push((first..last, mine));
+        rest = tail;
+        first = last;
     }
-    let weights = values(&data).map_err(bad)?;
-    crate::interrupt::check()?;
-    Ok(Loaded {
-        edges: EdgeList {
-            nrows,
-            ncols,
-            edges,
-            weights,
-        },
-        labels: Labels::Identity,
-        format: Format::Npz,
-        symmetric_storage: false,
-    })
+    slices.into_par_iter().for_each(|(rows, out)| {
+        let base = r.ptr[rows.start] as usize;
+        for i in rows {
+            for k in r.ptr[i] as usize..r.ptr[i + 1] as usize {
+                let c = r.cols[k];
+                out[k - base] = if transpose {
+                    (c, i as u32)
+                } else {
+                    (i as u32, c)
+                };
+            }
+        }
+    });
+    pairs
 }
 
 /// The array in `raw`, the bytes of the member `name`.
@@ -133,15 +230,15 @@ fn integers(a: &Array<'_>, name: &str) -> std::result::Result<(), String> {
     }
 }
 
-/// The entries of a compressed (CSR, or CSC read as its transpose) matrix as (major, minor)
-/// pairs, checked: `indptr` starts at 0, never decreases and ends at the number of indices, and
-/// every index is under `minor`.
-fn compressed_pairs(
+/// The offsets and indices of a compressed (CSR, or CSC read as its transpose) matrix, checked:
+/// `indptr` starts at 0, never decreases and ends at the number of indices, and every index is
+/// under `minor`.
+fn compressed(
     indptr: &Array<'_>,
     indices: &Array<'_>,
     major: usize,
     minor: usize,
-) -> std::result::Result<Vec<(u32, u32)>, String> {
+) -> std::result::Result<(Vec<u64>, Vec<u32>), String> {
     integers(indptr, "indptr")?;
     integers(indices, "indices")?;
     if indptr.len != major + 1 {
@@ -174,36 +271,28 @@ fn compressed_pairs(
             ptr[i + 1]
         ));
     }
-    let mut pairs = vec![(0u32, 0u32); indices.len];
-    // Rows in groups, each writing its own slice of the pairs.
-    let mut slices = Vec::new();
-    let mut rest = pairs.as_mut_slice();
-    let step = major.div_ceil(rayon::current_num_threads() * 8).max(1);
-    let mut first = 0;
-    while first < major {
-        let last = (first + step).min(major);
-        let (mine, tail) = rest.split_at_mut((ptr[last] - ptr[first]) as usize);
-        slices.push((first..last, mine));
-        rest = tail;
-        first = last;
-    }
-    slices.into_par_iter().try_for_each(|(rows, out)| {
-        let base = ptr[rows.start] as usize;
-        for r in rows {
-            let range = ptr[r] as usize..ptr[r + 1] as usize;
-            indices.for_each_int(range, |k, j| {
+    // The indices in parts, each decoded straight from the (mapped) member; the first bad one
+    // in file order is the error.
+    const PART: usize = 1 << 16;
+    let mut cols = vec![0u32; indices.len];
+    cols.par_chunks_mut(PART)
+        .enumerate()
+        .map(|(p, out)| {
+            let start = p * PART;
+            indices.for_each_int(start..start + out.len(), |k, j| {
                 if j < 0 || j >= minor as i64 {
                     return Err(format!(
                         "array 'indices' holds {j} at position {k}, outside 0..{minor}"
                     ));
                 }
-                out[k - base] = (r as u32, j as u32);
+                out[k - start] = j as u32;
                 Ok(())
-            })?;
-        }
-        Ok::<(), String>(())
-    })?;
-    Ok(pairs)
+            })
+        })
+        .collect::<Vec<_>>()
+        .into_iter()
+        .collect::<std::result::Result<(), String>>()?;
+    Ok((ptr, cols))
 }
 
 /// The entries of a COO matrix, checked against the shape.
@@ -247,29 +336,49 @@ fn values(data: &Array<'_>) -> std::result::Result<Option<Vec<f64>>, String> {
             data.dtype.descr()
         ));
     }
-    let v: Vec<f64> = match data.dtype {
-        Dtype::Float(8) => data
-            .data
-            .par_chunks_exact(8)
-            .map(|c| f64::from_le_bytes([c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7]]))
-            .collect(),
-        Dtype::Float(4) => data
-            .data
-            .par_chunks_exact(4)
-            .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]) as f64)
-            .collect(),
-        _ => (0..data.len)
-            .into_par_iter()
-            .map(|k| data.float(k).unwrap_or(f64::NAN))
-            .collect(),
-    };
-    if let Some(k) = v.par_iter().position_first(|w| !w.is_finite()) {
+    // Decoded in parts, each part noting its first value that is not finite and whether all
+    // its values are one: one pass over the member.
+    const PART: usize = 1 << 16;
+    let mut v = vec![0f64; data.len];
+    let parts: Vec<(Option<usize>, bool)> = v
+        .par_chunks_mut(PART)
+        .enumerate()
+        .map(|(p, out)| {
+            let start = p * PART;
+            match data.dtype {
+                Dtype::Float(8) => {
+                    let bytes = &data.data[start * 8..(start + out.len()) * 8];
+                    for (o, c) in out.iter_mut().zip(bytes.chunks_exact(8)) {
+                        let mut b = [0u8; 8];
+                        b.copy_from_slice(c);
+                        *o = f64::from_le_bytes(b);
+                    }
+                }
+                Dtype::Float(4) => {
+                    let bytes = &data.data[start * 4..(start + out.len()) * 4];
+                    for (o, c) in out.iter_mut().zip(bytes.chunks_exact(4)) {
+                        let mut b = [0u8; 4];
+                        b.copy_from_slice(c);
+                        *o = f32::from_le_bytes(b) as f64;
+                    }
+                }
+                _ => {
+                    for (k, o) in out.iter_mut().enumerate() {
+                        *o = data.float(start + k).unwrap_or(f64::NAN);
+                    }
+                }
+            }
+            let bad = out.iter().position(|w| !w.is_finite()).map(|k| start + k);
+            (bad, out.iter().all(|&w| w == 1.0))
+        })
+        .collect();
+    if let Some(k) = parts.iter().find_map(|p| p.0) {
         return Err(format!(
             "array 'data' holds {} at position {k}: values must be finite",
             v[k]
         ));
     }
-    Ok((!v.par_iter().all(|&w| w == 1.0)).then_some(v))
+    Ok((!parts.iter().all(|p| p.1)).then_some(v))
 }
 
 /// Bytes of a `.npy` member: its header and `len` elements of `dtype`.
@@ -392,7 +501,16 @@ mod tests {
 
     fn pairs(ptr: &[i64], idx: &[i64]) -> std::result::Result<Vec<(u32, u32)>, String> {
         let (p, i) = (ints(Dtype::Int(8), ptr), ints(Dtype::Uint(2), idx));
-        compressed_pairs(&Array::parse(&p)?, &Array::parse(&i)?, ptr.len() - 1, 4)
+        let major = ptr.len() - 1;
+        let (ptr, cols) = compressed(&Array::parse(&p)?, &Array::parse(&i)?, major, 4)?;
+        let rows = RowEntries {
+            nrows: major,
+            ncols: 4,
+            ptr,
+            cols,
+            values: None,
+        };
+        Ok(pairs_of(&rows, false))
     }
 
     #[test]
