@@ -72,6 +72,26 @@ impl SimpleGraph {
         })
     }
 
+    /// The simple graph whose adjacency `adj` already is: square, no diagonal entry, `(i, j)`
+    /// stored exactly when `(j, i)` is (its values become 1). One parallel pass checks it, with
+    /// no sort and no second matrix, for callers that hold such a matrix (a SciPy graph's
+    /// adjacency); any other matrix is handed back unchanged, for [`SimpleGraph::from_edges`].
+    pub fn from_symmetric(mut adj: Csr<f32>) -> std::result::Result<SimpleGraph, Csr<f32>> {
+        use rayon::prelude::*;
+        let simple = adj.nrows() == adj.ncols()
+            && (0..adj.nrows()).into_par_iter().with_min_len(256).all(|i| {
+                adj.row(i).0.iter().all(|&j| {
+                    j as usize != i && adj.row(j as usize).0.binary_search(&(i as u32)).is_ok()
+                })
+            });
+        if simple {
+            adj.values_mut().fill(1.0);
+            Ok(SimpleGraph { adj })
+        } else {
+            Err(adj)
+        }
+    }
+
     /// Number of vertices (isolated ones included).
     pub fn vertices(&self) -> usize {
         self.adj.nrows()
@@ -317,6 +337,21 @@ mod tests {
 
     pub(super) fn graph(n: usize, edges: &[(u32, u32)]) -> SimpleGraph {
         SimpleGraph::from_edges(EdgeList::square(n, edges.to_vec(), None)).unwrap()
+    }
+
+    #[test]
+    fn a_symmetric_pattern_is_taken_as_it_is_and_any_other_handed_back() {
+        let g = graph(4, &[(0, 1), (1, 2), (2, 0), (2, 3)]);
+        let mut weighted = g.adjacency().clone();
+        weighted.values_mut().fill(3.0);
+        let same = SimpleGraph::from_symmetric(weighted).unwrap();
+        assert_eq!(same, g);
+        // One direction only, a loop, a non-square shape: each is handed back unchanged.
+        let one_way = Csr::<f32>::from_dense(2, 2, &[0.0, 1.0, 0.0, 0.0]);
+        assert_eq!(SimpleGraph::from_symmetric(one_way.clone()), Err(one_way));
+        let looped = Csr::<f32>::from_dense(2, 2, &[1.0, 1.0, 1.0, 0.0]);
+        assert!(SimpleGraph::from_symmetric(looped).is_err());
+        assert!(SimpleGraph::from_symmetric(Csr::<f32>::empty(2, 3)).is_err());
     }
 
     /// Every combination of method, relabelling and form, with and without per-vertex counts.
