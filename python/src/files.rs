@@ -25,11 +25,7 @@ type Loaded<'py> = (CsrOut<'py, f64>, Option<Vec<String>>, &'static str);
 /// the file's vertex names (`None` when vertex `i` is `i`) and the format it was read as.
 #[pyfunction]
 #[pyo3(signature = (path, format=None))]
-pub fn load<'py>(
-    py: Python<'py>,
-    path: PathBuf,
-    format: Option<&str>,
-) -> PyResult<Loaded<'py>> {
+pub fn load<'py>(py: Python<'py>, path: PathBuf, format: Option<&str>) -> PyResult<Loaded<'py>> {
     let fmt = self::format(format)?;
     let (m, labels, read_as) = interruptible(py, || {
         let loaded = io::load_as::<f64>(&path, fmt, &gmcl::spgemm::FOOTPRINT)?;
