@@ -1,5 +1,9 @@
 """gmcl.tricount against NetworkX's triangles and SciPy's trace(A³)/6."""
 
+import os
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 import scipy.sparse as sp
@@ -71,3 +75,29 @@ def test_bad_input(tmp_path):
     bad.write_text("%%MatrixMarket matrix coordinate pattern general\n3 3 2\n1 2\n")
     with pytest.raises(ValueError, match=r"bad\.mtx"):
         gmcl.tricount(bad)
+
+
+def test_auto_without_a_gpu_says_so_once_and_counts_on_the_cpu():
+    """As the command line: work large enough for the GPU, and no GPU, gives one notice."""
+    child = """
+import gmcl, scipy.sparse as sp
+try:
+    gmcl.spgemm(sp.eye_array(2, format="csr"), engine="gpu")
+    print("gpu")
+except gmcl.EngineUnavailableError:
+    print("no gpu")
+g = gmcl.generate(17, 16, undirected=True, no_self_loops=True)
+print(gmcl.tricount(g) == gmcl.tricount(g, engine="cpu"))
+"""
+    # One worker thread: the size at which the GPU pays is then smallest (src/engine.rs).
+    env = {**os.environ, "RAYON_NUM_THREADS": "1"}
+    r = subprocess.run(
+        [sys.executable, "-c", child], capture_output=True, text=True, env=env, check=True
+    )
+    has_gpu, same = r.stdout.split("\n")[:2]
+    assert same == "True", r
+    notices = r.stderr.count("gmcl: no usable GPU (")
+    if has_gpu == "no gpu":
+        assert notices == 1 and "running on the CPU engine" in r.stderr, r.stderr
+    else:
+        assert notices == 0, r.stderr
