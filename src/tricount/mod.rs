@@ -91,6 +91,20 @@ impl SimpleGraph {
         Ok((SimpleGraph { adj: l.matrix }, l.labels))
     }
 
+    /// The simple graph whose adjacency `adj` already is: square, no diagonal entry, `(i, j)`
+    /// stored exactly when `(j, i)` is (its values become 1). One pass over the entries checks
+    /// it, with no sort and no second matrix, for callers that hold such a matrix (a SciPy
+    /// graph's adjacency); any other matrix is handed back unchanged, for
+    /// [`SimpleGraph::from_edges`].
+    pub fn from_symmetric(mut adj: Csr<f32>) -> std::result::Result<SimpleGraph, Csr<f32>> {
+        if adj.nrows() == adj.ncols() && is_symmetric_without_loops(&adj) {
+            adj.values_mut().fill(1.0);
+            Ok(SimpleGraph { adj })
+        } else {
+            Err(adj)
+        }
+    }
+
     /// Number of vertices (isolated ones included).
     pub fn vertices(&self) -> usize {
         self.adj.nrows()
@@ -117,6 +131,36 @@ impl SimpleGraph {
     pub fn adjacency(&self) -> &Csr<f32> {
         &self.adj
     }
+}
+
+/// Whether the sorted rows of square `m` hold no `(i, i)` and `(j, i)` for every `(i, j)`.
+/// Rows are visited in order and each lower entry `(i, j)`, `j < i`, is matched with the next
+/// unmatched upper entry of row `j` (a cursor per row), which must be `i`: upper entries are
+/// met in the order they are sorted in, so one sequential pass decides, without searching.
+fn is_symmetric_without_loops(m: &Csr<f32>) -> bool {
+    let (ptr, cols) = (m.row_ptr(), m.col_idx());
+    let n = m.nrows();
+    // The first entry right of the diagonal in each row; a diagonal entry fails at once.
+    let mut cursor = Vec::with_capacity(n);
+    for j in 0..n {
+        let row = &cols[ptr[j] as usize..ptr[j + 1] as usize];
+        let split = row.partition_point(|&c| (c as usize) < j);
+        if row.get(split).is_some_and(|&c| c as usize == j) {
+            return false;
+        }
+        cursor.push(ptr[j] as usize + split);
+    }
+    for i in 0..n {
+        let row = &cols[ptr[i] as usize..ptr[i + 1] as usize];
+        for &j in row.iter().take_while(|&&j| (j as usize) < i) {
+            let at = &mut cursor[j as usize];
+            if *at >= ptr[j as usize + 1] as usize || cols[*at] as usize != i {
+                return false;
+            }
+            *at += 1;
+        }
+    }
+    (0..n).all(|j| cursor[j] == ptr[j + 1] as usize)
 }
 
 /// How the triangles are counted.
@@ -336,6 +380,25 @@ mod tests {
 
     pub(super) fn graph(n: usize, edges: &[(u32, u32)]) -> SimpleGraph {
         SimpleGraph::from_edges(EdgeList::square(n, edges.to_vec(), None)).unwrap()
+    }
+
+    #[test]
+    fn a_symmetric_pattern_is_taken_as_it_is_and_any_other_handed_back() {
+        let g = graph(4, &[(0, 1), (1, 2), (2, 0), (2, 3)]);
+        let mut weighted = g.adjacency().clone();
+        weighted.values_mut().fill(3.0);
+        let same = SimpleGraph::from_symmetric(weighted).unwrap();
+        assert_eq!(same, g);
+        // One direction only, a loop, a non-square shape: each is handed back unchanged.
+        let one_way = Csr::<f32>::from_dense(2, 2, &[0.0, 1.0, 0.0, 0.0]);
+        assert_eq!(SimpleGraph::from_symmetric(one_way.clone()), Err(one_way));
+        let looped = Csr::<f32>::from_dense(2, 2, &[1.0, 1.0, 1.0, 0.0]);
+        assert!(SimpleGraph::from_symmetric(looped).is_err());
+        // (0, 1), (0, 2), (2, 1): every row's count matches a symmetric one's, yet (1, 0) is
+        // missing and (1, 2) stands in its place.
+        let skewed = Csr::<f32>::from_dense(3, 3, &[0.0, 1.0, 1.0, 0.0, 0.0, 1.0, 1.0, 1.0, 0.0]);
+        assert!(SimpleGraph::from_symmetric(skewed).is_err());
+        assert!(SimpleGraph::from_symmetric(Csr::<f32>::empty(2, 3)).is_err());
     }
 
     /// Every combination of method, relabelling and form, with and without per-vertex counts.

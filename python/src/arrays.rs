@@ -1,0 +1,151 @@
+//! CSR matrices across the boundary: in, as the arrays SciPy keeps (already made canonical by
+//! the Python half: `int64` offsets seen as `uint64`, `uint32` column indices, `float32` or
+//! `float64` values), copied once into the library's `Csr`; out, the `Csr`'s own vectors handed
+//! to NumPy without a copy.
+
+use gmcl::{Csr, EdgeList, Error, Result, Scalar};
+use numpy::{IntoPyArray, PyArray1, PyReadonlyArray1};
+use pyo3::prelude::*;
+
+/// A matrix's values, in the precision the caller chose by their dtype.
+#[derive(FromPyObject)]
+pub enum Values<'py> {
+    /// `float32` values.
+    F32(PyReadonlyArray1<'py, f32>),
+    /// `float64` values.
+    F64(PyReadonlyArray1<'py, f64>),
+}
+
+/// A CSR matrix as the Python half passes it: `(nrows, ncols, indptr, indices, data)`.
+#[derive(FromPyObject)]
+pub struct CsrArg<'py>(
+    pub usize,
+    pub usize,
+    pub PyReadonlyArray1<'py, u64>,
+    pub PyReadonlyArray1<'py, u32>,
+    pub Values<'py>,
+);
+
+/// A borrowed view of a [`CsrArg`] with values of type `T`, usable without the GIL.
+#[derive(Clone, Copy)]
+pub struct CsrRef<'a, T> {
+    nrows: usize,
+    ncols: usize,
+    indptr: &'a [u64],
+    indices: &'a [u32],
+    data: &'a [T],
+}
+
+/// A CSR matrix's arrays as Python receives them: `(nrows, ncols, indptr, indices, data)`.
+pub type CsrOut<'py, T> = (
+    usize,
+    usize,
+    Bound<'py, PyArray1<u64>>,
+    Bound<'py, PyArray1<u32>>,
+    Bound<'py, PyArray1<T>>,
+);
+
+fn slice<'a, T: numpy::Element>(a: &'a PyReadonlyArray1<'_, T>) -> PyResult<&'a [T]> {
+    a.as_slice()
+        .map_err(|e| pyo3::exceptions::PyValueError::new_err(e.to_string()))
+}
+
+impl<'py> CsrArg<'py> {
+    /// The matrix's view when its values are `f64`.
+    pub fn f64(&self) -> PyResult<CsrRef<'_, f64>> {
+        match &self.4 {
+            Values::F64(d) => self.view(slice(d)?),
+            Values::F32(_) => Err(pyo3::exceptions::PyTypeError::new_err(
+                "gmcl: float64 values expected",
+            )),
+        }
+    }
+
+    /// The matrix's view when its values are `f32`.
+    pub fn f32(&self) -> PyResult<CsrRef<'_, f32>> {
+        match &self.4 {
+            Values::F32(d) => self.view(slice(d)?),
+            Values::F64(_) => Err(pyo3::exceptions::PyTypeError::new_err(
+                "gmcl: float32 values expected",
+            )),
+        }
+    }
+
+    /// Whether the values are `f32`.
+    pub fn is_f32(&self) -> bool {
+        matches!(self.4, Values::F32(_))
+    }
+
+    fn view<'a, T>(&'a self, data: &'a [T]) -> PyResult<CsrRef<'a, T>> {
+        Ok(CsrRef {
+            nrows: self.0,
+            ncols: self.1,
+            indptr: slice(&self.2)?,
+            indices: slice(&self.3)?,
+            data,
+        })
+    }
+}
+
+impl<T: Scalar> CsrRef<'_, T> {
+    /// The library's matrix: the arrays copied and every invariant checked (a bad matrix is
+    /// `Error::Invalid`, naming the row).
+    pub fn to_csr(self) -> Result<Csr<T>> {
+        Csr::from_parts(
+            self.nrows,
+            self.ncols,
+            self.indptr.to_vec(),
+            self.indices.to_vec(),
+            self.data.to_vec(),
+        )
+    }
+
+    /// The matrix's pattern with every value 1 (the values are not copied).
+    pub fn to_pattern(self) -> Result<Csr<f32>> {
+        Csr::from_parts(
+            self.nrows,
+            self.ncols,
+            self.indptr.to_vec(),
+            self.indices.to_vec(),
+            vec![1.0; self.indices.len()],
+        )
+    }
+
+    /// The matrix's entries as an edge list (row, column, value), for the commands that start
+    /// from edges as the CLI does from a file; `weighted: false` drops the values.
+    pub fn to_edges(self, weighted: bool) -> Result<EdgeList> {
+        edges_of(&self.to_csr()?, weighted)
+    }
+}
+
+/// A matrix's entries as an edge list, with their values when `weighted`.
+pub fn edges_of<T: Scalar>(m: &Csr<T>, weighted: bool) -> Result<EdgeList> {
+    if m.nrows() > u32::MAX as usize + 1 {
+        return Err(Error::Invalid(format!(
+            "{} rows do not fit 32-bit vertex ids",
+            m.nrows()
+        )));
+    }
+    let edges = (0..m.nrows())
+        .flat_map(|i| m.row(i).0.iter().map(move |&j| (i as u32, j)))
+        .collect();
+    let weights = weighted.then(|| m.values().iter().map(|v| v.to_f64()).collect());
+    Ok(EdgeList {
+        nrows: m.nrows(),
+        ncols: m.ncols(),
+        edges,
+        weights,
+    })
+}
+
+/// Hands a matrix's vectors to NumPy (no copy).
+pub fn csr_out<T: Scalar + numpy::Element>(py: Python<'_>, m: Csr<T>) -> CsrOut<'_, T> {
+    let (nrows, ncols, indptr, indices, data) = m.into_parts();
+    (
+        nrows,
+        ncols,
+        indptr.into_pyarray(py),
+        indices.into_pyarray(py),
+        data.into_pyarray(py),
+    )
+}
