@@ -12,7 +12,7 @@ use super::{agree, Blocks, Comm, MAX_MESSAGE};
 use crate::csr::{BuildOptions, Csr, Duplicates};
 use crate::edges::EdgeList;
 use crate::error::{Error, Result};
-use crate::io::{self, Format, Loaded};
+use crate::io::{self, Format, Loaded, PartFacts};
 use crate::scalar::Scalar;
 use std::path::Path;
 
@@ -73,11 +73,29 @@ pub fn load_block<T: Scalar>(
     symmetrize: bool,
     stage_edges: usize,
 ) -> Result<MatrixBlock<T>> {
-    let loaded = agree(
+    let loaded = read_part::<T>(comm, path, format)?;
+    block_of_parts(comm, loaded, path, symmetrize, stage_edges)
+}
+
+/// This rank's part of `path` ([`io::load_part_as`]), with the checks that need every part made
+/// on the facts every part gathered ([`io::check_parts`]). Collective; an error on any rank is
+/// the error of every rank.
+pub(crate) fn read_part<T: Scalar>(
+    comm: &dyn Comm,
+    path: &Path,
+    format: Option<Format>,
+) -> Result<Loaded> {
+    let (loaded, facts) = agree(
         comm,
         io::load_part_as::<T>(path, format, comm.rank(), comm.size()),
     )?;
-    block_of_parts(comm, loaded, path, symmetrize, stage_edges)
+    let (words, _) = comm.all_gather_u64(&facts.to_words());
+    let all: Vec<PartFacts> = words
+        .chunks_exact(PartFacts::WORDS)
+        .map(PartFacts::from_words)
+        .collect();
+    io::check_parts(path, format, &all)?;
+    Ok(loaded)
 }
 
 /// Every rank's parsed part made into its block of rows. Collective.
@@ -223,6 +241,7 @@ mod tests {
     use super::*;
     use crate::dist::threads::ThreadComm;
     use crate::dist::SelfComm;
+    use std::path::PathBuf;
 
     /// Every rank's block, `ranks` threads standing for the ranks.
     fn blocks_on<T: Scalar + Send>(
@@ -309,6 +328,115 @@ mod tests {
         let want = single::<f32>(&f, true);
         let got = load_block::<f32>(&SelfComm, &f, None, true, 9).unwrap();
         assert_eq!(got.rows, want);
+    }
+
+    /// A Matrix Market file of `rows x cols` with `entries` entries (one triangle when not
+    /// general), comments among them.
+    fn mtx(dir: &Path, name: &str, header: &str, rows: u64, cols: u64, seed: u64) -> PathBuf {
+        let mut rng = crate::generate::rng::SplitMix64::new(seed);
+        let general = header.ends_with("general");
+        let mut lines = Vec::new();
+        for k in 0..300 {
+            let (mut i, mut j) = (rng.next_u64() % rows + 1, rng.next_u64() % cols + 1);
+            if !general && i < j {
+                std::mem::swap(&mut i, &mut j);
+            }
+            let v = match header.split(' ').nth(1) {
+                Some("pattern") => String::new(),
+                Some("integer") => format!(" {}", rng.next_u64() % 90),
+                _ => format!(" {}", (rng.next_u64() % 10_000) as f64 / 9.0 - 500.0),
+            };
+            lines.push(format!("{i} {j}{v}\n"));
+            if k % 50 == 0 {
+                lines.push("% a comment\n".into());
+            }
+        }
+        let f = dir.join(name);
+        let mut text = format!("%%MatrixMarket matrix {header}\n% c\n{rows} {cols} 300\n");
+        text.extend(lines);
+        std::fs::write(&f, text).unwrap();
+        f
+    }
+
+    #[test]
+    fn matrix_market_blocks_stack_to_the_single_process_matrix() {
+        let dir = tempfile::tempdir().unwrap();
+        let files = [
+            mtx(dir.path(), "g.mtx", "coordinate real general", 23, 37, 1),
+            mtx(dir.path(), "s.mtx", "coordinate real symmetric", 29, 29, 2),
+            mtx(
+                dir.path(),
+                "k.mtx",
+                "coordinate real skew-symmetric",
+                29,
+                29,
+                3,
+            ),
+            mtx(
+                dir.path(),
+                "p.mtx",
+                "coordinate pattern symmetric",
+                31,
+                31,
+                4,
+            ),
+            mtx(dir.path(), "i.mtx", "coordinate integer general", 31, 30, 5),
+        ];
+        for f in &files {
+            for symmetrize in [false, true] {
+                let square = !f.ends_with("g.mtx") && !f.ends_with("i.mtx");
+                if symmetrize && !square {
+                    let e = blocks_on::<f64>(2, f, true, 8).remove(0).unwrap_err();
+                    assert!(e.to_string().contains("is not square"), "{e}");
+                    continue;
+                }
+                let want = single::<f64>(f, symmetrize);
+                for ranks in 1..=4 {
+                    let got: Vec<MatrixBlock<f64>> = blocks_on(ranks, f, symmetrize, 7)
+                        .into_iter()
+                        .map(|b| b.unwrap())
+                        .collect();
+                    assert_eq!(stacked(&got), want, "{} on {ranks} ranks", f.display());
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn matrix_market_whole_file_errors_are_the_single_process_ones() {
+        let dir = tempfile::tempdir().unwrap();
+        let f = dir.path().join("m.mtx");
+        let head = "%%MatrixMarket matrix coordinate integer symmetric\n% c\n40 40 ";
+        let body: String = (1..=30).map(|i| format!("{} {} {i}\n", i + 5, i)).collect();
+        for (text, line_in_single) in [
+            // Too few entries; too many.
+            (format!("{head}31\n{body}"), false),
+            (format!("{head}29\n{body}"), false),
+            // An entry above the diagonal, near the end.
+            (format!("{head}31\n{body}3 9 2\n"), true),
+            // A fraction under 'integer'.
+            (format!("{head}31\n{body}9 3 2.5\n"), true),
+        ] {
+            std::fs::write(&f, &text).unwrap();
+            let want = io::load(&f, None).unwrap_err().to_string();
+            let named = want
+                .split("m.mtx")
+                .nth(1)
+                .is_some_and(|r| r.starts_with(":3"));
+            assert_eq!(named, line_in_single, "{want}");
+            for ranks in 1..=3 {
+                for b in blocks_on::<f64>(ranks, &f, false, 8) {
+                    let got = b.unwrap_err().to_string();
+                    // A bad line is its rank's (named when there are several); the checks of
+                    // the whole file are every rank's.
+                    let got = match got.split_once(&format!(" of {ranks}: ")) {
+                        Some((rank, rest)) if rank.starts_with("rank ") => rest.to_string(),
+                        _ => got,
+                    };
+                    assert_eq!(got, want, "{ranks} ranks");
+                }
+            }
+        }
     }
 
     #[test]

@@ -36,6 +36,7 @@ mod stream;
 use crate::edges::EdgeList;
 use crate::error::{Error, Result};
 pub use labels::Labels;
+pub use mtx::PartFacts;
 use std::fmt;
 use std::path::Path;
 use std::str::FromStr;
@@ -277,15 +278,44 @@ pub fn load_part(path: &Path, format: Option<Format>, part: usize, parts: usize)
     load_part_checked(path, format, part, parts, None)
 }
 
-/// [`load_part`] for a run whose values have type `T`: a weight of the part that `T` cannot hold
-/// is an error naming its line in the whole file, as [`load_as`] does.
+/// [`load_part`] for a run whose values have type `T` (a weight of the part that `T` cannot hold
+/// is an error naming its line in the whole file, as [`load_as`] does), reading Matrix Market
+/// files too: every part reads the header and size line, then its share of the entry lines. The
+/// checks that need every part (the entry count, one triangle in a symmetric file) are left to
+/// [`check_parts`], with the [`PartFacts`] returned beside the part.
 pub fn load_part_as<T: crate::Scalar>(
     path: &Path,
     format: Option<Format>,
     part: usize,
     parts: usize,
-) -> Result<Loaded> {
-    load_part_checked(path, format, part, parts, Some((fits_in::<T>, T::NAME)))
+) -> Result<(Loaded, PartFacts)> {
+    let fits: WeightCheck = (fits_in::<T>, T::NAME);
+    if format.or_else(|| Format::from_path(path)) != Some(Format::Mtx) {
+        let loaded = load_part_checked(path, format, part, parts, Some(fits))?;
+        let facts = PartFacts {
+            entries: loaded.edges.len() as u64,
+            ..Default::default()
+        };
+        return Ok((loaded, facts));
+    }
+    let source = reader::Source::open(path)?;
+    let bytes = source.bytes();
+    let loaded = mtx::parse_part(bytes, path, part, parts).and_then(|(l, facts)| {
+        check_part(&l, bytes, path, part, parts, Some(fits)).map(|()| (l, facts))
+    });
+    source.unchanged(path)?;
+    let loaded = loaded?;
+    crate::interrupt::check()?;
+    Ok(loaded)
+}
+
+/// The checks of a file read in parts by [`load_part_as`] that need every part: given every
+/// part's facts, in part order, the same answer for every part.
+pub fn check_parts(path: &Path, format: Option<Format>, facts: &[PartFacts]) -> Result<()> {
+    match format.or_else(|| Format::from_path(path)) {
+        Some(Format::Mtx) => mtx::check_parts(path, facts),
+        _ => Ok(()),
+    }
 }
 
 /// [`load_part`], with the part's weights checked by `fits` when given.
@@ -313,7 +343,7 @@ fn load_part_checked(
             path: path.to_path_buf(),
             message: format!(
                 "the {f} format cannot be read across ranks yet: give an edge list (.el, \
-                 .wel), or run without mpirun"
+                 .wel) or Matrix Market (.mtx), or run without mpirun"
             ),
         }),
         None => load(path, None),
@@ -334,9 +364,26 @@ fn check_part(
         checks::refuse_cut_last_line(bytes, loaded, path)?;
     }
     if let Some((fits, name)) = fits {
-        let start = reader::skip_leading_comments(bytes, 0);
+        let start = match loaded.format {
+            Format::Mtx => mtx::entries_start(bytes),
+            _ => reader::skip_leading_comments(bytes, 0),
+        };
         let range = reader::part_range(bytes, start, part, parts);
-        checks::refuse_unrepresentable_weights(&bytes[range.clone()], loaded, path, fits, name)
+        let part_format = match loaded.format {
+            // The part holds entry lines only (no size line to skip).
+            Format::Mtx => Format::El,
+            f => f,
+        };
+        let stored = Loaded {
+            edges: crate::edges::EdgeList {
+                weights: loaded.edges.weights.clone(),
+                ..Default::default()
+            },
+            format: part_format,
+            labels: Labels::Identity,
+            symmetric_storage: false,
+        };
+        checks::refuse_unrepresentable_weights(&bytes[range.clone()], &stored, path, fits, name)
             .map_err(|e| match e {
                 Error::Parse {
                     path,

@@ -376,3 +376,84 @@ fn spgemm_with_a_bad_line_on_the_last_rank_writes_nothing() {
     let left: Vec<_> = std::fs::read_dir(dir.path()).unwrap().collect();
     assert_eq!(left.len(), 1, "{left:?}");
 }
+
+/// A Matrix Market file of `rows x cols` with random real entries (one triangle when
+/// symmetric), repeated entries and comments among them.
+fn matrix_market(
+    dir: &Path,
+    name: &str,
+    symmetry: &str,
+    rows: u64,
+    cols: u64,
+    seed: u64,
+) -> PathBuf {
+    let mut x = seed;
+    let mut body = String::new();
+    let entries = 400;
+    for k in 0..entries {
+        x = x
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        let (mut i, mut j) = ((x >> 33) % rows + 1, (x >> 13) % cols + 1);
+        if symmetry == "symmetric" && i < j {
+            std::mem::swap(&mut i, &mut j);
+        }
+        body.push_str(&format!("{i} {j} {}.{}\n", k % 11, (x >> 50) % 997));
+        if k % 97 == 0 {
+            body.push_str("% a comment\n");
+        }
+    }
+    let f = dir.join(name);
+    std::fs::write(
+        &f,
+        format!("%%MatrixMarket matrix coordinate real {symmetry}\n% c\n{rows} {cols} {entries}\n{body}"),
+    )
+    .unwrap();
+    f
+}
+
+#[test]
+fn matrix_market_across_ranks_equals_the_single_process_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let a = matrix_market(dir.path(), "a.mtx", "general", 53, 71, 1);
+    let b = matrix_market(dir.path(), "b.mtx", "general", 71, 29, 2);
+    let s = matrix_market(dir.path(), "s.mtx", "symmetric", 61, 61, 3);
+    let cases: [(&[&Path], &str); 3] = [(&[&a, &b], "mtx"), (&[&s], "wel"), (&[&s, &s], "mtx")];
+    for (inputs, ext) in cases {
+        let mut args: Vec<&str> = vec!["spgemm"];
+        args.extend(inputs.iter().map(|p| p.to_str().unwrap()));
+        let want_path = dir.path().join(format!("single.{ext}"));
+        let mut single = args.clone();
+        single.extend(["-o", want_path.to_str().unwrap(), "-q", "--engine", "cpu"]);
+        let o = gmcl(&single);
+        assert!(o.status.success(), "{}", text(&o.stderr));
+        let want = std::fs::read(&want_path).unwrap();
+        for ranks in 1..=4 {
+            let out = dir.path().join(format!("c-{ranks}.{ext}"));
+            let mut run = args.clone();
+            run.extend(["-o", out.to_str().unwrap(), "-q"]);
+            let o = mpirun(ranks, &[("GMCL_DIST_STAGE", "5")], &run);
+            let what = format!("{args:?} on {ranks} ranks");
+            assert!(o.status.success(), "{what}: {}", text(&o.stderr));
+            assert!(std::fs::read(&out).unwrap() == want, "{what}");
+        }
+    }
+    // Triangles of a Matrix Market graph, per vertex named from 1 as in the single-process file.
+    for g in [repo("graphs/karate.mtx"), s] {
+        let (count, per_vertex) = single(&g, &dir.path().join("single.tsv"));
+        for ranks in 1..=4 {
+            let pv = dir.path().join(format!("pv-{ranks}.tsv"));
+            let args = [
+                "tricount",
+                g.to_str().unwrap(),
+                "--per-vertex",
+                pv.to_str().unwrap(),
+                "-q",
+            ];
+            let o = mpirun(ranks, &[("GMCL_DIST_STAGE", "5")], &args);
+            assert!(o.status.success(), "{}", text(&o.stderr));
+            assert_eq!(text(&o.stdout), count, "{} on {ranks} ranks", g.display());
+            assert_eq!(std::fs::read(&pv).unwrap(), per_vertex);
+        }
+    }
+}
