@@ -61,9 +61,9 @@ fn run(cli: Cli, world: &World) -> Result<(), Error> {
     gmcl::interrupt::install()?;
     cli::env::configure()?;
     cli::process::start_pool(cli.threads, ui)?;
-    if world.ranks() > 1 && !matches!(cli.command, Command::Tricount(_)) {
+    if world.ranks() > 1 && !matches!(cli.command, Command::Tricount(_) | Command::Spgemm(_)) {
         return Err(Error::Invalid(format!(
-            "only tricount runs across MPI ranks yet; run this command without mpirun (or with \
+            "only tricount and spgemm run across MPI ranks yet; run this command without mpirun (or with \
              -n 1), not on {} ranks",
             world.ranks()
         )));
@@ -71,7 +71,7 @@ fn run(cli: Cli, world: &World) -> Result<(), Error> {
     match cli.command {
         Command::Generate(a) => cli::generate::run(a, ui),
         Command::Info(a) => cli::info::run(a),
-        Command::Spgemm(a) => cli::spgemm::run(a, ui),
+        Command::Spgemm(a) => cli::spgemm::run(a, ui, world.comm()),
         Command::Bench(a) => cli::bench::run(a, ui),
         Command::Tricount(a) => cli::tricount::run(a, ui, world.comm()),
         Command::Cluster(a) => cli::cluster::run(a, ui),

@@ -9,7 +9,7 @@ use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 
 mod matrix;
-pub use matrix::{write_matrix, MatrixFormat};
+pub use matrix::{write_matrix, MatrixFormat, RowWriter};
 
 /// A file being written under a temporary name; [`AtomicOutput::commit`] moves it into place.
 /// Dropped without commit, the temporary file is removed and the target is left untouched.
@@ -284,17 +284,18 @@ pub fn write_npz<T: Scalar>(path: &Path, m: &Csr<T>) -> Result<()> {
         .commit()
 }
 
+/// The header of a Matrix Market `coordinate real general` file of this shape and entry count.
+fn mtx_header(nrows: usize, ncols: usize, nnz: u64) -> String {
+    format!(
+        "%%MatrixMarket matrix coordinate real general\n% written by gmcl {}\n{nrows} {ncols} {nnz}\n",
+        env!("CARGO_PKG_VERSION"),
+    )
+}
+
 /// Writes a matrix as Matrix Market `coordinate real general`, 1-based, rows in order.
 pub fn write_mtx<T: Scalar>(path: &Path, m: &Csr<T>) -> Result<()> {
     let mut out = AtomicOutput::create(path)?;
-    let header = format!(
-        "%%MatrixMarket matrix coordinate real general\n% written by gmcl {}\n{} {} {}\n",
-        env!("CARGO_PKG_VERSION"),
-        m.nrows(),
-        m.ncols(),
-        m.nnz()
-    );
-    out.write_all(header.as_bytes())?;
+    out.write_all(mtx_header(m.nrows(), m.ncols(), m.nnz() as u64).as_bytes())?;
     matrix::write_entries(&mut out, m, 1)?;
     out.commit()
 }

@@ -139,6 +139,16 @@ fn local_rank() -> usize {
     .unwrap_or(0) as usize
 }
 
+/// The distributed product's options: the defaults, with `GMCL_DIST_STAGE` bounding both stages.
+pub fn dist_spgemm_options() -> gmcl::dist::spgemm::Options {
+    let mut o = gmcl::dist::spgemm::Options::default();
+    if let Some(n) = number("GMCL_DIST_STAGE") {
+        o.stage_edges = n as usize;
+        o.stage_entries = n as usize;
+    }
+    o
+}
+
 /// A variable that holds a number (unset or unreadable: `None`).
 fn number(k: &str) -> Option<u64> {
     std::env::var(k).ok().and_then(|v| v.trim().parse().ok())

@@ -5,6 +5,7 @@ use super::ui::report_json;
 use super::wall::{timed, Stopwatch, Wall};
 use super::{InputArgs, Precision, Ui};
 use clap::Args;
+use gmcl::dist::{self, Comm};
 use gmcl::io::{self, Format, LoadedMatrix, MatrixOptions};
 use gmcl::output::{standard_stream, StandardStream};
 use gmcl::spgemm::repeat::multiply_repeatedly;
@@ -45,10 +46,12 @@ pub struct SpgemmArgs {
     #[arg(long)]
     json: bool,
 }
-pub fn run(a: SpgemmArgs, ui: Ui) -> Result<()> {
-    match a.precision {
-        Precision::F32 => run_typed::<f32>(a, ui),
-        Precision::F64 => run_typed::<f64>(a, ui),
+pub fn run(a: SpgemmArgs, ui: Ui, comm: Option<&dyn Comm>) -> Result<()> {
+    match (a.precision, comm) {
+        (Precision::F32, None) => run_typed::<f32>(a, ui),
+        (Precision::F64, None) => run_typed::<f64>(a, ui),
+        (Precision::F32, Some(comm)) => run_across_ranks::<f32>(a, ui, comm),
+        (Precision::F64, Some(comm)) => run_across_ranks::<f64>(a, ui, comm),
     }
 }
 
@@ -82,6 +85,11 @@ struct SpgemmReport {
     gflops: f64,
     /// Products made (times are their medians).
     runs: usize,
+    /// Runs across MPI ranks only: the number of ranks and the engine each rank multiplies on.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    ranks: Option<usize>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    rank_engine: Option<&'static str>,
     /// The GPU engine's phases (with --engine gpu --json).
     #[serde(skip_serializing_if = "Option::is_none")]
     phases: Option<Vec<PhaseReport>>,
@@ -248,16 +256,33 @@ fn run_typed<T: Scalar>(a: SpgemmArgs, ui: Ui) -> Result<()> {
         seconds: stats.seconds,
         device_seconds: stats.device_seconds,
         runs: a.repeat,
+        ranks: None,
+        rank_engine: None,
         phases,
         gflops: measure::gflops(stats.intermediate_products, stats.device_seconds),
     };
-    // The summary is a notice (stderr), whatever stdout carries: C, the JSON report or nothing.
+    summarize(&a, &report, wall, ui)
+}
+
+/// The summary on stderr (a notice, whatever stdout carries: C, the JSON report or nothing),
+/// and with --json the report on stdout.
+fn summarize(a: &SpgemmArgs, report: &SpgemmReport, wall: Wall, ui: Ui) -> Result<()> {
+    let on = match report.ranks {
+        Some(p) => format!("on {p} ranks ({} engine each)", report.engine),
+        None => format!("on the {} engine", report.engine),
+    };
     ui.notice(&format!(
-        "C: {} x {}, {}, {} intermediate products, {:.4} s on the {} engine ({:.4} s computing: {:.3} GFLOP/s)",
-        report.rows, report.cols, super::ui::count(report.nnz as u64, "nonzero", "nonzeros"), report.intermediate_products, report.seconds, report.engine, report.device_seconds, report.gflops
+        "C: {} x {}, {}, {} intermediate products, {:.4} s {on} ({:.4} s computing: {:.3} GFLOP/s)",
+        report.rows,
+        report.cols,
+        super::ui::count(report.nnz as u64, "nonzero", "nonzeros"),
+        report.intermediate_products,
+        report.seconds,
+        report.device_seconds,
+        report.gflops
     ));
     if a.json {
-        let parameters = serde_json::json!({
+        let mut parameters = serde_json::json!({
             "a": a.a.display().to_string(),
             "b": a.b.as_ref().map(|b| b.display().to_string()),
             "engine": a.engine.to_string(),
@@ -265,7 +290,128 @@ fn run_typed<T: Scalar>(a: SpgemmArgs, ui: Ui) -> Result<()> {
             "precision": match a.precision { Precision::F32 => "f32", Precision::F64 => "f64" },
             "repeat": a.repeat,
         });
-        outln!("{}", report_json(&timed(&report, wall), parameters)?)?;
+        if let Some(p) = report.ranks {
+            parameters["ranks"] = p.into();
+        }
+        outln!("{}", report_json(&timed(report, wall), parameters)?)?;
     }
     Ok(())
+}
+
+/// `gmcl spgemm` under an MPI launcher: every rank reads its part of A (and B), makes the rows
+/// of C of its block of A on the CPU engine (`gmcl::dist::spgemm`), and rank 0 writes C as the
+/// blocks arrive, in rank order. Options the distributed product does not have yet are refused
+/// on every rank alike.
+fn run_across_ranks<T: Scalar>(a: SpgemmArgs, ui: Ui, comm: &dyn Comm) -> Result<()> {
+    let mut sw = Stopwatch::start();
+    if a.engine == EngineKind::Gpu {
+        return Err(Error::EngineUnavailable(
+            "the GPU engine does not run across MPI ranks yet: use --engine cpu or auto".into(),
+        ));
+    }
+    if a.repeat != 1 {
+        return Err(Error::Invalid(
+            "--repeat does not run across MPI ranks yet".into(),
+        ));
+    }
+    if std::iter::once(a.a.as_path())
+        .chain(a.b.as_deref())
+        .any(io::is_stdin)
+    {
+        return Err(Error::Invalid(
+            "the standard input ('-') cannot be read across ranks: every rank reads its part of \
+             a file; give a file"
+                .into(),
+        ));
+    }
+    let c_on_stdout = a
+        .output
+        .as_deref()
+        .is_some_and(|p| standard_stream(p) == Some(StandardStream::Stdout));
+    if a.json && c_on_stdout {
+        return Err(Error::Invalid(
+            "--json and -o - both write to stdout: write C to a file, or leave out --json".into(),
+        ));
+    }
+    let reports = comm.rank() == 0;
+    // Checked and created by rank 0 before any work, so that a path that cannot be written
+    // fails at once, on every rank.
+    let out = dist::agree(
+        comm,
+        match (&a.output, reports) {
+            (Some(out), true) => {
+                let inputs: Vec<&Path> = std::iter::once(a.a.as_path())
+                    .chain(a.b.as_deref())
+                    .collect();
+                super::paths::refuse_clobbering(&inputs, &[("-o", out)])
+                    .and_then(|()| gmcl::output::MatrixFormat::of(out))
+                    .and_then(|f| match f {
+                        gmcl::output::MatrixFormat::Npz => Err(Error::Invalid(format!(
+                            "{}: .npz output is not written across MPI ranks yet (SciPy's \
+                             layout puts every column index before any value, so C would \
+                             travel to rank 0 three times): write .mtx or .wel, or run without \
+                             mpirun",
+                            out.display()
+                        ))),
+                        _ => gmcl::output::AtomicOutput::create(out).map(Some),
+                    })
+            }
+            _ => Ok(None),
+        },
+    )?;
+    let opts = super::env::dist_spgemm_options();
+    let fmt = a.input_args.format;
+    let load =
+        |p: &Path| dist::matrix::load_block::<T>(comm, p, fmt, a.symmetrize, opts.stage_edges);
+    let ma = load(&a.a)?;
+    let mb = match &a.b {
+        Some(pb) => Some(load(pb)?),
+        None => None,
+    };
+    let load = sw.lap();
+    let (c, stats) = dist::spgemm::multiply(comm, &ma, mb.as_ref().unwrap_or(&ma), &opts)?;
+    drop((ma, mb));
+    let compute = sw.lap();
+    // Every rank takes part in sending C when there is an output; rank 0 alone holds it.
+    let written = if a.output.is_some() {
+        let mut w =
+            out.map(|out| gmcl::output::RowWriter::start(out, c.blocks.n, c.ncols, stats.nnz));
+        let sent =
+            dist::spgemm::send_to_root(comm, &c, opts.stage_entries, |first, rows| match &mut w {
+                Some(Ok(w)) => w.rows(first, rows),
+                Some(Err(_)) | None => Ok(()),
+            });
+        match w {
+            Some(w) => sent.and(w).and_then(|w| w.commit()),
+            None => sent,
+        }
+    } else {
+        Ok(())
+    };
+    dist::agree(comm, written)?;
+    let write = sw.lap();
+    let wall = sw.finish(Wall {
+        load,
+        compute,
+        write,
+        ..Default::default()
+    });
+    let report = SpgemmReport {
+        engine: EngineKind::Cpu.to_string(),
+        rows: c.blocks.n,
+        cols: c.ncols,
+        nnz: stats.nnz as usize,
+        intermediate_products: stats.intermediate_products,
+        seconds: stats.seconds,
+        device_seconds: stats.seconds,
+        gflops: measure::gflops(stats.intermediate_products, stats.seconds),
+        runs: 1,
+        phases: None,
+        ranks: Some(comm.size()),
+        rank_engine: Some("cpu"),
+    };
+    if !reports {
+        return Ok(());
+    }
+    summarize(&a, &report, wall, ui)
 }

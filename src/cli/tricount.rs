@@ -263,7 +263,18 @@ fn run_across_ranks(a: TricountArgs, ui: Ui, comm: &dyn Comm, mut sw: Stopwatch)
     let load = t.load_seconds.min(elapsed);
     let compute = elapsed - load;
     let written = match (per_vertex_out, &t.per_vertex) {
-        (Some(out), Some(counts)) => write_per_vertex(out, &io::Labels::Identity, counts),
+        (Some(out), Some(counts)) => {
+            // Matrix Market numbers vertices from 1, as the single-process file names them.
+            let labels = match a
+                .input_args
+                .format
+                .or_else(|| io::Format::from_path(&a.input))
+            {
+                Some(io::Format::Mtx) => io::Labels::OneBased,
+                _ => io::Labels::Identity,
+            };
+            write_per_vertex(out, &labels, counts)
+        }
         _ => Ok(()),
     };
     dist::agree(comm, written)?;

@@ -9,7 +9,7 @@
 
 use super::{agree, Blocks, Comm, MAX_MESSAGE};
 use crate::error::Result;
-use crate::io::{self, Format};
+use crate::io::Format;
 use rayon::prelude::*;
 use std::path::Path;
 
@@ -54,7 +54,7 @@ pub fn simple_row_block(
     format: Option<Format>,
     stage_edges: usize,
 ) -> Result<RowBlock> {
-    let loaded = agree(comm, io::load_part(path, format, comm.rank(), comm.size()))?;
+    let loaded = super::matrix::read_part::<f64>(comm, path, format)?;
     let mut n = [loaded.edges.nrows.max(loaded.edges.ncols) as u64];
     comm.max_u64(&mut n);
     let blocks = Blocks {

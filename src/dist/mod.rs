@@ -13,8 +13,10 @@
 //! reports it. [`Comm::abort`] is the last resort where ranks can no longer agree.
 
 pub mod input;
+pub mod matrix;
 #[cfg(feature = "mpi")]
 mod mpi;
+pub mod spgemm;
 #[cfg(test)]
 pub(crate) mod threads;
 pub mod tricount;
@@ -147,6 +149,18 @@ fn decode_error(bytes: &[u8]) -> (i32, String) {
         .map_or(2, i32::from_le_bytes);
     let message = String::from_utf8_lossy(bytes.get(4..).unwrap_or_default()).into_owned();
     (code, message)
+}
+
+/// Where each of consecutive runs of `counts` elements starts: the exclusive prefix sum.
+pub(crate) fn offsets(counts: &[usize]) -> Vec<usize> {
+    counts
+        .iter()
+        .scan(0, |s, &c| {
+            let start = *s;
+            *s += c;
+            Some(start)
+        })
+        .collect()
 }
 
 /// Rows `0..n` cut into `parts` consecutive blocks whose sizes differ by at most one (the first

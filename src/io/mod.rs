@@ -38,6 +38,7 @@ use crate::edges::EdgeList;
 use crate::error::{Error, Result};
 pub use labels::Labels;
 pub use matrix::{load_matrix, LoadedMatrix, MatrixOptions};
+pub use mtx::PartFacts;
 use std::fmt;
 use std::path::Path;
 use std::str::FromStr;
@@ -299,16 +300,69 @@ fn load_stdin(
 /// boundaries) are read. The edge list's shape is the part's own (largest id + 1): the caller
 /// agrees on the whole graph's with the other parts. Edge lists (`.el`, `.wel`) only: the other
 /// formats' ids depend on lines in other parts (SNAP and `.abc` number vertices in order of first
-/// appearance, `.mtx` has a header), and are refused naming the format.
+/// appearance, `.mtx` has a header), and are refused naming the format. The whole-file checks of
+/// [`load`] that concern a part are made by it: a Matrix Market banner read as an edge list, and
+/// (by the last part) a cut-off last line.
 pub fn load_part(path: &Path, format: Option<Format>, part: usize, parts: usize) -> Result<Loaded> {
+    load_part_checked(path, format, part, parts, None)
+}
+
+/// [`load_part`] for a run whose values have type `T` (a weight of the part that `T` cannot hold
+/// is an error naming its line in the whole file, as [`load_as`] does), reading Matrix Market
+/// files too: every part reads the header and size line, then its share of the entry lines. The
+/// checks that need every part (the entry count, one triangle in a symmetric file) are left to
+/// [`check_parts`], with the [`PartFacts`] returned beside the part.
+pub fn load_part_as<T: crate::Scalar>(
+    path: &Path,
+    format: Option<Format>,
+    part: usize,
+    parts: usize,
+) -> Result<(Loaded, PartFacts)> {
+    let fits: WeightCheck = (fits_in::<T>, T::NAME);
+    if format.or_else(|| Format::of_input(path)) != Some(Format::Mtx) {
+        let loaded = load_part_checked(path, format, part, parts, Some(fits))?;
+        let facts = PartFacts {
+            entries: loaded.edges.len() as u64,
+            ..Default::default()
+        };
+        return Ok((loaded, facts));
+    }
+    let source = reader::Source::open(path)?;
+    let bytes = source.bytes();
+    let loaded = mtx::parse_part(bytes, path, part, parts).and_then(|(l, facts)| {
+        check_part(&l, bytes, path, part, parts, Some(fits)).map(|()| (l, facts))
+    });
+    source.unchanged(path)?;
+    let loaded = loaded?;
+    crate::interrupt::check()?;
+    Ok(loaded)
+}
+
+/// The checks of a file read in parts by [`load_part_as`] that need every part: given every
+/// part's facts, in part order, the same answer for every part.
+pub fn check_parts(path: &Path, format: Option<Format>, facts: &[PartFacts]) -> Result<()> {
+    match format.or_else(|| Format::of_input(path)) {
+        Some(Format::Mtx) => mtx::check_parts(path, facts),
+        _ => Ok(()),
+    }
+}
+
+/// [`load_part`], with the part's weights checked by `fits` when given.
+fn load_part_checked(
+    path: &Path,
+    format: Option<Format>,
+    part: usize,
+    parts: usize,
+    fits: Option<WeightCheck>,
+) -> Result<Loaded> {
     let format = format.or_else(|| Format::of_input(path));
     match format {
         Some(f @ (Format::El | Format::Wel)) => {
             let source = reader::Source::open(path)?;
             let bytes = source.bytes();
-            let loaded = el::parse_part(bytes, f, path, part, parts).and_then(|l| {
-                limits::check(&l, bytes, path, &limits::Footprint::MINIMUM).map(|()| l)
-            });
+            let loaded = checks::refuse_foreign_banner(bytes, f, path)
+                .and_then(|()| el::parse_part(bytes, f, path, part, parts))
+                .and_then(|l| check_part(&l, bytes, path, part, parts, fits).map(|()| l));
             source.unchanged(path)?;
             let loaded = loaded?;
             crate::interrupt::check()?;
@@ -318,11 +372,61 @@ pub fn load_part(path: &Path, format: Option<Format>, part: usize, parts: usize)
             path: path.to_path_buf(),
             message: format!(
                 "the {f} format cannot be read across ranks yet: give an edge list (.el, \
-                 .wel), or run without mpirun"
+                 .wel) or Matrix Market (.mtx), or run without mpirun"
             ),
         }),
         None => load(path, None),
     }
+}
+
+/// The checks of a parsed part: the last line not cut off (last part), weights its value type
+/// can hold (named by their line in the whole file), memory for its edges.
+fn check_part(
+    loaded: &Loaded,
+    bytes: &[u8],
+    path: &Path,
+    part: usize,
+    parts: usize,
+    fits: Option<WeightCheck>,
+) -> Result<()> {
+    if part + 1 == parts {
+        checks::refuse_cut_last_line(bytes, loaded, path)?;
+    }
+    if let Some((fits, name)) = fits {
+        let start = match loaded.format {
+            Format::Mtx => mtx::entries_start(bytes),
+            _ => reader::skip_leading_comments(bytes, 0),
+        };
+        let range = reader::part_range(bytes, start, part, parts);
+        let part_format = match loaded.format {
+            // The part holds entry lines only (no size line to skip).
+            Format::Mtx => Format::El,
+            f => f,
+        };
+        let stored = Loaded {
+            edges: crate::edges::EdgeList {
+                weights: loaded.edges.weights.clone(),
+                ..Default::default()
+            },
+            format: part_format,
+            labels: Labels::Identity,
+            symmetric_storage: false,
+        };
+        checks::refuse_unrepresentable_weights(&bytes[range.clone()], &stored, path, fits, name)
+            .map_err(|e| match e {
+                Error::Parse {
+                    path,
+                    line,
+                    message,
+                } => Error::Parse {
+                    path,
+                    line: line + reader::line_number(bytes, range.start) - 1,
+                    message,
+                },
+                other => other,
+            })?;
+    }
+    limits::check(loaded, bytes, path, &limits::Footprint::MINIMUM)
 }
 
 /// Parses the bytes of a file in `format`, as [`load`] does; `path_for_errors` is the name errors
@@ -438,6 +542,22 @@ mod tests {
         );
         // Another comment first is no banner.
         assert!(parse_bytes(b"% x\n%%MatrixMarket\n0 1\n", Format::El, Path::new("g")).is_ok());
+    }
+
+    #[test]
+    fn a_part_makes_the_checks_of_the_whole_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let f = dir.path().join("m.wel");
+        let banner = "%%MatrixMarket matrix coordinate real general\n3 3 1\n1 2 1\n";
+        std::fs::write(&f, banner).unwrap();
+        for part in 0..2 {
+            let e = load_part(&f, None, part, 2).unwrap_err().to_string();
+            assert!(e.contains("m.wel:1: this is a Matrix Market file"), "{e}");
+        }
+        std::fs::write(&f, "0 1 2\n1 2 3 ").unwrap();
+        let e = load_part(&f, None, 1, 2).unwrap_err().to_string();
+        assert!(e.contains("m.wel:2: the last line has no newline"), "{e}");
+        assert!(load_part(&f, None, 0, 2).is_ok());
     }
 
     #[test]

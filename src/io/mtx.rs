@@ -48,8 +48,17 @@ struct Shape {
     size_line: u64,
 }
 
-/// Reads a Matrix Market file's bytes.
-pub(crate) fn parse(bytes: &[u8], path: &Path, chunk: usize) -> Result<Loaded> {
+/// The header and size line of a file, and where its entries start.
+struct Preamble {
+    header: Header,
+    shape: Shape,
+    declared: u64,
+    /// The first byte after the size line.
+    entries_at: usize,
+}
+
+/// Reads the header, the comments and the size line.
+fn preamble(bytes: &[u8], path: &Path) -> Result<Preamble> {
     let at_line = |line: u64, message: String| Error::Parse {
         path: path.to_path_buf(),
         line,
@@ -59,7 +68,7 @@ pub(crate) fn parse(bytes: &[u8], path: &Path, chunk: usize) -> Result<Loaded> {
     let header = parse_header(&bytes[..first_end]).map_err(|m| at_line(1, m))?;
 
     // Comments, then the size line.
-    let mut at = reader::skip_leading_comments(bytes, (first_end + 1).min(bytes.len()));
+    let at = reader::skip_leading_comments(bytes, (first_end + 1).min(bytes.len()));
     if at >= bytes.len() {
         return Err(Error::Input {
             path: path.to_path_buf(),
@@ -78,40 +87,56 @@ pub(crate) fn parse(bytes: &[u8], path: &Path, chunk: usize) -> Result<Loaded> {
             format!("a symmetric matrix must be square, but the size line says {rows} x {cols}"),
         ));
     }
-    at = (size_end + 1).min(bytes.len());
+    Ok(Preamble {
+        header,
+        shape: Shape {
+            rows,
+            cols,
+            size_line,
+        },
+        declared,
+        entries_at: (size_end + 1).min(bytes.len()),
+    })
+}
 
-    let shape = Shape {
-        rows,
-        cols,
-        size_line,
-    };
-    let weighted = !header.pattern;
-    let parsed = if header.pattern {
-        reader::parse_chunks(bytes, at, chunk, false, |b, base, out, wout| {
+/// Parses the entry lines of `bytes[range]` (whole lines; errors name lines of all of `bytes`).
+fn parse_entries(
+    bytes: &[u8],
+    range: std::ops::Range<usize>,
+    chunk: usize,
+    p: &Preamble,
+    path: &Path,
+) -> Result<reader::Parsed<(u32, u32)>> {
+    let (shape, pattern) = (p.shape, p.header.pattern);
+    let mine = &bytes[..range.end];
+    if pattern {
+        reader::parse_chunks(mine, range.start, chunk, false, |b, base, out, wout| {
             parse_chunk::<false>(b, base, out, wout, shape)
         })
     } else {
-        reader::parse_chunks(bytes, at, chunk, true, |b, base, out, wout| {
+        reader::parse_chunks(mine, range.start, chunk, true, |b, base, out, wout| {
             parse_chunk::<true>(b, base, out, wout, shape)
         })
     }
-    .map_err(|s| reader::stop_error(path, bytes, s, |l| diagnose(l, header.pattern, shape)))?;
+    .map_err(|s| reader::stop_error(path, bytes, s, |l| diagnose(l, pattern, shape)))
+}
 
-    let found = parsed.stats.count as u64;
-    if found != declared {
-        let (what, verb) = if found < declared {
-            ("too few", "holds only")
-        } else {
-            ("too many", "holds")
-        };
-        return Err(Error::Input {
-            path: path.to_path_buf(),
-            message: format!(
-                "{what} entries: the size line (line {size_line}) declares {declared}, \
-                 but the file {verb} {found}"
-            ),
-        });
-    }
+/// Where the entry lines of a file whose preamble reads start: after the size line.
+pub(crate) fn entries_start(bytes: &[u8]) -> usize {
+    let first_end = reader::line_end(bytes, 0);
+    let at = reader::skip_leading_comments(bytes, (first_end + 1).min(bytes.len()));
+    (reader::line_end(bytes, at) + 1).min(bytes.len())
+}
+
+/// Reads a Matrix Market file's bytes.
+pub(crate) fn parse(bytes: &[u8], path: &Path, chunk: usize) -> Result<Loaded> {
+    let p = preamble(bytes, path)?;
+    let (header, declared, size_line) = (p.header, p.declared, p.shape.size_line);
+    let (rows, cols) = (p.shape.rows, p.shape.cols);
+    let weighted = !header.pattern;
+    let parsed = parse_entries(bytes, p.entries_at..bytes.len(), chunk, &p, path)?;
+
+    count_error(path, declared, size_line, parsed.stats.count as u64)?;
 
     let mut edges = parsed.items;
     let mut weights = parsed.weights;
@@ -166,17 +191,177 @@ pub(crate) fn parse(bytes: &[u8], path: &Path, chunk: usize) -> Result<Loaded> {
     })
 }
 
+/// What one part of a Matrix Market file tells the whole file's checks (the entry count against
+/// the size line's, and one triangle only in a symmetric file), as words a communicator carries.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct PartFacts {
+    /// Entries the part's lines hold (before mirroring).
+    pub entries: u64,
+    /// The size line's entry count, and the size line's number.
+    pub declared: u64,
+    /// The size line's number.
+    pub size_line: u64,
+    /// Symmetric files only: the part's first off-diagonal entry, first entry below and first
+    /// above the diagonal, as `[line, i, j]` (line 0: none).
+    pub sides: [[u64; 3]; 3],
+}
+
+impl PartFacts {
+    /// The number of words [`PartFacts::to_words`] makes.
+    pub const WORDS: usize = 12;
+
+    /// The facts as words.
+    pub fn to_words(&self) -> Vec<u64> {
+        let mut w = vec![self.entries, self.declared, self.size_line];
+        w.extend(self.sides.iter().flatten());
+        w
+    }
+
+    /// The facts [`PartFacts::to_words`] made these words of (`WORDS` of them).
+    pub fn from_words(w: &[u64]) -> PartFacts {
+        let at = |k: usize| w.get(k).copied().unwrap_or(0);
+        let side = |s: usize| [at(3 + 3 * s), at(4 + 3 * s), at(5 + 3 * s)];
+        PartFacts {
+            entries: at(0),
+            declared: at(1),
+            size_line: at(2),
+            sides: [side(0), side(1), side(2)],
+        }
+    }
+}
+
+/// Reads part `part` of `parts` of a Matrix Market file: the header and size line (every part
+/// reads them), then the part's share of the entry lines, checked and mirrored as [`parse`]
+/// does; the checks that need every part are left to [`check_parts`], with the part's facts.
+pub(crate) fn parse_part(
+    bytes: &[u8],
+    path: &Path,
+    part: usize,
+    parts: usize,
+) -> Result<(Loaded, PartFacts)> {
+    let p = preamble(bytes, path)?;
+    let range = reader::part_range(bytes, p.entries_at, part, parts);
+    let parsed = parse_entries(
+        bytes,
+        range.clone(),
+        reader::default_chunk(range.len()),
+        &p,
+        path,
+    )?;
+    let line = |k: usize| {
+        super::checks::line_of_entry(&bytes[range.start..], Format::El, k)
+            .map(|l| l + reader::line_number(bytes, range.start) - 1)
+    };
+    let weighted = !p.header.pattern;
+    let (mut edges, mut weights) = (parsed.items, parsed.weights);
+    if p.header.integer {
+        if let Some(k) = weights.iter().position(|w| w.fract() != 0.0) {
+            return Err(Error::in_file(path, line(k), fraction_message(weights[k])));
+        }
+    }
+    let mut facts = PartFacts {
+        entries: edges.len() as u64,
+        declared: p.declared,
+        size_line: p.shape.size_line,
+        sides: [[0; 3]; 3],
+    };
+    if p.header.symmetry != Symmetry::General {
+        let found = |f: &dyn Fn(&(u32, u32)) -> bool| {
+            edges.iter().position(f).map_or([0; 3], |k| {
+                let (i, j) = edges[k];
+                [line(k).unwrap_or(0), u64::from(i), u64::from(j)]
+            })
+        };
+        facts.sides = [
+            found(&|e| e.0 != e.1),
+            found(&|e| e.0 > e.1),
+            found(&|e| e.0 < e.1),
+        ];
+        let sign = if p.header.symmetry == Symmetry::Skew {
+            -1.0
+        } else {
+            1.0
+        };
+        let n = edges.len();
+        for k in 0..n {
+            let (i, j) = edges[k];
+            if i != j {
+                edges.push((j, i));
+                if weighted {
+                    weights.push(sign * weights[k]);
+                }
+            }
+        }
+    }
+    let loaded = Loaded {
+        edges: EdgeList {
+            nrows: p.shape.rows as usize,
+            ncols: p.shape.cols as usize,
+            edges,
+            weights: weighted.then_some(weights),
+        },
+        labels: Labels::OneBased,
+        format: Format::Mtx,
+        symmetric_storage: p.header.symmetry != Symmetry::General,
+    };
+    Ok((loaded, facts))
+}
+
+/// The checks of a whole file read in parts, from every part's facts (in part order): the entry
+/// count the size line declares, and entries on one side of the diagonal only in a symmetric
+/// file. The same answer on every part.
+pub(crate) fn check_parts(path: &Path, facts: &[PartFacts]) -> Result<()> {
+    let Some(first) = facts.first() else {
+        return Ok(());
+    };
+    let found: u64 = facts.iter().map(|f| f.entries).sum();
+    count_error(path, first.declared, first.size_line, found)?;
+    let Some(off) = facts.iter().map(|f| f.sides[0]).find(|s| s[0] != 0) else {
+        return Ok(());
+    };
+    // Below (i > j) is side 1, above side 2: the other side of the first off-diagonal entry.
+    let other = if off[1] > off[2] { 2 } else { 1 };
+    let Some(k) = facts.iter().map(|f| f.sides[other]).find(|s| s[0] != 0) else {
+        return Ok(());
+    };
+    let entry = |s: [u64; 3]| (s[1] as u32, s[2] as u32);
+    let message = both_triangles_message(entry(k), entry(off), off[0]);
+    Err(Error::in_file(path, Some(k[0]), message))
+}
+
+/// An error when the entries found are not the count the size line declares.
+fn count_error(path: &Path, declared: u64, size_line: u64, found: u64) -> Result<()> {
+    if found == declared {
+        return Ok(());
+    }
+    let (what, verb) = if found < declared {
+        ("too few", "holds only")
+    } else {
+        ("too many", "holds")
+    };
+    Err(Error::Input {
+        path: path.to_path_buf(),
+        message: format!(
+            "{what} entries: the size line (line {size_line}) declares {declared}, \
+             but the file {verb} {found}"
+        ),
+    })
+}
+
+/// What is wrong with a value with a fraction under the field `integer`.
+fn fraction_message(w: f64) -> String {
+    format!(
+        "value {w} is not an integer, but the header declares the field 'integer'; declare it \
+         'real' if the values have fractions"
+    )
+}
+
 /// Refuses a value with a fraction in a file whose header says `integer`.
 fn refuse_fractions(weights: &[f64], bytes: &[u8], path: &Path) -> Result<()> {
     let Some(k) = weights.par_iter().position_first(|w| w.fract() != 0.0) else {
         return Ok(());
     };
-    let message = format!(
-        "value {} is not an integer, but the header declares the field 'integer'; declare it \
-         'real' if the values have fractions",
-        weights[k]
-    );
-    Err(entry_error(bytes, path, k, message))
+    Err(entry_error(bytes, path, k, fraction_message(weights[k])))
 }
 
 /// Refuses a symmetric file with off-diagonal entries on both sides of the diagonal: it stores
@@ -194,25 +379,25 @@ fn refuse_both_triangles(edges: &[(u32, u32)], bytes: &[u8], path: &Path) -> Res
     else {
         return Ok(());
     };
-    let name = |o: std::cmp::Ordering| {
-        if o == std::cmp::Ordering::Greater {
-            "below"
-        } else {
-            "above"
-        }
-    };
-    let shown = |(i, j): (u32, u32)| format!("({}, {})", i as u64 + 1, j as u64 + 1);
-    let message = format!(
-        "entry {} is {} the diagonal, but line {}'s entry {} is {} it: a symmetric file stores \
-         one triangle (each entry stands for its mirror too), so listing both would count each \
-         value twice; keep one triangle, or declare the matrix 'general'",
-        shown(edges[k]),
-        name(side(&edges[k])),
-        super::checks::line_of_entry(bytes, Format::Mtx, first).unwrap_or(0),
-        shown(edges[first]),
-        name(s),
-    );
+    let line = super::checks::line_of_entry(bytes, Format::Mtx, first).unwrap_or(0);
+    let message = both_triangles_message(edges[k], edges[first], line);
     Err(entry_error(bytes, path, k, message))
+}
+
+/// What is wrong with entry `e` of a symmetric file, on the other side of the diagonal than the
+/// first off-diagonal entry `first`, on line `first_line`.
+fn both_triangles_message(e: (u32, u32), first: (u32, u32), first_line: u64) -> String {
+    let name = |(i, j): (u32, u32)| if i > j { "below" } else { "above" };
+    let shown = |(i, j): (u32, u32)| format!("({}, {})", i as u64 + 1, j as u64 + 1);
+    format!(
+        "entry {} is {} the diagonal, but line {first_line}'s entry {} is {} it: a symmetric \
+         file stores one triangle (each entry stands for its mirror too), so listing both would \
+         count each value twice; keep one triangle, or declare the matrix 'general'",
+        shown(e),
+        name(e),
+        shown(first),
+        name(first),
+    )
 }
 
 /// An error about the `k`-th entry, naming its line.

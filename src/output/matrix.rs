@@ -64,10 +64,76 @@ pub fn write_matrix<T: Scalar>(path: &Path, m: &Csr<T>) -> Result<()> {
     }
 }
 
+/// A matrix written as its rows come, in order, for a writer that never holds the whole matrix
+/// (a product made across ranks): the shape and entry count are known first, then
+/// [`RowWriter::rows`] takes consecutive pieces of rows. `.mtx` and `.wel` only: SciPy's `.npz`
+/// stores all columns before all values, so a piece cannot be written as it comes.
+pub struct RowWriter {
+    out: AtomicOutput,
+    base: u64,
+    next_row: usize,
+}
+
+impl RowWriter {
+    /// Starts writing a `nrows x ncols` matrix of `nnz` entries into `out`, in the format its
+    /// path names ([`MatrixFormat::of`]); `.npz` is refused.
+    pub fn start(mut out: AtomicOutput, nrows: usize, ncols: usize, nnz: u64) -> Result<Self> {
+        let base = match MatrixFormat::of(out.path())? {
+            MatrixFormat::Mtx => {
+                out.write_all(super::mtx_header(nrows, ncols, nnz).as_bytes())?;
+                1
+            }
+            MatrixFormat::Wel => 0,
+            MatrixFormat::Npz => {
+                return Err(Error::Invalid(format!(
+                    "{}: an .npz archive is not written piece by piece (SciPy's layout puts \
+                     every column index before any value, so the rows would have to come \
+                     three times); write .mtx or .wel",
+                    out.path().display()
+                )))
+            }
+        };
+        Ok(RowWriter {
+            out,
+            base,
+            next_row: 0,
+        })
+    }
+
+    /// Writes the rows of `m` as rows `first_row..` of the matrix; pieces come in order.
+    pub fn rows<T: Scalar>(&mut self, first_row: usize, m: &Csr<T>) -> Result<()> {
+        if first_row != self.next_row {
+            return Err(Error::Invalid(format!(
+                "{}: rows from {first_row} came where row {} was due",
+                self.out.path().display(),
+                self.next_row
+            )));
+        }
+        write_rows(&mut self.out, m, first_row as u64, self.base)?;
+        self.next_row += m.nrows();
+        Ok(())
+    }
+
+    /// Puts the file in place.
+    pub fn commit(self) -> Result<()> {
+        self.out.commit()
+    }
+}
+
 /// Writes `m`'s entries as `row col value` lines, row by row, indices plus `base`.
 pub(super) fn write_entries<T: Scalar>(
     out: &mut AtomicOutput,
     m: &Csr<T>,
+    base: u64,
+) -> Result<()> {
+    write_rows(out, m, 0, base)
+}
+
+/// [`write_entries`] of rows that are rows `first_row..` of a larger matrix.
+fn write_rows<T: Scalar>(
+    out: &mut AtomicOutput,
+    m: &Csr<T>,
+    first_row: u64,
     base: u64,
 ) -> Result<()> {
     // Rows are grouped so each group holds many entries.
@@ -78,7 +144,7 @@ pub(super) fn write_entries<T: Scalar>(
         |&i, buf| {
             let (cols, vals) = m.row(i as usize);
             let mut ib = itoa::Buffer::new();
-            let row_text = ib.format(i as u64 + base).to_owned();
+            let row_text = ib.format(i as u64 + first_row + base).to_owned();
             for (&c, &v) in cols.iter().zip(vals) {
                 buf.extend_from_slice(row_text.as_bytes());
                 buf.push(b' ');
@@ -115,6 +181,33 @@ mod tests {
             let e = MatrixFormat::of(Path::new(bad)).unwrap_err().to_string();
             assert!(e.starts_with(bad) && e.contains(".wel"), "{e}");
         }
+    }
+
+    #[test]
+    fn rows_written_piece_by_piece_are_the_whole_matrix_s_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let m = Csr::from_dense(3, 2, &[1.5f64, 0.0, 0.0, 0.0, 2.0, -3.25]);
+        let top = Csr::from_dense(1, 2, &[1.5f64, 0.0]);
+        let rest = Csr::from_dense(2, 2, &[0.0f64, 0.0, 2.0, -3.25]);
+        for name in ["c.mtx", "c.wel"] {
+            let whole = dir.path().join(format!("whole-{name}"));
+            write_matrix(&whole, &m).unwrap();
+            let p = dir.path().join(name);
+            let mut w = RowWriter::start(AtomicOutput::create(&p).unwrap(), 3, 2, 3).unwrap();
+            w.rows(0, &top).unwrap();
+            // A piece out of order is refused, not written.
+            let e = w.rows(0, &rest).unwrap_err().to_string();
+            assert!(e.contains("rows from 0 came where row 1 was due"), "{e}");
+            w.rows(1, &rest).unwrap();
+            w.commit().unwrap();
+            assert_eq!(std::fs::read(&p).unwrap(), std::fs::read(&whole).unwrap());
+        }
+        let npz = dir.path().join("c.npz");
+        let e = RowWriter::start(AtomicOutput::create(&npz).unwrap(), 3, 2, 3)
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(e.contains("not written piece by piece"), "{e}");
     }
 
     #[test]

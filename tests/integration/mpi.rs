@@ -226,7 +226,7 @@ fn what_does_not_run_across_ranks_yet_is_refused_once() {
         ),
         (
             &["info", "graphs/karate.el"],
-            "only tricount runs across MPI ranks",
+            "only tricount and spgemm run across MPI ranks",
             2,
         ),
         (
@@ -257,5 +257,243 @@ fn what_does_not_run_across_ranks_yet_is_refused_once() {
         assert_eq!(o.status.code(), Some(code), "{args:?}: {err}");
         assert_eq!(err.matches("gmcl: error").count(), 1, "{err}");
         assert!(err.contains(message), "{args:?}: {err}");
+    }
+}
+
+/// A weighted matrix on vertices `0..n` (the last one listed, so that its size is `n`), with
+/// repeated entries and self loops.
+fn weighted(dir: &Path, name: &str, n: u64, seed: u64) -> PathBuf {
+    let f = dir.join(name);
+    let mut s = format!("# weighted, seed {seed}\n{} {} 0.5\n", n - 1, n / 2);
+    let mut x = seed;
+    for i in 0..900u64 {
+        x = x
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        let (u, v) = ((x >> 33) % n, (x >> 13) % n);
+        s.push_str(&format!("{u} {v} {}.{}\n", i % 13, (x >> 50) % 1000));
+        if i % 9 == 0 {
+            s.push_str(&format!("{u} {v} -0.37\n{u} {u} 1e-3\n"));
+        }
+    }
+    std::fs::write(&f, s).unwrap();
+    f
+}
+
+#[test]
+fn spgemm_on_1_to_4_ranks_writes_the_single_process_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let a = weighted(dir.path(), "a.wel", 101, 1);
+    let b = weighted(dir.path(), "b.wel", 101, 2);
+    let untidy = untidy_graph(dir.path());
+    let cases: [(&[&Path], &[&str], &str); 5] = [
+        (&[&a], &[], "mtx"),
+        (&[&a, &b], &[], "wel"),
+        (&[&untidy], &["--symmetrize"], "mtx"),
+        (&[&a, &b], &["--precision", "f32"], "mtx"),
+        (&[&repo("graphs/karate.el")], &[], "wel"),
+    ];
+    for (inputs, flags, ext) in cases {
+        let mut args: Vec<&str> = vec!["spgemm"];
+        args.extend(inputs.iter().map(|p| p.to_str().unwrap()));
+        args.extend_from_slice(flags);
+        let want_path = dir.path().join(format!("single.{ext}"));
+        let mut single = args.clone();
+        single.extend(["-o", want_path.to_str().unwrap(), "-q", "--engine", "cpu"]);
+        let o = gmcl(&single);
+        assert!(o.status.success(), "{}", text(&o.stderr));
+        let want = std::fs::read(&want_path).unwrap();
+        assert!(want.len() > 400, "{args:?}");
+        for ranks in 1..=4 {
+            for stage in ["16777216", "7"] {
+                let out = dir.path().join(format!("c-{ranks}-{stage}.{ext}"));
+                let mut run = args.clone();
+                run.extend(["-o", out.to_str().unwrap(), "-q"]);
+                let o = mpirun(ranks, &[("GMCL_DIST_STAGE", stage)], &run);
+                let what = format!("{args:?} on {ranks} ranks, stage {stage}");
+                assert!(o.status.success(), "{what}: {}", text(&o.stderr));
+                assert!(std::fs::read(&out).unwrap() == want, "{what}");
+                std::fs::remove_file(&out).unwrap();
+            }
+        }
+    }
+}
+
+#[test]
+fn spgemm_json_names_the_ranks_and_failures_are_reported_once() {
+    let karate = repo("graphs/karate.el");
+    let o = mpirun(
+        3,
+        &[],
+        &["spgemm", karate.to_str().unwrap(), "--json", "-q"],
+    );
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let out = text(&o.stdout);
+    assert_eq!(out.lines().count(), 1, "{out}");
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let single = crate::util::json(&["spgemm", karate.to_str().unwrap(), "--json", "-q"]);
+    for k in ["rows", "cols", "nnz", "intermediate_products"] {
+        assert_eq!(v[k], single[k], "{k}");
+    }
+    assert_eq!(v["ranks"], 3);
+    assert_eq!(v["parameters"]["ranks"], 3);
+    assert_eq!(v["rank_engine"], "cpu");
+
+    let dir = tempfile::tempdir().unwrap();
+    let npz = dir.path().join("c.npz");
+    let cases: [(Vec<&str>, &str, i32); 4] = [
+        (
+            vec![
+                "spgemm",
+                karate.to_str().unwrap(),
+                "-o",
+                "/nonexistent/c.mtx",
+            ],
+            "rank 0 of 2: /nonexistent/c.mtx: cannot create output",
+            2,
+        ),
+        (
+            vec![
+                "spgemm",
+                karate.to_str().unwrap(),
+                "-o",
+                npz.to_str().unwrap(),
+            ],
+            ".npz output is not written across MPI ranks yet",
+            2,
+        ),
+        (
+            vec!["spgemm", karate.to_str().unwrap(), "--engine", "gpu"],
+            "GPU engine does not run",
+            3,
+        ),
+        (
+            vec!["spgemm", "-", "--format", "el"],
+            "the standard input ('-') cannot be read across ranks",
+            2,
+        ),
+    ];
+    for (args, message, code) in cases {
+        let o = mpirun(2, &[], &args);
+        let err = text(&o.stderr);
+        assert_eq!(o.status.code(), Some(code), "{args:?}: {err}");
+        assert_eq!(err.matches("gmcl: error").count(), 1, "{err}");
+        assert!(err.contains(message), "{args:?}: {err}");
+    }
+    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
+}
+
+#[test]
+fn spgemm_with_a_bad_line_on_the_last_rank_writes_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = dir.path().join("bad.wel");
+    let mut s: String = (0..300)
+        .map(|i| format!("{i} {} 1.5\n", (i * 7 + 1) % 300))
+        .collect();
+    s.push_str("3 4 1e39\n");
+    std::fs::write(&f, s).unwrap();
+    let out = dir.path().join("c.mtx");
+    let o = mpirun(
+        3,
+        &[],
+        &[
+            "spgemm",
+            f.to_str().unwrap(),
+            "--precision",
+            "f32",
+            "-o",
+            out.to_str().unwrap(),
+        ],
+    );
+    let err = text(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert_eq!(err.matches("gmcl: error").count(), 1, "{err}");
+    assert!(err.contains("rank 2 of 3: "), "{err}");
+    assert!(
+        err.contains("bad.wel:301: weight 1e39 does not fit the value type f32"),
+        "{err}"
+    );
+    let left: Vec<_> = std::fs::read_dir(dir.path()).unwrap().collect();
+    assert_eq!(left.len(), 1, "{left:?}");
+}
+
+/// A Matrix Market file of `rows x cols` with random real entries (one triangle when
+/// symmetric), repeated entries and comments among them.
+fn matrix_market(
+    dir: &Path,
+    name: &str,
+    symmetry: &str,
+    rows: u64,
+    cols: u64,
+    seed: u64,
+) -> PathBuf {
+    let mut x = seed;
+    let mut body = String::new();
+    let entries = 400;
+    for k in 0..entries {
+        x = x
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        let (mut i, mut j) = ((x >> 33) % rows + 1, (x >> 13) % cols + 1);
+        if symmetry == "symmetric" && i < j {
+            std::mem::swap(&mut i, &mut j);
+        }
+        body.push_str(&format!("{i} {j} {}.{}\n", k % 11, (x >> 50) % 997));
+        if k % 97 == 0 {
+            body.push_str("% a comment\n");
+        }
+    }
+    let f = dir.join(name);
+    std::fs::write(
+        &f,
+        format!("%%MatrixMarket matrix coordinate real {symmetry}\n% c\n{rows} {cols} {entries}\n{body}"),
+    )
+    .unwrap();
+    f
+}
+
+#[test]
+fn matrix_market_across_ranks_equals_the_single_process_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let a = matrix_market(dir.path(), "a.mtx", "general", 53, 71, 1);
+    let b = matrix_market(dir.path(), "b.mtx", "general", 71, 29, 2);
+    let s = matrix_market(dir.path(), "s.mtx", "symmetric", 61, 61, 3);
+    let cases: [(&[&Path], &str); 3] = [(&[&a, &b], "mtx"), (&[&s], "wel"), (&[&s, &s], "mtx")];
+    for (inputs, ext) in cases {
+        let mut args: Vec<&str> = vec!["spgemm"];
+        args.extend(inputs.iter().map(|p| p.to_str().unwrap()));
+        let want_path = dir.path().join(format!("single.{ext}"));
+        let mut single = args.clone();
+        single.extend(["-o", want_path.to_str().unwrap(), "-q", "--engine", "cpu"]);
+        let o = gmcl(&single);
+        assert!(o.status.success(), "{}", text(&o.stderr));
+        let want = std::fs::read(&want_path).unwrap();
+        for ranks in 1..=4 {
+            let out = dir.path().join(format!("c-{ranks}.{ext}"));
+            let mut run = args.clone();
+            run.extend(["-o", out.to_str().unwrap(), "-q"]);
+            let o = mpirun(ranks, &[("GMCL_DIST_STAGE", "5")], &run);
+            let what = format!("{args:?} on {ranks} ranks");
+            assert!(o.status.success(), "{what}: {}", text(&o.stderr));
+            assert!(std::fs::read(&out).unwrap() == want, "{what}");
+        }
+    }
+    // Triangles of a Matrix Market graph, per vertex named from 1 as in the single-process file.
+    for g in [repo("graphs/karate.mtx"), s] {
+        let (count, per_vertex) = single(&g, &dir.path().join("single.tsv"));
+        for ranks in 1..=4 {
+            let pv = dir.path().join(format!("pv-{ranks}.tsv"));
+            let args = [
+                "tricount",
+                g.to_str().unwrap(),
+                "--per-vertex",
+                pv.to_str().unwrap(),
+                "-q",
+            ];
+            let o = mpirun(ranks, &[("GMCL_DIST_STAGE", "5")], &args);
+            assert!(o.status.success(), "{}", text(&o.stderr));
+            assert_eq!(text(&o.stdout), count, "{} on {ranks} ranks", g.display());
+            assert_eq!(std::fs::read(&pv).unwrap(), per_vertex);
+        }
     }
 }
