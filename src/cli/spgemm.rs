@@ -304,11 +304,6 @@ fn summarize(a: &SpgemmArgs, report: &SpgemmReport, wall: Wall, ui: Ui) -> Resul
 /// on every rank alike.
 fn run_across_ranks<T: Scalar>(a: SpgemmArgs, ui: Ui, comm: &dyn Comm) -> Result<()> {
     let mut sw = Stopwatch::start();
-    if a.engine == EngineKind::Gpu {
-        return Err(Error::EngineUnavailable(
-            "the GPU engine does not run across MPI ranks yet: use --engine cpu or auto".into(),
-        ));
-    }
     if a.repeat != 1 {
         return Err(Error::Invalid(
             "--repeat does not run across MPI ranks yet".into(),
@@ -359,7 +354,7 @@ fn run_across_ranks<T: Scalar>(a: SpgemmArgs, ui: Ui, comm: &dyn Comm) -> Result
             _ => Ok(None),
         },
     )?;
-    let opts = super::env::dist_spgemm_options();
+    let mut opts = super::env::dist_spgemm_options();
     let fmt = a.input_args.format;
     let load =
         |p: &Path| dist::matrix::load_block::<T>(comm, p, fmt, a.symmetrize, opts.stage_edges);
@@ -369,6 +364,16 @@ fn run_across_ranks<T: Scalar>(a: SpgemmArgs, ui: Ui, comm: &dyn Comm) -> Result
         None => None,
     };
     let load = sw.lap();
+    // `--engine` per rank: `auto` weighs the rank's own products.
+    let work = match a.engine {
+        EngineKind::Auto => Some(engine::Work::Product(dist::spgemm::products(
+            comm,
+            &ma,
+            mb.as_ref().unwrap_or(&ma),
+        ))),
+        _ => None,
+    };
+    opts.engine = engine::resolve(a.engine, work, &mut |msg: &str| ui.notice(msg));
     let (c, stats) = dist::spgemm::multiply(comm, &ma, mb.as_ref().unwrap_or(&ma), &opts)?;
     drop((ma, mb));
     let compute = sw.lap();
@@ -396,8 +401,13 @@ fn run_across_ranks<T: Scalar>(a: SpgemmArgs, ui: Ui, comm: &dyn Comm) -> Result
         write,
         ..Default::default()
     });
+    let rank_engine = match stats.gpu_ranks {
+        0 => "cpu",
+        g if g == comm.size() as u64 => "gpu",
+        _ => "mixed",
+    };
     let report = SpgemmReport {
-        engine: EngineKind::Cpu.to_string(),
+        engine: rank_engine.to_string(),
         rows: c.blocks.n,
         cols: c.ncols,
         nnz: stats.nnz as usize,
@@ -408,7 +418,7 @@ fn run_across_ranks<T: Scalar>(a: SpgemmArgs, ui: Ui, comm: &dyn Comm) -> Result
         runs: 1,
         phases: None,
         ranks: Some(comm.size()),
-        rank_engine: Some("cpu"),
+        rank_engine: Some(rank_engine),
     };
     if !reports {
         return Ok(());

@@ -19,7 +19,7 @@ use crate::csr::Csr;
 use crate::error::{Error, Result};
 use crate::scalar::Scalar;
 use crate::spgemm::cpu::CpuEngine;
-use crate::spgemm::SpgemmOptions;
+use crate::spgemm::{EngineKind, SpgemmOptions};
 use std::ops::Range;
 use std::time::Instant;
 
@@ -31,6 +31,10 @@ pub struct Options {
     /// At most this many entries of B's rows a rank gathers for one round of its product (a row
     /// of A needing more is a round alone), and of C's in one piece sent to rank 0.
     pub stage_entries: usize,
+    /// The engine of this rank's rows: `Cpu` (the rows bitwise the single-process CPU
+    /// product's) or `Gpu` (gMAGNUS on the rank's GPU: the structure exact, the values within
+    /// rounding). `Auto` is resolved by the caller ([`products`] gives the rank's work).
+    pub engine: EngineKind,
 }
 
 impl Default for Options {
@@ -38,6 +42,7 @@ impl Default for Options {
         Options {
             stage_edges: 1 << 24,
             stage_entries: 1 << 24,
+            engine: EngineKind::Cpu,
         }
     }
 }
@@ -53,6 +58,8 @@ pub struct Stats {
     pub seconds: f64,
     /// Rounds of the row exchange (the most any rank needed).
     pub rounds: u64,
+    /// Ranks whose rows the GPU engine made.
+    pub gpu_ranks: u64,
 }
 
 /// Computes this rank's block of rows of `C = A·B`, A and B given as every rank's block of rows.
@@ -78,7 +85,11 @@ pub fn multiply<T: Scalar>(
     let plan = plan_rounds(&a.rows, &b_len, budget);
     let mut rounds = [plan.len() as u64];
     comm.max_u64(&mut rounds);
-    let engine = CpuEngine::default();
+    let cpu = CpuEngine::default();
+    let gpu = match opts.engine {
+        EngineKind::Gpu => Some(agree(comm, crate::spgemm::gpu::GpuEngine::open())?),
+        _ => None,
+    };
     let (mut ptr, mut cols, mut vals) = (vec![0u64], Vec::new(), Vec::new());
     let mut products = 0u64;
     for round in 0..rounds[0] as usize {
@@ -93,7 +104,12 @@ pub fn multiply<T: Scalar>(
         let made = (|| {
             let bn = gather_needed(b, &needed, &remote, &fetched)?;
             let an = renumbered(&a.rows, rows, &needed);
-            engine.multiply_counted(&an, &bn, &SpgemmOptions::default())
+            match &gpu {
+                Some(g) => g
+                    .multiply(&an, &bn, &SpgemmOptions::default())
+                    .map(|(c, st)| (c, st.intermediate_products)),
+                None => cpu.multiply_counted(&an, &bn, &SpgemmOptions::default()),
+            }
         })();
         let (c, p) = agree(comm, made)?;
         products += p;
@@ -105,7 +121,7 @@ pub fn multiply<T: Scalar>(
     }
     let rows = a.rows.nrows();
     let c = Csr::from_parts_unchecked(rows, b.ncols, ptr, cols, vals);
-    let mut sums = [products, c.nnz() as u64];
+    let mut sums = [products, c.nnz() as u64, u64::from(gpu.is_some())];
     comm.sum_u64(&mut sums);
     let mut seconds = [start.elapsed().as_secs_f64()];
     comm.max_f64(&mut seconds);
@@ -114,6 +130,7 @@ pub fn multiply<T: Scalar>(
         nnz: sums[1],
         seconds: seconds[0],
         rounds: rounds[0],
+        gpu_ranks: sums[2],
     };
     let block = MatrixBlock {
         blocks: a.blocks,
@@ -122,6 +139,20 @@ pub fn multiply<T: Scalar>(
         rows: c,
     };
     Ok((block, stats))
+}
+
+/// This rank's intermediate products (the work `auto` weighs for the rank's engine).
+/// Collective: every rank learns every row of B's length.
+pub fn products<T: Scalar>(comm: &dyn Comm, a: &MatrixBlock<T>, b: &MatrixBlock<T>) -> u64 {
+    let lengths: Vec<u64> = (0..b.rows.nrows())
+        .map(|i| b.rows.row_len(i) as u64)
+        .collect();
+    let (b_len, _) = comm.all_gather_u64(&lengths);
+    a.rows
+        .col_idx()
+        .iter()
+        .map(|&k| b_len.get(k as usize).copied().unwrap_or(0))
+        .sum()
 }
 
 /// Consecutive runs of A's rows whose distinct needed rows of B hold at most `budget` entries
@@ -406,6 +437,7 @@ mod tests {
         let opts = Options {
             stage_edges: stage,
             stage_entries: stage,
+            ..Default::default()
         };
         let group = ThreadComm::group(ranks);
         let results: Vec<_> = std::thread::scope(|s| {
