@@ -136,13 +136,9 @@ struct ClusterReport {
     nodes: usize,
     singletons: usize,
     largest: usize,
-    /// clm info's measures (not yet across ranks: they need the whole graph).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    efficiency: Option<f64>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    modularity: Option<f64>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    mass_fraction: Option<f64>,
+    efficiency: f64,
+    modularity: f64,
+    mass_fraction: f64,
     converged: bool,
     engine: String,
     /// Runs across MPI ranks only: the number of ranks and the engine each rank runs.
@@ -336,9 +332,9 @@ fn run_typed<T: Scalar>(a: ClusterArgs, ui: Ui) -> Result<()> {
             nodes: info.nodes,
             singletons: info.singletons,
             largest: info.largest,
-            efficiency: Some(info.efficiency),
-            modularity: Some(info.modularity),
-            mass_fraction: Some(info.mass_fraction),
+            efficiency: info.efficiency,
+            modularity: info.modularity,
+            mass_fraction: info.mass_fraction,
             converged: result.converged,
             engine: engine.to_string(),
             ranks: None,
@@ -418,13 +414,20 @@ fn run_across_ranks<T: Scalar>(a: ClusterArgs, ui: Ui, comm: &dyn Comm) -> Resul
     };
     let result = dist::mcl::cluster(comm, &graph, &params, &opts, &mut lines)?;
     report_outcome(ui, &result, params.overlap);
+    let info = dist::mcl::cluster_info(comm, &graph, &result.clusters)?;
     ui.notice(&format!(
-        "{} of {} in {}, {:.2} s on {} ranks (CPU engine each)",
-        count(result.clusters.len() as u64, "cluster", "clusters"),
-        count(graph.nodes() as u64, "node", "nodes"),
+        "{} of {} ({}, largest {}) in {}, {:.2} s on {} ranks (CPU engine each); \
+         efficiency {:.5}, modularity {:.5}, mass fraction {:.5}",
+        count(info.clusters as u64, "cluster", "clusters"),
+        count(info.nodes as u64, "node", "nodes"),
+        count(info.singletons as u64, "singleton", "singletons"),
+        info.largest,
         count(result.iterations as u64, "iteration", "iterations"),
         result.seconds,
-        comm.size()
+        comm.size(),
+        info.efficiency,
+        info.modularity,
+        info.mass_fraction
     ));
     let written = if reports {
         write_clusters(
@@ -445,19 +448,18 @@ fn run_across_ranks<T: Scalar>(a: ClusterArgs, ui: Ui, comm: &dyn Comm) -> Resul
             parameters["recover"] = params.prune.recover.into();
             parameters["pct"] = params.prune.pct.into();
             parameters["ranks"] = comm.size().into();
-            let sizes = result.clusters.iter().map(Vec::len);
             let report = ClusterReport {
                 version: env!("CARGO_PKG_VERSION"),
                 parameters,
-                clusters: result.clusters.len(),
+                clusters: info.clusters,
                 iterations: result.iterations,
                 seconds: result.seconds,
-                nodes: graph.nodes(),
-                singletons: sizes.clone().filter(|&s| s == 1).count(),
-                largest: sizes.max().unwrap_or(0),
-                efficiency: None,
-                modularity: None,
-                mass_fraction: None,
+                nodes: info.nodes,
+                singletons: info.singletons,
+                largest: info.largest,
+                efficiency: info.efficiency,
+                modularity: info.modularity,
+                mass_fraction: info.mass_fraction,
                 converged: result.converged,
                 engine: EngineKind::Cpu.to_string(),
                 device_peak_bytes: None,

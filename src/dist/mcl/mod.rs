@@ -16,8 +16,10 @@
 
 pub mod fetch;
 pub mod graph;
+pub mod measures;
 
 pub use graph::{load_graph, GraphBlock};
+pub use measures::cluster_info;
 
 use super::{agree, Comm, MAX_MESSAGE};
 use crate::csr::Csr;

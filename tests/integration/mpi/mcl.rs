@@ -96,6 +96,9 @@ fn json_names_the_ranks_and_their_engine() {
         "singletons",
         "largest",
         "converged",
+        "efficiency",
+        "modularity",
+        "mass_fraction",
     ] {
         assert_eq!(v[k], one[k], "{k}");
     }
