@@ -167,7 +167,7 @@ impl Observer for IterationLines<'_> {
     fn iteration(&mut self, it: &Iteration) {
         self.bar.suspend(|| {
             self.ui.notice(&format!(
-                "iteration {:>3}  chaos {:>10.4}  kept {:>11}  expanded {:>13}  products {:>15}  {:>7.2} s ({:.2} s expanding{})",
+                "iteration {:>3}  chaos {:>10.4}  kept {:>11}  expanded {:>13}  products {:>15}  {:>7.2} s ({:.2} s expanding{}{})",
                 it.index,
                 it.chaos,
                 it.kept,
@@ -177,6 +177,11 @@ impl Observer for IterationLines<'_> {
                 it.expand_seconds,
                 if it.batches > 1 {
                     format!(", {} batches", it.batches)
+                } else {
+                    String::new()
+                },
+                if it.exchanged_bytes > 0 {
+                    format!(", {} exchanged", gmcl::io::limits::human(it.exchanged_bytes))
                 } else {
                     String::new()
                 }

@@ -156,6 +156,8 @@ pub struct Iteration {
     pub expand_seconds: f64,
     /// Wall time of the iteration.
     pub seconds: f64,
+    /// Across ranks, the bytes the ranks received from one another (0 in one process).
+    pub exchanged_bytes: u64,
 }
 
 /// The result of [`cluster`].

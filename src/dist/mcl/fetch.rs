@@ -62,14 +62,15 @@ pub fn plan<T: Scalar>(m: &Csr<T>, lengths: &[u32], budget: u64) -> Result<Vec<R
 /// One round, collective: this rank's rows `rows` of its block `m` (columns renumbered, in
 /// the same order, into the rows of the second matrix) and the rows of `Mᵀ` they name, in node
 /// order (`starts`: the blocks' first nodes; `lengths`: every row's entries). Every rank
-/// answers every other's requests, whether or not it asks for anything.
+/// answers every other's requests, whether or not it asks for anything. Also returns the bytes
+/// this rank received.
 pub fn fetch<T: Scalar>(
     comm: &dyn Comm,
     starts: &[usize],
     m: &Csr<T>,
     rows: Range<usize>,
     lengths: &[u32],
-) -> (Csr<T>, Csr<T>) {
+) -> (Csr<T>, Csr<T>, u64) {
     let p = comm.size();
     let first = starts[comm.rank()];
     let mine = first..first + m.nrows();
@@ -107,12 +108,12 @@ pub fn fetch<T: Scalar>(
         }
         at += c;
     }
-    drop(asked);
     let (got_lens, _) = comm.all_to_all_u32(&lens, &asked_counts);
     let (got_cols, _) = comm.all_to_all_u32(&cols, &entry_counts);
     let word_counts: Vec<usize> = entry_counts.iter().map(|&c| 2 * c).collect();
     let (got_words, _) = comm.all_to_all_u32(&words, &word_counts);
     drop((lens, cols, words));
+    let received = 4 * (asked.len() + got_lens.len() + got_cols.len() + got_words.len()) as u64;
     // The needed rows in node order: this block's from `m`, the others from the answers, which
     // come in the same order.
     let total: usize = need.iter().map(|&k| lengths[k as usize] as usize).sum();
@@ -151,5 +152,5 @@ pub fn fetch<T: Scalar>(
         .map(|&x| x - lo as u64)
         .collect();
     let a = Csr::from_parts_unchecked(rows.len(), need.len(), a_ptr, a_cols, a_vals);
-    (a, b)
+    (a, b, received)
 }

@@ -135,6 +135,7 @@ fn iterate<T: Scalar>(
     let first = starts[comm.rank()];
     let mine: Vec<u32> = (0..m.nrows()).map(|i| m.row(i).0.len() as u32).collect();
     let (lengths, _) = comm.all_gather_u32(&mine);
+    let mut received = 4 * (lengths.len() - mine.len()) as u64;
     drop(mine);
     let budget = (opts.stage_entries as u64).clamp(1, fetch::MAX_ROUND_ENTRIES);
     let rounds = agree(comm, fetch::plan(m, &lengths, budget))?;
@@ -146,7 +147,8 @@ fn iterate<T: Scalar>(
     let empty = m.nrows()..m.nrows();
     for round in 0..count[0] as usize {
         let rows = rounds.get(round).cloned().unwrap_or(empty.clone());
-        let (a, b) = fetch::fetch(comm, starts, m, rows.clone(), &lengths);
+        let (a, b, bytes) = fetch::fetch(comm, starts, m, rows.clone(), &lengths);
+        received += bytes;
         let made = if rows.is_empty() {
             Ok(None)
         } else {
@@ -176,8 +178,10 @@ fn iterate<T: Scalar>(
         it.products,
         it.batches as u64,
         it.fused,
+        received,
     ];
     comm.sum_u64(&mut sums);
+    it.exchanged_bytes = sums[5];
     [it.expanded, it.kept, it.products] = [sums[0], sums[1], sums[2]];
     it.batches = sums[3] as usize;
     it.fused = sums[4];
@@ -355,6 +359,8 @@ mod tests {
                                 (it.chaos.to_bits(), it.expanded, it.kept, it.products),
                                 (f.chaos.to_bits(), f.expanded, f.kept, f.products)
                             );
+                            // Rows are exchanged exactly when there are other ranks.
+                            assert_eq!(it.exchanged_bytes > 0, p > 1);
                             m = next;
                         }
                     });

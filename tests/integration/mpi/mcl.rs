@@ -76,12 +76,13 @@ fn json_names_the_ranks_and_their_engine() {
     let dir = tempfile::tempdir().unwrap();
     let karate = repo("graphs/karate.el");
     let out = dir.path().join("k.txt");
-    let o = mpirun(
-        3,
-        &[],
-        &["cluster", s(&karate), "-o", s(&out), "--json", "-q"],
-    );
-    assert!(o.status.success(), "{}", text(&o.stderr));
+    let o = mpirun(3, &[], &["cluster", s(&karate), "-o", s(&out), "--json"]);
+    let err = text(&o.stderr);
+    assert!(o.status.success(), "{err}");
+    // Rank 0 alone tells each iteration, with the bytes the ranks exchanged.
+    assert_eq!(err.matches("iteration   1 ").count(), 1, "{err}");
+    assert!(err.contains(" exchanged)"), "{err}");
+    assert!(err.contains("on 3 ranks (CPU engine each)"), "{err}");
     let printed = text(&o.stdout);
     assert_eq!(printed.lines().count(), 1, "{printed}");
     let v: serde_json::Value = serde_json::from_str(&printed).unwrap();
