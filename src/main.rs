@@ -61,10 +61,15 @@ fn run(cli: Cli, world: &World) -> Result<(), Error> {
     gmcl::interrupt::install()?;
     cli::env::configure()?;
     cli::process::start_pool(cli.threads, ui)?;
-    if world.ranks() > 1 && !matches!(cli.command, Command::Tricount(_) | Command::Spgemm(_)) {
+    if world.ranks() > 1
+        && !matches!(
+            cli.command,
+            Command::Tricount(_) | Command::Spgemm(_) | Command::Cluster(_)
+        )
+    {
         return Err(Error::Invalid(format!(
-            "only tricount and spgemm run across MPI ranks yet; run this command without mpirun (or with \
-             -n 1), not on {} ranks",
+            "only tricount, spgemm and cluster run across MPI ranks yet; run this command \
+             without mpirun (or with -n 1), not on {} ranks",
             world.ranks()
         )));
     }
@@ -74,7 +79,7 @@ fn run(cli: Cli, world: &World) -> Result<(), Error> {
         Command::Spgemm(a) => cli::spgemm::run(a, ui, world.comm()),
         Command::Bench(a) => cli::bench::run(a, ui),
         Command::Tricount(a) => cli::tricount::run(a, ui, world.comm()),
-        Command::Cluster(a) => cli::cluster::run(a, ui),
+        Command::Cluster(a) => cli::cluster::run(a, ui, world.comm()),
         Command::Dist(a) => cli::dist::run(a),
         Command::Convert(a) => cli::convert::run(a, ui),
     }

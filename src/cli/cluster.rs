@@ -5,6 +5,7 @@ use super::ui::{count, to_json};
 use super::wall::{Stopwatch, Wall};
 use super::{InputArgs, Precision, Ui};
 use clap::Args;
+use gmcl::dist::{self, Comm};
 use gmcl::engine;
 use gmcl::io;
 use gmcl::mcl::{self, Iteration, IterationProgress, MclParams, Observer, Overlap, PruneParams};
@@ -113,10 +114,14 @@ pub enum ClusterFormat {
     Mcl,
 }
 
-pub fn run(a: ClusterArgs, ui: Ui) -> Result<()> {
-    match a.precision {
-        Precision::F32 => run_typed::<f32>(a, ui),
-        Precision::F64 => run_typed::<f64>(a, ui),
+/// Runs `gmcl cluster`; under an MPI launcher (`comm`), across its ranks
+/// ([`run_across_ranks`]).
+pub fn run(a: ClusterArgs, ui: Ui, comm: Option<&dyn Comm>) -> Result<()> {
+    match (a.precision, comm) {
+        (Precision::F32, None) => run_typed::<f32>(a, ui),
+        (Precision::F64, None) => run_typed::<f64>(a, ui),
+        (Precision::F32, Some(c)) => run_across_ranks::<f32>(a, ui, c),
+        (Precision::F64, Some(c)) => run_across_ranks::<f64>(a, ui, c),
     }
 }
 
@@ -137,6 +142,11 @@ struct ClusterReport {
     mass_fraction: f64,
     converged: bool,
     engine: String,
+    /// Runs across MPI ranks only: the number of ranks and the engine each rank runs.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    ranks: Option<usize>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    rank_engine: Option<String>,
     /// Most device memory in use at once (GPU engine only).
     #[serde(skip_serializing_if = "Option::is_none")]
     device_peak_bytes: Option<u64>,
@@ -160,7 +170,7 @@ impl Observer for IterationLines<'_> {
     fn iteration(&mut self, it: &Iteration) {
         self.bar.suspend(|| {
             self.ui.notice(&format!(
-                "iteration {:>3}  chaos {:>10.4}  kept {:>11}  expanded {:>13}  products {:>15}  {:>7.2} s ({:.2} s expanding{})",
+                "iteration {:>3}  chaos {:>10.4}  kept {:>11}  expanded {:>13}  products {:>15}  {:>7.2} s ({:.2} s expanding{}{})",
                 it.index,
                 it.chaos,
                 it.kept,
@@ -170,6 +180,11 @@ impl Observer for IterationLines<'_> {
                 it.expand_seconds,
                 if it.batches > 1 {
                     format!(", {} batches", it.batches)
+                } else {
+                    String::new()
+                },
+                if it.exchanged_bytes > 0 {
+                    format!(", {} exchanged", gmcl::io::limits::human(it.exchanged_bytes))
                 } else {
                     String::new()
                 }
@@ -182,9 +197,8 @@ impl Observer for IterationLines<'_> {
     }
 }
 
-fn run_typed<T: Scalar>(a: ClusterArgs, ui: Ui) -> Result<()> {
-    let start = Instant::now();
-    let mut sw = Stopwatch::since(start);
+/// The checks of the arguments among themselves, before any work.
+fn check_arguments(a: &ClusterArgs) -> Result<()> {
     if let Some(x) = &a.extra {
         return Err(Error::Invalid(if a.json {
             format!(
@@ -207,6 +221,13 @@ fn run_typed<T: Scalar>(a: ClusterArgs, ui: Ui) -> Result<()> {
                 .into(),
         ));
     }
+    Ok(())
+}
+
+fn run_typed<T: Scalar>(a: ClusterArgs, ui: Ui) -> Result<()> {
+    let start = Instant::now();
+    let mut sw = Stopwatch::since(start);
+    check_arguments(&a)?;
     let abc_tf = a.abc_tf.as_deref().map(mcl::Transform::parse).transpose()?;
     let stream_tf = match (a.abc_neg_log10, abc_tf) {
         (false, t) => t,
@@ -219,61 +240,13 @@ fn run_typed<T: Scalar>(a: ClusterArgs, ui: Ui) -> Result<()> {
         }
     };
     let matrix_tf = a.tf.as_deref().map(mcl::Transform::parse).transpose()?;
-    let outputs: Vec<(&str, &std::path::Path)> = [("-o", &a.output), ("--json-file", &a.json_file)]
-        .into_iter()
-        .filter_map(|(o, p)| p.as_deref().map(|p| (o, p)))
-        .collect();
-    super::paths::refuse_clobbering(&[&a.input], &outputs)?;
-    // Every output is opened (a temporary file beside it) before any work, so that a path that
-    // cannot be written fails at once, and all are committed together at the end.
-    let clusters_out = match &a.output {
-        Some(p) => Some(AtomicOutput::create(p)?),
-        None => None,
-    };
-    let report_out = match &a.json_file {
-        Some(p) => Some(AtomicOutput::create(p)?),
-        None => None,
-    };
-    let parameters = serde_json::json!({
-        "input": a.input.display().to_string(),
-        "inflation": a.inflation,
-        "loop_gain": a.loop_gain,
-        "scheme": a.scheme,
-        "max_iterations": a.max_iterations,
-        "abc_tf": a.abc_tf,
-        "abc_neg_log10": a.abc_neg_log10,
-        "tf": a.tf,
-        "overlap": a.overlap.to_string(),
-        "engine": a.engine.to_string(),
-        "precision": match a.precision { Precision::F32 => "f32", Precision::F64 => "f64" },
-    });
-    let mut prune = PruneParams::scheme(a.scheme)?;
-    if let Some(p) = a.prune {
-        prune.prune = p;
-    }
-    if let Some(s) = a.select {
-        prune.select = s;
-    }
-    if let Some(r) = a.recover {
-        prune.recover = r;
-    }
-    if let Some(p) = a.pct {
-        prune.pct = p;
-    }
-    engine::open_gpu_early(a.engine, engine::file_bytes(&a.input));
+    let (clusters_out, report_out) = open_outputs(&a)?;
+    let parameters = parameters_json(&a);
     let params = MclParams {
-        inflation: a.inflation,
-        loop_gain: a.loop_gain,
-        prune,
-        max_iterations: a.max_iterations,
-        overlap: a.overlap,
-        engine: a.engine,
         gpu: super::env::gpu_tuning(),
-        batch_entries: a.batch_entries,
-        fused: !a.unfused,
-        ..Default::default()
+        ..mcl_params(&a)?
     };
-    params.validate()?;
+    engine::open_gpu_early(a.engine, engine::file_bytes(&a.input));
     let loaded = io::load_as::<T>(&a.input, a.input_args.format, &gmcl::mcl::FOOTPRINT)?;
     if stream_tf.is_some() && loaded.format != io::Format::Abc {
         return Err(Error::Input {
@@ -331,70 +304,15 @@ fn run_typed<T: Scalar>(a: ClusterArgs, ui: Ui) -> Result<()> {
         },
     )?;
     let mut compute = sw.lap();
-    if !result.converged && result.iterations > 0 {
-        ui.notice(&format!(
-            "stopped after {} (-L) before the chaos fell under 1e-4",
-            count(result.iterations as u64, "iteration", "iterations")
-        ));
-    }
-    if result.overlap > 0 {
-        ui.notice(&format!(
-            "{} in overlap ({})",
-            count(result.overlap as u64, "node membership", "node memberships"),
-            params.overlap
-        ));
-    }
-    if result.missing > 0 {
-        ui.notice(&format!(
-            "{} no attractor: put together in one cluster",
-            count(result.missing as u64, "node reached", "nodes reached")
-        ));
-    }
-    let labels = &loaded.labels;
-    let fmt = |c: &Vec<u32>, buf: &mut Vec<u8>| {
-        for (k, &v) in c.iter().enumerate() {
-            if k > 0 {
-                buf.push(b'\t');
-            }
-            labels.write_label(ids[v as usize], buf);
-        }
-        buf.push(b'\n');
-    };
-    let mut commits = Vec::new();
-    let native = (a.output_format == ClusterFormat::Mcl).then(|| {
-        let clusters = native_clusters(loaded.edges.nrows, &result.clusters, &ids);
-        let mut text = Vec::new();
-        mcl::native::write_native(loaded.edges.nrows, &clusters, &mut text);
-        text
-    });
-    match (clusters_out, native) {
-        (Some(mut out), Some(text)) => {
-            out.write_all(&text)?;
-            commits.push(out);
-        }
-        (Some(mut out), None) => {
-            gmcl::output::write_formatted(&mut out, &result.clusters, fmt, |_| {})?;
-            commits.push(out);
-        }
-        (None, native) => {
-            use std::io::Write;
-            let stdout = std::io::stdout();
-            let mut w = std::io::BufWriter::with_capacity(1 << 20, stdout.lock());
-            let failed = |e| Error::io("<stdout>", "cannot write output", e);
-            match native {
-                Some(text) => w.write_all(&text).map_err(failed)?,
-                None => {
-                    let mut buf = Vec::new();
-                    for c in &result.clusters {
-                        buf.clear();
-                        fmt(c, &mut buf);
-                        w.write_all(&buf).map_err(failed)?;
-                    }
-                }
-            }
-            w.flush().map_err(failed)?;
-        }
-    }
+    report_outcome(ui, &result, params.overlap);
+    let mut commits = write_clusters(
+        a.output_format,
+        clusters_out,
+        loaded.edges.nrows,
+        &result.clusters,
+        &ids,
+        &loaded.labels,
+    )?;
     let write = sw.lap();
     let info = mcl::measures::cluster_info(&graph, &result.clusters);
     compute += sw.lap();
@@ -432,6 +350,8 @@ fn run_typed<T: Scalar>(a: ClusterArgs, ui: Ui) -> Result<()> {
             mass_fraction: info.mass_fraction,
             converged: result.converged,
             engine: engine.to_string(),
+            ranks: None,
+            rank_engine: None,
             device_peak_bytes: (engine == EngineKind::Gpu).then_some(result.device_peak_bytes),
             setup_seconds: result.setup_seconds,
             finish_seconds: result.finish_seconds,
@@ -456,6 +376,292 @@ fn run_typed<T: Scalar>(a: ClusterArgs, ui: Ui) -> Result<()> {
         return Ok(());
     }
     AtomicOutput::commit_all(commits)
+}
+
+/// `gmcl cluster` under an MPI launcher: every rank reads its part of the file and clusters
+/// its block of columns on the CPU engine (`gmcl::dist::mcl`); rank 0 alone writes the
+/// clusters and the report, through the writers of the single-process run. Options that do not
+/// run across ranks yet are refused on every rank alike.
+fn run_across_ranks<T: Scalar>(a: ClusterArgs, ui: Ui, comm: &dyn Comm) -> Result<()> {
+    let start = Instant::now();
+    let mut sw = Stopwatch::since(start);
+    check_arguments(&a)?;
+    if a.engine == EngineKind::Gpu {
+        return Err(Error::EngineUnavailable(
+            "the GPU engine does not run MCL across MPI ranks yet: use --engine cpu or auto".into(),
+        ));
+    }
+    if a.tf.is_some() || a.abc_tf.is_some() || a.abc_neg_log10 {
+        return Err(Error::Invalid(
+            "--tf, --abc-tf and --abc-neg-log10 do not run across MPI ranks yet: run without \
+             mpirun"
+                .into(),
+        ));
+    }
+    if io::is_stdin(&a.input) {
+        return Err(Error::Invalid(
+            "across MPI ranks every rank reads its part of a file: give an edge list file \
+             (.el, .wel), not stdin"
+                .into(),
+        ));
+    }
+    let params = MclParams {
+        engine: EngineKind::Cpu,
+        ..mcl_params(&a)?
+    };
+    let reports = comm.rank() == 0;
+    // Rank 0 opens the outputs before any work; its failure stops every rank.
+    let (clusters_out, report_out) = dist::agree(
+        comm,
+        if reports {
+            open_outputs(&a)
+        } else {
+            Ok((None, None))
+        },
+    )?;
+    let opts = super::env::dist_mcl_options();
+    let graph = dist::mcl::load_graph::<T>(comm, &a.input, a.input_args.format, opts.stage_edges)?;
+    if graph.nodes() == 0 {
+        ui.notice("the graph has no edges: no clusters");
+    }
+    let load_seconds = start.elapsed().as_secs_f64();
+    let load = sw.lap();
+    let counters = IterationProgress::default();
+    let bar = ProgressBar::hidden();
+    let mut lines = IterationLines {
+        ui,
+        bar: &bar,
+        counters: &counters,
+    };
+    let result = dist::mcl::cluster(comm, &graph, &params, &opts, &mut lines)?;
+    report_outcome(ui, &result, params.overlap);
+    let info = dist::mcl::cluster_info(comm, &graph, &result.clusters)?;
+    let compute = sw.lap();
+    ui.notice(&format!(
+        "{} of {} ({}, largest {}) in {}, {:.2} s on {} ranks (CPU engine each); \
+         efficiency {:.5}, modularity {:.5}, mass fraction {:.5}",
+        count(info.clusters as u64, "cluster", "clusters"),
+        count(info.nodes as u64, "node", "nodes"),
+        count(info.singletons as u64, "singleton", "singletons"),
+        info.largest,
+        count(result.iterations as u64, "iteration", "iterations"),
+        result.seconds,
+        comm.size(),
+        info.efficiency,
+        info.modularity,
+        info.mass_fraction
+    ));
+    let written = if reports {
+        write_clusters(
+            a.output_format,
+            clusters_out,
+            graph.vertices,
+            &result.clusters,
+            &graph.ids,
+            &io::Labels::Identity,
+        )
+        .and_then(|mut commits| {
+            if !(a.json || report_out.is_some()) {
+                return AtomicOutput::commit_all(commits);
+            }
+            let write = sw.lap();
+            let mut parameters = parameters_json(&a);
+            parameters["prune"] = params.prune.prune.into();
+            parameters["select"] = params.prune.select.into();
+            parameters["recover"] = params.prune.recover.into();
+            parameters["pct"] = params.prune.pct.into();
+            parameters["ranks"] = comm.size().into();
+            let report = ClusterReport {
+                version: env!("CARGO_PKG_VERSION"),
+                parameters,
+                clusters: info.clusters,
+                iterations: result.iterations,
+                seconds: result.seconds,
+                nodes: info.nodes,
+                singletons: info.singletons,
+                largest: info.largest,
+                efficiency: info.efficiency,
+                modularity: info.modularity,
+                mass_fraction: info.mass_fraction,
+                converged: result.converged,
+                engine: EngineKind::Cpu.to_string(),
+                device_peak_bytes: None,
+                setup_seconds: result.setup_seconds,
+                finish_seconds: result.finish_seconds,
+                load_seconds,
+                wall_s: sw.finish(Wall {
+                    load,
+                    compute,
+                    write,
+                    ..Default::default()
+                }),
+                ranks: Some(comm.size()),
+                rank_engine: Some(EngineKind::Cpu.to_string()),
+            };
+            let text = to_json(&report)?;
+            if let Some(mut out) = report_out {
+                out.write_all(text.as_bytes())?;
+                out.write_all(b"\n")?;
+                commits.push(out);
+            }
+            AtomicOutput::commit_all(commits)?;
+            if a.json {
+                outln!("{text}")?;
+            }
+            Ok(())
+        })
+    } else {
+        Ok(())
+    };
+    dist::agree(comm, written)
+}
+
+/// The notices about how the run ended: stopped by -L, nodes in overlap, nodes that reached no
+/// attractor.
+fn report_outcome(ui: Ui, result: &mcl::MclResult, overlap: Overlap) {
+    if !result.converged && result.iterations > 0 {
+        ui.notice(&format!(
+            "stopped after {} (-L) before the chaos fell under 1e-4",
+            count(result.iterations as u64, "iteration", "iterations")
+        ));
+    }
+    if result.overlap > 0 {
+        ui.notice(&format!(
+            "{} in overlap ({})",
+            count(result.overlap as u64, "node membership", "node memberships"),
+            overlap
+        ));
+    }
+    if result.missing > 0 {
+        ui.notice(&format!(
+            "{} no attractor: put together in one cluster",
+            count(result.missing as u64, "node reached", "nodes reached")
+        ));
+    }
+}
+
+/// Every output, opened (a temporary file beside it) before any work, so that a path that
+/// cannot be written fails at once; all are committed together at the end.
+fn open_outputs(a: &ClusterArgs) -> Result<(Option<AtomicOutput>, Option<AtomicOutput>)> {
+    let outputs: Vec<(&str, &std::path::Path)> = [("-o", &a.output), ("--json-file", &a.json_file)]
+        .into_iter()
+        .filter_map(|(o, p)| p.as_deref().map(|p| (o, p)))
+        .collect();
+    super::paths::refuse_clobbering(&[&a.input], &outputs)?;
+    let clusters_out = match &a.output {
+        Some(p) => Some(AtomicOutput::create(p)?),
+        None => None,
+    };
+    let report_out = match &a.json_file {
+        Some(p) => Some(AtomicOutput::create(p)?),
+        None => None,
+    };
+    Ok((clusters_out, report_out))
+}
+
+/// The options of the run for the JSON report, as given or defaulted.
+fn parameters_json(a: &ClusterArgs) -> serde_json::Value {
+    serde_json::json!({
+        "input": a.input.display().to_string(),
+        "inflation": a.inflation,
+        "loop_gain": a.loop_gain,
+        "scheme": a.scheme,
+        "max_iterations": a.max_iterations,
+        "abc_tf": a.abc_tf,
+        "abc_neg_log10": a.abc_neg_log10,
+        "tf": a.tf,
+        "overlap": a.overlap.to_string(),
+        "engine": a.engine.to_string(),
+        "precision": match a.precision { Precision::F32 => "f32", Precision::F64 => "f64" },
+    })
+}
+
+/// MCL's parameters from the arguments (the GPU tuning left at its defaults), checked.
+fn mcl_params(a: &ClusterArgs) -> Result<MclParams> {
+    let mut prune = PruneParams::scheme(a.scheme)?;
+    if let Some(p) = a.prune {
+        prune.prune = p;
+    }
+    if let Some(s) = a.select {
+        prune.select = s;
+    }
+    if let Some(r) = a.recover {
+        prune.recover = r;
+    }
+    if let Some(p) = a.pct {
+        prune.pct = p;
+    }
+    let params = MclParams {
+        inflation: a.inflation,
+        loop_gain: a.loop_gain,
+        prune,
+        max_iterations: a.max_iterations,
+        overlap: a.overlap,
+        engine: a.engine,
+        batch_entries: a.batch_entries,
+        fused: !a.unfused,
+        ..Default::default()
+    };
+    params.validate()?;
+    Ok(params)
+}
+
+/// Writes `clusters` (nodes numbered as in `ids`, which gives each node's vertex id; the input
+/// had `vertices` ids) in `format` to `out`, or to stdout without one. Returns the outputs to
+/// commit.
+fn write_clusters(
+    format: ClusterFormat,
+    clusters_out: Option<AtomicOutput>,
+    vertices: usize,
+    clusters: &[Vec<u32>],
+    ids: &[u32],
+    labels: &io::Labels,
+) -> Result<Vec<AtomicOutput>> {
+    let fmt = |c: &Vec<u32>, buf: &mut Vec<u8>| {
+        for (k, &v) in c.iter().enumerate() {
+            if k > 0 {
+                buf.push(b'\t');
+            }
+            labels.write_label(ids[v as usize], buf);
+        }
+        buf.push(b'\n');
+    };
+    let mut commits = Vec::new();
+    let native = (format == ClusterFormat::Mcl).then(|| {
+        let clusters = native_clusters(vertices, clusters, ids);
+        let mut text = Vec::new();
+        mcl::native::write_native(vertices, &clusters, &mut text);
+        text
+    });
+    match (clusters_out, native) {
+        (Some(mut out), Some(text)) => {
+            out.write_all(&text)?;
+            commits.push(out);
+        }
+        (Some(mut out), None) => {
+            gmcl::output::write_formatted(&mut out, clusters, fmt, |_| {})?;
+            commits.push(out);
+        }
+        (None, native) => {
+            use std::io::Write;
+            let stdout = std::io::stdout();
+            let mut w = std::io::BufWriter::with_capacity(1 << 20, stdout.lock());
+            let failed = |e| Error::io("<stdout>", "cannot write output", e);
+            match native {
+                Some(text) => w.write_all(&text).map_err(failed)?,
+                None => {
+                    let mut buf = Vec::new();
+                    for c in clusters {
+                        buf.clear();
+                        fmt(c, &mut buf);
+                        w.write_all(&buf).map_err(failed)?;
+                    }
+                }
+            }
+            w.flush().map_err(failed)?;
+        }
+    }
+    Ok(commits)
 }
 
 /// The clusters in the input's vertex ids for mcl's native format: every vertex of the input

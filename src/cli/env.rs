@@ -149,6 +149,16 @@ pub fn dist_spgemm_options() -> gmcl::dist::spgemm::Options {
     o
 }
 
+/// The stages of MCL across ranks: `GMCL_DIST_STAGE` bounds both (as for tricount).
+pub fn dist_mcl_options() -> gmcl::dist::mcl::Options {
+    let mut o = gmcl::dist::mcl::Options::default();
+    if let Some(n) = number("GMCL_DIST_STAGE") {
+        o.stage_edges = n as usize;
+        o.stage_entries = n as usize;
+    }
+    o
+}
+
 /// A variable that holds a number (unset or unreadable: `None`).
 fn number(k: &str) -> Option<u64> {
     std::env::var(k).ok().and_then(|v| v.trim().parse().ok())

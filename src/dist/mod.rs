@@ -14,6 +14,7 @@
 
 pub mod input;
 pub mod matrix;
+pub mod mcl;
 #[cfg(feature = "mpi")]
 mod mpi;
 pub mod spgemm;

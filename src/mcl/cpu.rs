@@ -26,9 +26,9 @@ use std::time::Instant;
 /// Groups of rows per thread: enough for the heavy rows of power-law graphs to balance.
 const GROUPS_PER_THREAD: u64 = 64;
 
-/// Whether the fused path applies to `m`: every product of `m·m` is positive.
-pub(super) fn applies<T: Scalar>(m: &Csr<T>) -> bool {
-    spgemm::cpu::rows::products_are_positive(m, m)
+/// Whether the fused path applies to `a·b`: every product is positive.
+pub(super) fn applies<T: Scalar>(a: &Csr<T>, b: &Csr<T>) -> bool {
+    spgemm::cpu::rows::products_are_positive(a, b)
 }
 
 /// Positions `0..products.len()` cut into consecutive groups of about `target` products each
@@ -64,17 +64,19 @@ struct Done<'a, T> {
     seconds: f64,
 }
 
-/// One MCL iteration on the transposed matrix `m` (see [`super::iterate`]), whose products must
-/// all be positive ([`applies`]).
+/// One MCL iteration's columns `a·b` (see [`super::expand_prune`]: row `i` of `a` is node
+/// `first + i`), whose products must all be positive ([`applies`]).
 pub(super) fn iterate<T: Scalar>(
-    m: &Csr<T>,
+    a: &Csr<T>,
+    b: &Csr<T>,
+    first: usize,
     params: &MclParams,
     inflation: f64,
     progress: &IterationProgress,
 ) -> Result<(Csr<T>, Iteration)> {
     let start = Instant::now();
-    let n = m.nrows();
-    let per_row = spgemm::intermediate_products_per_row(m, m)?;
+    let n = a.nrows();
+    let per_row = spgemm::intermediate_products_per_row(a, b)?;
     let total: u64 = per_row.iter().sum();
     progress.set_totals(n as u64, total);
     let threads = rayon::current_num_threads().max(1) as u64;
@@ -82,16 +84,16 @@ pub(super) fn iterate<T: Scalar>(
         .div_ceil(threads * GROUPS_PER_THREAD)
         .max(1);
     let cutoff = T::from_f64(params.prune.cutoff());
-    let narrow = narrow_columns(m);
+    let narrow = narrow_columns(b);
     // Dense rows ordered by the column of their largest value (rows heading for the same
     // attractor share more k, so their groups read fewer rows of M), then the sparse rows.
-    let ncols = m.ncols();
+    let ncols = b.ncols();
     // The keys are made once: a sort calls its key function per comparison.
     let mut keys: Vec<(bool, u32, u32)> = (0..n as u32)
         .into_par_iter()
         .map(|i| {
             if is_dense(per_row[i as usize], ncols) {
-                (false, largest_at(m, i as usize), i)
+                (false, largest_at(a, i as usize), i)
             } else {
                 (true, 0, i)
             }
@@ -108,7 +110,7 @@ pub(super) fn iterate<T: Scalar>(
     // The pruned columns are kept in the groups' parts and then copied into the next matrix:
     // twice its size at the end. Past what the memory left holds, the iteration stops.
     let entry = super::entry_bytes::<T>();
-    let room = super::room_for_next(m);
+    let room = super::room_for_next(a);
     let kept_limit = room.map_or(u64::MAX, |r| r / (2 * entry));
     let kept_so_far = AtomicU64::new(0);
     let done: Vec<Result<Done<'_, T>>> = groups(&ordered, target)
@@ -132,7 +134,7 @@ pub(super) fn iterate<T: Scalar>(
             };
             let mut prune = |d: &mut Done<'_, T>, i: usize, cols: &[u32], vals: &[T]| {
                 d.expanded += cols.len() as u64;
-                let node = i as u32;
+                let node = (first + i) as u32;
                 let before = d.part.vals.len();
                 d.part
                     .push_column(cols, vals, node, &params.prune, cutoff, inflation, scratch);
@@ -164,18 +166,18 @@ pub(super) fn iterate<T: Scalar>(
                 if run.is_empty() {
                     let i = mine[at] as usize;
                     let t = Instant::now();
-                    let (cols, vals) = rows.row(m, m, i, per_row[i]);
+                    let (cols, vals) = rows.row(a, b, i, per_row[i]);
                     d.expand_seconds += t.elapsed().as_secs_f64();
                     prune(&mut d, i, cols, vals)?;
                     at += 1;
                     continue;
                 }
                 let t = Instant::now();
-                rows.rows_together(m, m, narrow.as_deref(), &run);
+                rows.rows_together(a, b, narrow.as_deref(), &run);
                 d.expand_seconds += t.elapsed().as_secs_f64();
                 for (q, &(r, _)) in run.iter().enumerate() {
                     let t = Instant::now();
-                    let (cols, vals) = rows.take(m, m, q);
+                    let (cols, vals) = rows.take(a, b, q);
                     d.expand_seconds += t.elapsed().as_secs_f64();
                     prune(&mut d, r, cols, vals)?;
                 }
@@ -287,7 +289,7 @@ mod tests {
         };
         let mut m = start_matrix(&g, 1.0);
         for _ in 0..30 {
-            assert!(applies(&m));
+            assert!(applies(&m, &m));
             let (a, ia) = iterate_any(&m, &batched, inflation).unwrap();
             let (b, ib) = iterate_any(&m, &fused, inflation).unwrap();
             assert_eq!(a.row_ptr(), b.row_ptr());
@@ -344,7 +346,7 @@ mod tests {
         let el = EdgeList::square(3, vec![(0, 1), (1, 2)], Some(vec![1.0, 1e-30]));
         let (g, _) = graph_from_edges::<f32>(&el).unwrap();
         let m = start_matrix(&g, 1.0);
-        assert!(!applies(&m));
+        assert!(!applies(&m, &m));
         let r = cluster(&g, &cpu_params(), &mut |_| {}).unwrap();
         assert!(r.converged);
     }

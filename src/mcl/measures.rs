@@ -39,52 +39,108 @@ pub struct ClusterInfo {
 /// counts once per cluster, as in clm.
 pub fn cluster_info<T: Scalar>(graph: &Csr<T>, clusters: &[Vec<u32>]) -> ClusterInfo {
     let n = graph.nrows();
+    let total: f64 = (0..n).map(|v| degree(graph.row(v).1)).sum();
     let mut mark = vec![u32::MAX; n];
+    let mut marked = None;
+    fold_info(n, clusters, total, |c, v| {
+        if marked != Some(c) {
+            for &u in &clusters[c] {
+                mark[u as usize] = c as u32;
+            }
+            marked = Some(c);
+        }
+        let (cols, vals) = graph.row(v as usize);
+        member_terms(cols, vals, clusters[c].len(), |u| {
+            mark[u as usize] == c as u32
+        })
+    })
+}
+
+/// A node's edge weight, summed in column order.
+pub(crate) fn degree<T: Scalar>(vals: &[T]) -> f64 {
+    vals.iter().map(|w| w.to_f64()).sum()
+}
+
+/// What one member of a cluster adds to `clm info`'s sums ([`member_terms`]).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) struct MemberTerms {
+    /// Its share of its weight inside the cluster (none without weight).
+    pub mass: Option<f64>,
+    /// Its efficiency term (none where undefined).
+    pub efficiency: Option<f64>,
+    /// Its edge weight inside the cluster, its loop left out.
+    pub internal: f64,
+    /// Its edge weight ([`degree`]).
+    pub degree: f64,
+}
+
+/// The terms of the node whose row of the graph is `(cols, vals)`, member of a cluster of
+/// `size` nodes; `inside(u)` says whether node `u` is in that cluster too.
+pub(crate) fn member_terms<T: Scalar>(
+    cols: &[u32],
+    vals: &[T],
+    size: usize,
+    inside: impl Fn(u32) -> bool,
+) -> MemberTerms {
+    // clm info first gives every node a loop weighing its largest edge (1 if none): the loop
+    // lies inside the node's own cluster.
+    let lp = vals.iter().fold(0.0f64, |m, w| m.max(w.to_f64()));
+    let lp = if lp > 0.0 { lp } else { 1.0 };
+    let (mut sum_i, mut sum_o, mut ssq) = (lp, 0.0f64, lp * lp);
+    let mut n_out = 0usize;
+    for (&u, &w) in cols.iter().zip(vals) {
+        let w = w.to_f64();
+        ssq += w * w;
+        if inside(u) {
+            sum_i += w;
+        } else {
+            sum_o += w;
+            n_out += 1;
+        }
+    }
+    let sum = sum_i + sum_o;
+    let mut efficiency = None;
+    if sum * sum > 0.0 {
+        let ctr = ssq / (sum * sum);
+        let join = (n_out + size) as f64;
+        let div = (sum_i - sum_o) / sum;
+        if ctr != 0.0 && join != 0.0 {
+            efficiency = Some(1.0 - (size as f64 - div / ctr) / join);
+        }
+    }
+    MemberTerms {
+        mass: (sum != 0.0).then(|| sum_i / sum),
+        efficiency,
+        internal: sum_i - lp,
+        degree: degree(vals),
+    }
+}
+
+/// `clm info`'s measures of `clusters` of `n` nodes whose edge weights sum to `total`, from
+/// `term(c, v)`, the terms of node `v` in cluster `c`, asked for cluster by cluster, member by
+/// member. Every sum runs in that order, so wherever the terms were computed the measures are
+/// the same bits.
+pub(crate) fn fold_info(
+    n: usize,
+    clusters: &[Vec<u32>],
+    total: f64,
+    mut term: impl FnMut(usize, u32) -> MemberTerms,
+) -> ClusterInfo {
     let (mut hits, mut mf, mut eff) = (0usize, 0.0f64, 0.0f64);
-    let degree: Vec<f64> = (0..n)
-        .map(|v| graph.row(v).1.iter().map(|w| w.to_f64()).sum())
-        .collect();
-    let total: f64 = degree.iter().sum();
     let mut modularity = 0.0;
     for (c, members) in clusters.iter().enumerate() {
-        for &v in members {
-            mark[v as usize] = c as u32;
-        }
-        let size = members.len();
         let (mut internal, mut degsum) = (0.0f64, 0.0f64);
         for &v in members {
-            let (cols, vals) = graph.row(v as usize);
-            // clm info first gives every node a loop weighing its largest edge (1 if none):
-            // the loop lies inside the node's own cluster.
-            let lp = vals.iter().fold(0.0f64, |m, w| m.max(w.to_f64()));
-            let lp = if lp > 0.0 { lp } else { 1.0 };
-            let (mut sum_i, mut sum_o, mut ssq) = (lp, 0.0f64, lp * lp);
-            let mut n_out = 0usize;
-            for (&u, &w) in cols.iter().zip(vals) {
-                let w = w.to_f64();
-                ssq += w * w;
-                if mark[u as usize] == c as u32 {
-                    sum_i += w;
-                } else {
-                    sum_o += w;
-                    n_out += 1;
-                }
-            }
-            let sum = sum_i + sum_o;
+            let t = term(c, v);
             hits += 1;
-            if sum != 0.0 {
-                mf += sum_i / sum;
+            if let Some(m) = t.mass {
+                mf += m;
             }
-            if sum * sum > 0.0 {
-                let ctr = ssq / (sum * sum);
-                let join = (n_out + size) as f64;
-                let div = (sum_i - sum_o) / sum;
-                if ctr != 0.0 && join != 0.0 {
-                    eff += 1.0 - (size as f64 - div / ctr) / join;
-                }
+            if let Some(e) = t.efficiency {
+                eff += e;
             }
-            internal += sum_i - lp;
-            degsum += degree[v as usize];
+            internal += t.internal;
+            degsum += t.degree;
         }
         if total != 0.0 {
             modularity += internal / total - (degsum / total).powi(2);

@@ -156,6 +156,8 @@ pub struct Iteration {
     pub expand_seconds: f64,
     /// Wall time of the iteration.
     pub seconds: f64,
+    /// Across ranks, the bytes the ranks received from one another (0 in one process).
+    pub exchanged_bytes: u64,
 }
 
 /// The result of [`cluster`].
@@ -298,20 +300,33 @@ pub fn start_matrix<T: Scalar>(graph: &Csr<T>, loop_gain: f64) -> Csr<T> {
     row_ptr.push(0u64);
     for i in 0..n {
         let (c, v) = graph.row(i);
-        let max = v.iter().fold(0.0f64, |m, x| m.max(x.to_f64()));
-        let lp = T::from_f64(if max > 0.0 { max } else { 1.0 } * loop_gain);
-        let at = c.partition_point(|&j| (j as usize) < i);
-        cols.extend_from_slice(&c[..at]);
-        vals.extend_from_slice(&v[..at]);
-        cols.push(i as u32);
-        vals.push(lp);
-        cols.extend_from_slice(&c[at..]);
-        vals.extend_from_slice(&v[at..]);
-        let start = row_ptr[i] as usize;
-        inflate::normalise(&mut vals[start..]);
+        start_row(c, v, i, loop_gain, &mut cols, &mut vals);
         row_ptr.push(cols.len() as u64);
     }
     Csr::from_parts_unchecked(n, n, row_ptr, cols, vals)
+}
+
+/// Row `node` of the start matrix (see [`start_matrix`]) from the graph's row `(c, v)`,
+/// appended to `cols` and `vals`. The distributed run makes its block of rows with it.
+pub(crate) fn start_row<T: Scalar>(
+    c: &[u32],
+    v: &[T],
+    node: usize,
+    loop_gain: f64,
+    cols: &mut Vec<u32>,
+    vals: &mut Vec<T>,
+) {
+    let start = vals.len();
+    let max = v.iter().fold(0.0f64, |m, x| m.max(x.to_f64()));
+    let lp = T::from_f64(if max > 0.0 { max } else { 1.0 } * loop_gain);
+    let at = c.partition_point(|&j| (j as usize) < node);
+    cols.extend_from_slice(&c[..at]);
+    vals.extend_from_slice(&v[..at]);
+    cols.push(node as u32);
+    vals.push(lp);
+    cols.extend_from_slice(&c[at..]);
+    vals.extend_from_slice(&v[at..]);
+    inflate::normalise(&mut vals[start..]);
 }
 
 /// Bytes one entry of an MCL matrix takes: its column (`u32`) and its value.
@@ -467,11 +482,27 @@ fn iterate_watched<T: Scalar>(
     if engine == EngineKind::Gpu {
         return gpu::iterate_host(m, params, inflation, progress);
     }
-    if params.fused && cpu::applies(m) {
-        return cpu::iterate(m, params, inflation, progress);
+    expand_prune(m, m, 0, params, inflation, progress)
+}
+
+/// One iteration's columns on the CPU engine: row `i` of `a·b`, pruned and inflated as node
+/// `first + i`, for every row of `a`. In one process `a` and `b` are both `Mᵀ`; across ranks
+/// `a` is a rank's rows of `Mᵀ` with their columns renumbered (in the same order) into the rows
+/// of `b` it fetched, so every column is made by the same code, in the same order of `k`.
+pub(crate) fn expand_prune<T: Scalar>(
+    a: &Csr<T>,
+    b: &Csr<T>,
+    first: usize,
+    params: &MclParams,
+    inflation: f64,
+    progress: &IterationProgress,
+) -> Result<(Csr<T>, Iteration)> {
+    if params.fused && cpu::applies(a, b) {
+        return cpu::iterate(a, b, first, params, inflation, progress);
     }
+    let engine = EngineKind::Cpu;
     let start = Instant::now();
-    let n = m.nrows();
+    let n = a.nrows();
     let mut it = Iteration::default();
     let mut row_ptr: Vec<u64> = Vec::with_capacity(n + 1);
     row_ptr.push(0);
@@ -508,22 +539,22 @@ fn iterate_watched<T: Scalar>(
         vals.len() as u64
     };
     let (mut products, mut expand_seconds) = (0u64, 0f64);
-    let per_row = spgemm::intermediate_products_per_row(m, m)?;
+    let per_row = spgemm::intermediate_products_per_row(a, b)?;
     progress.set_totals(n as u64, per_row.iter().sum());
     let entry = entry_bytes::<T>();
-    let room = room_for_next(m);
+    let room = room_for_next(a);
     let budget = cpu_batch_budget(params.batch_entries, room, entry);
-    for batch in batches(&per_row, m.ncols() as u64, budget) {
+    for batch in batches(&per_row, b.ncols() as u64, budget) {
         crate::interrupt::check()?;
         let opts = SpgemmOptions {
             mask: None,
             rows: Some(batch.clone()),
             gpu: params.gpu.clone(),
         };
-        let (c, stats) = spgemm::multiply(engine, m, m, &opts)?;
+        let (c, stats) = spgemm::multiply(engine, a, b, &opts)?;
         products += stats.intermediate_products;
         expand_seconds += stats.seconds;
-        let kept = absorb(batch.start, c);
+        let kept = absorb(first + batch.start, c);
         progress.advance(batch.len() as u64, per_row[batch].iter().sum());
         // The next matrix grows batch by batch: it stops where it would not fit.
         if let Some(room) = room.filter(|&r| kept.saturating_mul(entry) > r) {
@@ -538,23 +569,25 @@ fn iterate_watched<T: Scalar>(
     it.expand_seconds += expand_seconds;
     it.kept = vals.len() as u64;
     it.seconds = start.elapsed().as_secs_f64();
-    let next = Csr::from_parts_unchecked(n, m.ncols(), row_ptr, cols, vals);
+    let next = Csr::from_parts_unchecked(n, b.ncols(), row_ptr, cols, vals);
     Ok((next, it))
 }
 
 /// Iterates `step` from `m` until the chaos falls under the limit or `max_iterations` are
 /// done, growing the inflation after 40 iterations as mcl does. Returns the last matrix, the
-/// iterations run and whether the chaos fell under the limit.
-fn run_iterations<M>(
+/// iterations run and whether the chaos fell under the limit. `interrupted` is asked before
+/// each iteration (across ranks, every rank must get the same answer).
+pub(crate) fn run_iterations<M>(
     mut m: M,
     params: &MclParams,
     observer: &mut dyn Observer,
+    interrupted: &dyn Fn() -> Result<()>,
     mut step: impl FnMut(M, f64, &IterationProgress) -> Result<(M, Iteration)>,
 ) -> Result<(M, usize, bool)> {
     let mut inflation = params.inflation;
     let mut iterations = 0;
     while iterations < params.max_iterations {
-        crate::interrupt::check()?;
+        interrupted()?;
         let progress = observer.within().unwrap_or(progress::unwatched());
         progress.begin(iterations + 1);
         let (next, mut it) = step(m, inflation, progress)?;
@@ -621,17 +654,24 @@ pub fn cluster_observed<T: Scalar>(
         device.reset_pool_peak()?;
         let dm = gpu::DeviceMatrix::upload(&engine, &m)?;
         drop(m);
-        let (dm, iterations, converged) =
-            run_iterations(dm, params, &mut timed, |dm, inflation, progress| {
-                gpu::iterate(&engine, dm, params, inflation, progress)
-            })?;
+        let (dm, iterations, converged) = run_iterations(
+            dm,
+            params,
+            &mut timed,
+            &crate::interrupt::check,
+            |dm, inflation, progress| gpu::iterate(&engine, dm, params, inflation, progress),
+        )?;
         let m = dm.m.download(device)?;
         device_peak_bytes = device.pool_peak()?;
         (m, iterations, converged)
     } else {
-        run_iterations(m, params, &mut timed, |m, inflation, progress| {
-            iterate_watched(&m, params, inflation, progress)
-        })?
+        run_iterations(
+            m,
+            params,
+            &mut timed,
+            &crate::interrupt::check,
+            |m, inflation, progress| iterate_watched(&m, params, inflation, progress),
+        )?
     };
     let Timed {
         setup_seconds,
@@ -654,11 +694,11 @@ pub fn cluster_observed<T: Scalar>(
 }
 
 /// The caller's observer, and when the first iteration began and the last ended.
-struct Timed<'a> {
-    start: Instant,
-    setup_seconds: f64,
-    last_end: f64,
-    observer: &'a mut dyn Observer,
+pub(crate) struct Timed<'a> {
+    pub(crate) start: Instant,
+    pub(crate) setup_seconds: f64,
+    pub(crate) last_end: f64,
+    pub(crate) observer: &'a mut dyn Observer,
 }
 
 impl Observer for Timed<'_> {

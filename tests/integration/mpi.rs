@@ -1,6 +1,8 @@
 //! The distributed runs (`--features mpi`): `mpirun --oversubscribe -n P gmcl ...` for P = 1 to
 //! 4, each output compared with the single-process run's, and failures reported once.
 
+mod mcl;
+
 use crate::util::{gmcl, gmcl_bin, repo};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -226,7 +228,7 @@ fn what_does_not_run_across_ranks_yet_is_refused_once() {
         ),
         (
             &["info", "graphs/karate.el"],
-            "only tricount and spgemm run across MPI ranks",
+            "only tricount, spgemm and cluster run across MPI ranks",
             2,
         ),
         (

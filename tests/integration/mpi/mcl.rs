@@ -1,0 +1,169 @@
+//! `mpirun -n P gmcl cluster`: the cluster file byte-identical to the single-process run's for
+//! P = 1 to 4, failures reported once with no output left, and what does not run across ranks
+//! yet refused.
+
+use super::{mpirun, text, untidy_graph};
+use crate::util::{gmcl, repo, s};
+use std::path::{Path, PathBuf};
+
+/// The single-process cluster file of `g` with `args`.
+fn single(g: &Path, out: &Path, args: &[&str]) -> Vec<u8> {
+    let mut all = vec!["cluster", s(g), "-o", s(out), "-q"];
+    all.extend_from_slice(args);
+    let o = gmcl(&all);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    std::fs::read(out).unwrap()
+}
+
+/// An R-MAT graph from `gmcl generate`.
+fn rmat(dir: &Path) -> PathBuf {
+    let f = dir.join("rmat.el");
+    let o = gmcl(&[
+        "generate",
+        "--scale",
+        "10",
+        "--edge-factor",
+        "8",
+        "--seed",
+        "3",
+        "-o",
+        s(&f),
+        "-q",
+    ]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    f
+}
+
+#[test]
+fn clusters_on_1_to_4_ranks_are_the_single_process_bytes() {
+    let dir = tempfile::tempdir().unwrap();
+    let rmat = rmat(dir.path());
+    let untidy = untidy_graph(dir.path());
+    let karate = repo("graphs/karate.el");
+    let cases: [(&Path, &[&str]); 5] = [
+        (&karate, &[]),
+        (&karate, &["--output-format", "mcl", "-I", "1.4"]),
+        (&rmat, &[]),
+        (
+            &rmat,
+            &["--scheme", "1", "-I", "3", "--overlap", "keep", "--unfused"],
+        ),
+        (
+            &untidy,
+            &["-c", "2", "--overlap", "split", "--precision", "f64"],
+        ),
+    ];
+    for (g, args) in cases {
+        let want = single(g, &dir.path().join("single.txt"), args);
+        assert!(want.iter().filter(|&&b| b == b'\n').count() > 1);
+        for ranks in 1..=4 {
+            // Default stages, and stages of a few entries (many rounds of every exchange).
+            for stage in ["16777216", "40"] {
+                let out = dir.path().join(format!("out-{ranks}-{stage}.txt"));
+                let mut all = vec!["cluster", s(g), "-o", s(&out), "-q"];
+                all.extend_from_slice(args);
+                let o = mpirun(ranks, &[("GMCL_DIST_STAGE", stage)], &all);
+                let what = format!("{} {args:?} on {ranks} ranks, stage {stage}", g.display());
+                assert!(o.status.success(), "{what}: {}", text(&o.stderr));
+                assert_eq!(std::fs::read(&out).unwrap(), want, "{what}");
+            }
+        }
+    }
+}
+
+#[test]
+fn json_names_the_ranks_and_their_engine() {
+    let dir = tempfile::tempdir().unwrap();
+    let karate = repo("graphs/karate.el");
+    let out = dir.path().join("k.txt");
+    let o = mpirun(3, &[], &["cluster", s(&karate), "-o", s(&out), "--json"]);
+    let err = text(&o.stderr);
+    assert!(o.status.success(), "{err}");
+    // Rank 0 alone tells each iteration, with the bytes the ranks exchanged.
+    assert_eq!(err.matches("iteration   1 ").count(), 1, "{err}");
+    assert!(err.contains(" exchanged)"), "{err}");
+    assert!(err.contains("on 3 ranks (CPU engine each)"), "{err}");
+    let printed = text(&o.stdout);
+    assert_eq!(printed.lines().count(), 1, "{printed}");
+    let v: serde_json::Value = serde_json::from_str(&printed).unwrap();
+    let one = crate::util::json(&["cluster", s(&karate), "-o", s(&out), "--json", "-q"]);
+    assert_eq!(v["ranks"], 3);
+    assert_eq!(v["rank_engine"], "cpu");
+    assert_eq!(v["engine"], "cpu");
+    for k in [
+        "clusters",
+        "iterations",
+        "nodes",
+        "singletons",
+        "largest",
+        "converged",
+        "efficiency",
+        "modularity",
+        "mass_fraction",
+    ] {
+        assert_eq!(v[k], one[k], "{k}");
+    }
+}
+
+#[test]
+fn a_failure_on_one_rank_stops_every_rank_with_no_output() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = dir.path().join("bad.wel");
+    let mut text_in = String::new();
+    for i in 0..400 {
+        text_in.push_str(&format!("{} {} 1\n", i, (i * 7 + 1) % 400));
+    }
+    // Near the end: in the last rank's part.
+    text_in.push_str("3 9 -2\n1 2 1\n");
+    std::fs::write(&f, text_in).unwrap();
+    let out = dir.path().join("c.txt");
+    for ranks in [1, 2, 3] {
+        let o = mpirun(ranks, &[], &["cluster", s(&f), "-o", s(&out)]);
+        let err = text(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{err}");
+        assert_eq!(err.matches("gmcl: error").count(), 1, "{err}");
+        assert!(err.contains("bad.wel: edge (3, 9) weighs -2"), "{err}");
+        if ranks > 1 {
+            assert!(
+                err.contains(&format!("rank {} of {ranks}", ranks - 1)),
+                "{err}"
+            );
+        }
+        assert!(o.stdout.is_empty());
+        let left: Vec<_> = std::fs::read_dir(dir.path()).unwrap().collect();
+        assert_eq!(left.len(), 1, "{left:?}");
+    }
+}
+
+#[test]
+fn what_does_not_run_across_ranks_yet_is_refused_once() {
+    let karate = repo("graphs/karate.el");
+    let k = s(&karate);
+    let lesmis = repo("graphs/lesmis.abc");
+    let cases: [(Vec<&str>, &str, i32); 5] = [
+        (
+            vec!["cluster", k, "-o", "/nonexistent/c.txt"],
+            "rank 0 of 2: /nonexistent/c.txt: cannot create output",
+            2,
+        ),
+        (
+            vec!["cluster", s(&lesmis), "-o", "/tmp/unused"],
+            "abc format cannot be read across ranks",
+            2,
+        ),
+        (
+            vec!["cluster", k, "--engine", "gpu"],
+            "GPU engine does not run MCL",
+            3,
+        ),
+        (vec!["cluster", k, "--tf", "add(1)"], "--tf, --abc-tf", 2),
+        (vec!["cluster", "-", "--format", "el"], "not stdin", 2),
+    ];
+    for (args, message, code) in cases {
+        let o = mpirun(2, &[], &args);
+        let err = text(&o.stderr);
+        assert_eq!(o.status.code(), Some(code), "{args:?}: {err}");
+        assert_eq!(err.matches("gmcl: error").count(), 1, "{err}");
+        assert!(err.contains(message), "{args:?}: {err}");
+    }
+}
