@@ -12,50 +12,73 @@ use std::sync::atomic::{AtomicPtr, Ordering};
 /// More than the temporary files one run has at once.
 const SLOTS: usize = 64;
 
-static PATHS: [AtomicPtr<libc::c_char>; SLOTS] = [const { AtomicPtr::new(null_mut()) }; SLOTS];
+/// The process's remembered temporary files.
+static PATHS: Paths = Paths::new();
+
+/// A set of remembered paths (the process has one; a test makes its own, so that emptying it
+/// cannot remove the files of tests running beside it).
+struct Paths([AtomicPtr<libc::c_char>; SLOTS]);
 
 /// Remembers a temporary file that [`remove_all`] is to remove (past [`SLOTS`] files at once,
 /// the rest are not remembered).
 pub fn remember(path: &Path) {
-    use std::os::unix::ffi::OsStrExt;
-    let Ok(c) = CString::new(path.as_os_str().as_bytes()) else {
-        return;
-    };
-    let ptr = c.into_raw();
-    for slot in &PATHS {
-        if slot
-            .compare_exchange(null_mut(), ptr, Ordering::AcqRel, Ordering::Acquire)
-            .is_ok()
-        {
-            return;
-        }
-    }
-    // SAFETY: `ptr` came from `into_raw` above and went into no slot.
-    drop(unsafe { CString::from_raw(ptr) });
+    PATHS.remember(path)
 }
 
 /// Forgets `path` (renamed into place: it is no longer a temporary file). Its name is not freed:
 /// [`remove_all`] may be reading it on another thread at this moment.
 pub fn forget(path: &Path) {
-    use std::os::unix::ffi::OsStrExt;
-    let bytes = path.as_os_str().as_bytes();
-    for slot in &PATHS {
-        let p = slot.load(Ordering::Acquire);
-        // SAFETY: a non-null slot holds a CString that is never freed.
-        if !p.is_null() && unsafe { std::ffi::CStr::from_ptr(p) }.to_bytes() == bytes {
-            slot.store(null_mut(), Ordering::Release);
-        }
-    }
+    PATHS.forget(path)
 }
 
 /// Unlinks every remembered temporary file. Allocates nothing and takes no lock, so it may run
 /// in a signal handler.
 pub fn remove_all() {
-    for slot in &PATHS {
-        let p = slot.swap(null_mut(), Ordering::AcqRel);
-        if !p.is_null() {
-            // SAFETY: a non-null slot holds a NUL-terminated name that is never freed.
-            unsafe { libc::unlink(p) };
+    PATHS.remove_all()
+}
+
+impl Paths {
+    const fn new() -> Self {
+        Paths([const { AtomicPtr::new(null_mut()) }; SLOTS])
+    }
+
+    fn remember(&self, path: &Path) {
+        use std::os::unix::ffi::OsStrExt;
+        let Ok(c) = CString::new(path.as_os_str().as_bytes()) else {
+            return;
+        };
+        let ptr = c.into_raw();
+        for slot in &self.0 {
+            if slot
+                .compare_exchange(null_mut(), ptr, Ordering::AcqRel, Ordering::Acquire)
+                .is_ok()
+            {
+                return;
+            }
+        }
+        // SAFETY: `ptr` came from `into_raw` above and went into no slot.
+        drop(unsafe { CString::from_raw(ptr) });
+    }
+
+    fn forget(&self, path: &Path) {
+        use std::os::unix::ffi::OsStrExt;
+        let bytes = path.as_os_str().as_bytes();
+        for slot in &self.0 {
+            let p = slot.load(Ordering::Acquire);
+            // SAFETY: a non-null slot holds a CString that is never freed.
+            if !p.is_null() && unsafe { std::ffi::CStr::from_ptr(p) }.to_bytes() == bytes {
+                slot.store(null_mut(), Ordering::Release);
+            }
+        }
+    }
+
+    fn remove_all(&self) {
+        for slot in &self.0 {
+            let p = slot.swap(null_mut(), Ordering::AcqRel);
+            if !p.is_null() {
+                // SAFETY: a non-null slot holds a NUL-terminated name that is never freed.
+                unsafe { libc::unlink(p) };
+            }
         }
     }
 }
@@ -71,10 +94,12 @@ mod tests {
         let b = dir.path().join(".b.x.tmp");
         std::fs::write(&a, "a").unwrap();
         std::fs::write(&b, "b").unwrap();
-        remember(&a);
-        remember(&b);
-        forget(&b);
-        remove_all();
+        // A set of its own: the process's would also hold the files of tests running beside.
+        let paths = Paths::new();
+        paths.remember(&a);
+        paths.remember(&b);
+        paths.forget(&b);
+        paths.remove_all();
         assert!(!a.exists());
         assert!(b.exists());
     }

@@ -128,16 +128,27 @@ fn spawn_writing(dir: &Path) -> Child {
 /// Sends `sig` while a run writes; checks it stops with 130, the temporary file removed and the
 /// old file intact.
 fn stops_while_writing(sig: i32) {
-    let dir = tempfile::tempdir().unwrap();
-    let mut child = spawn_writing(dir.path());
-    signal(&child, sig);
-    let status = wait_within(&mut child, Duration::from_secs(5));
-    assert_interrupted(status, &stderr_of(&mut child));
-    assert_eq!(names(dir.path()), vec!["g.el".to_string()], "signal {sig}");
-    assert_eq!(
-        std::fs::read_to_string(dir.path().join("g.el")).unwrap(),
-        "0 1\n"
-    );
+    // On a loaded machine this thread may wake only after the run has written, synced and
+    // renamed its output (exit 0, the new file in place): that run proves nothing, so it is
+    // made again, a few times at most.
+    for attempt in 1..=4 {
+        let dir = tempfile::tempdir().unwrap();
+        let mut child = spawn_writing(dir.path());
+        signal(&child, sig);
+        let status = wait_within(&mut child, Duration::from_secs(5));
+        let stderr = stderr_of(&mut child);
+        if status.success() && attempt < 4 {
+            eprintln!("signal {sig} landed after the run had finished; again");
+            continue;
+        }
+        assert_interrupted(status, &stderr);
+        assert_eq!(names(dir.path()), vec!["g.el".to_string()], "signal {sig}");
+        assert_eq!(
+            std::fs::read_to_string(dir.path().join("g.el")).unwrap(),
+            "0 1\n"
+        );
+        return;
+    }
 }
 
 #[test]
