@@ -128,27 +128,16 @@ fn spawn_writing(dir: &Path) -> Child {
 /// Sends `sig` while a run writes; checks it stops with 130, the temporary file removed and the
 /// old file intact.
 fn stops_while_writing(sig: i32) {
-    // On a loaded machine this thread may wake only after the run has written, synced and
-    // renamed its output (exit 0, the new file in place): that run proves nothing, so it is
-    // made again, a few times at most.
-    for attempt in 1..=4 {
-        let dir = tempfile::tempdir().unwrap();
-        let mut child = spawn_writing(dir.path());
-        signal(&child, sig);
-        let status = wait_within(&mut child, Duration::from_secs(5));
-        let stderr = stderr_of(&mut child);
-        if status.success() && attempt < 4 {
-            eprintln!("signal {sig} landed after the run had finished; again");
-            continue;
-        }
-        assert_interrupted(status, &stderr);
-        assert_eq!(names(dir.path()), vec!["g.el".to_string()], "signal {sig}");
-        assert_eq!(
-            std::fs::read_to_string(dir.path().join("g.el")).unwrap(),
-            "0 1\n"
-        );
-        return;
-    }
+    let dir = tempfile::tempdir().unwrap();
+    let mut child = spawn_writing(dir.path());
+    signal(&child, sig);
+    let status = wait_within(&mut child, Duration::from_secs(5));
+    assert_interrupted(status, &stderr_of(&mut child));
+    assert_eq!(names(dir.path()), vec!["g.el".to_string()], "signal {sig}");
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("g.el")).unwrap(),
+        "0 1\n"
+    );
 }
 
 #[test]
@@ -160,7 +149,22 @@ fn ctrl_c_while_writing_removes_the_temporary_file_and_keeps_the_old_one() {
 fn sighup_sigusr_and_sigalrm_end_a_run_as_ctrl_c_does() {
     // Before, each killed gmcl and left its temporary file.
     for sig in [libc::SIGHUP, libc::SIGUSR1, libc::SIGUSR2, libc::SIGALRM] {
+        if ignored_here(sig) {
+            // Under nohup the test inherits SIGHUP ignored, and so does gmcl, which then rightly
+            // keeps ignoring it (`sighup_ignored_at_start_stays_ignored`).
+            eprintln!("signal {sig} is ignored in this process (nohup?): not sent");
+            continue;
+        }
         stops_while_writing(sig);
+    }
+}
+
+/// Whether this process ignores `sig` (what a child started from it inherits).
+fn ignored_here(sig: i32) -> bool {
+    // SAFETY: sigaction(2) with no new action only reads the current one into `old`.
+    unsafe {
+        let mut old: libc::sigaction = std::mem::zeroed();
+        libc::sigaction(sig, std::ptr::null(), &mut old) == 0 && old.sa_sigaction == libc::SIG_IGN
     }
 }
 
