@@ -422,7 +422,7 @@ extern "C" __global__ void gather_by_rank(const u32* rank, u32 n, const u64* by_
 extern "C" __global__ void __launch_bounds__(TRI_THREADS)
 triangles_pairs(const u64* a_ptr, const u32* a_idx, const u32* a_ids, const u64* b_ptr,
                 const u32* b_idx, const u32* b_ids, const u32* pair_a, const u32* pair_b,
-                u64 npairs, u64* counts, u64* total) {
+                u64 npairs, u32 per_vertex, u64* counts, u64* total) {
     const u32 lane = threadIdx.x & (WARP - 1);
     const u64 warps = (u64)gridDim.x * TRI_WARPS;
     u64 mine = 0;
@@ -446,13 +446,13 @@ triangles_pairs(const u64* a_ptr, const u32* a_idx, const u32* a_ids, const u64*
             }
             if (lo < ll && l[lo] == c) {
                 found++;
-                if (counts) atomicAdd(&counts[c], 1ull);
+                if (per_vertex) atomicAdd(&counts[c], 1ull);
             }
         }
         for (int o = WARP / 2; o > 0; o /= 2) found += __shfl_down_sync(0xffffffffu, found, o);
         if (lane == 0 && found) {
             mine += found;
-            if (counts) {
+            if (per_vertex) {
                 atomicAdd(&counts[a_ids[ia]], found);
                 atomicAdd(&counts[b_ids[ib]], found);
             }

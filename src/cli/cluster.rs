@@ -8,6 +8,7 @@ use clap::Args;
 use gmcl::dist::{self, Comm};
 use gmcl::engine;
 use gmcl::io;
+use gmcl::mcl::measures::ClusterInfo;
 use gmcl::mcl::{self, Iteration, IterationProgress, MclParams, Observer, Overlap, PruneParams};
 use gmcl::output::{standard_stream, AtomicOutput, StandardStream};
 use gmcl::spgemm::EngineKind;
@@ -159,6 +160,76 @@ struct ClusterReport {
     wall_s: Wall,
 }
 
+/// How a run went, for its report.
+struct Ran<'a> {
+    result: &'a mcl::MclResult,
+    info: &'a ClusterInfo,
+    /// The engine that ran (each rank's, across ranks).
+    engine: EngineKind,
+    /// The number of ranks, across MPI ranks only.
+    ranks: Option<usize>,
+    load_seconds: f64,
+    wall: Wall,
+}
+
+impl ClusterReport {
+    /// The report of a run with the arguments `a` and the parameters `params` they gave.
+    fn new(a: &ClusterArgs, params: &MclParams, run: Ran<'_>) -> Self {
+        let mut parameters = parameters_json(a);
+        parameters["prune"] = params.prune.prune.into();
+        parameters["select"] = params.prune.select.into();
+        parameters["recover"] = params.prune.recover.into();
+        parameters["pct"] = params.prune.pct.into();
+        if let Some(p) = run.ranks {
+            parameters["ranks"] = p.into();
+        }
+        let (result, info) = (run.result, run.info);
+        ClusterReport {
+            version: env!("CARGO_PKG_VERSION"),
+            parameters,
+            clusters: info.clusters,
+            iterations: result.iterations,
+            seconds: result.seconds,
+            nodes: info.nodes,
+            singletons: info.singletons,
+            largest: info.largest,
+            efficiency: info.efficiency,
+            modularity: info.modularity,
+            mass_fraction: info.mass_fraction,
+            converged: result.converged,
+            engine: run.engine.to_string(),
+            ranks: run.ranks,
+            rank_engine: run.ranks.map(|_| run.engine.to_string()),
+            device_peak_bytes: (run.engine == EngineKind::Gpu).then_some(result.device_peak_bytes),
+            setup_seconds: result.setup_seconds,
+            finish_seconds: result.finish_seconds,
+            load_seconds: run.load_seconds,
+            wall_s: run.wall,
+        }
+    }
+}
+
+/// Writes `report` to `report_out` (when given) and commits it with the other outputs, then
+/// prints it when `json`.
+fn emit_report(
+    report: &ClusterReport,
+    report_out: Option<AtomicOutput>,
+    mut commits: Vec<AtomicOutput>,
+    json: bool,
+) -> Result<()> {
+    let text = to_json(report)?;
+    if let Some(mut out) = report_out {
+        out.write_all(text.as_bytes())?;
+        out.write_all(b"\n")?;
+        commits.push(out);
+    }
+    AtomicOutput::commit_all(commits)?;
+    if json {
+        outln!("{text}")?;
+    }
+    Ok(())
+}
+
 /// One line per iteration on stderr, above the bar of the running iteration (when there is one).
 struct IterationLines<'a> {
     ui: Ui,
@@ -241,7 +312,6 @@ fn run_typed<T: Scalar>(a: ClusterArgs, ui: Ui) -> Result<()> {
     };
     let matrix_tf = a.tf.as_deref().map(mcl::Transform::parse).transpose()?;
     let (clusters_out, report_out) = open_outputs(&a)?;
-    let parameters = parameters_json(&a);
     let params = MclParams {
         gpu: super::env::gpu_tuning(),
         ..mcl_params(&a)?
@@ -305,7 +375,7 @@ fn run_typed<T: Scalar>(a: ClusterArgs, ui: Ui) -> Result<()> {
     )?;
     let mut compute = sw.lap();
     report_outcome(ui, &result, params.overlap);
-    let mut commits = write_clusters(
+    let commits = write_clusters(
         a.output_format,
         clusters_out,
         loaded.edges.nrows,
@@ -331,49 +401,26 @@ fn run_typed<T: Scalar>(a: ClusterArgs, ui: Ui) -> Result<()> {
         info.mass_fraction
     ));
     if a.json || report_out.is_some() {
-        let mut parameters = parameters;
-        parameters["prune"] = params.prune.prune.into();
-        parameters["select"] = params.prune.select.into();
-        parameters["recover"] = params.prune.recover.into();
-        parameters["pct"] = params.prune.pct.into();
-        let report = ClusterReport {
-            version: env!("CARGO_PKG_VERSION"),
-            parameters,
-            clusters: info.clusters,
-            iterations: result.iterations,
-            seconds: result.seconds,
-            nodes: info.nodes,
-            singletons: info.singletons,
-            largest: info.largest,
-            efficiency: info.efficiency,
-            modularity: info.modularity,
-            mass_fraction: info.mass_fraction,
-            converged: result.converged,
-            engine: engine.to_string(),
+        let wall = sw.finish(Wall {
+            load,
+            compute,
+            write,
+            ..Default::default()
+        });
+        let run = Ran {
+            result: &result,
+            info: &info,
+            engine,
             ranks: None,
-            rank_engine: None,
-            device_peak_bytes: (engine == EngineKind::Gpu).then_some(result.device_peak_bytes),
-            setup_seconds: result.setup_seconds,
-            finish_seconds: result.finish_seconds,
             load_seconds,
-            wall_s: sw.finish(Wall {
-                load,
-                compute,
-                write,
-                ..Default::default()
-            }),
+            wall,
         };
-        let text = to_json(&report)?;
-        if let Some(mut out) = report_out {
-            out.write_all(text.as_bytes())?;
-            out.write_all(b"\n")?;
-            commits.push(out);
-        }
-        AtomicOutput::commit_all(commits)?;
-        if a.json {
-            outln!("{text}")?;
-        }
-        return Ok(());
+        return emit_report(
+            &ClusterReport::new(&a, &params, run),
+            report_out,
+            commits,
+            a.json,
+        );
     }
     AtomicOutput::commit_all(commits)
 }
@@ -460,55 +507,31 @@ fn run_across_ranks<T: Scalar>(a: ClusterArgs, ui: Ui, comm: &dyn Comm) -> Resul
             &graph.ids,
             &io::Labels::Identity,
         )
-        .and_then(|mut commits| {
+        .and_then(|commits| {
             if !(a.json || report_out.is_some()) {
                 return AtomicOutput::commit_all(commits);
             }
             let write = sw.lap();
-            let mut parameters = parameters_json(&a);
-            parameters["prune"] = params.prune.prune.into();
-            parameters["select"] = params.prune.select.into();
-            parameters["recover"] = params.prune.recover.into();
-            parameters["pct"] = params.prune.pct.into();
-            parameters["ranks"] = comm.size().into();
-            let report = ClusterReport {
-                version: env!("CARGO_PKG_VERSION"),
-                parameters,
-                clusters: info.clusters,
-                iterations: result.iterations,
-                seconds: result.seconds,
-                nodes: info.nodes,
-                singletons: info.singletons,
-                largest: info.largest,
-                efficiency: info.efficiency,
-                modularity: info.modularity,
-                mass_fraction: info.mass_fraction,
-                converged: result.converged,
-                engine: EngineKind::Cpu.to_string(),
-                device_peak_bytes: None,
-                setup_seconds: result.setup_seconds,
-                finish_seconds: result.finish_seconds,
-                load_seconds,
-                wall_s: sw.finish(Wall {
-                    load,
-                    compute,
-                    write,
-                    ..Default::default()
-                }),
+            let wall = sw.finish(Wall {
+                load,
+                compute,
+                write,
+                ..Default::default()
+            });
+            let run = Ran {
+                result: &result,
+                info: &info,
+                engine: EngineKind::Cpu,
                 ranks: Some(comm.size()),
-                rank_engine: Some(EngineKind::Cpu.to_string()),
+                load_seconds,
+                wall,
             };
-            let text = to_json(&report)?;
-            if let Some(mut out) = report_out {
-                out.write_all(text.as_bytes())?;
-                out.write_all(b"\n")?;
-                commits.push(out);
-            }
-            AtomicOutput::commit_all(commits)?;
-            if a.json {
-                outln!("{text}")?;
-            }
-            Ok(())
+            emit_report(
+                &ClusterReport::new(&a, &params, run),
+                report_out,
+                commits,
+                a.json,
+            )
         })
     } else {
         Ok(())

@@ -62,7 +62,9 @@ pub struct PairCounter {
     own: DeviceRows,
     own_rows: usize,
     total: CudaSlice<u64>,
-    counts: Option<CudaSlice<u64>>,
+    /// Per-vertex counts (`n` of them) when `per_vertex`, else one unused element.
+    counts: CudaSlice<u64>,
+    per_vertex: bool,
     n: usize,
 }
 
@@ -71,15 +73,13 @@ impl PairCounter {
     /// `per_vertex`.
     pub fn new(gpu: Arc<Gpu>, own: Rows<'_>, n: usize, per_vertex: bool) -> Result<Self> {
         let s = &gpu.main;
-        let counts = match per_vertex {
-            true => Some(zeros::<u64>(s, n, "the per-vertex counts")?),
-            false => None,
-        };
+        let counts = zeros::<u64>(s, if per_vertex { n } else { 1 }, "the per-vertex counts")?;
         Ok(PairCounter {
             own: DeviceRows::upload(&gpu, own)?,
             own_rows: own.ids.len(),
             total: zeros::<u64>(s, 1, "the triangle count")?,
             counts,
+            per_vertex,
             n,
             gpu,
         })
@@ -121,38 +121,22 @@ impl PairCounter {
         let npairs = pair_a.len() as u64;
         let a = &self.own;
         let cfg = strided(g, npairs * 32, 256);
-        // Without per-vertex counts the kernel takes a null pointer: a 1-element buffer's
-        // address is passed but never written (the kernel checks `counts` itself).
-        let null: u64 = 0;
-        let total = &mut self.total;
-        match self.counts.as_mut() {
-            Some(counts) => launch(g, s, "triangles_pairs", cfg, |l| {
-                l.arg(&a.ptr)
-                    .arg(&a.idx)
-                    .arg(&a.ids)
-                    .arg(&b.ptr)
-                    .arg(&b.idx)
-                    .arg(&b.ids)
-                    .arg(&pa)
-                    .arg(&pb)
-                    .arg(&npairs)
-                    .arg(counts)
-                    .arg(total);
-            })?,
-            None => launch(g, s, "triangles_pairs", cfg, |l| {
-                l.arg(&a.ptr)
-                    .arg(&a.idx)
-                    .arg(&a.ids)
-                    .arg(&b.ptr)
-                    .arg(&b.idx)
-                    .arg(&b.ids)
-                    .arg(&pa)
-                    .arg(&pb)
-                    .arg(&npairs)
-                    .arg(&null)
-                    .arg(total);
-            })?,
-        }
+        let per_vertex = u32::from(self.per_vertex);
+        let (counts, total) = (&mut self.counts, &mut self.total);
+        launch(g, s, "triangles_pairs", cfg, |l| {
+            l.arg(&a.ptr)
+                .arg(&a.idx)
+                .arg(&a.ids)
+                .arg(&b.ptr)
+                .arg(&b.idx)
+                .arg(&b.ids)
+                .arg(&pa)
+                .arg(&pb)
+                .arg(&npairs)
+                .arg(&per_vertex)
+                .arg(counts)
+                .arg(total);
+        })?;
         // The round's buffers are freed when this returns; wait for the kernel first, so that a
         // failure is reported by the round that caused it.
         check("count the triangles of a round", s.synchronize())
@@ -163,9 +147,15 @@ impl PairCounter {
         let g = &*self.gpu;
         let s = &g.main;
         let total = download(g, s, &self.total, 1, "the triangle count")?;
-        let counts = match &self.counts {
-            Some(c) => Some(download(g, s, c, self.n, "the per-vertex counts")?),
-            None => None,
+        let counts = match self.per_vertex {
+            true => Some(download(
+                g,
+                s,
+                &self.counts,
+                self.n,
+                "the per-vertex counts",
+            )?),
+            false => None,
         };
         Ok((total.first().copied().unwrap_or(0), counts))
     }
