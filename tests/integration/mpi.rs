@@ -1,6 +1,7 @@
 //! The distributed runs (`--features mpi`): `mpirun --oversubscribe -n P gmcl ...` for P = 1 to
 //! 4, each output compared with the single-process run's, and failures reported once.
 
+mod interrupt;
 mod mcl;
 
 use crate::util::{gmcl, gmcl_bin, repo};
