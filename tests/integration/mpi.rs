@@ -1,6 +1,7 @@
 //! The distributed runs (`--features mpi`): `mpirun --oversubscribe -n P gmcl ...` for P = 1 to
 //! 4, each output compared with the single-process run's, and failures reported once.
 
+mod labels;
 mod mcl;
 
 use crate::util::{gmcl, gmcl_bin, repo};
@@ -271,7 +272,7 @@ fn a_bad_line_on_one_rank_stops_every_rank_with_one_message() {
 
 #[test]
 fn what_does_not_run_across_ranks_yet_is_refused_once() {
-    let cases: [(&[&str], &str, i32); 4] = [
+    let cases: [(&[&str], &str, i32); 3] = [
         (
             &[
                 "tricount",
@@ -285,11 +286,6 @@ fn what_does_not_run_across_ranks_yet_is_refused_once() {
         (
             &["info", "graphs/karate.el"],
             "only tricount, spgemm and cluster run across MPI ranks",
-            2,
-        ),
-        (
-            &["tricount", "graphs/lesmis.abc"],
-            "abc format cannot be read across ranks",
             2,
         ),
         (
