@@ -486,6 +486,37 @@ mod tests {
         numbered_as_one_process(&e);
     }
 
+    /// Each rank's owner of each of 64 labels, in one run of 4 threads as ranks.
+    fn owners_in_one_run() -> Vec<Vec<usize>> {
+        let group = ThreadComm::group(4);
+        std::thread::scope(|s| {
+            let hs: Vec<_> = group
+                .iter()
+                .map(|c| {
+                    s.spawn(move || {
+                        let owner = owner_of_labels(c);
+                        (0..64)
+                            .map(|i| owner(format!("label {i}").as_bytes()))
+                            .collect()
+                    })
+                })
+                .collect();
+            hs.into_iter().map(|h| h.join().unwrap()).collect()
+        })
+    }
+
+    #[test]
+    fn owners_agree_within_a_run_and_follow_the_drawn_key() {
+        let a = owners_in_one_run();
+        let b = owners_in_one_run();
+        // Every rank computes the same owners.
+        assert!(a.iter().all(|o| *o == a[0]) && b.iter().all(|o| *o == b[0]));
+        // Every rank owns some labels; another run's key sends them elsewhere (all 64 the same
+        // by chance: 4^-64).
+        assert!((0..4).all(|r| a[0].contains(&r)), "{:?}", a[0]);
+        assert_ne!(a[0], b[0]);
+    }
+
     #[test]
     fn labels_travel_whole_in_words() {
         let mut words = Vec::new();
