@@ -406,7 +406,18 @@ fn check_part(
     fits: Option<WeightCheck>,
 ) -> Result<()> {
     if part + 1 == parts {
-        checks::refuse_cut_last_line(bytes, loaded, path)?;
+        // A part without weights may end a weighted SNAP or `.abc` file: as weighted, the
+        // check asks the entry line before the last (in whichever part), as for the whole file.
+        let weighted = Loaded {
+            edges: crate::edges::EdgeList {
+                weights: Some(Vec::new()),
+                ..Default::default()
+            },
+            format: loaded.format,
+            labels: Labels::Identity,
+            symmetric_storage: false,
+        };
+        checks::refuse_cut_last_line(bytes, &weighted, path)?;
     }
     if let Some((fits, name)) = fits {
         let start = match loaded.format {
@@ -576,6 +587,18 @@ mod tests {
         let e = load_part(&f, None, 1, 2).unwrap_err().to_string();
         assert!(e.contains("m.wel:2: the last line has no newline"), "{e}");
         assert!(load_part(&f, None, 0, 2).is_ok());
+        // A last part of one unweighted line, cut off, after a weighted line in another part.
+        for (name, text) in [("g.txt", "1 2 0.5\n3 4"), ("g.abc", "a b 0.5\nc d")] {
+            let g = dir.path().join(name);
+            std::fs::write(&g, text).unwrap();
+            let want = load(&g, None).unwrap_err().to_string();
+            assert!(want.contains(":2: the last line has no newline"), "{want}");
+            assert_eq!(load_part(&g, None, 1, 2).unwrap_err().to_string(), want);
+            assert!(load_part(&g, None, 0, 2).is_ok());
+            // Unweighted throughout, the same line is whole.
+            std::fs::write(&g, text.replace(" 0.5", "")).unwrap();
+            assert!(load(&g, None).is_ok() && load_part(&g, None, 1, 2).is_ok());
+        }
     }
 
     #[test]
