@@ -447,9 +447,7 @@ fn run_across_ranks<T: Scalar>(a: ClusterArgs, ui: Ui, comm: &dyn Comm) -> Resul
     }
     if io::is_stdin(&a.input) {
         return Err(Error::Invalid(
-            "across MPI ranks every rank reads its part of a file: give an edge list file \
-             (.el, .wel), not stdin"
-                .into(),
+            "across MPI ranks every rank reads its part of a file: give a file, not stdin".into(),
         ));
     }
     let params = MclParams {
@@ -484,6 +482,11 @@ fn run_across_ranks<T: Scalar>(a: ClusterArgs, ui: Ui, comm: &dyn Comm) -> Resul
     report_outcome(ui, &result, params.overlap);
     let info = dist::mcl::cluster_info(comm, &graph, &result.clusters)?;
     let compute = sw.lap();
+    // SNAP ids and `.abc` labels: every rank's share to rank 0, which writes them.
+    let labels = match &graph.labels {
+        Some(share) => share.gather(comm, opts.stage_edges)?,
+        None => None,
+    };
     ui.notice(&format!(
         "{} of {} ({}, largest {}) in {}, {:.2} s on {} ranks (CPU engine each); \
          efficiency {:.5}, modularity {:.5}, mass fraction {:.5}",
@@ -505,7 +508,7 @@ fn run_across_ranks<T: Scalar>(a: ClusterArgs, ui: Ui, comm: &dyn Comm) -> Resul
             graph.vertices,
             &result.clusters,
             &graph.ids,
-            &io::Labels::Identity,
+            labels.as_ref().unwrap_or(&io::Labels::Identity),
         )
         .and_then(|commits| {
             if !(a.json || report_out.is_some()) {

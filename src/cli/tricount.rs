@@ -259,18 +259,25 @@ fn run_across_ranks(a: TricountArgs, ui: Ui, comm: &dyn Comm, mut sw: Stopwatch)
     if let Some(why) = &t.notice {
         ui.notice(why);
     }
+    // SNAP ids and `.abc` labels: every rank's share to rank 0, which writes them.
+    let names = match (&t.labels, a.per_vertex.is_some()) {
+        (Some(share), true) => share.gather(comm, opts.stage_edges)?,
+        _ => None,
+    };
     let elapsed = sw.lap();
     let load = t.load_seconds.min(elapsed);
     let compute = elapsed - load;
     let written = match (per_vertex_out, &t.per_vertex) {
         (Some(out), Some(counts)) => {
             // Matrix Market numbers vertices from 1, as the single-process file names them.
-            let labels = match a
-                .input_args
-                .format
-                .or_else(|| io::Format::from_path(&a.input))
-            {
-                Some(io::Format::Mtx) => io::Labels::OneBased,
+            let labels = match (
+                names,
+                a.input_args
+                    .format
+                    .or_else(|| io::Format::from_path(&a.input)),
+            ) {
+                (Some(names), _) => names,
+                (None, Some(io::Format::Mtx)) => io::Labels::OneBased,
                 _ => io::Labels::Identity,
             };
             write_per_vertex(out, &labels, counts)

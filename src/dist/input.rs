@@ -7,6 +7,7 @@
 //! buffers stay bounded whatever the file's size (and every message stays below MPI's 32-bit
 //! counts).
 
+use super::labels::LabelShare;
 use super::{agree, Blocks, Comm, MAX_MESSAGE};
 use crate::error::Result;
 use crate::io::Format;
@@ -15,7 +16,7 @@ use std::path::Path;
 
 /// One rank's block of rows of the simple undirected graph: for each row of
 /// `blocks.range(rank)`, its neighbours (global ids, sorted, no self loop, no repeat).
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct RowBlock {
     /// How rows are cut among the ranks (`blocks.n` is the graph's vertex count).
     pub blocks: Blocks,
@@ -25,6 +26,8 @@ pub struct RowBlock {
     pub ptr: Vec<u64>,
     /// The neighbours of the block's rows, row after row.
     pub adj: Vec<u32>,
+    /// This rank's share of the vertices' names (SNAP ids, `.abc` labels), for the writers.
+    pub labels: Option<LabelShare>,
 }
 
 impl RowBlock {
@@ -54,7 +57,7 @@ pub fn simple_row_block(
     format: Option<Format>,
     stage_edges: usize,
 ) -> Result<RowBlock> {
-    let loaded = super::matrix::read_part::<f64>(comm, path, format)?;
+    let (loaded, labels) = super::matrix::read_part::<f64>(comm, path, format, stage_edges)?;
     let mut n = [loaded.edges.nrows.max(loaded.edges.ncols) as u64];
     comm.max_u64(&mut n);
     let blocks = Blocks {
@@ -76,7 +79,10 @@ pub fn simple_row_block(
         agree(comm, crate::interrupt::check())?;
     }
     drop(edges);
-    Ok(build_rows(blocks, comm.rank(), &received))
+    Ok(RowBlock {
+        labels,
+        ..build_rows(blocks, comm.rank(), &received)
+    })
 }
 
 /// The directed pairs `(u, v)` and `(v, u)` of every edge but self loops, grouped by the owner of
@@ -162,6 +168,7 @@ fn build_rows(blocks: Blocks, rank: usize, pairs: &[u32]) -> RowBlock {
         rank,
         ptr,
         adj,
+        labels: None,
     }
 }
 
@@ -169,6 +176,7 @@ fn build_rows(blocks: Blocks, rank: usize, pairs: &[u32]) -> RowBlock {
 mod tests {
     use super::*;
     use crate::dist::SelfComm;
+    use crate::io::Labels;
 
     #[test]
     fn one_rank_block_is_the_simple_graph() {
@@ -203,11 +211,18 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.contains("g.el:2:"), "{e}");
-        let g = dir.path().join("g.abc");
-        std::fs::write(&g, "a\tb\n").unwrap();
+        let g = dir.path().join("g.npz");
+        std::fs::write(&g, "PK").unwrap();
         let e = simple_row_block(&SelfComm, &g, None, 8)
             .unwrap_err()
             .to_string();
-        assert!(e.contains("abc format cannot be read across ranks"), "{e}");
+        assert!(e.contains("npz format cannot be read across ranks"), "{e}");
+        // Labels are read, and the block keeps its share of them.
+        let h = dir.path().join("g.abc");
+        std::fs::write(&h, "a\tb\n").unwrap();
+        let b = simple_row_block(&SelfComm, &h, None, 8).unwrap();
+        assert_eq!((b.row(0), b.row(1)), (&[1][..], &[0][..]));
+        let names = Labels::Names(vec!["a".into(), "b".into()]);
+        assert_eq!(b.labels.map(|s| s.labels), Some(names));
     }
 }

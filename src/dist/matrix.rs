@@ -8,6 +8,7 @@
 //! The exchange runs in rounds of at most `stage_edges` of each rank's parsed entries, so its
 //! buffers stay bounded (and every message below MPI's 32-bit counts).
 
+use super::labels::LabelShare;
 use super::{agree, Blocks, Comm, MAX_MESSAGE};
 use crate::csr::{BuildOptions, Csr, Duplicates};
 use crate::edges::EdgeList;
@@ -73,18 +74,20 @@ pub fn load_block<T: Scalar>(
     symmetrize: bool,
     stage_edges: usize,
 ) -> Result<MatrixBlock<T>> {
-    let loaded = read_part::<T>(comm, path, format)?;
+    let (loaded, _) = read_part::<T>(comm, path, format, stage_edges)?;
     block_of_parts(comm, loaded, path, symmetrize, stage_edges)
 }
 
 /// This rank's part of `path` ([`io::load_part_as`]), with the checks that need every part made
-/// on the facts every part gathered ([`io::check_parts`]). Collective; an error on any rank is
-/// the error of every rank.
+/// on the facts every part gathered ([`io::check_parts`]), numbered as the whole file is
+/// ([`super::labels::renumber`]: SNAP ids and `.abc` labels, with this rank's share of them).
+/// Collective; an error on any rank is the error of every rank.
 pub(crate) fn read_part<T: Scalar>(
     comm: &dyn Comm,
     path: &Path,
     format: Option<Format>,
-) -> Result<Loaded> {
+    stage: usize,
+) -> Result<(Loaded, Option<LabelShare>)> {
     let (loaded, facts) = agree(
         comm,
         io::load_part_as::<T>(path, format, comm.rank(), comm.size()),
@@ -95,7 +98,7 @@ pub(crate) fn read_part<T: Scalar>(
         .map(PartFacts::from_words)
         .collect();
     io::check_parts(path, format, &all)?;
-    Ok(loaded)
+    super::labels::renumber(comm, loaded, path, stage)
 }
 
 /// Every rank's parsed part made into its block of rows. Collective.

@@ -13,6 +13,7 @@
 //! reports it. [`Comm::abort`] is the last resort where ranks can no longer agree.
 
 pub mod input;
+pub mod labels;
 pub mod matrix;
 pub mod mcl;
 #[cfg(feature = "mpi")]

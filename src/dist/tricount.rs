@@ -13,6 +13,7 @@
 //! (a vertex's triangles are found on the ranks owning their lowest vertex).
 
 use super::input::{simple_row_block, RowBlock};
+use super::labels::LabelShare;
 use super::{agree, Blocks, Comm, MAX_MESSAGE};
 use crate::engine::Work;
 use crate::error::{Error, Result};
@@ -71,6 +72,8 @@ pub struct Counted {
     pub engine: EngineKind,
     /// Why this rank runs on the CPU engine under `auto` when a GPU was wanted (no usable GPU).
     pub notice: Option<String>,
+    /// This rank's share of the vertices' names (SNAP ids, `.abc` labels), for the writers.
+    pub labels: Option<LabelShare>,
 }
 
 /// Counts the triangles of the simple undirected graph of `path`, every rank reading its part.
@@ -86,6 +89,7 @@ pub fn count_file(
     let load_seconds = start.elapsed().as_secs_f64();
     let mut c = count_block(comm, &block, opts)?;
     c.load_seconds = load_seconds;
+    c.labels = block.labels;
     Ok(c)
 }
 
@@ -244,6 +248,7 @@ pub fn count_block(comm: &dyn Comm, block: &RowBlock, opts: &Options) -> Result<
         rounds: rounds[0],
         engine,
         notice,
+        labels: None,
     })
 }
 

@@ -16,8 +16,23 @@ use std::path::Path;
 
 /// Reads an `.abc` file's bytes.
 pub(crate) fn parse(bytes: &[u8], path: &Path, chunk: usize) -> Result<Loaded> {
+    parse_from(bytes, 0, path, chunk)
+}
+
+/// Reads part `part` of `parts` of an `.abc` file's lines ([`reader::part_range`]), as
+/// [`parse`] reads a whole file: the part's labels numbered in order of first appearance in the
+/// part (a distributed run turns them into the whole file's numbering). A bad line is named by
+/// its number in the whole file.
+pub(crate) fn parse_part(bytes: &[u8], path: &Path, part: usize, parts: usize) -> Result<Loaded> {
+    let range = reader::part_range(bytes, 0, part, parts);
+    let chunk = reader::default_chunk(range.len());
+    parse_from(&bytes[..range.end], range.start, path, chunk)
+}
+
+/// Reads the lines of `bytes[start..]` (`start` at a line start).
+fn parse_from(bytes: &[u8], start: usize, path: &Path, chunk: usize) -> Result<Loaded> {
     // No skipping of leading comment lines by the reader's rules: `%` starts a label here.
-    let parsed = reader::parse_chunks(bytes, 0, chunk, true, parse_chunk)
+    let parsed = reader::parse_chunks(bytes, start, chunk, true, parse_chunk)
         .map_err(|s| reader::stop_error(path, bytes, s, diagnose))?;
 
     // Intern the labels in file order: each new label gets the next id.

@@ -76,7 +76,17 @@ pub(crate) fn parse_edges(
     mode: u8,
     chunk: usize,
 ) -> std::result::Result<Parsed<(u32, u32)>, Stop> {
-    let start = reader::skip_leading_comments(bytes, 0);
+    parse_edges_from(bytes, reader::skip_leading_comments(bytes, 0), mode, chunk)
+}
+
+/// Parses the edges of `bytes[start..]` in `mode` (`start` at a line start; offsets in stops
+/// stay those of `bytes`, so lines are named in the whole file).
+pub(crate) fn parse_edges_from(
+    bytes: &[u8],
+    start: usize,
+    mode: u8,
+    chunk: usize,
+) -> std::result::Result<Parsed<(u32, u32)>, Stop> {
     match mode {
         TWO => reader::parse_chunks(bytes, start, chunk, false, parse_chunk::<TWO>),
         THREE => reader::parse_chunks(bytes, start, chunk, true, parse_chunk::<THREE>),

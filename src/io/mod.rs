@@ -298,9 +298,10 @@ fn load_stdin(
 /// Loads part `part` of `parts` of a graph file, as one process of a distributed run does: the
 /// file is mapped, and only the lines of that part (an equal share of the bytes, cut at line
 /// boundaries) are read. The edge list's shape is the part's own (largest id + 1): the caller
-/// agrees on the whole graph's with the other parts. Edge lists (`.el`, `.wel`) only: the other
-/// formats' ids depend on lines in other parts (SNAP and `.abc` number vertices in order of first
-/// appearance, `.mtx` has a header), and are refused naming the format. The whole-file checks of
+/// agrees on the whole graph's with the other parts. SNAP and `.abc` parts come numbered by
+/// their own ids and labels (the part's [`Labels`]): their numbering in the whole file depends
+/// on the other parts, and `crate::dist::labels` makes it. `.mtx` is read by [`load_part_as`];
+/// `.npz` is refused naming the format. The whole-file checks of
 /// [`load`] that concern a part are made by it: a Matrix Market banner read as an edge list, and
 /// (by the last part) a cut-off last line.
 pub fn load_part(path: &Path, format: Option<Format>, part: usize, parts: usize) -> Result<Loaded> {
@@ -368,11 +369,26 @@ fn load_part_checked(
             crate::interrupt::check()?;
             Ok(loaded)
         }
+        Some(f @ (Format::Snap | Format::Abc)) => {
+            let source = reader::Source::open(path)?;
+            let bytes = source.bytes();
+            let loaded = checks::refuse_compressed_text(bytes, f, path)
+                .and_then(|()| checks::refuse_foreign_banner(bytes, f, path))
+                .and_then(|()| match f {
+                    Format::Snap => snap::parse_part(bytes, path, part, parts),
+                    _ => abc::parse_part(bytes, path, part, parts),
+                })
+                .and_then(|l| check_part(&l, bytes, path, part, parts, fits).map(|()| l));
+            source.unchanged(path)?;
+            let loaded = loaded?;
+            crate::interrupt::check()?;
+            Ok(loaded)
+        }
         Some(f) => Err(Error::Input {
             path: path.to_path_buf(),
             message: format!(
                 "the {f} format cannot be read across ranks yet: give an edge list (.el, \
-                 .wel) or Matrix Market (.mtx), or run without mpirun"
+                 .wel, SNAP .txt), labels (.abc) or Matrix Market (.mtx), or run without mpirun"
             ),
         }),
         None => load(path, None),
@@ -390,11 +406,24 @@ fn check_part(
     fits: Option<WeightCheck>,
 ) -> Result<()> {
     if part + 1 == parts {
-        checks::refuse_cut_last_line(bytes, loaded, path)?;
+        // A part without weights may end a weighted SNAP or `.abc` file: as weighted, the
+        // check asks the entry line before the last (in whichever part), as for the whole file.
+        let weighted = Loaded {
+            edges: crate::edges::EdgeList {
+                weights: Some(Vec::new()),
+                ..Default::default()
+            },
+            format: loaded.format,
+            labels: Labels::Identity,
+            symmetric_storage: false,
+        };
+        checks::refuse_cut_last_line(bytes, &weighted, path)?;
     }
     if let Some((fits, name)) = fits {
         let start = match loaded.format {
             Format::Mtx => mtx::entries_start(bytes),
+            // `%` starts a label in `.abc`: its parts start at the first byte.
+            Format::Abc => 0,
             _ => reader::skip_leading_comments(bytes, 0),
         };
         let range = reader::part_range(bytes, start, part, parts);
@@ -558,6 +587,18 @@ mod tests {
         let e = load_part(&f, None, 1, 2).unwrap_err().to_string();
         assert!(e.contains("m.wel:2: the last line has no newline"), "{e}");
         assert!(load_part(&f, None, 0, 2).is_ok());
+        // A last part of one unweighted line, cut off, after a weighted line in another part.
+        for (name, text) in [("g.txt", "1 2 0.5\n3 4"), ("g.abc", "a b 0.5\nc d")] {
+            let g = dir.path().join(name);
+            std::fs::write(&g, text).unwrap();
+            let want = load(&g, None).unwrap_err().to_string();
+            assert!(want.contains(":2: the last line has no newline"), "{want}");
+            assert_eq!(load_part(&g, None, 1, 2).unwrap_err().to_string(), want);
+            assert!(load_part(&g, None, 0, 2).is_ok());
+            // Unweighted throughout, the same line is whole.
+            std::fs::write(&g, text.replace(" 0.5", "")).unwrap();
+            assert!(load(&g, None).is_ok() && load_part(&g, None, 1, 2).is_ok());
+        }
     }
 
     #[test]

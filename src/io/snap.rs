@@ -13,11 +13,30 @@ use std::path::Path;
 
 /// Reads a SNAP file's bytes.
 pub(crate) fn parse(bytes: &[u8], path: &Path, chunk: usize) -> Result<Loaded> {
+    parse_from(bytes, reader::skip_leading_comments(bytes, 0), path, chunk)
+}
+
+/// Reads part `part` of `parts` of a SNAP file's lines ([`reader::part_range`]), as [`parse`]
+/// reads a whole file: the part's ids renumbered `0..k` in increasing order and kept as
+/// [`Labels::Ids`] (a distributed run turns them into the whole file's numbering), weights when
+/// a line of the part has one. A bad line is named by its number in the whole file.
+pub(crate) fn parse_part(bytes: &[u8], path: &Path, part: usize, parts: usize) -> Result<Loaded> {
+    let start = reader::skip_leading_comments(bytes, 0);
+    let range = reader::part_range(bytes, start, part, parts);
+    let chunk = reader::default_chunk(range.len());
+    parse_from(&bytes[..range.end], range.start, path, chunk)
+}
+
+/// Reads the lines of `bytes[start..]`.
+fn parse_from(bytes: &[u8], start: usize, path: &Path, chunk: usize) -> Result<Loaded> {
     // Read unweighted first (most SNAP files are); a weight column anywhere means reading again
     // with weights, where lines without one weigh 1.
-    let (parsed, weighted) = match el::parse_edges(bytes, TWO_SIGNAL, chunk) {
+    let (parsed, weighted) = match el::parse_edges_from(bytes, start, TWO_SIGNAL, chunk) {
         Ok(p) => (Ok(p), false),
-        Err(Stop::Weighted(_)) => (el::parse_edges(bytes, TWO_OR_THREE, chunk), true),
+        Err(Stop::Weighted(_)) => (
+            el::parse_edges_from(bytes, start, TWO_OR_THREE, chunk),
+            true,
+        ),
         Err(e) => (Err(e), false),
     };
     let parsed = parsed

@@ -10,6 +10,7 @@
 //! are touched (a gather of the blocks' flags), from which the compact numbering follows; a
 //! rank's nodes are its block's touched ids, so blocks of nodes stay consecutive.
 
+use super::super::labels::LabelShare;
 use super::super::{agree, Blocks, Comm, MAX_MESSAGE};
 use crate::csr::Csr;
 use crate::error::{Error, Result};
@@ -32,6 +33,8 @@ pub struct GraphBlock<T> {
     pub ids: Vec<u32>,
     /// The file's vertex count (largest id + 1).
     pub vertices: usize,
+    /// This rank's share of the vertices' names (SNAP ids, `.abc` labels), for the writers.
+    pub labels: Option<LabelShare>,
 }
 
 impl<T: Scalar> GraphBlock<T> {
@@ -60,8 +63,9 @@ pub fn load_graph<T: Scalar>(
     let loaded = agree(
         comm,
         io::load_part(path, format, comm.rank(), comm.size())
-            .and_then(|l| check_weights::<T>(&l.edges, path).map(|()| l)),
+            .and_then(|l| check_weights::<T>(&l.edges, &l.labels, path).map(|()| l)),
     )?;
+    let (loaded, labels) = super::super::labels::renumber(comm, loaded, path, stage_edges)?;
     let el = loaded.edges;
     let mut n = [el.nrows.max(el.ncols) as u64];
     comm.max_u64(&mut n);
@@ -125,12 +129,18 @@ pub fn load_graph<T: Scalar>(
         rows: Csr::from_parts_unchecked(local, nodes, row_ptr, cols, vals),
         ids,
         vertices: blocks.n,
+        labels,
     })
 }
 
 /// The single-process checks of a part's weights: finite and not negative (the message of
 /// [`crate::mcl::graph_from_edges`]), and within the value type's range.
-fn check_weights<T: Scalar>(el: &crate::edges::EdgeList, path: &Path) -> Result<()> {
+/// Edges are named by the file's ids or labels.
+fn check_weights<T: Scalar>(
+    el: &crate::edges::EdgeList,
+    labels: &io::Labels,
+    path: &Path,
+) -> Result<()> {
     let Some(w) = &el.weights else {
         return Ok(());
     };
@@ -139,14 +149,14 @@ fn check_weights<T: Scalar>(el: &crate::edges::EdgeList, path: &Path) -> Result<
         message,
     };
     if let Some(i) = w.iter().position(|&x| !(x >= 0.0 && x.is_finite())) {
-        let (u, v) = el.edges[i];
+        let (u, v) = (labels.label(el.edges[i].0), labels.label(el.edges[i].1));
         return Err(bad(format!(
             "edge ({u}, {v}) weighs {}: MCL needs weights that are finite and not negative",
             w[i]
         )));
     }
     if let Some(i) = w.iter().position(|&x| !T::from_f64(x).to_f64().is_finite()) {
-        let (u, v) = el.edges[i];
+        let (u, v) = (labels.label(el.edges[i].0), labels.label(el.edges[i].1));
         return Err(bad(format!(
             "edge ({u}, {v}): weight {:e} does not fit the value type {} (it would become \
              infinite and change the answer); run with --precision f64",
