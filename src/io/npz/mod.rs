@@ -45,25 +45,87 @@ pub(crate) fn parse(bytes: &[u8], path: &Path) -> Result<Loaded> {
     Ok(loaded(edges))
 }
 
-/// The matrix of a `.npz` file, read as it is stored.
-pub(crate) enum Matrix {
-    /// Entries grouped by row (a CSR or CSC archive), for [`Csr::from_row_entries`].
-    Rows(RowEntries),
-    /// Entries as coordinates (a COO archive), for [`Csr::from_edges`].
-    Edges(Loaded),
-}
-
 /// Reads the sparse matrix in the `.npz` file `bytes` without listing its entries as edges when
-/// the archive groups them: a CSR archive's arrays are its rows, a CSC archive's are transposed
-/// into rows. The entries, values and duplicates are those [`parse`] gives.
-pub(crate) fn parse_matrix(bytes: &[u8], path: &Path) -> Result<Matrix> {
+/// the archive groups them: a CSR archive's arrays are its rows, a CSC archive's are the rows of
+/// the transpose (its columns), left as they are. The entries, values and duplicates are those
+/// [`parse`] gives, and the stored entries come in the order of its edges.
+pub(crate) fn parse_grouped(bytes: &[u8], path: &Path) -> Result<Grouped> {
     let m = match read(bytes, path)? {
-        Stored::Rows(r) => Matrix::Rows(r),
-        Stored::Columns(c) => Matrix::Rows(c.transposed()?),
-        Stored::Pairs(el) => Matrix::Edges(loaded(el)),
+        Stored::Rows(entries) => Grouped::Stored(StoredMatrix {
+            entries,
+            transposed: false,
+        }),
+        Stored::Columns(entries) => Grouped::Stored(StoredMatrix {
+            entries,
+            transposed: true,
+        }),
+        Stored::Pairs(el) => Grouped::Edges(loaded(el)),
     };
     crate::interrupt::check()?;
     Ok(m)
+}
+
+/// The matrix of a `.npz` file as [`parse_grouped`] reads it.
+pub(crate) enum Grouped {
+    /// A CSR or CSC archive's entries, grouped as stored.
+    Stored(StoredMatrix),
+    /// A COO archive's entries as an edge list.
+    Edges(Loaded),
+}
+
+/// A matrix's entries grouped by row, or by column (the rows of its transpose), as a `.npz`
+/// archive stores them: the entries (duplicates included) in stored order, which is the order
+/// [`crate::io::load`] lists them as edges in.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct StoredMatrix {
+    /// The groups: the matrix's rows, or its columns when `transposed`.
+    pub entries: RowEntries,
+    /// The groups are the matrix's columns (a CSC archive): `entries` holds the transpose.
+    pub transposed: bool,
+}
+
+impl StoredMatrix {
+    /// The matrix's rows and columns.
+    pub fn shape(&self) -> (usize, usize) {
+        let (r, c) = (self.entries.nrows, self.entries.ncols);
+        if self.transposed {
+            (c, r)
+        } else {
+            (r, c)
+        }
+    }
+
+    /// Number of stored entries.
+    pub fn len(&self) -> usize {
+        self.entries.cols.len()
+    }
+
+    /// Whether no entry is stored.
+    pub fn is_empty(&self) -> bool {
+        self.entries.cols.is_empty()
+    }
+
+    /// The matrix's `(row, column)` of stored entry `k` (`k < len()`).
+    pub fn entry(&self, k: usize) -> (u32, u32) {
+        let ptr = &self.entries.ptr;
+        // The group holding entry k: the last one starting at or before it.
+        let group = ptr.partition_point(|&p| p <= k as u64).saturating_sub(1) as u32;
+        let minor = self.entries.cols[k];
+        if self.transposed {
+            (minor, group)
+        } else {
+            (group, minor)
+        }
+    }
+
+    /// The entries grouped by the matrix's rows: as stored, or transposed from columns.
+    pub fn into_rows(self) -> Result<RowEntries> {
+        if self.transposed {
+            self.entries.transposed()
+        } else {
+            Ok(self.entries)
+        }
+    }
 }
 
 fn loaded(edges: EdgeList) -> Loaded {
