@@ -1,7 +1,9 @@
 //! Loading a file straight into the matrix a command works on. Text formats are parsed into an
 //! edge list and built with [`Csr::from_edges`]; a `.npz` archive that stores its matrix by rows
 //! or columns is built from those arrays ([`Csr::from_row_entries`]) with no edge list in
-//! between, by the same rules, so both give the same matrix for the same entries.
+//! between, by the same rules, so both give the same matrix for the same entries. Commands that
+//! build their own matrices (`info`, `cluster`) take a CSR or CSC archive's arrays as stored
+//! ([`load_graph`]).
 
 use super::npz::StoredMatrix;
 use super::{limits, npz, reader, Format, Labels, Loaded};
