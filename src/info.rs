@@ -1,8 +1,9 @@
 //! Summary statistics of a loaded graph, as `gmcl info` prints them.
 
-use crate::csr::{BuildOptions, Csr, Duplicates};
+use crate::csr::{BuildOptions, Csr, Duplicates, RowEntries};
 use crate::edges::EdgeList;
 use crate::error::Result;
+use crate::io::StoredMatrix;
 use rayon::prelude::*;
 use serde::Serialize;
 
@@ -55,13 +56,7 @@ impl GraphInfo {
         let undirected = pattern(true)?;
         // U = D ∪ Dᵀ has as many entries as D exactly when Dᵀ ⊆ D.
         let symmetric = directed.nnz() == undirected.nnz();
-        let degrees: Vec<u64> = (0..vertices)
-            .into_par_iter()
-            .map(|i| {
-                let cols = undirected.row(i).0;
-                (cols.len() - cols.binary_search(&(i as u32)).map_or(0, |_| 1)) as u64
-            })
-            .collect();
+        let (max_degree, degree_sum) = degrees(&undirected);
         let records = if symmetric_storage {
             (el.len() as u64 + self_loops) / 2
         } else {
@@ -73,14 +68,92 @@ impl GraphInfo {
             self_loops,
             duplicate_edges: (el.len() - directed.nnz()) as u64,
             symmetric,
-            max_degree: degrees.par_iter().copied().max().unwrap_or(0),
+            max_degree,
             avg_degree: if vertices == 0 {
                 0.0
             } else {
-                degrees.par_iter().sum::<u64>() as f64 / vertices as f64
+                degree_sum as f64 / vertices as f64
             },
         })
     }
+}
+
+impl GraphInfo {
+    /// [`GraphInfo::of`] of a matrix as an archive stores it (by rows or by columns): the same
+    /// figures as of the same entries listed as edges, with no edge list made. Every figure is
+    /// the same for a matrix and its transpose, so columns are read as they are.
+    pub fn of_stored(m: &StoredMatrix) -> Result<GraphInfo> {
+        let (nrows, ncols) = m.shape();
+        let vertices = nrows.max(ncols);
+        let e = &m.entries;
+        // The groups made square, structure only.
+        let mut ptr = e.ptr.clone();
+        ptr.resize(vertices + 1, e.cols.len() as u64);
+        let square = RowEntries {
+            nrows: vertices,
+            ncols: vertices,
+            ptr,
+            cols: e.cols.clone(),
+            values: None,
+        };
+        let groups = || (0..e.nrows).into_par_iter().with_min_len(1024);
+        let self_loops: u64 = groups()
+            .map(|i| group(e, i).iter().filter(|&&j| j as usize == i).count() as u64)
+            .sum();
+        let distinct: u64 = groups().map(|i| distinct_in(group(e, i))).sum();
+        let undirected = Csr::<f32>::from_row_entries(
+            square,
+            &BuildOptions {
+                symmetrize: true,
+                drop_self_loops: false,
+                duplicates: Duplicates::Sum,
+            },
+        )?;
+        let (max_degree, degree_sum) = degrees(&undirected);
+        let records = m.len() as u64;
+        Ok(GraphInfo {
+            vertices: vertices as u64,
+            edges: records,
+            self_loops,
+            duplicate_edges: records - distinct,
+            symmetric: distinct == undirected.nnz() as u64,
+            max_degree,
+            avg_degree: if vertices == 0 {
+                0.0
+            } else {
+                degree_sum as f64 / vertices as f64
+            },
+        })
+    }
+}
+
+/// The entries of group `i`.
+fn group(e: &RowEntries, i: usize) -> &[u32] {
+    &e.cols[e.ptr[i] as usize..e.ptr[i + 1] as usize]
+}
+
+/// How many distinct columns a group holds.
+fn distinct_in(cols: &[u32]) -> u64 {
+    if cols.windows(2).all(|w| w[0] < w[1]) {
+        return cols.len() as u64;
+    }
+    let mut sorted = cols.to_vec();
+    sorted.sort_unstable();
+    sorted.dedup();
+    sorted.len() as u64
+}
+
+/// The largest and the sum of the vertices' degrees in the undirected pattern `u`: distinct
+/// neighbours, the vertex itself not counted.
+fn degrees(u: &Csr<f32>) -> (u64, u64) {
+    (0..u.nrows())
+        .into_par_iter()
+        .map(|i| {
+            let cols = u.row(i).0;
+            (cols.len() - cols.binary_search(&(i as u32)).map_or(0, |_| 1)) as u64
+        })
+        .fold(|| (0, 0), |(m, s), d| (m.max(d), s + d))
+        .reduce(|| (0, 0), |a, b| (a.0.max(b.0), a.1 + b.1))
 }
 
 #[cfg(test)]
@@ -100,6 +173,28 @@ mod tests {
         assert_eq!(i.avg_degree, 1.0);
         let sym = EdgeList::square(2, vec![(0, 1), (1, 0)], None);
         assert!(GraphInfo::of(&sym, false).unwrap().symmetric);
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn stored_entries_give_the_figures_of_their_edges(
+            nrows in 1usize..10,
+            ncols in 1usize..10,
+            groups in proptest::collection::vec(proptest::collection::vec(0u32..10, 0..6), 0..10),
+            transposed in proptest::bool::ANY,
+        ) {
+            let mut e = RowEntries { nrows, ncols, ptr: vec![0], ..Default::default() };
+            for i in 0..nrows {
+                for &j in groups.get(i).map_or(&[][..], |g| g) {
+                    e.cols.push(j % ncols as u32);
+                }
+                e.ptr.push(e.cols.len() as u64);
+            }
+            let m = StoredMatrix { entries: e, transposed };
+            let (r, c) = m.shape();
+            let el = EdgeList { nrows: r, ncols: c, edges: (0..m.len()).map(|k| m.entry(k)).collect(), weights: None };
+            proptest::prop_assert_eq!(GraphInfo::of_stored(&m).unwrap(), GraphInfo::of(&el, false).unwrap());
+        }
     }
 
     #[test]

@@ -255,22 +255,53 @@ pub fn write_formatted<I: Sync>(
     const BLOCK: usize = 1 << 16;
     // A few blocks per thread at a time bounds the memory held in text.
     let group = BLOCK * 4 * rayon::current_num_threads().max(1);
-    for part in items.chunks(group) {
+    let parts: Vec<&[I]> = items.chunks(group).collect();
+    write_in_order(
+        out,
+        parts.len(),
+        |p| {
+            parts[p]
+                .par_chunks(BLOCK)
+                .map(|block| {
+                    let mut buf = Vec::with_capacity(block.len() * 16);
+                    for it in block {
+                        fmt(it, &mut buf);
+                    }
+                    buf
+                })
+                .collect()
+        },
+        |p| progress(parts[p].len()),
+    )
+}
+
+/// Writes the texts of `groups` groups in order: `format(g)` makes group `g`'s texts (in
+/// parallel, as it likes), and group `g + 1` is made while group `g` is written, so the write
+/// (one thread) overlaps the formatting (the others). `written(g)` follows each group's write.
+pub fn write_in_order(
+    out: &mut AtomicOutput,
+    groups: usize,
+    format: impl Fn(usize) -> Vec<Vec<u8>> + Sync,
+    mut written: impl FnMut(usize),
+) -> Result<()> {
+    let mut ready: Option<Vec<Vec<u8>>> = None;
+    for g in 0..=groups {
         crate::interrupt::check()?;
-        let texts: Vec<Vec<u8>> = part
-            .par_chunks(BLOCK)
-            .map(|block| {
-                let mut buf = Vec::with_capacity(block.len() * 16);
-                for it in block {
-                    fmt(it, &mut buf);
+        let texts = ready.take();
+        let (write, next) = rayon::join(
+            || -> Result<()> {
+                for t in texts.iter().flatten() {
+                    out.write_all(t)?;
                 }
-                buf
-            })
-            .collect();
-        for t in &texts {
-            out.write_all(t)?;
+                Ok(())
+            },
+            || (g < groups).then(|| format(g)),
+        );
+        write?;
+        if g > 0 {
+            written(g - 1);
         }
-        progress(part.len());
+        ready = next;
     }
     Ok(())
 }

@@ -317,8 +317,8 @@ fn run_typed<T: Scalar>(a: ClusterArgs, ui: Ui) -> Result<()> {
         ..mcl_params(&a)?
     };
     engine::open_gpu_early(a.engine, engine::file_bytes(&a.input));
-    let loaded = io::load_as::<T>(&a.input, a.input_args.format, &gmcl::mcl::FOOTPRINT)?;
-    if stream_tf.is_some() && loaded.format != io::Format::Abc {
+    let loaded = io::load_graph_as::<T>(&a.input, a.input_args.format, &gmcl::mcl::FOOTPRINT)?;
+    if stream_tf.is_some() && loaded.format() != io::Format::Abc {
         return Err(Error::Input {
             path: a.input.clone(),
             message: "--abc-tf and --abc-neg-log10 transform .abc input (mcl's --abc stream): \
@@ -326,19 +326,14 @@ fn run_typed<T: Scalar>(a: ClusterArgs, ui: Ui) -> Result<()> {
                 .into(),
         });
     }
-    let (graph, ids) = mcl::graph_from_edges_transformed::<T>(
-        &loaded.edges,
-        stream_tf.as_ref(),
-        matrix_tf.as_ref(),
-        &|i| loaded.labels.label(i),
-    )
-    .map_err(|e| match e {
-        Error::Invalid(msg) => Error::Input {
-            path: a.input.clone(),
-            message: msg,
-        },
-        other => other,
-    })?;
+    let (graph, ids, vertices, labels) =
+        build_graph::<T>(loaded, stream_tf.as_ref(), matrix_tf.as_ref()).map_err(|e| match e {
+            Error::Invalid(msg) => Error::Input {
+                path: a.input.clone(),
+                message: msg,
+            },
+            other => other,
+        })?;
     if graph.nrows() == 0 {
         ui.notice("the graph has no edges: no clusters");
     }
@@ -378,10 +373,10 @@ fn run_typed<T: Scalar>(a: ClusterArgs, ui: Ui) -> Result<()> {
     let commits = write_clusters(
         a.output_format,
         clusters_out,
-        loaded.edges.nrows,
+        vertices,
         &result.clusters,
         &ids,
-        &loaded.labels,
+        &labels,
     )?;
     let write = sw.lap();
     let info = mcl::measures::cluster_info(&graph, &result.clusters);
@@ -423,6 +418,35 @@ fn run_typed<T: Scalar>(a: ClusterArgs, ui: Ui) -> Result<()> {
         );
     }
     AtomicOutput::commit_all(commits)
+}
+
+/// The graph MCL clusters of a loaded input, with mcl's weight transforms: a `.npz` archive's
+/// stored rows built straight into it, any other input through its edge list (the same graph for
+/// the same entries). Returns the graph, each node's vertex id, the input's vertex count and the
+/// vertices' names.
+fn build_graph<T: Scalar>(
+    loaded: io::GraphInput,
+    stream: Option<&mcl::Transform>,
+    matrix: Option<&mcl::Transform>,
+) -> Result<(gmcl::Csr<T>, Vec<u32>, usize, io::Labels)> {
+    match loaded {
+        io::GraphInput::Stored(m) => {
+            let vertices = m.shape().0;
+            let labels = io::Labels::Identity;
+            let (mut graph, ids) = mcl::graph_from_stored::<T>(m)?;
+            if let Some(tf) = matrix {
+                mcl::transform_graph(&mut graph, &ids, tf, &|i| labels.label(i))?;
+            }
+            Ok((graph, ids, vertices, labels))
+        }
+        io::GraphInput::Edges(l) => {
+            let (graph, ids) =
+                mcl::graph_from_edges_transformed::<T>(&l.edges, stream, matrix, &|i| {
+                    l.labels.label(i)
+                })?;
+            Ok((graph, ids, l.edges.nrows, l.labels))
+        }
+    }
 }
 
 /// `gmcl cluster` under an MPI launcher: every rank reads its part of the file and clusters

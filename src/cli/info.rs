@@ -5,7 +5,7 @@ use super::wall::{timed, Stopwatch, Wall};
 use super::InputArgs;
 use clap::Args;
 use gmcl::info::GraphInfo;
-use gmcl::io::{self, Loaded};
+use gmcl::io::{self, GraphInput, Labels};
 use gmcl::mcl::{self, measures::ClusterInfo};
 use gmcl::{Error, Result};
 use std::collections::HashMap;
@@ -35,9 +35,12 @@ struct InfoReport {
 
 pub fn run(a: InfoArgs) -> Result<()> {
     let mut sw = Stopwatch::start();
-    let loaded = io::load_for(&a.input, a.input_args.format, &gmcl::info::FOOTPRINT)?;
+    let loaded = io::load_graph(&a.input, a.input_args.format, &gmcl::info::FOOTPRINT)?;
     let load = sw.lap();
-    let info = GraphInfo::of(&loaded.edges, loaded.symmetric_storage)?;
+    let info = match &loaded {
+        GraphInput::Stored(m) => GraphInfo::of_stored(m)?,
+        GraphInput::Edges(l) => GraphInfo::of(&l.edges, l.symmetric_storage)?,
+    };
     let clustering = match &a.clusters {
         Some(path) => Some(clustering_info(&a.input, &loaded, path)?),
         None => None,
@@ -51,7 +54,7 @@ pub fn run(a: InfoArgs) -> Result<()> {
     if a.json {
         let mut parameters = serde_json::json!({
             "input": a.input.display().to_string(),
-            "format": loaded.format.to_string(),
+            "format": loaded.format().to_string(),
         });
         match clustering {
             Some(clustering) => {
@@ -67,7 +70,7 @@ pub fn run(a: InfoArgs) -> Result<()> {
         }
     } else {
         outln!("file            {}", a.input.display())?;
-        outln!("format          {}", loaded.format)?;
+        outln!("format          {}", loaded.format())?;
         outln!("vertices        {}", info.vertices)?;
         outln!("edges           {}", info.edges)?;
         outln!("self loops      {}", info.self_loops)?;
@@ -100,15 +103,27 @@ pub fn run(a: InfoArgs) -> Result<()> {
 /// clm info's measures of the clustering in `path` on the graph MCL makes of `loaded` (its nodes
 /// are the vertices with edges; a vertex without edges in the clustering is left out). Every
 /// node must be in the clustering, and every node of the clustering in the graph.
-fn clustering_info(input: &Path, loaded: &Loaded, path: &Path) -> Result<ClusterInfo> {
-    let (graph, ids) = mcl::graph_from_edges::<f32>(&loaded.edges).map_err(|e| match e {
+fn clustering_info(input: &Path, loaded: &GraphInput, path: &Path) -> Result<ClusterInfo> {
+    let identity = Labels::Identity;
+    let (built, n, labels) = match loaded {
+        GraphInput::Stored(m) => (
+            mcl::graph_from_stored::<f32>(m.clone()),
+            m.shape().0,
+            &identity,
+        ),
+        GraphInput::Edges(l) => (
+            mcl::graph_from_edges::<f32>(&l.edges),
+            l.edges.nrows,
+            &l.labels,
+        ),
+    };
+    let (graph, ids) = built.map_err(|e| match e {
         Error::Invalid(message) => Error::Input {
             path: input.to_path_buf(),
             message,
         },
         other => other,
     })?;
-    let n = loaded.edges.nrows;
     let mut compact = vec![u32::MAX; n];
     for (k, &v) in ids.iter().enumerate() {
         compact[v as usize] = k as u32;
@@ -134,7 +149,7 @@ fn clustering_info(input: &Path, loaded: &Loaded, path: &Path) -> Result<Cluster
         }
         None => {
             let by_label: HashMap<String, u32> =
-                (0..n as u32).map(|v| (loaded.labels.label(v), v)).collect();
+                (0..n as u32).map(|v| (labels.label(v), v)).collect();
             let clusters = mcl::measures::read_clusters(path)?;
             let mut out = Vec::with_capacity(clusters.len());
             for c in clusters {
@@ -171,7 +186,7 @@ fn clustering_info(input: &Path, loaded: &Loaded, path: &Path) -> Result<Cluster
             message: format!(
                 "vertex {} of {} is in no cluster: a clustering must cover every vertex with \
                  an edge",
-                loaded.labels.label(ids[k]),
+                labels.label(ids[k]),
                 input.display()
             ),
         });

@@ -533,13 +533,23 @@ fn parse_chunk<const VALUED: bool>(
     while let Some((start, first)) = reader::next_content_line(b, i) {
         let bad = Stop::Bad(base + start);
         i = first;
-        let (r, j) = scan_uint(b, i);
-        if j == i || r == 0 || r > shape.rows || j == n || !is_space(b[j]) {
-            return Err(bad);
-        }
-        i = skip_spaces(b, j + 1);
-        let (col, j) = scan_uint(b, i);
-        if j == i || col == 0 || col > shape.cols {
+        // The common `row col` shape eight bytes at a time, else digit by digit.
+        let (r, col, j) = match reader::scan_pair(b, i) {
+            Some(p) => p,
+            None => {
+                let (r, j) = scan_uint(b, i);
+                if j == i || j == n || !is_space(b[j]) {
+                    return Err(bad);
+                }
+                i = skip_spaces(b, j + 1);
+                let (col, j) = scan_uint(b, i);
+                if j == i {
+                    return Err(bad);
+                }
+                (r, col, j)
+            }
+        };
+        if r == 0 || r > shape.rows || col == 0 || col > shape.cols {
             return Err(bad);
         }
         i = skip_spaces(b, j);

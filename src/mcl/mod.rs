@@ -31,12 +31,14 @@ pub mod measures;
 pub mod native;
 pub mod progress;
 pub mod prune;
+mod stored;
 pub mod transform;
 
 pub use interpret::{Interpretation, Overlap};
 pub use measures::{ClusterInfo, Distance};
 pub use progress::{IterationProgress, Observer, ProgressReading};
 pub use prune::PruneParams;
+pub use stored::graph_from_stored;
 pub use transform::Transform;
 
 use crate::csr::{BuildOptions, Csr, Duplicates};
@@ -201,11 +203,7 @@ pub fn graph_from_edges<T: Scalar>(el: &EdgeList) -> Result<(Csr<T>, Vec<u32>)> 
     }
     if let Some(w) = &el.weights {
         if let Some(i) = w.iter().position(|&x| !(x >= 0.0 && x.is_finite())) {
-            let (u, v) = el.edges[i];
-            return Err(Error::Invalid(format!(
-                "edge ({u}, {v}) weighs {}: MCL needs weights that are finite and not negative",
-                w[i]
-            )));
+            return Err(weight_refused(el.edges[i], w[i]));
         }
     }
     let mut compact = el.clone();
@@ -250,20 +248,40 @@ pub fn graph_from_edges_transformed<T: Scalar>(
     let el = transformed.as_ref().unwrap_or(el);
     let (mut g, ids) = graph_from_edges::<T>(el)?;
     if let Some(tf) = matrix {
-        for i in 0..g.nrows() {
-            let range = g.row_ptr()[i] as usize..g.row_ptr()[i + 1] as usize;
-            for k in range {
-                let x = g.values()[k].to_f64();
-                // A stored 0 is no edge in mcl: it never reaches -tf.
-                if x != 0.0 {
-                    let j = g.col_idx()[k];
-                    let y = weight_after(tf, x, &name(ids[i]), &name(ids[j as usize]))?;
-                    g.values_mut()[k] = T::from_f64(y);
-                }
+        transform_graph(&mut g, &ids, tf, name)?;
+    }
+    Ok((g, ids))
+}
+
+/// The error for an edge `(u, v)` (ids of the input) whose weight MCL cannot take.
+fn weight_refused((u, v): (u32, u32), w: f64) -> Error {
+    Error::Invalid(format!(
+        "edge ({u}, {v}) weighs {w}: MCL needs weights that are finite and not negative"
+    ))
+}
+
+/// mcl's `-tf` on the weights of `g`, a graph as [`graph_from_edges`] or [`graph_from_stored`]
+/// make it (`ids` gives each node's vertex id, `name` a vertex id's name in messages). A weight
+/// the transform removes becomes a stored 0, which MCL reads as no edge (its nodes stay).
+pub fn transform_graph<T: Scalar>(
+    g: &mut Csr<T>,
+    ids: &[u32],
+    tf: &Transform,
+    name: &dyn Fn(u32) -> String,
+) -> Result<()> {
+    for i in 0..g.nrows() {
+        let range = g.row_ptr()[i] as usize..g.row_ptr()[i + 1] as usize;
+        for k in range {
+            let x = g.values()[k].to_f64();
+            // A stored 0 is no edge in mcl: it never reaches -tf.
+            if x != 0.0 {
+                let j = g.col_idx()[k];
+                let y = weight_after(tf, x, &name(ids[i]), &name(ids[j as usize]))?;
+                g.values_mut()[k] = T::from_f64(y);
             }
         }
     }
-    Ok((g, ids))
+    Ok(())
 }
 
 /// One weight through a transform: 0 for a removed edge, an error naming the edge otherwise.

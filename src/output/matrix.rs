@@ -1,9 +1,11 @@
 //! Writing a matrix (a product) in the format its output path's extension names.
 
-use super::{standard_stream, write_formatted, AtomicOutput};
+use super::{standard_stream, AtomicOutput};
 use crate::csr::Csr;
 use crate::error::{Error, Result};
 use crate::scalar::Scalar;
+use rayon::prelude::*;
+use std::ops::Range;
 use std::path::Path;
 
 /// The formats a matrix with values can be written in.
@@ -136,26 +138,72 @@ fn write_rows<T: Scalar>(
     first_row: u64,
     base: u64,
 ) -> Result<()> {
-    // Rows are grouped so each group holds many entries.
-    let rows: Vec<u32> = (0..m.nrows() as u32).collect();
-    write_formatted(
-        out,
-        &rows,
-        |&i, buf| {
-            let (cols, vals) = m.row(i as usize);
-            let mut ib = itoa::Buffer::new();
+    write_rows_in_blocks(out, m, first_row, base, BLOCK_ENTRIES)
+}
+
+/// Entries in a block of rows that one task formats: text of a few megabytes, so a block is
+/// worth a task and a group of them in flight stays small whatever the rows' lengths.
+const BLOCK_ENTRIES: u64 = 1 << 18;
+
+/// [`write_rows`] in blocks of consecutive rows of about `block_entries` entries each, a few per
+/// thread formatted in parallel at a time and written in order (the next group is formatted while
+/// one is written): the bytes do not depend on the blocks or the thread count.
+fn write_rows_in_blocks<T: Scalar>(
+    out: &mut AtomicOutput,
+    m: &Csr<T>,
+    first_row: u64,
+    base: u64,
+    block_entries: u64,
+) -> Result<()> {
+    let ptr = m.row_ptr();
+    let blocks = row_blocks(ptr, block_entries);
+    let per_group = 2 * rayon::current_num_threads().max(1);
+    let groups: Vec<&[Range<usize>]> = blocks.chunks(per_group).collect();
+    let block_text = |rows: &Range<usize>| {
+        let entries = (ptr[rows.end] - ptr[rows.start]) as usize;
+        let mut buf = Vec::with_capacity(entries * 24);
+        let mut ib = itoa::Buffer::new();
+        for i in rows.clone() {
+            let (cols, vals) = m.row(i);
+            if cols.is_empty() {
+                continue;
+            }
             let row_text = ib.format(i as u64 + first_row + base).to_owned();
             for (&c, &v) in cols.iter().zip(vals) {
                 buf.extend_from_slice(row_text.as_bytes());
                 buf.push(b' ');
                 buf.extend_from_slice(ib.format(c as u64 + base).as_bytes());
                 buf.push(b' ');
-                v.write_to(buf);
+                v.write_to(&mut buf);
                 buf.push(b'\n');
             }
-        },
+        }
+        buf
+    };
+    super::write_in_order(
+        out,
+        groups.len(),
+        |g| groups[g].par_iter().map(block_text).collect(),
         |_| {},
     )
+}
+
+/// Consecutive ranges of rows covering all of them, each holding at least `entries` entries
+/// (ending at the first row that reaches them) but the last; a row longer than that is a range of
+/// its own.
+fn row_blocks(ptr: &[u64], entries: u64) -> Vec<Range<usize>> {
+    let nrows = ptr.len().saturating_sub(1);
+    let entries = entries.max(1);
+    let mut blocks = Vec::new();
+    let mut start = 0;
+    while start < nrows {
+        let target = ptr[start].saturating_add(entries);
+        // The first row end at or past the target.
+        let end = (start + 1 + ptr[start + 1..].partition_point(|&p| p < target)).min(nrows);
+        blocks.push(start..end);
+        start = end;
+    }
+    blocks
 }
 
 #[cfg(test)]
@@ -208,6 +256,99 @@ mod tests {
             .unwrap()
             .to_string();
         assert!(e.contains("not written piece by piece"), "{e}");
+    }
+
+    /// The lines of `m`'s entries written one at a time on one thread, as the writer wrote them
+    /// before it formatted blocks in parallel.
+    fn sequential_text<T: Scalar>(m: &Csr<T>, first_row: u64, base: u64) -> Vec<u8> {
+        let mut out = Vec::new();
+        for i in 0..m.nrows() {
+            let (cols, vals) = m.row(i);
+            for (&c, &v) in cols.iter().zip(vals) {
+                out.extend_from_slice(
+                    format!("{} {} ", i as u64 + first_row + base, c as u64 + base).as_bytes(),
+                );
+                v.write_to(&mut out);
+                out.push(b'\n');
+            }
+        }
+        out
+    }
+
+    /// A random matrix whose rows are empty, short or long, with values that use every bit of
+    /// their type.
+    fn random<T: Scalar>(nrows: usize, seed: u64) -> Csr<T> {
+        let mut rng = crate::generate::rng::SplitMix64::new(seed);
+        let mut edges = Vec::new();
+        let mut weights = Vec::new();
+        for i in 0..nrows as u32 {
+            let len = match rng.next_u64() % 4 {
+                0 => 0,
+                1 => 1,
+                2 => rng.next_u64() % 8,
+                _ => rng.next_u64() % 300,
+            };
+            for _ in 0..len {
+                let bits = rng.next_u64();
+                let w = if std::mem::size_of::<T>() == 4 {
+                    f32::from_bits(bits as u32) as f64
+                } else {
+                    f64::from_bits(bits)
+                };
+                edges.push((i, (rng.next_u64() % 5000) as u32));
+                weights.push(if w.is_finite() { w } else { -0.0 });
+            }
+        }
+        let el = crate::edges::EdgeList {
+            nrows,
+            ncols: 5000,
+            edges,
+            weights: Some(weights),
+        };
+        Csr::from_edges(&el, &Default::default()).unwrap()
+    }
+
+    #[test]
+    fn blocks_written_in_parallel_give_the_sequential_bytes() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("c.mtx");
+        let read = |m: &dyn Fn(&mut AtomicOutput) -> Result<()>| {
+            let mut out = AtomicOutput::create(&p).unwrap();
+            m(&mut out).unwrap();
+            out.commit().unwrap();
+            std::fs::read(&p).unwrap()
+        };
+        for (k, nrows) in [0usize, 1, 7, 900].into_iter().enumerate() {
+            let a = random::<f64>(nrows, k as u64);
+            let b = random::<f32>(nrows, k as u64 + 50);
+            for entries in [1, 3, 100, 1 << 18] {
+                for (first, base) in [(0, 0), (0, 1), (12345, 1)] {
+                    let got = read(&|o| write_rows_in_blocks(o, &a, first, base, entries));
+                    assert_eq!(got, sequential_text(&a, first, base), "{nrows} {entries}");
+                    let got = read(&|o| write_rows_in_blocks(o, &b, first, base, entries));
+                    assert_eq!(got, sequential_text(&b, first, base), "{nrows} {entries}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn row_blocks_tile_the_rows() {
+        let ptr = [0u64, 0, 5, 5, 6, 20, 21, 21];
+        for entries in [1, 2, 5, 6, 100] {
+            let b = row_blocks(&ptr, entries);
+            assert_eq!(b.first().map(|r| r.start), Some(0));
+            assert_eq!(b.last().map(|r| r.end), Some(7));
+            for w in b.windows(2) {
+                assert_eq!(w[0].end, w[1].start);
+                assert!(
+                    ptr[w[0].end] - ptr[w[0].start] >= entries,
+                    "{entries} {b:?}"
+                );
+            }
+        }
+        assert_eq!(row_blocks(&ptr, 5), vec![0..2, 2..5, 5..7]);
+        assert!(row_blocks(&[0], 4).is_empty());
     }
 
     #[test]

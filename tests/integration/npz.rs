@@ -261,3 +261,75 @@ fn an_archive_with_repeats_and_loops_is_the_same_graph_as_its_text() {
     assert_ne!(want.0.trim(), "0");
     assert_eq!(triangles(&npz), want);
 }
+
+/// `cluster` and `info` build their graphs straight from a CSR archive's arrays: the cluster
+/// files are byte-identical, and the figures the same, as from the edge list of the same entries
+/// (repeats, self loops, edges in one or both directions, ids no edge touches).
+#[test]
+fn cluster_and_info_read_an_archive_as_its_edge_list() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut rng = gmcl::generate::rng::SplitMix64::new(23);
+    // Ids 48..59 are touched by no edge but the last, which makes the vertex count 60.
+    let n = 60u32;
+    let mut edges = vec![(n - 1, 3)];
+    let mut weights = vec![2.5];
+    for _ in 0..400 {
+        let (u, v) = (rng.next_u64() % 48, rng.next_u64() % 48);
+        edges.push((u as u32, v as u32));
+        weights.push((rng.next_u64() % 9) as f64 * 0.375 + 0.125);
+    }
+    let keep = gmcl::BuildOptions {
+        duplicates: gmcl::Duplicates::Keep,
+        ..Default::default()
+    };
+    for weighted in [true, false] {
+        let (text, npz) = if weighted {
+            (dir.path().join("g.wel"), dir.path().join("gw.npz"))
+        } else {
+            (dir.path().join("g.el"), dir.path().join("g.npz"))
+        };
+        let lines: String = edges
+            .iter()
+            .zip(&weights)
+            .map(|(&(u, v), w)| match weighted {
+                true => format!("{u} {v} {w}\n"),
+                false => format!("{u} {v}\n"),
+            })
+            .collect();
+        std::fs::write(&text, lines).unwrap();
+        let el =
+            gmcl::EdgeList::square(n as usize, edges.clone(), weighted.then(|| weights.clone()));
+        let m = gmcl::Csr::<f64>::from_edges(&el, &keep).unwrap();
+        assert_eq!(m.nnz(), edges.len(), "every entry kept");
+        std::fs::write(&npz, gmcl::io::npz::write(Vec::new(), &m).unwrap()).unwrap();
+        for extra in [
+            &[][..],
+            &["--output-format", "mcl"],
+            &["--tf", "mul(3)", "--precision", "f64"],
+        ] {
+            let clusters = |input: &Path| {
+                let out = dir.path().join("c.out");
+                let mut args = vec!["cluster", s(input), "--engine", "cpu", "-q", "-o", s(&out)];
+                args.extend(extra);
+                ok(&args);
+                std::fs::read(&out).unwrap()
+            };
+            let want = clusters(&text);
+            assert!(want.len() > 20, "{}", String::from_utf8_lossy(&want));
+            assert_eq!(clusters(&npz), want, "weighted {weighted}, {extra:?}");
+        }
+        let figures = |input: &Path| {
+            let mut j: serde_json::Value =
+                serde_json::from_str(&ok(&["info", s(input), "--json"])).unwrap();
+            let o = j.as_object_mut().unwrap();
+            o.remove("wall_s");
+            o.remove("parameters");
+            j
+        };
+        let want = figures(&text);
+        assert_eq!(want["vertices"], 60, "{want}");
+        assert_ne!(want["duplicate_edges"], 0, "{want}");
+        assert_ne!(want["self_loops"], 0, "{want}");
+        assert_eq!(figures(&npz), want, "weighted {weighted}");
+    }
+}

@@ -45,25 +45,87 @@ pub(crate) fn parse(bytes: &[u8], path: &Path) -> Result<Loaded> {
     Ok(loaded(edges))
 }
 
-/// The matrix of a `.npz` file, read as it is stored.
-pub(crate) enum Matrix {
-    /// Entries grouped by row (a CSR or CSC archive), for [`Csr::from_row_entries`].
-    Rows(RowEntries),
-    /// Entries as coordinates (a COO archive), for [`Csr::from_edges`].
-    Edges(Loaded),
-}
-
 /// Reads the sparse matrix in the `.npz` file `bytes` without listing its entries as edges when
-/// the archive groups them: a CSR archive's arrays are its rows, a CSC archive's are transposed
-/// into rows. The entries, values and duplicates are those [`parse`] gives.
-pub(crate) fn parse_matrix(bytes: &[u8], path: &Path) -> Result<Matrix> {
+/// the archive groups them: a CSR archive's arrays are its rows, a CSC archive's are the rows of
+/// the transpose (its columns), left as they are. The entries, values and duplicates are those
+/// [`parse`] gives, and the stored entries come in the order of its edges.
+pub(crate) fn parse_grouped(bytes: &[u8], path: &Path) -> Result<Grouped> {
     let m = match read(bytes, path)? {
-        Stored::Rows(r) => Matrix::Rows(r),
-        Stored::Columns(c) => Matrix::Rows(c.transposed()?),
-        Stored::Pairs(el) => Matrix::Edges(loaded(el)),
+        Stored::Rows(entries) => Grouped::Stored(StoredMatrix {
+            entries,
+            transposed: false,
+        }),
+        Stored::Columns(entries) => Grouped::Stored(StoredMatrix {
+            entries,
+            transposed: true,
+        }),
+        Stored::Pairs(el) => Grouped::Edges(loaded(el)),
     };
     crate::interrupt::check()?;
     Ok(m)
+}
+
+/// The matrix of a `.npz` file as [`parse_grouped`] reads it.
+pub(crate) enum Grouped {
+    /// A CSR or CSC archive's entries, grouped as stored.
+    Stored(StoredMatrix),
+    /// A COO archive's entries as an edge list.
+    Edges(Loaded),
+}
+
+/// A matrix's entries grouped by row, or by column (the rows of its transpose), as a `.npz`
+/// archive stores them: the entries (duplicates included) in stored order, which is the order
+/// [`crate::io::load`] lists them as edges in.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct StoredMatrix {
+    /// The groups: the matrix's rows, or its columns when `transposed`.
+    pub entries: RowEntries,
+    /// The groups are the matrix's columns (a CSC archive): `entries` holds the transpose.
+    pub transposed: bool,
+}
+
+impl StoredMatrix {
+    /// The matrix's rows and columns.
+    pub fn shape(&self) -> (usize, usize) {
+        let (r, c) = (self.entries.nrows, self.entries.ncols);
+        if self.transposed {
+            (c, r)
+        } else {
+            (r, c)
+        }
+    }
+
+    /// Number of stored entries.
+    pub fn len(&self) -> usize {
+        self.entries.cols.len()
+    }
+
+    /// Whether no entry is stored.
+    pub fn is_empty(&self) -> bool {
+        self.entries.cols.is_empty()
+    }
+
+    /// The matrix's `(row, column)` of stored entry `k` (`k < len()`).
+    pub fn entry(&self, k: usize) -> (u32, u32) {
+        let ptr = &self.entries.ptr;
+        // The group holding entry k: the last one starting at or before it.
+        let group = ptr.partition_point(|&p| p <= k as u64).saturating_sub(1) as u32;
+        let minor = self.entries.cols[k];
+        if self.transposed {
+            (minor, group)
+        } else {
+            (group, minor)
+        }
+    }
+
+    /// The entries grouped by the matrix's rows: as stored, or transposed from columns.
+    pub fn into_rows(self) -> Result<RowEntries> {
+        if self.transposed {
+            self.entries.transposed()
+        } else {
+            Ok(self.entries)
+        }
+    }
 }
 
 fn loaded(edges: EdgeList) -> Loaded {
@@ -388,26 +450,92 @@ fn npy_size(dtype: Dtype, len: usize) -> (Vec<u8>, u64) {
     (h, size)
 }
 
-/// Writes the elements `f(0..len)` as little-endian bytes of `width`, in blocks.
+/// Writes the elements `f(0..len)` as little-endian bytes of `width`, in blocks converted in
+/// parallel and written in order.
 fn put_ints(
     out: &mut dyn Write,
     len: usize,
     width: usize,
     f: impl Fn(usize) -> u64 + Sync,
 ) -> std::io::Result<()> {
+    put_blocks(out, len, width, |i, o| {
+        o.copy_from_slice(&f(i).to_le_bytes()[..width])
+    })
+}
+
+/// Writes `len` elements of `width` bytes, element `i` made by `put(i, its bytes)`, in blocks
+/// converted in parallel and written in order.
+fn put_blocks(
+    out: &mut dyn Write,
+    len: usize,
+    width: usize,
+    put: impl Fn(usize, &mut [u8]) + Sync,
+) -> std::io::Result<()> {
     const BLOCK: usize = 1 << 20;
-    let mut buf = Vec::with_capacity(BLOCK * width);
+    let mut buf = vec![0u8; BLOCK.min(len) * width];
     for start in (0..len).step_by(BLOCK) {
-        buf.clear();
-        for i in start..(start + BLOCK).min(len) {
-            buf.extend_from_slice(&f(i).to_le_bytes()[..width]);
-        }
-        out.write_all(&buf)?;
+        let end = (start + BLOCK).min(len);
+        let bytes = &mut buf[..(end - start) * width];
+        bytes
+            .par_chunks_mut(width << 14)
+            .enumerate()
+            .for_each(|(p, part)| {
+                let first = start + (p << 14);
+                for (k, o) in part.chunks_exact_mut(width).enumerate() {
+                    put(first + k, o);
+                }
+            });
+        out.write_all(bytes)?;
     }
     Ok(())
 }
 
+/// The bytes of `v` in memory, which on a little-endian machine are the little-endian bytes
+/// `.npy` arrays of the same type hold.
+#[cfg(target_endian = "little")]
+fn raw_bytes<E: Copy>(v: &[E]) -> &[u8] {
+    // SAFETY: any initialised memory can be read as bytes; the length is the slice's size.
+    unsafe { std::slice::from_raw_parts(v.as_ptr().cast::<u8>(), std::mem::size_of_val(v)) }
+}
+
+/// Writes the column indices as `.npy` elements of `width` bytes: their memory as it is where
+/// the widths agree (one large write), converted otherwise.
+fn put_cols(out: &mut dyn Write, cols: &[u32], width: usize) -> std::io::Result<()> {
+    #[cfg(target_endian = "little")]
+    if width == 4 {
+        return out.write_all(raw_bytes(cols));
+    }
+    put_ints(out, cols.len(), width, |i| cols[i] as u64)
+}
+
+/// Writes the values as `.npy` floats of their own width: their memory as it is (one large
+/// write) on a little-endian machine, converted otherwise.
+fn put_values<T: Scalar>(out: &mut dyn Write, vals: &[T]) -> std::io::Result<()> {
+    #[cfg(target_endian = "little")]
+    {
+        out.write_all(raw_bytes(vals))
+    }
+    #[cfg(not(target_endian = "little"))]
+    put_values_converted(out, vals)
+}
+
+/// [`put_values`] element by element, whatever the machine's byte order.
+#[cfg_attr(target_endian = "little", allow(dead_code))]
+fn put_values_converted<T: Scalar>(out: &mut dyn Write, vals: &[T]) -> std::io::Result<()> {
+    let width = std::mem::size_of::<T>();
+    put_blocks(out, vals.len(), width, |i, o| {
+        let v = vals[i].to_f64();
+        if width == 4 {
+            o.copy_from_slice(&(v as f32).to_le_bytes());
+        } else {
+            o.copy_from_slice(&v.to_le_bytes());
+        }
+    })
+}
+
 /// Writes `m` to `out` as `scipy.sparse.save_npz(..., compressed=False)` writes a CSR matrix.
+/// The large arrays go out in large writes (the indices and values as they lie in memory where
+/// the types agree), their CRCs made in parallel.
 pub fn write<T: Scalar, W: Write>(out: W, m: &Csr<T>) -> std::io::Result<W> {
     // SciPy's rule (get_index_dtype): int32 when every index and offset fits.
     let fits32 = (m.nnz() as u64) <= i32::MAX as u64 && (m.ncols() as u64) <= i32::MAX as u64;
@@ -422,8 +550,7 @@ pub fn write<T: Scalar, W: Write>(out: W, m: &Csr<T>) -> std::io::Result<W> {
     let (h, size) = npy_size(index, m.nnz());
     z.member("indices.npy", size, |o| {
         o.write_all(&h)?;
-        let cols = m.col_idx();
-        put_ints(o, cols.len(), width, |i| cols[i] as u64)
+        put_cols(o, m.col_idx(), width)
     })?;
     let (h, size) = npy_size(index, m.nrows() + 1);
     z.member("indptr.npy", size, |o| {
@@ -445,21 +572,7 @@ pub fn write<T: Scalar, W: Write>(out: W, m: &Csr<T>) -> std::io::Result<W> {
     let (h, size) = npy_size(value, m.nnz());
     z.member("data.npy", size, |o| {
         o.write_all(&h)?;
-        let vals = m.values();
-        const BLOCK: usize = 1 << 20;
-        let mut buf = Vec::with_capacity(BLOCK * value.size());
-        for block in vals.chunks(BLOCK) {
-            buf.clear();
-            for &v in block {
-                if value.size() == 4 {
-                    buf.extend_from_slice(&(v.to_f64() as f32).to_le_bytes());
-                } else {
-                    buf.extend_from_slice(&v.to_f64().to_le_bytes());
-                }
-            }
-            o.write_all(&buf)?;
-        }
-        Ok(())
+        put_values(o, m.values())
     })?;
     z.finish()
 }
@@ -545,6 +658,127 @@ mod tests {
         for cut in 0..good.len() {
             assert!(loaded(&good[..cut]).is_err());
         }
+    }
+
+    /// The writer as it was before its arrays went out in large writes: element by element,
+    /// one block at a time, on one thread. [`write`] must give the same bytes.
+    fn sequential_write<T: Scalar>(m: &Csr<T>) -> Vec<u8> {
+        fn ints(o: &mut dyn Write, v: &[u64], width: usize) -> std::io::Result<()> {
+            for x in v {
+                o.write_all(&x.to_le_bytes()[..width])?;
+            }
+            Ok(())
+        }
+        let fits32 = (m.nnz() as u64) <= i32::MAX as u64 && (m.ncols() as u64) <= i32::MAX as u64;
+        let (index, width) = if fits32 {
+            (Dtype::Int(4), 4)
+        } else {
+            (Dtype::Int(8), 8)
+        };
+        let value = Dtype::Float(std::mem::size_of::<T>());
+        let mut z = zip::Writer::new(Vec::new());
+        let (h, size) = npy_size(index, m.nnz());
+        z.member("indices.npy", size, |o| {
+            o.write_all(&h)?;
+            let cols: Vec<u64> = m.col_idx().iter().map(|&c| c as u64).collect();
+            ints(o, &cols, width)
+        })
+        .unwrap();
+        let (h, size) = npy_size(index, m.nrows() + 1);
+        z.member("indptr.npy", size, |o| {
+            o.write_all(&h)?;
+            ints(o, m.row_ptr(), width)
+        })
+        .unwrap();
+        let h = npy::header(Dtype::Bytes(3), None);
+        z.member("format.npy", h.len() as u64 + 3, |o| {
+            o.write_all(&h)?;
+            o.write_all(b"csr")
+        })
+        .unwrap();
+        let (h, size) = npy_size(Dtype::Int(8), 2);
+        z.member("shape.npy", size, |o| {
+            o.write_all(&h)?;
+            ints(o, &[m.nrows() as u64, m.ncols() as u64], 8)
+        })
+        .unwrap();
+        let (h, size) = npy_size(value, m.nnz());
+        z.member("data.npy", size, |o| {
+            o.write_all(&h)?;
+            for &v in m.values() {
+                if value.size() == 4 {
+                    o.write_all(&(v.to_f64() as f32).to_le_bytes())?;
+                } else {
+                    o.write_all(&v.to_f64().to_le_bytes())?;
+                }
+            }
+            Ok(())
+        })
+        .unwrap();
+        z.finish().unwrap()
+    }
+
+    /// A random `nrows x ncols` matrix of about `nnz` entries whose values use every bit of
+    /// their type (finite, of any sign and exponent).
+    fn random<T: Scalar>(nrows: usize, ncols: usize, nnz: usize, seed: u64) -> Csr<T> {
+        let mut rng = crate::generate::rng::SplitMix64::new(seed);
+        let mut edges = Vec::new();
+        let mut weights = Vec::new();
+        while edges.len() < nnz {
+            let bits = rng.next_u64();
+            let w = if std::mem::size_of::<T>() == 4 {
+                f32::from_bits(bits as u32) as f64
+            } else {
+                f64::from_bits(bits)
+            };
+            if w.is_finite() {
+                let i = (rng.next_u64() % nrows as u64) as u32;
+                let j = (rng.next_u64() % ncols as u64) as u32;
+                edges.push((i, j));
+                weights.push(w);
+            }
+        }
+        let el = EdgeList {
+            nrows,
+            ncols,
+            edges,
+            weights: Some(weights),
+        };
+        let keep = crate::csr::BuildOptions {
+            duplicates: crate::csr::Duplicates::Keep,
+            ..Default::default()
+        };
+        Csr::from_edges(&el, &keep).unwrap()
+    }
+
+    #[test]
+    fn large_writes_give_the_bytes_of_the_sequential_writer() {
+        // Sizes around the conversion blocks (2^20 elements, parts of 2^14), and a matrix
+        // whose column count needs 64-bit indices.
+        for (k, &(nrows, ncols, nnz)) in [
+            (1, 1, 0),
+            (3, 4, 5),
+            (5000, 300, 70_000),
+            ((1 << 20) + 3, 17, (1 << 20) + 5),
+            (4, 3_000_000_000, 9),
+        ]
+        .iter()
+        .enumerate()
+        {
+            let a = random::<f64>(nrows, ncols, nnz, k as u64);
+            assert_eq!(write(Vec::new(), &a).unwrap(), sequential_write(&a), "{k}");
+            let b = random::<f32>(nrows, ncols, nnz, k as u64 + 100);
+            assert_eq!(write(Vec::new(), &b).unwrap(), sequential_write(&b), "{k}");
+            let mut conv = Vec::new();
+            put_values_converted(&mut conv, b.values()).unwrap();
+            let mut raw = Vec::new();
+            put_values(&mut raw, b.values()).unwrap();
+            assert_eq!(conv, raw);
+        }
+        let wide = random::<f64>(4, 3_000_000_000, 9, 7);
+        let l = loaded(&write(Vec::new(), &wide).unwrap()).unwrap();
+        assert_eq!(l.edges.ncols, 3_000_000_000);
+        assert_eq!(l.edges.weights.as_deref(), Some(wide.values()));
     }
 
     /// Where the elements of the member `name` start in an archive written by [`write`].

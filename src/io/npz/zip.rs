@@ -168,8 +168,20 @@ pub fn read<'a>(zip: &'a [u8], m: &Member) -> Result<Cow<'a, [u8]>, String> {
 
 /// The CRC-32 of `b`, in parallel blocks combined in order.
 fn crc32(b: &[u8]) -> u32 {
+    crc_of(b).sum()
+}
+
+/// The CRC of `b` (its value and length), in parallel blocks combined in order when `b` is
+/// large.
+fn crc_of(b: &[u8]) -> flate2::Crc {
     use rayon::prelude::*;
-    b.par_chunks(1 << 23)
+    const BLOCK: usize = 1 << 23;
+    if b.len() <= BLOCK {
+        let mut crc = flate2::Crc::new();
+        crc.update(b);
+        return crc;
+    }
+    b.par_chunks(BLOCK)
         .map(|c| {
             let mut crc = flate2::Crc::new();
             crc.update(c);
@@ -181,7 +193,6 @@ fn crc32(b: &[u8]) -> u32 {
             all.combine(c);
             all
         })
-        .sum()
 }
 
 /// Writes a ZIP archive of stored members into `out`, one member at a time.
@@ -341,7 +352,11 @@ struct Counting<'w, W: Write> {
 impl<W: Write> Write for Counting<'_, W> {
     fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
         let n = self.out.write(b)?;
-        self.crc.update(&b[..n]);
+        if n <= 1 << 23 {
+            self.crc.update(&b[..n]);
+        } else {
+            self.crc.combine(&crc_of(&b[..n]));
+        }
         self.written += n as u64;
         Ok(n)
     }
