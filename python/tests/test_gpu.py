@@ -73,7 +73,7 @@ def assert_same_product(cpu, gpu, rtol):
     np.testing.assert_allclose(gpu.data, cpu.data, rtol=rtol, atol=0)
 
 
-@pytest.mark.parametrize("dtype, rtol", [(np.float64, 1e-12), (np.float32, 1e-5)])
+@pytest.mark.parametrize("dtype, rtol", [(np.float64, 1e-12), (np.float32, 1e-4)])
 def test_spgemm_gpu_equals_cpu(gpu, graphs, dtype, rtol):
     karate = gmcl.load(graphs / "karate.el")
     rng = np.random.default_rng(3)
