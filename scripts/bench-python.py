@@ -1,15 +1,27 @@
 #!/usr/bin/env python3
 """What crossing from Python costs: gmcl.spgemm and gmcl.tricount on an R-MAT graph held as a
-SciPy CSR array, timed from Python (the whole call: the checks and copies of the arrays, the
-result handed back) beside the library's own time for the same call (`ProductStats::seconds`,
-`Triangles::seconds`, returned by the extension). One warm-up, then the median of --repeat.
+SciPy CSR array, timed from Python (the whole call: the checks of the arrays, the run, the result
+handed back), side by side with the Rust library doing the same job on the same matrix already
+in memory (python/examples/crossing.rs, on the matrix saved as .npz: the CSR's check, the
+simple-graph check and the count; the product). Both sides run the same library build when the
+example is built in the profile the extension was built in (see --crossing). One warm-up each,
+then --repeat rounds, each one Python call and one Rust run (so that a change in the machine's
+load hits both sides alike); medians; the counts and entry counts are checked equal.
 
-    python scripts/bench-python.py --scales 16 17 18 --repeat 3 [--engine cpu] [--skip-spgemm-above 16]
+    cargo build --profile dev --manifest-path python/Cargo.toml --example crossing
+    python scripts/bench-python.py --crossing target/debug/examples/crossing \\
+        --scales 16 17 18 --repeat 5 [--engine cpu] [--skip-spgemm-above 16]
 """
 
 import argparse
+import json
+import os
 import statistics
+import subprocess
+import tempfile
 import time
+
+import scipy.sparse as sp
 
 import gmcl
 from gmcl import _gmcl
@@ -18,54 +30,82 @@ LAST = {}
 
 
 def spy(name):
-    """Wraps the extension's function `name` to keep the library's seconds of the last call."""
+    """Wraps the extension's function `name` to keep what the library reports of the last call."""
     inner = getattr(_gmcl, name)
 
     def wrapped(*args):
         r = inner(*args)
-        LAST["seconds"] = r[2] if name == "spgemm" else r[3]
+        LAST["result"] = r
         return r
 
     setattr(_gmcl, name, wrapped)
 
 
-def timed(call, repeat):
+def side_by_side(call, binary, path, job, repeat, engine):
+    """`repeat` rounds of one Python call and one Rust run (after its own warm-up)."""
     call()
-    walls, libs = [], []
+    walls, results, rust = [], [], []
     for _ in range(repeat):
         t = time.perf_counter()
         result = call()
         walls.append(time.perf_counter() - t)
-        libs.append(LAST["seconds"])
+        results.append(LAST["result"])
         # Freed outside the timing: the library's time does not include freeing its result
         # either, and a caller keeps it.
         del result
-    return statistics.median(walls), statistics.median(libs), min(walls), min(libs)
+        out = subprocess.run(
+            [binary, path, job, "1", engine], check=True, capture_output=True, text=True
+        ).stdout
+        rust += [json.loads(line) for line in out.splitlines()]
+    return walls, results, rust
+
+
+def med(xs):
+    return statistics.median(xs)
 
 
 def main():
     p = argparse.ArgumentParser()
+    p.add_argument("--crossing", required=True, help="the crossing example's binary")
     p.add_argument("--scales", type=int, nargs="+", default=[16, 17, 18])
     p.add_argument("--edge-factor", type=int, default=16)
-    p.add_argument("--repeat", type=int, default=3)
+    p.add_argument("--repeat", type=int, default=5)
     p.add_argument("--engine", default="cpu")
     p.add_argument("--skip-spgemm-above", type=int, default=99)
     a = p.parse_args()
     spy("spgemm")
     spy("tricount_matrix")
-    print("| case | nnz(A) | Python call, median (min) s | library, median (min) s | crossing (medians) |")
-    print("|---|---|---|---|---|")
+    print(
+        "| case | nnz(A) | Python call, median (min) s | Rust library, same job, median (min) s "
+        "| crossing (medians) | of which the checks in Rust: CSR, simple graph, s | "
+        "count alone (`Triangles::seconds`), s |"
+    )
+    print("|---|---|---|---|---|---|---|")
+    tmp = tempfile.mkdtemp()
     for s in a.scales:
         A = gmcl.generate(s, a.edge_factor, undirected=True, no_self_loops=True, seed=1)
-        cases = [("tricount", lambda: gmcl.tricount(A, engine=a.engine))]
+        path = os.path.join(tmp, f"s{s}.npz")
+        sp.save_npz(path, A, compressed=False)
+        jobs = [("tricount", lambda: gmcl.tricount(A, engine=a.engine))]
         if s <= a.skip_spgemm_above:
-            cases.insert(0, ("spgemm A²", lambda: gmcl.spgemm(A, engine=a.engine)))
-        for name, call in cases:
-            wall, lib, wall_min, lib_min = timed(call, a.repeat)
+            jobs.insert(0, ("spgemm", lambda: gmcl.spgemm(A, engine=a.engine)))
+        for job, call in jobs:
+            walls, results, rust = side_by_side(call, a.crossing, path, job, a.repeat, a.engine)
+            totals = [r["total"] for r in rust]
+            if job == "tricount":
+                assert {r[0] for r in results} == {r["triangles"] for r in rust}, "counts differ"
+                checks = f"{med([r['check'] for r in rust]):.4f}, {med([r['symmetric'] for r in rust]):.4f}"
+                alone = f"{med([r['count'] for r in rust]):.4f}"
+                name = "tricount"
+            else:
+                c = results[-1][0]
+                assert {int(c[2][-1])} == {r["nnz"] for r in rust}, "products differ"
+                checks, alone, name = "—", "—", "spgemm A²"
+            wall = med(walls)
             print(
-                f"| {name} s{s} ef{a.edge_factor} | {A.nnz} | {wall:.4f} ({wall_min:.4f}) | "
-                f"{lib:.4f} ({lib_min:.4f}) | "
-                f"{100 * (wall - lib) / lib:+.1f}% |",
+                f"| {name} s{s} ef{a.edge_factor} | {A.nnz} | {wall:.4f} ({min(walls):.4f}) | "
+                f"{med(totals):.4f} ({min(totals):.4f}) | "
+                f"{100 * (wall - med(totals)) / med(totals):+.1f}% | {checks} | {alone} |",
                 flush=True,
             )
 

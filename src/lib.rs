@@ -25,7 +25,7 @@ pub mod spgemm;
 pub mod tempfiles;
 pub mod tricount;
 
-pub use csr::{BuildOptions, Csr, Duplicates};
+pub use csr::{BuildOptions, Csr, CsrRef, Duplicates};
 pub use edges::EdgeList;
 pub use error::{Error, Result};
 pub use io::Labels;

@@ -61,8 +61,9 @@ def _networkx_adjacency(g: Any) -> Tuple[Any, list]:
 def _parts(a: Any, dtype: Any, name: str = "A") -> tuple:
     """(nrows, ncols, indptr, indices, data) of a sparse matrix in the layout the library takes:
     CSR with sorted, distinct columns in each row, ``uint64`` offsets, ``uint32`` columns and
-    ``dtype`` values. A canonical CSR matrix with 32-bit columns and ``dtype`` values crosses
-    without copying its column indices or values."""
+    ``dtype`` values (``None``: float32 and float64 values as they are, any other as float64).
+    A canonical CSR matrix with 32-bit columns and ``dtype`` values crosses without copying its
+    column indices or values; only 32-bit row offsets (one per row) are widened."""
     if isinstance(a, np.ndarray):
         a = sp.csr_array(a)
     if not sp.issparse(a):
@@ -81,6 +82,8 @@ def _parts(a: Any, dtype: Any, name: str = "A") -> tuple:
         raise ValueError(f"{name} has {ncols} columns: gmcl's column indices are 32-bit")
     if np.iscomplexobj(m.data):
         raise ValueError(f"{name} has complex values: gmcl multiplies real matrices")
+    if dtype is None:
+        dtype = m.data.dtype if m.data.dtype in (np.float32, np.float64) else np.float64
     indptr = np.ascontiguousarray(m.indptr, dtype=np.int64).view(np.uint64)
     indices = m.indices
     if indices.dtype == np.int32:
@@ -327,7 +330,8 @@ def tricount(
             os.fspath(G), format, per_vertex, engine
         )
     else:
-        parts, _nodes = _input(G, np.float64)
+        # The values are not read: float32 or float64 ones cross as they are.
+        parts, _nodes = _input(G, None)
         count, each, _engine, _seconds = _gmcl.tricount_matrix(parts, per_vertex, engine)
     return each if per_vertex else int(count)
 

@@ -1,9 +1,9 @@
 //! CSR matrices across the boundary: in, as the arrays SciPy keeps (already made canonical by
-//! the Python half: `int64` offsets seen as `uint64`, `uint32` column indices, `float32` or
-//! `float64` values), copied once into the library's `Csr`; out, the `Csr`'s own vectors handed
-//! to NumPy without a copy.
+//! the Python half: `int64` offsets seen as `uint64`, `int32` column indices seen as `uint32`,
+//! `float32` or `float64` values), checked and read in place through the library's borrowed
+//! view ([`CsrRef`]); out, the library's own vectors handed to NumPy without a copy.
 
-use gmcl::{Csr, EdgeList, Error, Result, Scalar};
+use gmcl::{Csr, CsrRef, EdgeList, Error, Result, Scalar};
 use numpy::{IntoPyArray, PyArray1, PyReadonlyArray1};
 use pyo3::prelude::*;
 
@@ -26,9 +26,10 @@ pub struct CsrArg<'py>(
     pub Values<'py>,
 );
 
-/// A borrowed view of a [`CsrArg`] with values of type `T`, usable without the GIL.
+/// The arrays of a [`CsrArg`] with values of type `T`, not yet checked: they are checked
+/// ([`Parts::check`]) where the work runs, without the GIL.
 #[derive(Clone, Copy)]
-pub struct CsrRef<'a, T> {
+pub struct Parts<'a, T> {
     nrows: usize,
     ncols: usize,
     indptr: &'a [u64],
@@ -51,8 +52,8 @@ fn slice<'a, T: numpy::Element>(a: &'a PyReadonlyArray1<'_, T>) -> PyResult<&'a 
 }
 
 impl<'py> CsrArg<'py> {
-    /// The matrix's view when its values are `f64`.
-    pub fn f64(&self) -> PyResult<CsrRef<'_, f64>> {
+    /// The matrix's arrays when its values are `f64`.
+    pub fn f64(&self) -> PyResult<Parts<'_, f64>> {
         match &self.4 {
             Values::F64(d) => self.view(slice(d)?),
             Values::F32(_) => Err(pyo3::exceptions::PyTypeError::new_err(
@@ -61,8 +62,8 @@ impl<'py> CsrArg<'py> {
         }
     }
 
-    /// The matrix's view when its values are `f32`.
-    pub fn f32(&self) -> PyResult<CsrRef<'_, f32>> {
+    /// The matrix's arrays when its values are `f32`.
+    pub fn f32(&self) -> PyResult<Parts<'_, f32>> {
         match &self.4 {
             Values::F32(d) => self.view(slice(d)?),
             Values::F64(_) => Err(pyo3::exceptions::PyTypeError::new_err(
@@ -76,8 +77,8 @@ impl<'py> CsrArg<'py> {
         matches!(self.4, Values::F32(_))
     }
 
-    fn view<'a, T>(&'a self, data: &'a [T]) -> PyResult<CsrRef<'a, T>> {
-        Ok(CsrRef {
+    fn view<'a, T>(&'a self, data: &'a [T]) -> PyResult<Parts<'a, T>> {
+        Ok(Parts {
             nrows: self.0,
             ncols: self.1,
             indptr: slice(&self.2)?,
@@ -87,39 +88,16 @@ impl<'py> CsrArg<'py> {
     }
 }
 
-impl<T: Scalar> CsrRef<'_, T> {
-    /// The library's matrix: the arrays copied and every invariant checked (a bad matrix is
-    /// `Error::Invalid`, naming the row).
-    pub fn to_csr(self) -> Result<Csr<T>> {
-        Csr::from_parts(
-            self.nrows,
-            self.ncols,
-            self.indptr.to_vec(),
-            self.indices.to_vec(),
-            self.data.to_vec(),
-        )
-    }
-
-    /// The matrix's pattern with every value 1 (the values are not copied).
-    pub fn to_pattern(self) -> Result<Csr<f32>> {
-        Csr::from_parts(
-            self.nrows,
-            self.ncols,
-            self.indptr.to_vec(),
-            self.indices.to_vec(),
-            vec![1.0; self.indices.len()],
-        )
-    }
-
-    /// The matrix's entries as an edge list (row, column, value), for the commands that start
-    /// from edges as the CLI does from a file; `weighted: false` drops the values.
-    pub fn to_edges(self, weighted: bool) -> Result<EdgeList> {
-        edges_of(&self.to_csr()?, weighted)
+impl<'a, T> Parts<'a, T> {
+    /// The library's view of the arrays, every invariant checked as the library checks its own
+    /// matrices (a bad matrix is `Error::Invalid`, naming the row); nothing is copied.
+    pub fn check(self) -> Result<CsrRef<'a, T>> {
+        CsrRef::new(self.nrows, self.ncols, self.indptr, self.indices, self.data)
     }
 }
 
 /// A matrix's entries as an edge list, with their values when `weighted`.
-pub fn edges_of<T: Scalar>(m: &Csr<T>, weighted: bool) -> Result<EdgeList> {
+pub fn edges_of<T: Scalar>(m: CsrRef<'_, T>, weighted: bool) -> Result<EdgeList> {
     if m.nrows() > u32::MAX as usize + 1 {
         return Err(Error::Invalid(format!(
             "{} rows do not fit 32-bit vertex ids",

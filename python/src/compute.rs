@@ -2,7 +2,7 @@
 //! choosing its engine as the CLI does (`auto` by the size of the work and whether a GPU is
 //! usable, with the same notices and the same fallback to the CPU when the GPU fails).
 
-use crate::arrays::{csr_out, edges_of, CsrArg, CsrRef};
+use crate::arrays::{csr_out, edges_of, CsrArg, Parts};
 use crate::errors::to_py;
 use crate::run::{interruptible, Notices};
 use gmcl::engine::{self, Work};
@@ -55,17 +55,17 @@ pub fn spgemm<'py>(
 
 fn product<'py, T: Scalar + numpy::Element>(
     py: Python<'py>,
-    a: CsrRef<'_, T>,
-    b: Option<CsrRef<'_, T>>,
+    a: Parts<'_, T>,
+    b: Option<Parts<'_, T>>,
     kind: EngineKind,
-    mask: Option<CsrRef<'_, f64>>,
+    mask: Option<Parts<'_, f64>>,
 ) -> PyResult<Bound<'py, PyAny>> {
     let notices = Notices::default();
     let (c, ran, seconds) = interruptible(py, || {
-        let ma = a.to_csr()?;
-        let mb = b.map(|b| b.to_csr()).transpose()?;
+        let ma = a.check()?.to_csr();
+        let mb = b.map(|b| b.check()).transpose()?.map(|b| b.to_csr());
         let mb = mb.as_ref().unwrap_or(&ma);
-        let mask = mask.map(|m| m.to_csr()).transpose()?;
+        let mask = mask.map(|m| m.check()).transpose()?.map(|m| m.to_csr());
         let opts = SpgemmOptions {
             mask: mask.as_ref().map(Pattern::of),
             ..Default::default()
@@ -254,7 +254,7 @@ pub fn cluster_matrix<'py>(
     let a = a.f64()?;
     let notices = Notices::default();
     let c = interruptible(py, || {
-        let el = a.to_edges(true)?;
+        let el = edges_of(a.check()?, true)?;
         if f32 {
             cluster_edges::<f32>(&el, &params, None, &notices)
         } else {
@@ -350,19 +350,37 @@ pub fn tricount_matrix<'py>(
     engine: &str,
 ) -> PyResult<TriangleResult<'py>> {
     let kind = engine_kind(engine)?;
-    let a = a.f64()?;
     let notices = Notices::default();
-    let r = interruptible(py, || {
-        // A symmetric adjacency without loops (an undirected graph's, from SciPy or NetworkX)
-        // is the simple graph already; any other matrix is made simple from its entries.
-        let g = match SimpleGraph::from_symmetric(a.to_pattern()?) {
-            Ok(g) => g,
-            Err(m) => SimpleGraph::from_edges(edges_of(&m, false)?)?,
-        };
-        count_triangles(&g, kind, per_vertex, &notices)
-    })?;
+    let r = if a.is_f32() {
+        triangles_of_matrix(py, a.f32()?, kind, per_vertex, &notices)?
+    } else {
+        triangles_of_matrix(py, a.f64()?, kind, per_vertex, &notices)?
+    };
     notices.emit(py)?;
     Ok(triangles_out(py, r))
+}
+
+/// [`tricount_matrix`] on the arrays, whatever their values' type.
+fn triangles_of_matrix<T: Scalar>(
+    py: Python<'_>,
+    a: Parts<'_, T>,
+    kind: EngineKind,
+    per_vertex: bool,
+    notices: &Notices,
+) -> PyResult<Counted> {
+    interruptible(py, || {
+        let a = a.check()?;
+        // A symmetric adjacency without loops (an undirected graph's, from SciPy or NetworkX)
+        // is the simple graph already, counted in the caller's arrays; any other matrix is
+        // made simple from its entries.
+        match SimpleGraph::from_symmetric(a) {
+            Some(g) => count_triangles(&g, kind, per_vertex, notices),
+            None => {
+                let g = SimpleGraph::from_edges(edges_of(a, false)?)?;
+                count_triangles(&g, kind, per_vertex, notices)
+            }
+        }
+    })
 }
 
 /// The triangles of a graph file, as `gmcl tricount FILE` counts them; also the file's vertex

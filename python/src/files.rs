@@ -1,7 +1,7 @@
 //! Files and generated graphs: `load` and `save` in every format the CLI reads and writes, and
 //! R-MAT graphs as matrices.
 
-use crate::arrays::{csr_out, CsrArg, CsrOut};
+use crate::arrays::{csr_out, edges_of, CsrArg, CsrOut};
 use crate::compute::{format, names};
 use crate::errors::to_py;
 use crate::run::interruptible;
@@ -49,7 +49,7 @@ pub fn save<'py>(py: Python<'py>, path: PathBuf, a: CsrArg<'py>) -> PyResult<()>
     let a = a.f64()?;
     interruptible(py, || {
         if Format::from_path(&path) == Some(Format::El) {
-            let mut el = a.to_edges(true)?;
+            let mut el = edges_of(a.check()?, true)?;
             if el
                 .weights
                 .as_ref()
@@ -60,7 +60,7 @@ pub fn save<'py>(py: Python<'py>, path: PathBuf, a: CsrArg<'py>) -> PyResult<()>
             generate::check_output(&path, el.weights.is_some())?;
             generate::write_edges(&path, &el, &|_| {})
         } else {
-            gmcl::output::write_matrix(&path, &a.to_csr()?)
+            gmcl::output::write_matrix(&path, &a.check()?.to_csr())
         }
     })
 }

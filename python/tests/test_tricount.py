@@ -58,6 +58,29 @@ def test_directions_loops_repeats_and_dtypes_are_ignored():
     assert gmcl.tricount(wide, engine="cpu") == ref
 
 
+def test_a_simple_graphs_csr_is_counted_in_place_and_any_other_as_its_simple_graph():
+    g = nx.gnp_random_graph(200, 0.08, seed=4)
+    ref = sum(nx.triangles(g).values()) // 3
+    a = nx.to_scipy_sparse_array(g, format="csr", dtype=np.float32)
+    before = [x.copy() for x in (a.indptr, a.indices, a.data)]
+    assert gmcl.tricount(a, engine="cpu") == ref
+    for x, y in zip(before, (a.indptr, a.indices, a.data)):
+        np.testing.assert_array_equal(x, y)
+    # One mirror entry gone: not symmetric, yet the same simple graph.
+    coo = a.tocoo()
+    u, v = next((i, j) for i, j in zip(coo.row, coo.col) if i > j)
+    keep = ~((coo.row == u) & (coo.col == v))
+    one_way = sp.csr_array((coo.data[keep], (coo.row[keep], coo.col[keep])), shape=a.shape)
+    assert gmcl.tricount(one_way, engine="cpu") == ref
+    # A negative 32-bit index (SciPy does not check them) is refused, not read as a huge one.
+    bad = sp.csr_array(
+        (np.ones(2), np.array([1, -1], dtype=np.int32), np.array([0, 1, 2], dtype=np.int32)),
+        shape=(2, 2),
+    )
+    with pytest.raises(ValueError, match="invalid CSR: row 1"):
+        gmcl.tricount(bad, engine="cpu")
+
+
 def test_a_file_counts_as_the_cli(graphs, gmcl_cli):
     out = gmcl_cli("tricount", graphs / "karate.el", "--engine", "cpu", "-q")
     assert gmcl.tricount(graphs / "karate.el", engine="cpu") == int(out.stdout) == 45

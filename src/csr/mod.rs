@@ -3,14 +3,16 @@
 //! `rows.rs`'s.
 
 use crate::edges::EdgeList;
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::scalar::Scalar;
 use rayon::prelude::*;
 
 mod build;
 mod rows;
+mod view;
 
 pub use rows::RowEntries;
+pub use view::CsrRef;
 
 /// A sparse matrix in compressed sparse row form: 64-bit row offsets (nonzero counts pass 2^32 on
 /// real products), 32-bit column indices sorted within each row, and values of type `T`.
@@ -70,45 +72,14 @@ impl<T: Scalar> Csr<T> {
         col_idx: Vec<u32>,
         values: Vec<T>,
     ) -> Result<Self> {
-        let bad = |m: String| Err(Error::Invalid(format!("invalid CSR: {m}")));
-        if row_ptr.len() != nrows + 1 {
-            return bad(format!("{} row offsets for {nrows} rows", row_ptr.len()));
-        }
-        if row_ptr[0] != 0 || row_ptr[nrows] as usize != col_idx.len() {
-            return bad("offsets must start at 0 and end at the entry count".into());
-        }
-        if col_idx.len() != values.len() {
-            return bad(format!(
-                "{} columns but {} values",
-                col_idx.len(),
-                values.len()
-            ));
-        }
-        if ncols > u32::MAX as usize + 1 {
-            return bad(format!("{ncols} columns do not fit 32-bit indices"));
-        }
-        let m = Csr {
+        view::check_parts(nrows, ncols, &row_ptr, &col_idx, values.len())?;
+        Ok(Csr {
             nrows,
             ncols,
             row_ptr,
             col_idx,
             values,
-        };
-        let bad_row = (0..nrows).into_par_iter().find_any(|&i| {
-            let (s, e) = (m.row_ptr[i], m.row_ptr[i + 1]);
-            if e < s || e as usize > m.col_idx.len() {
-                return true;
-            }
-            let cols = &m.col_idx[s as usize..e as usize];
-            cols.windows(2).any(|w| w[0] >= w[1])
-                || cols.last().is_some_and(|&c| c as usize >= ncols)
-        });
-        if let Some(i) = bad_row {
-            return bad(format!(
-                "row {i} has bad offsets, unsorted or out-of-range columns"
-            ));
-        }
-        Ok(m)
+        })
     }
 
     /// Assembles a matrix from arrays the caller guarantees valid (as [`Csr::from_parts`] checks).
@@ -175,6 +146,10 @@ impl<T: Scalar> Csr<T> {
     pub fn row(&self, i: usize) -> (&[u32], &[T]) {
         let (s, e) = (self.row_ptr[i] as usize, self.row_ptr[i + 1] as usize);
         (&self.col_idx[s..e], &self.values[s..e])
+    }
+    /// The matrix as a borrowed view, the form the engines read.
+    pub fn view(&self) -> CsrRef<'_, T> {
+        CsrRef::from(self)
     }
     /// Takes the matrix apart into (nrows, ncols, row_ptr, col_idx, values).
     pub fn into_parts(self) -> (usize, usize, Vec<u64>, Vec<u32>, Vec<T>) {

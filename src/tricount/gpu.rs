@@ -429,8 +429,7 @@ pub(super) fn count_fused(
         }
         other => other,
     })?;
-    let a = g.adjacency();
-    let d = count(&gpu, a.row_ptr(), a.col_idx(), opts.per_vertex, &opts.gpu)?;
+    let d = count(&gpu, g.row_ptr(), g.col_idx(), opts.per_vertex, &opts.gpu)?;
     Ok(Triangles {
         triangles: d.triangles,
         per_vertex: d.per_vertex,

@@ -23,11 +23,13 @@
 //! dedicated CPU kernel, `masked.rs` the masked products on the engine, [`gpu`] the host side of
 //! the fused GPU kernel (kernels/triangles.cu).
 
-use crate::csr::{BuildOptions, Csr, Duplicates};
+use crate::csr::{BuildOptions, Csr, CsrRef, Duplicates};
 use crate::edges::EdgeList;
 use crate::error::{Error, Result};
 use crate::spgemm::EngineKind;
 use orient::Oriented;
+use rayon::prelude::*;
+use std::borrow::Cow;
 use std::time::Instant;
 
 mod cpu;
@@ -48,24 +50,28 @@ pub const FOOTPRINT: crate::io::limits::Footprint = crate::io::limits::Footprint
 };
 
 /// An undirected graph with no self loops and no repeated edges, stored as its symmetric
-/// adjacency pattern (each row sorted, each edge in both rows).
+/// adjacency pattern (each row sorted, each edge in both rows). The pattern is the graph's own
+/// (built from edges or loaded) or borrowed from a matrix that already is one
+/// ([`SimpleGraph::from_symmetric`]), which is then counted in place.
 #[derive(Clone, Debug, PartialEq)]
-pub struct SimpleGraph {
-    adj: Csr<f32>,
+pub struct SimpleGraph<'a> {
+    row_ptr: Cow<'a, [u64]>,
+    col_idx: Cow<'a, [u32]>,
 }
 
-impl SimpleGraph {
+impl SimpleGraph<'static> {
     /// The simple undirected graph of an edge list: `(u, v)` and `(v, u)` become one edge, self
     /// loops and weights are dropped. A rectangular list (a non-square Matrix Market file) is read
     /// on the larger of its two dimensions.
-    pub fn from_edges(mut el: EdgeList) -> Result<SimpleGraph> {
+    pub fn from_edges(mut el: EdgeList) -> Result<SimpleGraph<'static>> {
         let n = el.nrows.max(el.ncols);
         el.nrows = n;
         el.ncols = n;
         el.weights = None;
-        Ok(SimpleGraph {
-            adj: Csr::from_edges(&el, &Self::MATRIX.build)?,
-        })
+        Ok(Self::owned(Csr::<f32>::from_edges(
+            &el,
+            &Self::MATRIX.build,
+        )?))
     }
 
     /// How the simple graph is made of a file's entries: square, values ignored, symmetric,
@@ -86,81 +92,121 @@ impl SimpleGraph {
     pub fn load(
         path: &std::path::Path,
         format: Option<crate::io::Format>,
-    ) -> Result<(SimpleGraph, crate::io::Labels)> {
+    ) -> Result<(SimpleGraph<'static>, crate::io::Labels)> {
         let l = crate::io::load_matrix::<f32>(path, format, &FOOTPRINT, &Self::MATRIX)?;
-        Ok((SimpleGraph { adj: l.matrix }, l.labels))
+        Ok((Self::owned(l.matrix), l.labels))
     }
 
-    /// The simple graph whose adjacency `adj` already is: square, no diagonal entry, `(i, j)`
-    /// stored exactly when `(j, i)` is (its values become 1). One pass over the entries checks
-    /// it, with no sort and no second matrix, for callers that hold such a matrix (a SciPy
-    /// graph's adjacency); any other matrix is handed back unchanged, for
-    /// [`SimpleGraph::from_edges`].
-    pub fn from_symmetric(mut adj: Csr<f32>) -> std::result::Result<SimpleGraph, Csr<f32>> {
-        if adj.nrows() == adj.ncols() && is_symmetric_without_loops(&adj) {
-            adj.values_mut().fill(1.0);
-            Ok(SimpleGraph { adj })
-        } else {
-            Err(adj)
+    /// The graph of a symmetric pattern built here (its values are dropped).
+    fn owned(adj: Csr<f32>) -> SimpleGraph<'static> {
+        let (_, _, row_ptr, col_idx, _) = adj.into_parts();
+        SimpleGraph {
+            row_ptr: Cow::Owned(row_ptr),
+            col_idx: Cow::Owned(col_idx),
         }
+    }
+}
+
+impl<'a> SimpleGraph<'a> {
+    /// The simple graph whose adjacency `adj` already is, read in place: square, no diagonal
+    /// entry, `(i, j)` stored exactly when `(j, i)` is (values ignored). One pass over the
+    /// entries checks it, with no sort, no copy and no second matrix, for callers that hold
+    /// such a matrix (a SciPy graph's adjacency); any other matrix gives `None`, and its
+    /// entries go through [`SimpleGraph::from_edges`].
+    pub fn from_symmetric<T>(adj: CsrRef<'a, T>) -> Option<SimpleGraph<'a>> {
+        (adj.nrows() == adj.ncols() && is_symmetric_without_loops(adj.row_ptr(), adj.col_idx()))
+            .then(|| SimpleGraph {
+                row_ptr: Cow::Borrowed(adj.row_ptr()),
+                col_idx: Cow::Borrowed(adj.col_idx()),
+            })
     }
 
     /// Number of vertices (isolated ones included).
     pub fn vertices(&self) -> usize {
-        self.adj.nrows()
+        self.row_ptr.len() - 1
     }
 
     /// Number of undirected edges.
     pub fn edges(&self) -> u64 {
-        self.adj.nnz() as u64 / 2
+        self.col_idx.len() as u64 / 2
     }
 
     /// Number of neighbours of `v`.
     #[inline]
     pub fn degree(&self, v: usize) -> usize {
-        self.adj.row_len(v)
+        (self.row_ptr[v + 1] - self.row_ptr[v]) as usize
     }
 
     /// The sorted neighbours of `v`.
     #[inline]
     pub fn neighbours(&self, v: usize) -> &[u32] {
-        self.adj.row(v).0
+        &self.col_idx[self.row_ptr[v] as usize..self.row_ptr[v + 1] as usize]
     }
 
-    /// The symmetric adjacency matrix (every value 1).
-    pub fn adjacency(&self) -> &Csr<f32> {
-        &self.adj
+    /// The symmetric adjacency's row offsets (`vertices() + 1` of them).
+    pub fn row_ptr(&self) -> &[u64] {
+        &self.row_ptr
+    }
+
+    /// The symmetric adjacency's columns: every vertex's sorted neighbours, row after row.
+    pub fn col_idx(&self) -> &[u32] {
+        &self.col_idx
     }
 }
 
-/// Whether the sorted rows of square `m` hold no `(i, i)` and `(j, i)` for every `(i, j)`.
-/// Rows are visited in order and each lower entry `(i, j)`, `j < i`, is matched with the next
-/// unmatched upper entry of row `j` (a cursor per row), which must be `i`: upper entries are
-/// met in the order they are sorted in, so one sequential pass decides, without searching.
-fn is_symmetric_without_loops(m: &Csr<f32>) -> bool {
-    let (ptr, cols) = (m.row_ptr(), m.col_idx());
-    let n = m.nrows();
+/// Whether the sorted rows of the square matrix `(ptr, cols)` hold no `(i, i)` and `(j, i)` for
+/// every `(i, j)`. Each lower entry `(i, j)`, `j < i`, is matched with the next unmatched upper
+/// entry of row `j` (a cursor per row), which must be `i`: taken in order of `i`, the lower
+/// entries of column `j` meet the upper entries of row `j` in the order they are sorted in, so
+/// one pass decides, without searching. The rows `j` are cut into blocks of about equal entries,
+/// one per thread, each with its own cursors and a pass over the lower entries of its columns:
+/// the blocks share nothing, and the graph is read once in all.
+fn is_symmetric_without_loops(ptr: &[u64], cols: &[u32]) -> bool {
+    let n = ptr.len() - 1;
+    let blocks = rayon::current_num_threads().clamp(1, n.max(1));
+    let mut bounds: Vec<usize> = (0..blocks)
+        .map(|k| ptr.partition_point(|&p| p < cols.len() as u64 * k as u64 / blocks as u64))
+        .map(|j| j.min(n))
+        .collect();
+    bounds.push(n);
+    bounds.dedup();
+    bounds
+        .par_windows(2)
+        .all(|w| columns_are_symmetric(ptr, cols, w[0]..w[1]))
+}
+
+/// [`is_symmetric_without_loops`] for the rows and columns `js`: no diagonal entry in those
+/// rows, and their upper entries are exactly the lower entries of those columns.
+fn columns_are_symmetric(ptr: &[u64], cols: &[u32], js: std::ops::Range<usize>) -> bool {
+    let n = ptr.len() - 1;
+    let row = |i: usize| &cols[ptr[i] as usize..ptr[i + 1] as usize];
     // The first entry right of the diagonal in each row; a diagonal entry fails at once.
-    let mut cursor = Vec::with_capacity(n);
-    for j in 0..n {
-        let row = &cols[ptr[j] as usize..ptr[j + 1] as usize];
-        let split = row.partition_point(|&c| (c as usize) < j);
-        if row.get(split).is_some_and(|&c| c as usize == j) {
+    let mut cursor = Vec::with_capacity(js.len());
+    for j in js.clone() {
+        let split = row(j).partition_point(|&c| (c as usize) < j);
+        if row(j).get(split).is_some_and(|&c| c as usize == j) {
             return false;
         }
         cursor.push(ptr[j] as usize + split);
     }
-    for i in 0..n {
-        let row = &cols[ptr[i] as usize..ptr[i + 1] as usize];
-        for &j in row.iter().take_while(|&&j| (j as usize) < i) {
-            let at = &mut cursor[j as usize];
+    for i in js.start + 1..n {
+        let r = row(i);
+        let from = if js.start == 0 {
+            0
+        } else {
+            r.partition_point(|&c| (c as usize) < js.start)
+        };
+        let below = js.end.min(i);
+        for &j in r[from..].iter().take_while(|&&j| (j as usize) < below) {
+            let at = &mut cursor[j as usize - js.start];
             if *at >= ptr[j as usize + 1] as usize || cols[*at] as usize != i {
                 return false;
             }
             *at += 1;
         }
     }
-    (0..n).all(|j| cursor[j] == ptr[j + 1] as usize)
+    js.clone()
+        .all(|j| cursor[j - js.start] == ptr[j + 1] as usize)
 }
 
 /// How the triangles are counted.
@@ -378,27 +424,78 @@ pub fn count(g: &SimpleGraph, opts: &Options) -> Result<Triangles> {
 mod tests {
     use super::*;
 
-    pub(super) fn graph(n: usize, edges: &[(u32, u32)]) -> SimpleGraph {
+    pub(super) fn graph(n: usize, edges: &[(u32, u32)]) -> SimpleGraph<'static> {
         SimpleGraph::from_edges(EdgeList::square(n, edges.to_vec(), None)).unwrap()
     }
 
     #[test]
-    fn a_symmetric_pattern_is_taken_as_it_is_and_any_other_handed_back() {
+    fn a_symmetric_pattern_is_read_in_place_and_any_other_refused() {
         let g = graph(4, &[(0, 1), (1, 2), (2, 0), (2, 3)]);
-        let mut weighted = g.adjacency().clone();
-        weighted.values_mut().fill(3.0);
-        let same = SimpleGraph::from_symmetric(weighted).unwrap();
+        let weighted = Csr::<f64>::from_parts(
+            4,
+            4,
+            g.row_ptr().to_vec(),
+            g.col_idx().to_vec(),
+            vec![3.0; g.col_idx().len()],
+        )
+        .unwrap();
+        let same = SimpleGraph::from_symmetric(weighted.view()).unwrap();
         assert_eq!(same, g);
-        // One direction only, a loop, a non-square shape: each is handed back unchanged.
+        assert!(std::ptr::eq(same.col_idx(), weighted.col_idx()));
+        // One direction only, a loop, a non-square shape: each is refused.
         let one_way = Csr::<f32>::from_dense(2, 2, &[0.0, 1.0, 0.0, 0.0]);
-        assert_eq!(SimpleGraph::from_symmetric(one_way.clone()), Err(one_way));
+        assert_eq!(SimpleGraph::from_symmetric(one_way.view()), None);
         let looped = Csr::<f32>::from_dense(2, 2, &[1.0, 1.0, 1.0, 0.0]);
-        assert!(SimpleGraph::from_symmetric(looped).is_err());
+        assert!(SimpleGraph::from_symmetric(looped.view()).is_none());
         // (0, 1), (0, 2), (2, 1): every row's count matches a symmetric one's, yet (1, 0) is
         // missing and (1, 2) stands in its place.
         let skewed = Csr::<f32>::from_dense(3, 3, &[0.0, 1.0, 1.0, 0.0, 0.0, 1.0, 1.0, 1.0, 0.0]);
-        assert!(SimpleGraph::from_symmetric(skewed).is_err());
-        assert!(SimpleGraph::from_symmetric(Csr::<f32>::empty(2, 3)).is_err());
+        assert!(SimpleGraph::from_symmetric(skewed.view()).is_none());
+        assert!(SimpleGraph::from_symmetric(Csr::<f32>::empty(2, 3).view()).is_none());
+        let empty = Csr::<f32>::empty(0, 0);
+        assert_eq!(
+            SimpleGraph::from_symmetric(empty.view()).map(|g| g.vertices()),
+            Some(0)
+        );
+    }
+
+    #[test]
+    fn the_symmetry_check_decides_alike_on_any_number_of_threads() {
+        let g = SimpleGraph::from_edges(
+            crate::generate::generate(&crate::generate::RmatParams {
+                undirected: true,
+                seed: 4,
+                ..crate::generate::RmatParams::new(9, 8 << 9)
+            })
+            .unwrap(),
+        )
+        .unwrap();
+        let (ptr, cols) = (g.row_ptr(), g.col_idx());
+        // One entry moved to the next column (when that keeps the row sorted) breaks symmetry
+        // wherever it lies: first rows, last rows, the hubs, on each block boundary.
+        let mut broken = Vec::new();
+        for k in (0..cols.len() - 1).step_by(97) {
+            if cols[k] + 1 < cols[k + 1] {
+                let mut c = cols.to_vec();
+                c[k] += 1;
+                broken.push(c);
+            }
+        }
+        assert!(broken.len() > 20);
+        for threads in [1, 2, 3, 8] {
+            let pool = rayon::ThreadPoolBuilder::new()
+                .num_threads(threads)
+                .build()
+                .unwrap();
+            pool.install(|| {
+                assert!(is_symmetric_without_loops(ptr, cols));
+                for c in &broken {
+                    assert!(!is_symmetric_without_loops(ptr, c), "{threads} threads");
+                }
+                assert!(is_symmetric_without_loops(&[0], &[]));
+                assert!(is_symmetric_without_loops(&[0, 0, 0], &[]));
+            });
+        }
     }
 
     /// Every combination of method, relabelling and form, with and without per-vertex counts.

@@ -102,7 +102,7 @@ fn check_all(el: &EdgeList) -> u64 {
     total
 }
 
-fn load(path: &str) -> (SimpleGraph, gmcl::Labels) {
+fn load(path: &str) -> (SimpleGraph<'static>, gmcl::Labels) {
     let l = io::load(Path::new(path), None).unwrap();
     (SimpleGraph::from_edges(l.edges).unwrap(), l.labels)
 }

@@ -33,14 +33,13 @@ fn check(el: &EdgeList, heavy_shared_slots: Option<u32>) -> u64 {
     let Some(gpu) = gpu() else { return 0 };
     let g = SimpleGraph::from_edges(el.clone()).unwrap();
     let (total, per) = cpu_counts(&g);
-    let a = g.adjacency();
     let tuning = TriangleTuning {
         poison: true,
         heavy_shared_slots,
         ..TriangleTuning::default()
     };
     for per_vertex in [false, true] {
-        let d = triangles::count(&gpu, a.row_ptr(), a.col_idx(), per_vertex, &tuning).unwrap();
+        let d = triangles::count(&gpu, g.row_ptr(), g.col_idx(), per_vertex, &tuning).unwrap();
         assert_eq!(d.triangles, total, "per_vertex {per_vertex}");
         match d.per_vertex {
             Some(pv) => {
