@@ -13,9 +13,9 @@
 //! iteration is the single-process one. The chaos is a max-reduction, the figures sums, so
 //! every rank takes the same decisions.
 //!
-//! Interpretation gathers the limit on every rank (in the limit a column keeps its attractors
-//! only, about one entry per node) and reads the clusters off it with
-//! [`crate::mcl::interpret`].
+//! Interpretation: each rank makes the DAG's arcs of its own columns of the limit (a column is
+//! read alone), every rank gathers the arcs (node ids only; in a converged limit about one per
+//! node), and reads the clusters off them with [`crate::mcl::interpret`]'s single-process code.
 
 pub mod fetch;
 pub mod graph;
@@ -30,6 +30,7 @@ use crate::error::{Error, Result};
 use crate::mcl::{self, Iteration, IterationProgress, MclParams, MclResult, Observer};
 use crate::scalar::Scalar;
 use crate::spgemm::EngineKind;
+use rayon::prelude::*;
 use std::time::Instant;
 
 /// What a distributed run needs besides the communicator, the graph and MCL's parameters.
@@ -95,9 +96,9 @@ pub fn cluster<T: Scalar>(
         },
     )?;
     let (setup_seconds, last_end) = (timed.setup_seconds, timed.last_end);
-    let limit = gather(comm, &m)?;
+    let arcs = gather_dag(comm, &m, graph.first())?;
     drop(m);
-    let interp = mcl::interpret::interpret(&limit, params.overlap);
+    let interp = mcl::interpret::interpret_dag(&arcs, params.overlap);
     Ok(MclResult {
         clusters: interp.clusters,
         iterations,
@@ -252,34 +253,41 @@ fn stack<T: Scalar>(top: Csr<T>, bottom: Csr<T>) -> Csr<T> {
     Csr::from_parts_unchecked(rows + bottom.nrows(), ncols, row_ptr, cols, vals)
 }
 
-/// The whole matrix from every rank's block of rows, on every rank. Collective.
-fn gather<T: Scalar>(comm: &dyn Comm, m: &Csr<T>) -> Result<Csr<T>> {
-    let too_large = (m.nnz() > MAX_MESSAGE).then(|| {
+/// The limit's DAG on every rank: each rank makes its nodes' arcs from its block `m` of the
+/// limit (whose row 0 is node `first`; [`mcl::interpret::dag_arcs`] reads a column alone), and
+/// the arcs travel as node ids without values; no rank gathers the limit itself. Collective.
+fn gather_dag<T: Scalar>(comm: &dyn Comm, m: &Csr<T>, first: usize) -> Result<Vec<Vec<u32>>> {
+    let arcs: Vec<Vec<u32>> = (0..m.nrows())
+        .into_par_iter()
+        .with_min_len(256)
+        .map(|i| {
+            let (cols, vals) = m.row(i);
+            mcl::interpret::dag_arcs(cols, vals, first + i)
+        })
+        .collect();
+    let lens: Vec<u32> = arcs.iter().map(|a| a.len() as u32).collect();
+    let flat = arcs.concat();
+    drop(arcs);
+    let too_large = (flat.len() > MAX_MESSAGE).then(|| {
         Error::Invalid(format!(
-            "the limit's block holds {} entries, more than one message carries ({MAX_MESSAGE}); \
-             the process has not converged far enough to interpret across ranks (raise -L)",
-            m.nnz()
+            "the limit's block has {} arcs to interpret, more than one message carries \
+             ({MAX_MESSAGE}); the process has not converged far enough to interpret across \
+             ranks (raise -L)",
+            flat.len()
         ))
     });
     agree(comm, too_large.map_or(Ok(()), Err))?;
-    let lens: Vec<u32> = (0..m.nrows()).map(|i| m.row(i).0.len() as u32).collect();
     let (lens, _) = comm.all_gather_u32(&lens);
-    let (cols, _) = comm.all_gather_u32(m.col_idx());
-    let bits: Vec<u64> = m.values().iter().map(|v| v.to_f64().to_bits()).collect();
-    let (bits, _) = comm.all_gather_u64(&bits);
-    let mut row_ptr = Vec::with_capacity(lens.len() + 1);
-    row_ptr.push(0u64);
-    let mut at = 0u64;
-    for l in lens {
-        at += u64::from(l);
-        row_ptr.push(at);
-    }
-    let vals = bits
+    let (flat, _) = comm.all_gather_u32(&flat);
+    let mut at = 0usize;
+    Ok(lens
         .into_iter()
-        .map(|b| T::from_f64(f64::from_bits(b)))
-        .collect();
-    let n = m.ncols();
-    Ok(Csr::from_parts_unchecked(n, n, row_ptr, cols, vals))
+        .map(|l| {
+            let a = flat[at..at + l as usize].to_vec();
+            at += l as usize;
+            a
+        })
+        .collect())
 }
 
 #[cfg(test)]
@@ -481,6 +489,36 @@ mod tests {
                             )
                         );
                     }
+                }
+            }
+        }
+    }
+
+    /// A limit far from converged (many entries per column) gives the single-process clusters:
+    /// the DAG's arcs each rank makes of its columns are those of the whole limit.
+    #[test]
+    fn an_unconverged_limit_is_interpreted_as_in_one_process() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = rmat_file(dir.path(), 8, 8, 11);
+        for max_iterations in [1, 2, 3] {
+            let params = MclParams {
+                max_iterations,
+                ..cpu()
+            };
+            let (_, _, want) = single(&path, &params);
+            assert!(!want.converged);
+            for p in 1..=4 {
+                let got = on_ranks(p, |c| {
+                    let gb = load_graph::<f32>(c, &path, None, 64).unwrap();
+                    let opts = Options::default();
+                    cluster(c, &gb, &params, &opts, &mut |_: &Iteration| {}).unwrap()
+                });
+                for r in got {
+                    assert_eq!(r.clusters, want.clusters, "{p} ranks, -L {max_iterations}");
+                    assert_eq!(
+                        (r.attractors, r.overlap, r.missing),
+                        (want.attractors, want.overlap, want.missing)
+                    );
                 }
             }
         }
