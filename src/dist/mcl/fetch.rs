@@ -190,16 +190,15 @@ pub fn fetch<T: Scalar>(
 
 /// The second operand of a round: `Mᵀ`'s rows by global node (`m.ncols()` rows), the block `m`
 /// (whose row 0 is node `first`) and the fetched rows in place, every other row empty. When
-/// nothing was fetched and the block is the whole matrix (one rank), that is `m` itself.
-pub fn operand<'a, T: Scalar>(m: &'a Csr<T>, first: usize, got: &Fetched<T>) -> Cow<'a, Csr<T>> {
+/// nothing was fetched and the block is the whole matrix (one rank), that is `m` itself. The
+/// fetched rows' arrays become the operand's (grown around the block), so they are not held
+/// twice.
+pub fn operand<T: Scalar>(m: &Csr<T>, first: usize, got: Fetched<T>) -> Cow<'_, Csr<T>> {
     let n = m.ncols();
     if got.nodes.is_empty() && first == 0 && m.nrows() == n {
         return Cow::Borrowed(m);
     }
     let end = first + m.nrows();
-    // The fetched rows before the block, then the block, then the fetched rows after it.
-    let split = got.nodes.partition_point(|&k| (k as usize) < first);
-    let at = got.ptr[split] as usize;
     let mut row_ptr = Vec::with_capacity(n + 1);
     row_ptr.push(0u64);
     let (mut total, mut next) = (0u64, 0usize);
@@ -212,16 +211,22 @@ pub fn operand<'a, T: Scalar>(m: &'a Csr<T>, first: usize, got: &Fetched<T>) -> 
         }
         row_ptr.push(total);
     }
-    let size = got.cols.len() + m.nnz();
-    let mut cols = Vec::with_capacity(size);
-    let mut vals = Vec::with_capacity(size);
-    cols.extend_from_slice(&got.cols[..at]);
-    vals.extend_from_slice(&got.vals[..at]);
-    cols.extend_from_slice(m.col_idx());
-    vals.extend_from_slice(m.values());
-    cols.extend_from_slice(&got.cols[at..]);
-    vals.extend_from_slice(&got.vals[at..]);
+    // The fetched rows before the block, then the block, then the fetched rows after it.
+    let split = got.nodes.partition_point(|&k| (k as usize) < first);
+    let at = got.ptr[split] as usize;
+    let cols = around(got.cols, at, m.col_idx());
+    let vals = around(got.vals, at, m.values());
     Cow::Owned(Csr::from_parts_unchecked(n, n, row_ptr, cols, vals))
+}
+
+/// `v` with `middle` put in at `at`: the tail moved up in place (a large vector grows without
+/// a copy where the allocator can remap it).
+fn around<E: Copy + Default>(mut v: Vec<E>, at: usize, middle: &[E]) -> Vec<E> {
+    let tail = v.len() - at;
+    v.resize(v.len() + middle.len(), E::default());
+    v.copy_within(at..at + tail, at + middle.len());
+    v[at..at + middle.len()].copy_from_slice(middle);
+    v
 }
 
 /// The first operand of a round: the block's rows `rows` (columns kept global), `m` itself
@@ -294,7 +299,7 @@ mod tests {
             vals: vec![7.0, 8.0, 9.0],
             received: 0,
         };
-        let b = operand(&m, 2, &got);
+        let b = operand(&m, 2, got);
         assert_eq!((b.nrows(), b.ncols()), (6, 6));
         assert_eq!(b.row(0), (&[4u32][..], &[7.0f32][..]));
         assert_eq!(b.row(1).0.len(), 0);
@@ -305,10 +310,13 @@ mod tests {
         // One rank: the block itself, not a copy.
         let whole = Csr::from_parts(2, 2, vec![0, 1, 2], vec![1, 0], vec![1.0f32; 2]).unwrap();
         assert!(matches!(
-            operand(&whole, 0, &Fetched::none()),
+            operand(&whole, 0, Fetched::none()),
             Cow::Borrowed(_)
         ));
         assert!(matches!(round_rows(&m, 0..3), Cow::Borrowed(_)));
+        assert_eq!(around(vec![1, 2, 5], 2, &[3, 4]), [1, 2, 3, 4, 5]);
+        assert_eq!(around(vec![5], 0, &[3, 4]), [3, 4, 5]);
+        assert_eq!(around(vec![1, 2], 2, &[3]), [1, 2, 3]);
         let r = round_rows(&m, 1..3);
         assert_eq!((r.nrows(), r.ncols()), (2, 6));
         assert_eq!((r.row(0), r.row(1)), (m.row(1), m.row(2)));

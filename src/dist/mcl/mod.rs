@@ -179,8 +179,7 @@ fn iterate<T: Scalar>(
         let made = if rows.is_empty() {
             Ok(None)
         } else {
-            let b = fetch::operand(m, first, &got);
-            drop(got);
+            let b = fetch::operand(m, first, got);
             let a = fetch::round_rows(m, rows.clone());
             mcl::expand_prune(&a, &b, first + rows.start, params, inflation, progress).map(Some)
         };
