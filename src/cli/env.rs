@@ -17,7 +17,8 @@
 //! - with the `mpi` feature, the variables an MPI launcher sets for its ranks
 //!   (`OMPI_COMM_WORLD_SIZE`, `PMI_SIZE`, `PMIX_RANK`): gmcl runs across ranks when one is set;
 //! - the rank's place on its host (`OMPI_COMM_WORLD_LOCAL_RANK`, `MPI_LOCALRANKID`,
-//!   `SLURM_LOCALID`): the GPU it opens, modulo the host's GPUs.
+//!   `SLURM_LOCALID`): the GPU it opens, modulo the host's GPUs; and the ranks on its host
+//!   (`OMPI_COMM_WORLD_LOCAL_SIZE`, `MPI_LOCALNRANKS`): MCL's share of the host's memory.
 
 use gmcl::spgemm::gpu::GpuTuning;
 use gmcl::tricount::gpu::TriangleTuning;
@@ -149,14 +150,29 @@ pub fn dist_spgemm_options() -> gmcl::dist::spgemm::Options {
     o
 }
 
-/// The stages of MCL across ranks: `GMCL_DIST_STAGE` bounds both (as for tricount).
+/// The stages of MCL across ranks: `GMCL_DIST_STAGE` bounds both (as for tricount); without
+/// it, each rank sizes its rounds by its share of the host's memory (the ranks the launcher
+/// started on this host).
 pub fn dist_mcl_options() -> gmcl::dist::mcl::Options {
-    let mut o = gmcl::dist::mcl::Options::default();
+    let mut o = gmcl::dist::mcl::Options {
+        ranks_on_host: ranks_on_host(),
+        ..Default::default()
+    };
     if let Some(n) = number("GMCL_DIST_STAGE") {
         o.stage_edges = n as usize;
-        o.stage_entries = n as usize;
+        o.stage_entries = Some(n as usize);
     }
     o
+}
+
+/// The number of ranks an MPI launcher started on this host (1 without one). OpenMPI and
+/// MPICH name it.
+fn ranks_on_host() -> usize {
+    ["OMPI_COMM_WORLD_LOCAL_SIZE", "MPI_LOCALNRANKS"]
+        .iter()
+        .find_map(|k| number(k))
+        .unwrap_or(1)
+        .max(1) as usize
 }
 
 /// A variable that holds a number (unset or unreadable: `None`).

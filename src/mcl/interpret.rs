@@ -117,42 +117,53 @@ fn dag<T: Scalar>(limit_t: &Csr<T>) -> Vec<Vec<u32>> {
         .with_min_len(256)
         .map(|j| {
             let (cols, vals) = limit_t.row(j);
-            let selfval = cols
-                .binary_search(&(j as u32))
-                .map_or(0.0, |k| vals[k].to_f64());
-            let maxval = vals.iter().fold(0.0f64, |m, v| m.max(v.to_f64()));
-            let bar = if selfval < maxval {
-                0.999 * selfval + 0.001 * maxval
-            } else {
-                selfval / 1.01
-            };
-            let kept: Vec<(u32, T)> = cols
-                .iter()
-                .zip(vals)
-                .filter(|(_, v)| v.to_f64() >= bar)
-                .map(|(&c, &v)| (c, v))
-                .collect();
-            let sum: f64 = kept.iter().map(|(_, v)| v.to_f64()).sum();
-            let floor = 1.0 / (kept.len() as f64 + 1.0);
-            kept.iter()
-                .filter(|(_, v)| {
-                    let x = if sum != 0.0 {
-                        T::from_f64(v.to_f64() / sum).to_f64()
-                    } else {
-                        v.to_f64()
-                    };
-                    x >= floor
-                })
-                .map(|&(c, _)| c)
-                .collect()
+            dag_arcs(cols, vals, j)
         })
+        .collect()
+}
+
+/// The arcs of node `node` in the DAG (sorted), from its column `(cols, vals)` of the limit:
+/// each column is read alone, so ranks holding blocks of columns make their nodes' arcs.
+pub(crate) fn dag_arcs<T: Scalar>(cols: &[u32], vals: &[T], node: usize) -> Vec<u32> {
+    let selfval = cols
+        .binary_search(&(node as u32))
+        .map_or(0.0, |k| vals[k].to_f64());
+    let maxval = vals.iter().fold(0.0f64, |m, v| m.max(v.to_f64()));
+    let bar = if selfval < maxval {
+        0.999 * selfval + 0.001 * maxval
+    } else {
+        selfval / 1.01
+    };
+    let kept: Vec<(u32, T)> = cols
+        .iter()
+        .zip(vals)
+        .filter(|(_, v)| v.to_f64() >= bar)
+        .map(|(&c, &v)| (c, v))
+        .collect();
+    let sum: f64 = kept.iter().map(|(_, v)| v.to_f64()).sum();
+    let floor = 1.0 / (kept.len() as f64 + 1.0);
+    kept.iter()
+        .filter(|(_, v)| {
+            let x = if sum != 0.0 {
+                T::from_f64(v.to_f64() / sum).to_f64()
+            } else {
+                v.to_f64()
+            };
+            x >= floor
+        })
+        .map(|&(c, _)| c)
         .collect()
 }
 
 /// Reads the clusters off the limit `limit_t` (stored transposed: row `j` is column `j`).
 pub fn interpret<T: Scalar>(limit_t: &Csr<T>, overlap: Overlap) -> Interpretation {
-    let n = limit_t.nrows();
-    let arcs = dag(limit_t);
+    interpret_dag(&dag(limit_t), overlap)
+}
+
+/// Reads the clusters off the limit's DAG (`arcs[j]`: node `j`'s arcs, sorted; see
+/// [`dag_arcs`]).
+pub(crate) fn interpret_dag(arcs: &[Vec<u32>], overlap: Overlap) -> Interpretation {
+    let n = arcs.len();
     let is_attr: Vec<bool> = (0..n)
         .into_par_iter()
         .map(|j| arcs[j].binary_search(&(j as u32)).is_ok())

@@ -505,8 +505,8 @@ fn iterate_watched<T: Scalar>(
 
 /// One iteration's columns on the CPU engine: row `i` of `a·b`, pruned and inflated as node
 /// `first + i`, for every row of `a`. In one process `a` and `b` are both `Mᵀ`; across ranks
-/// `a` is a rank's rows of `Mᵀ` with their columns renumbered (in the same order) into the rows
-/// of `b` it fetched, so every column is made by the same code, in the same order of `k`.
+/// `a` is a rank's rows of `Mᵀ` and `b` holds, at their nodes, the rows of `Mᵀ` they name (the
+/// others empty), so every column is made by the same code, in the same order of `k`.
 pub(crate) fn expand_prune<T: Scalar>(
     a: &Csr<T>,
     b: &Csr<T>,

@@ -1,93 +1,146 @@
-//! The rows of `Mᵀ` (columns of `M`) a rank needs to make its columns of `M²`, fetched from
-//! their owners in rounds.
+//! The rows of `Mᵀ` (columns of `M`) a rank needs from other ranks to make its columns of `M²`,
+//! fetched from their owners in rounds, and the operand `B` of a round's product.
 //!
-//! [`plan`] cuts the block's rows into consecutive rounds whose needed rows (the distinct `k`
-//! of the round's rows, its own included) hold at most a budget of entries, from every row's
-//! length (gathered once per iteration); [`fetch`] then runs one round: the remote `k` go to
-//! their owners, which answer with the rows' lengths, columns and values (three all-to-alls),
-//! and the round's rows come back with their columns renumbered into the fetched rows.
+//! [`plan`] cuts the block's rows into consecutive rounds whose needed *remote* rows (the
+//! distinct `k` of the round's rows that other ranks own) hold at most a budget of entries;
+//! the block's own rows cost nothing, so a round that needs no remote row is the whole block.
+//! [`fetch`] runs one round's exchange: the remote `k` go to their owners, which answer with
+//! the rows' lengths, columns and values (three all-to-alls). [`operand`] then lays the block
+//! and the fetched rows out as one matrix indexed by global node, the other rows empty: the
+//! product of a block row with it is the single-process one (same `k`, in the same order, with
+//! the same accumulator size), with no renumbering.
 
 use super::super::{Comm, MAX_MESSAGE};
 use crate::csr::Csr;
 use crate::error::{Error, Result};
 use crate::scalar::Scalar;
+use std::borrow::Cow;
 use std::ops::Range;
 
 /// The most entries one round fetches: each value travels as two 32-bit words, and a message
 /// stays under [`MAX_MESSAGE`] words.
 pub const MAX_ROUND_ENTRIES: u64 = (MAX_MESSAGE / 2) as u64;
 
-/// The block's rows `0..m.nrows()` cut into consecutive rounds whose distinct needed rows
-/// (`lengths`: every row's entries, by node) hold at most `budget` entries; a row whose needs
-/// alone exceed the budget makes a round of its own, and one over [`MAX_ROUND_ENTRIES`] is an
-/// error.
-pub fn plan<T: Scalar>(m: &Csr<T>, lengths: &[u32], budget: u64) -> Result<Vec<Range<usize>>> {
-    // The round each node was last counted in (1-based; 0: never).
-    let mut seen = vec![0u32; lengths.len()];
+/// A round plan: the block's rows in consecutive rounds, and the remote entries the largest
+/// round fetches (0: the block needs no row of another rank).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Plan {
+    /// The rounds, covering `0..m.nrows()` in order (none for an empty block).
+    pub rounds: Vec<Range<usize>>,
+    /// Remote entries of the largest round.
+    pub largest: u64,
+}
+
+/// The block `m` (nodes `mine`) cut into consecutive rounds whose distinct remote needed rows
+/// (`lengths`: every row's entries, by node; only remote nodes are read) hold at most `budget`
+/// entries; a row whose remote needs alone exceed the budget makes a round of its own, and one
+/// over [`MAX_ROUND_ENTRIES`] is an error.
+pub fn plan<T: Scalar>(
+    m: &Csr<T>,
+    mine: Range<usize>,
+    lengths: &[u32],
+    budget: u64,
+) -> Result<Plan> {
+    // The round each remote node was last counted in (1-based; 0: never).
+    let mut seen = vec![0u32; m.ncols()];
     let mut round = 1u32;
-    let mut out = Vec::new();
+    let mut out = Plan {
+        rounds: Vec::new(),
+        largest: 0,
+    };
     let (mut start, mut acc) = (0usize, 0u64);
     for i in 0..m.nrows() {
         let cols = m.row(i).0;
+        let remote = |k: &&u32| !mine.contains(&(**k as usize));
         let cost = |seen: &[u32], round: u32| -> u64 {
             cols.iter()
+                .filter(remote)
                 .filter(|&&k| seen[k as usize] != round)
                 .map(|&k| u64::from(lengths[k as usize]))
                 .sum()
         };
-        if acc > 0 && acc + cost(&seen, round) > budget {
-            out.push(start..i);
+        let c = cost(&seen, round);
+        if acc > 0 && acc + c > budget {
+            out.rounds.push(start..i);
+            out.largest = out.largest.max(acc);
             start = i;
             acc = 0;
             round += 1;
         }
         acc += cost(&seen, round);
-        for &k in cols {
+        for &k in cols.iter().filter(remote) {
             seen[k as usize] = round;
         }
         if acc > MAX_ROUND_ENTRIES {
             return Err(Error::Invalid(format!(
-                "column {} of M² needs {acc} entries of M at once, more than one exchange \
-                 carries ({MAX_ROUND_ENTRIES}); prune harder or run on one rank",
-                i
+                "column {} of M² needs {acc} entries of other ranks' columns of M at once, \
+                 more than one exchange carries ({MAX_ROUND_ENTRIES}); prune harder or run on \
+                 fewer ranks",
+                mine.start + i
             )));
         }
     }
     if start < m.nrows() {
-        out.push(start..m.nrows());
+        out.rounds.push(start..m.nrows());
+        out.largest = out.largest.max(acc);
     }
     Ok(out)
 }
 
-/// One round, collective: this rank's rows `rows` of its block `m` (columns renumbered, in
-/// the same order, into the rows of the second matrix) and the rows of `Mᵀ` they name, in node
-/// order (`starts`: the blocks' first nodes; `lengths`: every row's entries). Every rank
-/// answers every other's requests, whether or not it asks for anything. Also returns the bytes
-/// this rank received.
+/// The remote rows of one round, in node order.
+#[derive(Debug)]
+pub struct Fetched<T> {
+    /// The nodes, increasing.
+    pub nodes: Vec<u32>,
+    /// Where each node's entries start in `cols` and `vals` (one more than `nodes`).
+    pub ptr: Vec<u64>,
+    /// The rows' columns.
+    pub cols: Vec<u32>,
+    /// The rows' values.
+    pub vals: Vec<T>,
+    /// The bytes this rank received in the exchange.
+    pub received: u64,
+}
+
+impl<T> Fetched<T> {
+    /// No rows.
+    pub fn none() -> Self {
+        Fetched {
+            nodes: Vec::new(),
+            ptr: vec![0],
+            cols: Vec::new(),
+            vals: Vec::new(),
+            received: 0,
+        }
+    }
+}
+
+/// One round's exchange, collective: the rows of `Mᵀ` owned by other ranks that this rank's
+/// rows `rows` of its block `m` name (`starts`: the blocks' first nodes). Every rank answers
+/// every other's requests, whether or not it asks for anything.
 pub fn fetch<T: Scalar>(
     comm: &dyn Comm,
     starts: &[usize],
     m: &Csr<T>,
     rows: Range<usize>,
-    lengths: &[u32],
-) -> (Csr<T>, Csr<T>, u64) {
+) -> Fetched<T> {
     let p = comm.size();
     let first = starts[comm.rank()];
     let mine = first..first + m.nrows();
     let owner = |k: usize| starts.partition_point(|&s| s <= k) - 1;
     let lo = m.row_ptr()[rows.start] as usize;
     let hi = m.row_ptr()[rows.end] as usize;
-    let mut need: Vec<u32> = m.col_idx()[lo..hi].to_vec();
-    need.sort_unstable();
-    need.dedup();
     // The remote rows, asked of their owners (in node order, so by owner).
-    let mut ask = Vec::new();
+    let mut ask: Vec<u32> = m.col_idx()[lo..hi]
+        .iter()
+        .copied()
+        .filter(|&k| !mine.contains(&(k as usize)))
+        .collect();
+    ask.sort_unstable();
+    ask.dedup();
     let mut counts = vec![0usize; p];
-    for &k in &need {
-        if !mine.contains(&(k as usize)) {
-            ask.push(k);
-            counts[owner(k as usize)] += 1;
-        }
+    for &k in &ask {
+        counts[owner(k as usize)] += 1;
     }
     let (asked, asked_counts) = comm.all_to_all_u32(&ask, &counts);
     // The answers: lengths, columns, values (two words each), to each asker in turn.
@@ -108,49 +161,164 @@ pub fn fetch<T: Scalar>(
         }
         at += c;
     }
+    drop(asked);
     let (got_lens, _) = comm.all_to_all_u32(&lens, &asked_counts);
     let (got_cols, _) = comm.all_to_all_u32(&cols, &entry_counts);
     let word_counts: Vec<usize> = entry_counts.iter().map(|&c| 2 * c).collect();
     let (got_words, _) = comm.all_to_all_u32(&words, &word_counts);
     drop((lens, cols, words));
-    let received = 4 * (asked.len() + got_lens.len() + got_cols.len() + got_words.len()) as u64;
-    // The needed rows in node order: this block's from `m`, the others from the answers, which
-    // come in the same order.
-    let total: usize = need.iter().map(|&k| lengths[k as usize] as usize).sum();
-    let mut b_ptr = Vec::with_capacity(need.len() + 1);
-    b_ptr.push(0u64);
-    let mut b_cols = Vec::with_capacity(total);
-    let mut b_vals = Vec::with_capacity(total);
-    let (mut r, mut e) = (0usize, 0usize);
-    for &k in &need {
-        if mine.contains(&(k as usize)) {
-            let (rc, rv) = m.row(k as usize - first);
-            b_cols.extend_from_slice(rc);
-            b_vals.extend_from_slice(rv);
-        } else {
-            let l = got_lens[r] as usize;
-            b_cols.extend_from_slice(&got_cols[e..e + l]);
-            b_vals.extend(
-                got_words[2 * e..2 * (e + l)].chunks_exact(2).map(|w| {
-                    T::from_f64(f64::from_bits(u64::from(w[0]) | (u64::from(w[1]) << 32)))
-                }),
-            );
-            r += 1;
-            e += l;
-        }
-        b_ptr.push(b_cols.len() as u64);
+    let received = 4 * (ask.len() + got_lens.len() + got_cols.len() + got_words.len()) as u64;
+    let mut ptr = Vec::with_capacity(got_lens.len() + 1);
+    ptr.push(0u64);
+    let mut end = 0u64;
+    for &l in &got_lens {
+        end += u64::from(l);
+        ptr.push(end);
     }
-    let b = Csr::from_parts_unchecked(need.len(), m.ncols(), b_ptr, b_cols, b_vals);
-    // The round's rows, each `k` renumbered to its place in `need`.
-    let a_cols: Vec<u32> = m.col_idx()[lo..hi]
-        .iter()
-        .map(|&k| need.partition_point(|&x| x < k) as u32)
+    let vals = got_words
+        .chunks_exact(2)
+        .map(|w| T::from_f64(f64::from_bits(u64::from(w[0]) | (u64::from(w[1]) << 32))))
         .collect();
-    let a_vals = m.values()[lo..hi].to_vec();
-    let a_ptr: Vec<u64> = m.row_ptr()[rows.start..=rows.end]
+    Fetched {
+        nodes: ask,
+        ptr,
+        cols: got_cols,
+        vals,
+        received,
+    }
+}
+
+/// The second operand of a round: `Mᵀ`'s rows by global node (`m.ncols()` rows), the block `m`
+/// (whose row 0 is node `first`) and the fetched rows in place, every other row empty. When
+/// nothing was fetched and the block is the whole matrix (one rank), that is `m` itself. The
+/// fetched rows' arrays become the operand's (grown around the block), so they are not held
+/// twice.
+pub fn operand<T: Scalar>(m: &Csr<T>, first: usize, got: Fetched<T>) -> Cow<'_, Csr<T>> {
+    let n = m.ncols();
+    if got.nodes.is_empty() && first == 0 && m.nrows() == n {
+        return Cow::Borrowed(m);
+    }
+    let end = first + m.nrows();
+    let mut row_ptr = Vec::with_capacity(n + 1);
+    row_ptr.push(0u64);
+    let (mut total, mut next) = (0u64, 0usize);
+    for k in 0..n {
+        if (first..end).contains(&k) {
+            total += m.row_len(k - first) as u64;
+        } else if got.nodes.get(next) == Some(&(k as u32)) {
+            total += got.ptr[next + 1] - got.ptr[next];
+            next += 1;
+        }
+        row_ptr.push(total);
+    }
+    // The fetched rows before the block, then the block, then the fetched rows after it.
+    let split = got.nodes.partition_point(|&k| (k as usize) < first);
+    let at = got.ptr[split] as usize;
+    let cols = around(got.cols, at, m.col_idx());
+    let vals = around(got.vals, at, m.values());
+    Cow::Owned(Csr::from_parts_unchecked(n, n, row_ptr, cols, vals))
+}
+
+/// `v` with `middle` put in at `at`: the tail moved up in place (a large vector grows without
+/// a copy where the allocator can remap it).
+fn around<E: Copy + Default>(mut v: Vec<E>, at: usize, middle: &[E]) -> Vec<E> {
+    let tail = v.len() - at;
+    v.resize(v.len() + middle.len(), E::default());
+    v.copy_within(at..at + tail, at + middle.len());
+    v[at..at + middle.len()].copy_from_slice(middle);
+    v
+}
+
+/// The first operand of a round: the block's rows `rows` (columns kept global), `m` itself
+/// when the round is the whole block.
+pub fn round_rows<T: Scalar>(m: &Csr<T>, rows: Range<usize>) -> Cow<'_, Csr<T>> {
+    if rows == (0..m.nrows()) {
+        return Cow::Borrowed(m);
+    }
+    let lo = m.row_ptr()[rows.start];
+    let hi = m.row_ptr()[rows.end] as usize;
+    let row_ptr = m.row_ptr()[rows.start..=rows.end]
         .iter()
-        .map(|&x| x - lo as u64)
+        .map(|&x| x - lo)
         .collect();
-    let a = Csr::from_parts_unchecked(rows.len(), need.len(), a_ptr, a_cols, a_vals);
-    (a, b, received)
+    let (cols, vals) = (
+        m.col_idx()[lo as usize..hi].to_vec(),
+        m.values()[lo as usize..hi].to_vec(),
+    );
+    Cow::Owned(Csr::from_parts_unchecked(
+        rows.len(),
+        m.ncols(),
+        row_ptr,
+        cols,
+        vals,
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Rows 2..5 of a 6-node `Mᵀ` (node `k`'s row: `k+1` entries, columns `0..=k`, values `k`).
+    fn block() -> (Csr<f32>, Vec<u32>) {
+        let lengths: Vec<u32> = (1..=6).collect();
+        let mut ptr = vec![0u64];
+        let (mut cols, mut vals) = (Vec::new(), Vec::new());
+        for k in 2..5u32 {
+            cols.extend(0..=k);
+            vals.extend(std::iter::repeat(k as f32).take(k as usize + 1));
+            ptr.push(cols.len() as u64);
+        }
+        (Csr::from_parts(3, 6, ptr, cols, vals).unwrap(), lengths)
+    }
+
+    #[test]
+    fn rounds_count_remote_entries_only() {
+        let (m, lengths) = block();
+        // Remote needs: row 0 (node 2) names 0, 1 (1 + 2 entries); rows 1 and 2 add none but
+        // 0, 1 again, and own nodes cost nothing.
+        let p = plan(&m, 2..5, &lengths, 3).unwrap();
+        assert_eq!(p.rounds, std::iter::once(0..3).collect::<Vec<_>>());
+        assert_eq!(p.largest, 3);
+        // A budget under one row's needs: every row a round of its own.
+        let p = plan(&m, 2..5, &lengths, 2).unwrap();
+        assert_eq!(p.rounds, vec![0..1, 1..2, 2..3]);
+        // The whole matrix on one rank: nothing remote, one round, no lengths read.
+        let whole = Csr::from_parts(2, 2, vec![0, 2, 4], vec![0, 1, 0, 1], vec![0.5f32; 4]);
+        let p = plan(&whole.unwrap(), 0..2, &[], 1).unwrap();
+        assert_eq!(p.rounds, std::iter::once(0..2).collect::<Vec<_>>());
+        assert_eq!(p.largest, 0);
+    }
+
+    #[test]
+    fn the_operand_holds_the_block_and_the_fetched_rows_at_their_nodes() {
+        let (m, _) = block();
+        let got = Fetched {
+            nodes: vec![0, 5],
+            ptr: vec![0, 1, 3],
+            cols: vec![4, 1, 3],
+            vals: vec![7.0, 8.0, 9.0],
+            received: 0,
+        };
+        let b = operand(&m, 2, got);
+        assert_eq!((b.nrows(), b.ncols()), (6, 6));
+        assert_eq!(b.row(0), (&[4u32][..], &[7.0f32][..]));
+        assert_eq!(b.row(1).0.len(), 0);
+        for k in 2..5 {
+            assert_eq!(b.row(k), m.row(k - 2));
+        }
+        assert_eq!(b.row(5), (&[1u32, 3][..], &[8.0f32, 9.0][..]));
+        // One rank: the block itself, not a copy.
+        let whole = Csr::from_parts(2, 2, vec![0, 1, 2], vec![1, 0], vec![1.0f32; 2]).unwrap();
+        assert!(matches!(
+            operand(&whole, 0, Fetched::none()),
+            Cow::Borrowed(_)
+        ));
+        assert!(matches!(round_rows(&m, 0..3), Cow::Borrowed(_)));
+        assert_eq!(around(vec![1, 2, 5], 2, &[3, 4]), [1, 2, 3, 4, 5]);
+        assert_eq!(around(vec![5], 0, &[3, 4]), [3, 4, 5]);
+        assert_eq!(around(vec![1, 2], 2, &[3]), [1, 2, 3]);
+        let r = round_rows(&m, 1..3);
+        assert_eq!((r.nrows(), r.ncols()), (2, 6));
+        assert_eq!((r.row(0), r.row(1)), (m.row(1), m.row(2)));
+    }
 }

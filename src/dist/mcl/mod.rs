@@ -3,16 +3,19 @@
 //! and normalisation run per column on their owner, by the single-process code.
 //!
 //! Each iteration, the owner of column `j` of `M²` makes it from the columns `M[:, k]` for the
-//! `k` of `M[:, j]` ([`fetch`]: its own, and remote ones asked for in rounds whose fetched
-//! entries stay under `stage_entries`), through [`crate::mcl::expand_prune`] on its rows with
-//! their columns renumbered, in the same order, into the fetched rows: every value is summed
-//! in the same order of `k` with the same products as in one process, so every matrix, and
-//! the clusters, are bitwise the single-process ones for any number of ranks. The chaos is a
-//! max-reduction, the figures sums, so every rank takes the same decisions.
+//! `k` of `M[:, j]`: its own, and remote ones fetched in rounds whose fetched entries stay
+//! under a budget ([`fetch`]; the rank's own rows cost nothing, so where no rank needs another's
+//! rows there is one round and no exchange). [`crate::mcl::expand_prune`] then runs on the
+//! round's rows, unchanged, times a matrix indexed by global node that holds the block and the
+//! fetched rows (the others empty): every value is summed in the same order of `k` with the
+//! same products, in an accumulator of the same size, as in one process, so every matrix, and
+//! the clusters, are bitwise the single-process ones for any number of ranks; on one rank the
+//! iteration is the single-process one. The chaos is a max-reduction, the figures sums, so
+//! every rank takes the same decisions.
 //!
-//! Interpretation gathers the limit on every rank (in the limit a column keeps its attractors
-//! only, about one entry per node) and reads the clusters off it with
-//! [`crate::mcl::interpret`].
+//! Interpretation: each rank makes the DAG's arcs of its own columns of the limit (a column is
+//! read alone), every rank gathers the arcs (node ids only; in a converged limit about one per
+//! node), and reads the clusters off them with [`crate::mcl::interpret`]'s single-process code.
 
 pub mod fetch;
 pub mod graph;
@@ -27,6 +30,7 @@ use crate::error::{Error, Result};
 use crate::mcl::{self, Iteration, IterationProgress, MclParams, MclResult, Observer};
 use crate::scalar::Scalar;
 use crate::spgemm::EngineKind;
+use rayon::prelude::*;
 use std::time::Instant;
 
 /// What a distributed run needs besides the communicator, the graph and MCL's parameters.
@@ -34,16 +38,21 @@ use std::time::Instant;
 pub struct Options {
     /// At most this many parsed edges a rank sends in one round of the input's redistribution.
     pub stage_edges: usize,
-    /// At most this many entries of `M` a rank fetches in one round of an iteration (a column
-    /// whose `k` alone need more is made in a round of its own).
-    pub stage_entries: usize,
+    /// At most this many entries of other ranks' rows of `Mᵀ` a rank fetches in one round of
+    /// an iteration (a column whose `k` alone need more is made in a round of its own); its own
+    /// rows cost nothing. `None`: what the rank's share of the memory left holds.
+    pub stage_entries: Option<usize>,
+    /// The ranks sharing this host's memory (at least 1): each sizes its rounds by this share
+    /// of the memory left.
+    pub ranks_on_host: usize,
 }
 
 impl Default for Options {
     fn default() -> Self {
         Options {
             stage_edges: 1 << 24,
-            stage_entries: 1 << 24,
+            stage_entries: None,
+            ranks_on_host: 1,
         }
     }
 }
@@ -87,9 +96,9 @@ pub fn cluster<T: Scalar>(
         },
     )?;
     let (setup_seconds, last_end) = (timed.setup_seconds, timed.last_end);
-    let limit = gather(comm, &m)?;
+    let arcs = gather_dag(comm, &m, graph.first())?;
     drop(m);
-    let interp = mcl::interpret::interpret(&limit, params.overlap);
+    let interp = mcl::interpret::interpret_dag(&arcs, params.overlap);
     Ok(MclResult {
         clusters: interp.clusters,
         iterations,
@@ -133,45 +142,65 @@ fn iterate<T: Scalar>(
 ) -> Result<(Csr<T>, Iteration)> {
     let t0 = Instant::now();
     let first = starts[comm.rank()];
-    let mine: Vec<u32> = (0..m.nrows()).map(|i| m.row(i).0.len() as u32).collect();
-    let (lengths, _) = comm.all_gather_u32(&mine);
-    let mut received = 4 * (lengths.len() - mine.len()) as u64;
-    drop(mine);
-    let budget = (opts.stage_entries as u64).clamp(1, fetch::MAX_ROUND_ENTRIES);
-    let rounds = agree(comm, fetch::plan(m, &lengths, budget))?;
-    let mut count = [rounds.len() as u64];
-    comm.max_u64(&mut count);
+    let mine = first..first + m.nrows();
+    // Every row's length plans the rounds; only other ranks' rows cost a round anything, so
+    // one rank needs none.
+    let (lengths, mut received) = if comm.size() > 1 {
+        let own: Vec<u32> = (0..m.nrows()).map(|i| m.row_len(i) as u32).collect();
+        let (lengths, _) = comm.all_gather_u32(&own);
+        let bytes = 4 * (lengths.len() - own.len()) as u64;
+        (lengths, bytes)
+    } else {
+        (Vec::new(), 0)
+    };
+    let entry = 4 + std::mem::size_of::<T>() as u64;
+    let room = crate::io::limits::memory_left((m.nnz() as u64).saturating_mul(entry));
+    let budget = fetch_budget(opts.stage_entries, room, opts.ranks_on_host, entry);
+    let plan = agree(comm, fetch::plan(m, mine, &lengths, budget))?;
+    drop(lengths);
+    // The most rounds of a rank, and whether any rank needs another's rows at all.
+    let mut most = [plan.rounds.len() as u64, plan.largest];
+    comm.max_u64(&mut most);
+    let exchange = most[1] > 0;
     let mut it = Iteration::default();
-    let mut row_ptr = vec![0u64];
-    let (mut cols, mut vals): (Vec<u32>, Vec<T>) = (Vec::new(), Vec::new());
-    let empty = m.nrows()..m.nrows();
-    for round in 0..count[0] as usize {
-        let rows = rounds.get(round).cloned().unwrap_or(empty.clone());
-        let (a, b, bytes) = fetch::fetch(comm, starts, m, rows.clone(), &lengths);
-        received += bytes;
+    let mut next: Option<Csr<T>> = None;
+    for round in 0..most[0] as usize {
+        let rows = plan
+            .rounds
+            .get(round)
+            .cloned()
+            .unwrap_or(m.nrows()..m.nrows());
+        let got = if exchange {
+            fetch::fetch(comm, starts, m, rows.clone())
+        } else {
+            fetch::Fetched::none()
+        };
+        received += got.received;
         let made = if rows.is_empty() {
             Ok(None)
         } else {
+            let b = fetch::operand(m, first, got);
+            let a = fetch::round_rows(m, rows.clone());
             mcl::expand_prune(&a, &b, first + rows.start, params, inflation, progress).map(Some)
         };
-        drop((a, b));
         if let Some((part, figures)) = agree(comm, made)? {
-            let at = cols.len() as u64;
-            row_ptr.extend(part.row_ptr()[1..].iter().map(|&p| at + p));
-            cols.extend_from_slice(part.col_idx());
-            vals.extend_from_slice(part.values());
             it.chaos = it.chaos.max(figures.chaos);
             it.expanded += figures.expanded;
             it.products += figures.products;
             it.batches += figures.batches;
             it.fused += figures.fused;
             it.expand_seconds += figures.expand_seconds;
+            next = Some(match next.take() {
+                None => part,
+                Some(before) => stack(before, part),
+            });
         }
     }
+    let next = next.unwrap_or_else(|| Csr::empty(m.nrows(), m.ncols()));
     let mut chaos = [it.chaos];
     comm.max_f64(&mut chaos);
     it.chaos = chaos[0];
-    it.kept = cols.len() as u64;
+    it.kept = next.nnz() as u64;
     let mut sums = [
         it.expanded,
         it.kept,
@@ -186,38 +215,78 @@ fn iterate<T: Scalar>(
     it.batches = sums[3] as usize;
     it.fused = sums[4];
     it.seconds = t0.elapsed().as_secs_f64();
-    let next = Csr::from_parts_unchecked(m.nrows(), m.ncols(), row_ptr, cols, vals);
     Ok((next, it))
 }
 
-/// The whole matrix from every rank's block of rows, on every rank. Collective.
-fn gather<T: Scalar>(comm: &dyn Comm, m: &Csr<T>) -> Result<Csr<T>> {
-    let too_large = (m.nnz() > MAX_MESSAGE).then(|| {
+/// Of a rank's share of the memory left, the part (1 in this many) the rows fetched in a round
+/// may take: the rest holds the block, the next block and the expansion's accumulators.
+const FETCH_SHARE: u64 = 4;
+
+/// Remote entries per round where the memory left cannot be told.
+const UNKNOWN_MEMORY_ENTRIES: u64 = 1 << 26;
+
+/// The remote entries a round may fetch: `asked`, else what a [`FETCH_SHARE`] of this rank's
+/// share (`ranks_on_host`) of the memory left (`room`, bytes) holds, at most
+/// [`fetch::MAX_ROUND_ENTRIES`] and at least 1. `entry`: the bytes of an entry of `B`.
+fn fetch_budget(asked: Option<usize>, room: Option<u64>, ranks_on_host: usize, entry: u64) -> u64 {
+    let derived = || {
+        // An entry is received as three words, the rank sends about as many to the others,
+        // and it is copied into `B`.
+        let per_entry = 2 * 12 + entry;
+        room.map_or(UNKNOWN_MEMORY_ENTRIES, |r| {
+            r / ranks_on_host.max(1) as u64 / FETCH_SHARE / per_entry
+        })
+    };
+    asked
+        .map_or_else(derived, |n| n as u64)
+        .clamp(1, fetch::MAX_ROUND_ENTRIES)
+}
+
+/// `top`'s rows followed by `bottom`'s (both as wide).
+fn stack<T: Scalar>(top: Csr<T>, bottom: Csr<T>) -> Csr<T> {
+    let (rows, ncols, mut row_ptr, mut cols, mut vals) = top.into_parts();
+    let at = cols.len() as u64;
+    row_ptr.extend(bottom.row_ptr()[1..].iter().map(|&p| at + p));
+    cols.extend_from_slice(bottom.col_idx());
+    vals.extend_from_slice(bottom.values());
+    Csr::from_parts_unchecked(rows + bottom.nrows(), ncols, row_ptr, cols, vals)
+}
+
+/// The limit's DAG on every rank: each rank makes its nodes' arcs from its block `m` of the
+/// limit (whose row 0 is node `first`; [`mcl::interpret::dag_arcs`] reads a column alone), and
+/// the arcs travel as node ids without values; no rank gathers the limit itself. Collective.
+fn gather_dag<T: Scalar>(comm: &dyn Comm, m: &Csr<T>, first: usize) -> Result<Vec<Vec<u32>>> {
+    let arcs: Vec<Vec<u32>> = (0..m.nrows())
+        .into_par_iter()
+        .with_min_len(256)
+        .map(|i| {
+            let (cols, vals) = m.row(i);
+            mcl::interpret::dag_arcs(cols, vals, first + i)
+        })
+        .collect();
+    let lens: Vec<u32> = arcs.iter().map(|a| a.len() as u32).collect();
+    let flat = arcs.concat();
+    drop(arcs);
+    let too_large = (flat.len() > MAX_MESSAGE).then(|| {
         Error::Invalid(format!(
-            "the limit's block holds {} entries, more than one message carries ({MAX_MESSAGE}); \
-             the process has not converged far enough to interpret across ranks (raise -L)",
-            m.nnz()
+            "the limit's block has {} arcs to interpret, more than one message carries \
+             ({MAX_MESSAGE}); the process has not converged far enough to interpret across \
+             ranks (raise -L)",
+            flat.len()
         ))
     });
     agree(comm, too_large.map_or(Ok(()), Err))?;
-    let lens: Vec<u32> = (0..m.nrows()).map(|i| m.row(i).0.len() as u32).collect();
     let (lens, _) = comm.all_gather_u32(&lens);
-    let (cols, _) = comm.all_gather_u32(m.col_idx());
-    let bits: Vec<u64> = m.values().iter().map(|v| v.to_f64().to_bits()).collect();
-    let (bits, _) = comm.all_gather_u64(&bits);
-    let mut row_ptr = Vec::with_capacity(lens.len() + 1);
-    row_ptr.push(0u64);
-    let mut at = 0u64;
-    for l in lens {
-        at += u64::from(l);
-        row_ptr.push(at);
-    }
-    let vals = bits
+    let (flat, _) = comm.all_gather_u32(&flat);
+    let mut at = 0usize;
+    Ok(lens
         .into_iter()
-        .map(|b| T::from_f64(f64::from_bits(b)))
-        .collect();
-    let n = m.ncols();
-    Ok(Csr::from_parts_unchecked(n, n, row_ptr, cols, vals))
+        .map(|l| {
+            let a = flat[at..at + l as usize].to_vec();
+            at += l as usize;
+            a
+        })
+        .collect())
 }
 
 #[cfg(test)]
@@ -330,7 +399,8 @@ mod tests {
                 for stage in [7, 1 << 24] {
                     let opts = Options {
                         stage_edges: 50,
-                        stage_entries: stage,
+                        stage_entries: Some(stage),
+                        ranks_on_host: 1,
                     };
                     on_ranks(p, |c| {
                         let gb = load_graph::<f32>(c, path, None, opts.stage_edges).unwrap();
@@ -376,7 +446,8 @@ mod tests {
         let graphs = [rmat_file(dir.path(), 9, 8, 7), untidy_file(dir.path())];
         let opts = Options {
             stage_edges: 100,
-            stage_entries: 3000,
+            stage_entries: Some(3000),
+            ranks_on_host: 1,
         };
         for path in &graphs {
             for (overlap, ranks) in [
@@ -418,6 +489,141 @@ mod tests {
                         );
                     }
                 }
+            }
+        }
+    }
+
+    /// A limit far from converged (many entries per column) gives the single-process clusters:
+    /// the DAG's arcs each rank makes of its columns are those of the whole limit.
+    #[test]
+    fn an_unconverged_limit_is_interpreted_as_in_one_process() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = rmat_file(dir.path(), 8, 8, 11);
+        for max_iterations in [1, 2, 3] {
+            let params = MclParams {
+                max_iterations,
+                ..cpu()
+            };
+            let (_, _, want) = single(&path, &params);
+            assert!(!want.converged);
+            for p in 1..=4 {
+                let got = on_ranks(p, |c| {
+                    let gb = load_graph::<f32>(c, &path, None, 64).unwrap();
+                    let opts = Options::default();
+                    cluster(c, &gb, &params, &opts, &mut |_: &Iteration| {}).unwrap()
+                });
+                for r in got {
+                    assert_eq!(r.clusters, want.clusters, "{p} ranks, -L {max_iterations}");
+                    assert_eq!(
+                        (r.attractors, r.overlap, r.missing),
+                        (want.attractors, want.overlap, want.missing)
+                    );
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn rounds_are_sized_by_the_memory_share_unless_asked() {
+        // Asked for: as asked, within 1 and what one exchange carries.
+        assert_eq!(fetch_budget(Some(7), Some(1), 4, 8), 7);
+        assert_eq!(fetch_budget(Some(0), None, 1, 8), 1);
+        let most = fetch::MAX_ROUND_ENTRIES;
+        assert_eq!(fetch_budget(Some(usize::MAX), None, 1, 8), most);
+        // Else a quarter of the rank's share of the memory left, 32 bytes an entry of f32.
+        assert_eq!(fetch_budget(None, Some(4 * 32 * 1000 * 2), 2, 8), 1000);
+        assert_eq!(fetch_budget(None, Some(4 * 32 * 1000 * 2), 1, 8), 2000);
+        assert_eq!(fetch_budget(None, Some(0), 2, 8), 1);
+        assert_eq!(fetch_budget(None, Some(u64::MAX), 1, 8), most);
+        assert_eq!(fetch_budget(None, None, 2, 8), UNKNOWN_MEMORY_ENTRIES);
+    }
+
+    /// A communicator that counts the all-to-all exchanges it passes on.
+    struct Counting<'a> {
+        inner: &'a ThreadComm,
+        exchanges: std::cell::Cell<usize>,
+    }
+
+    impl Comm for Counting<'_> {
+        fn rank(&self) -> usize {
+            self.inner.rank()
+        }
+        fn size(&self) -> usize {
+            self.inner.size()
+        }
+        fn barrier(&self) {
+            self.inner.barrier()
+        }
+        fn sum_u64(&self, v: &mut [u64]) {
+            self.inner.sum_u64(v)
+        }
+        fn max_u64(&self, v: &mut [u64]) {
+            self.inner.max_u64(v)
+        }
+        fn sum_f64(&self, v: &mut [f64]) {
+            self.inner.sum_f64(v)
+        }
+        fn max_f64(&self, v: &mut [f64]) {
+            self.inner.max_f64(v)
+        }
+        fn all_gather_bytes(&self, mine: &[u8]) -> (Vec<u8>, Vec<usize>) {
+            self.inner.all_gather_bytes(mine)
+        }
+        fn all_gather_u32(&self, mine: &[u32]) -> (Vec<u32>, Vec<usize>) {
+            self.inner.all_gather_u32(mine)
+        }
+        fn all_gather_u64(&self, mine: &[u64]) -> (Vec<u64>, Vec<usize>) {
+            self.inner.all_gather_u64(mine)
+        }
+        fn all_to_all_u32(&self, send: &[u32], counts: &[usize]) -> (Vec<u32>, Vec<usize>) {
+            self.exchanges.set(self.exchanges.get() + 1);
+            self.inner.all_to_all_u32(send, counts)
+        }
+        fn broadcast_bytes(&self, root: usize, data: &mut Vec<u8>) {
+            self.inner.broadcast_bytes(root, data)
+        }
+        fn abort(&self, code: i32, message: &str) -> ! {
+            self.inner.abort(code, message)
+        }
+    }
+
+    /// Where every rank's columns need only its own (components within blocks), the ranks
+    /// exchange no rows, only their lengths; one edge across the blocks makes them fetch.
+    #[test]
+    fn rows_travel_only_where_a_rank_needs_another_ranks() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut s = String::new();
+        for base in [0, 10] {
+            for i in 0..10 {
+                for j in i + 1..10 {
+                    s.push_str(&format!("{} {}\n", base + i, base + j));
+                }
+            }
+        }
+        let apart = dir.path().join("apart.el");
+        std::fs::write(&apart, &s).unwrap();
+        s.push_str("9 10\n");
+        let joined = dir.path().join("joined.el");
+        std::fs::write(&joined, &s).unwrap();
+        let opts = Options::default();
+        for (path, apart) in [(&apart, true), (&joined, false)] {
+            let seen = on_ranks(2, |c| {
+                let gb = load_graph::<f32>(c, path, None, opts.stage_edges).unwrap();
+                assert_eq!(gb.starts, vec![0, 10, 20]);
+                let m = start_block(&gb, 1.0);
+                let counting = Counting {
+                    inner: c,
+                    exchanges: std::cell::Cell::new(0),
+                };
+                let progress = crate::mcl::progress::unwatched();
+                let (_, it) =
+                    iterate(&counting, &gb.starts, &m, &cpu(), 2.0, &opts, progress).unwrap();
+                (counting.exchanges.get(), it.exchanged_bytes)
+            });
+            // Each rank receives the other's 10 lengths, and with an edge across, rows.
+            let lengths = 2 * 4 * 10;
+            for (exchanges, bytes) in seen {
+                assert_eq!((exchanges == 0, bytes == lengths), (apart, apart));
             }
         }
     }

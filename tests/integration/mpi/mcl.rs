@@ -47,8 +47,9 @@ fn clusters_on_1_to_4_ranks_are_the_single_process_bytes() {
     for (g, args) in cases {
         let mut all = vec!["cluster", s(g), "-o", "@out.txt", "-q"];
         all.extend_from_slice(args);
-        // Default stages, and stages of a few entries (many rounds of every exchange).
-        let stages = ["16777216", "40"];
+        // Stages sized by the memory (the default), and stages of a few entries (many rounds
+        // of every exchange).
+        let stages = ["", "40"];
         let (_, want) = assert_same_as_single(dir.path(), &all, &[], 1..=4, &stages);
         assert!(want[0].iter().filter(|&&b| b == b'\n').count() > 1);
     }
