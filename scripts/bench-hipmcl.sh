@@ -31,7 +31,7 @@ if command -v mcl >/dev/null; then
     start=$(date +%s.%N)
     mcl "$tmp/g.abc" --abc -I 2 -te "$cores" -o "$tmp/mcl.txt" >"$out/mcl.log" 2>&1
     end=$(date +%s.%N)
-    echo "mcl -te $cores: $(printf '%.2f' "$(echo "$end - $start" | bc)") s wall" | tee "$out/mcl.summary"
+    echo "mcl -te $cores: $(awk -v a="$start" -v b="$end" 'BEGIN {printf "%.2f", b - a}') s wall" | tee "$out/mcl.summary"
 fi
 for p in ${RANKS:-1 4}; do
     threads=$(( cores / p > 0 ? cores / p : 1 ))
@@ -51,7 +51,7 @@ $(grep 'rank peak' "$out/hipmcl-p$p.log" | sort -k3 -n | tail -1)"
         "$gmcl" cluster "$tmp/g.el" -o "$tmp/gmcl$p.txt" --engine cpu --threads "$threads" \
         >"$out/gmcl-p$p.log" 2>&1
     end=$(date +%s.%N)
-    echo "gmcl: $(printf '%.2f' "$(echo "$end - $start" | bc)") s wall (mpirun included), \
+    echo "gmcl: $(awk -v a="$start" -v b="$end" 'BEGIN {printf "%.2f", b - a}') s wall (mpirun included), \
 $(grep -c 'gmcl: iteration' "$out/gmcl-p$p.log") iterations, \
 $(grep 'rank peak' "$out/gmcl-p$p.log" | sort -k3 -n | tail -1)"
     if [ -f "$tmp/hip$p.tsv" ]; then

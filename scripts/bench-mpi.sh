@@ -2,7 +2,9 @@
 # MCL across MPI ranks: for P = 1, 2, 4 ranks (ranks x threads fixed to the machine's cores),
 # each iteration's time and bytes the ranks exchanged (rank 0's iteration lines), each rank's
 # peak memory (GNU time), and the cluster file checked byte-identical to the single-process
-# run's. Needs a gmcl built with --features mpi and OpenMPI's mpirun.
+# run's. Needs a gmcl built with --features mpi and OpenMPI's mpirun. The ranks run with
+# --bind-to none: OpenMPI binds each rank to one core when there are at most two, and a rank's
+# threads would then share that core.
 # GMCL (default target/release/gmcl), SCALE (default 15), EDGE_FACTOR (default 16), RANKS
 # (default "1 2 4"), CORES (default nproc); logs go to $OUT (default /tmp/bench-mpi).
 set -euo pipefail
@@ -21,7 +23,7 @@ g="$tmp/g.el"
 for p in ${RANKS:-1 2 4}; do
     threads=$(( cores / p > 0 ? cores / p : 1 ))
     OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
-        mpirun --oversubscribe -n "$p" /usr/bin/time -f "rank peak: %M KB" \
+        mpirun --oversubscribe --bind-to none -n "$p" /usr/bin/time -f "rank peak: %M KB" \
         "$gmcl" cluster "$g" -o "$tmp/p$p.txt" --engine cpu --threads "$threads" \
         >"$out/p$p.log" 2>&1
     echo "== $p ranks x $threads threads"

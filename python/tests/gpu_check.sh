@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The Python package on a GPU machine, which has no Rust toolchain: installs a wheel built
-# elsewhere into a fresh virtual environment (NumPy, SciPy, pytest and NetworkX from the
+# elsewhere into a folder on the machine's Python path (NumPy, SciPy, pytest and NetworkX from the
 # machine's Python) and runs the package's GPU tests (python/tests/test_gpu.py) with the GPU
 # required (GMCL_REQUIRE_GPU=1: a GPU that does not work fails them, it never skips them); with
 # a gmcl binary carried too (.gpu/gmcl, or GMCL_BIN), the whole Python suite. Logs go to $OUT
@@ -21,10 +21,14 @@ if [ -z "$wheel" ] || [ ! -f "$wheel" ]; then
     exit 2
 fi
 nvidia-smi -L | tee "$out/device.txt" || true
-venv=$(mktemp -d)/venv
-python3 -m venv --system-site-packages "$venv"
-"$venv/bin/python" -m pip install -q --disable-pip-version-check --no-index --no-deps "$wheel"
-"$venv/bin/python" -c 'import gmcl; print("gmcl", gmcl.__version__, "from", gmcl.__file__)' | tee "$out/package.txt"
+# The wheel goes into a folder of its own on the machine's Python path, not into a virtual
+# environment: where python3 is itself an environment (a GPU image's PyTorch one),
+# --system-site-packages would see its base interpreter's packages, not its NumPy and SciPy.
+site=$(mktemp -d)/site
+python3 -m pip install -q --disable-pip-version-check --no-index --no-deps --target "$site" "$wheel"
+export PYTHONPATH=$site${PYTHONPATH:+:$PYTHONPATH}
+python3 -c 'import numpy, scipy, pytest; print("numpy", numpy.__version__, "scipy", scipy.__version__, "pytest", pytest.__version__)' | tee "$out/python.txt"
+python3 -c 'import gmcl; print("gmcl", gmcl.__version__, "from", gmcl.__file__)' | tee "$out/package.txt"
 export GMCL_REQUIRE_GPU=1 GMCL_ROOT=$PWD
 tests=(python/tests/test_gpu.py)
 bin=${GMCL_BIN:-$PWD/.gpu/gmcl}
@@ -32,5 +36,5 @@ if [ -x "$bin" ]; then
     export GMCL_BIN=$bin
     tests=(python/tests)
 fi
-"$venv/bin/python" -m pytest -v -rs -p no:cacheprovider "${tests[@]}" 2>&1 | tee "$out/pytest.log"
+python3 -m pytest -v -rs -p no:cacheprovider "${tests[@]}" 2>&1 | tee "$out/pytest.log"
 exit "${PIPESTATUS[0]}"
