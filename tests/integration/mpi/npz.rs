@@ -21,16 +21,25 @@ fn crc32(b: &[u8]) -> u32 {
     !c
 }
 
-/// An uncompressed ZIP archive of `members` (name, bytes), as `save_npz(compressed=False)`
-/// writes one.
-fn zip(members: &[(String, Vec<u8>)]) -> Vec<u8> {
+/// A ZIP archive of `members` (name, bytes), as `save_npz` writes one: stored
+/// (`compressed=False`) or, with `deflate`, deflated (its default).
+fn zip(members: &[(String, Vec<u8>)], deflate: bool) -> Vec<u8> {
+    use std::io::Write;
     let (mut out, mut central) = (Vec::new(), Vec::new());
-    for (name, body) in members {
-        let (crc, len, at) = (crc32(body), body.len() as u32, out.len() as u32);
+    for (name, raw) in members {
+        let (crc, len, at) = (crc32(raw), raw.len() as u32, out.len() as u32);
+        let body = if deflate {
+            let mut d = flate2::write::DeflateEncoder::new(Vec::new(), flate2::Compression::best());
+            d.write_all(raw).unwrap();
+            d.finish().unwrap()
+        } else {
+            raw.clone()
+        };
+        let method = if deflate { 8 } else { 0 };
         let common = |v: &mut Vec<u8>| {
-            v.extend_from_slice(&[20, 0, 0, 0, 0, 0, 0, 0, 0, 0]);
+            v.extend_from_slice(&[20, 0, 0, 0, method, 0, 0, 0, 0, 0]);
             v.extend_from_slice(&crc.to_le_bytes());
-            v.extend_from_slice(&len.to_le_bytes());
+            v.extend_from_slice(&(body.len() as u32).to_le_bytes());
             v.extend_from_slice(&len.to_le_bytes());
             v.extend_from_slice(&(name.len() as u16).to_le_bytes());
             v.extend_from_slice(&[0, 0]);
@@ -38,7 +47,7 @@ fn zip(members: &[(String, Vec<u8>)]) -> Vec<u8> {
         out.extend_from_slice(&0x0403_4b50u32.to_le_bytes());
         common(&mut out);
         out.extend_from_slice(name.as_bytes());
-        out.extend_from_slice(body);
+        out.extend_from_slice(&body);
         central.extend_from_slice(&0x0201_4b50u32.to_le_bytes());
         central.extend_from_slice(&[20, 0]);
         common(&mut central);
@@ -84,7 +93,7 @@ fn ints(v: &[u64], width: usize) -> Vec<u8> {
 
 /// A SciPy archive of `kind` (csr, csc or coo) holding `entries` (row, column, value) of an
 /// `n x n` matrix, in their order within each row (CSR) or column (CSC), with `width`-byte
-/// indices.
+/// indices; `kind` ending in `+z` is deflated.
 fn archive(
     dir: &Path,
     name: &str,
@@ -93,6 +102,10 @@ fn archive(
     entries: &[(u64, u64, f64)],
     width: usize,
 ) -> PathBuf {
+    let (kind, deflate) = match kind.strip_suffix("+z") {
+        Some(k) => (k, true),
+        None => (kind, false),
+    };
     let data: Vec<u8> = entries.iter().flat_map(|e| e.2.to_le_bytes()).collect();
     let mut members = vec![
         (
@@ -132,7 +145,7 @@ fn archive(
         .map(|(k, v)| (format!("{k}.npy"), v))
         .collect();
     let f = dir.join(name);
-    std::fs::write(&f, zip(&members)).unwrap();
+    std::fs::write(&f, zip(&members, deflate)).unwrap();
     f
 }
 
@@ -191,6 +204,7 @@ fn npz_archives_across_ranks_equal_the_single_process_run() {
         archive(d, "csc64.npz", "csc", 37, &grouped(&e, false), 8),
         archive(d, "coo32.npz", "coo", 37, &e, 4),
         archive(d, "coo64.npz", "coo", 37, &e, 8),
+        archive(d, "csr32z.npz", "csr+z", 37, &grouped(&e, true), 4),
     ];
     for (k, g) in inputs.iter().enumerate() {
         let g = s(g);
