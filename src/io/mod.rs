@@ -301,8 +301,9 @@ fn load_stdin(
 /// boundaries) are read. The edge list's shape is the part's own (largest id + 1): the caller
 /// agrees on the whole graph's with the other parts. SNAP and `.abc` parts come numbered by
 /// their own ids and labels (the part's [`Labels`]): their numbering in the whole file depends
-/// on the other parts, and `crate::dist::labels` makes it. `.mtx` is read by [`load_part_as`];
-/// `.npz` is refused naming the format. The whole-file checks of
+/// on the other parts, and `crate::dist::labels` makes it. `.mtx` is read by [`load_part_as`].
+/// A `.npz` part is its share of the archive's rows (CSR), columns (CSC) or entries (COO), with
+/// the archive's shape ([`npz::parse_part`]). The whole-file checks of
 /// [`load`] that concern a part are made by it: a Matrix Market banner read as an edge list, and
 /// (by the last part) a cut-off last line.
 pub fn load_part(path: &Path, format: Option<Format>, part: usize, parts: usize) -> Result<Loaded> {
@@ -385,15 +386,42 @@ fn load_part_checked(
             crate::interrupt::check()?;
             Ok(loaded)
         }
+        Some(Format::Npz) => {
+            let source = reader::Source::open(path)?;
+            let loaded = npz::parse_part(source.bytes(), path, part, parts)
+                .and_then(|l| check_npz_part(&l, path, fits).map(|()| l));
+            source.unchanged(path)?;
+            let loaded = loaded?;
+            crate::interrupt::check()?;
+            Ok(loaded)
+        }
         Some(f) => Err(Error::Input {
             path: path.to_path_buf(),
             message: format!(
                 "the {f} format cannot be read across ranks yet: give an edge list (.el, \
-                 .wel, SNAP .txt), labels (.abc) or Matrix Market (.mtx), or run without mpirun"
+                 .wel, SNAP .txt), labels (.abc), Matrix Market (.mtx) or SciPy .npz, or run \
+                 without mpirun"
             ),
         }),
         None => load(path, None),
     }
+}
+
+/// The checks of a parsed `.npz` part, as [`load_as`] makes them of the whole archive: values its
+/// value type can hold, memory for its entries (the archive is binary: no line to name).
+fn check_npz_part(loaded: &Loaded, path: &Path, fits: Option<WeightCheck>) -> Result<()> {
+    if let (Some((fits, name)), Some(weights)) = (fits, &loaded.edges.weights) {
+        checks::refuse_weights_beyond(weights, path, fits, name, |_| None)?;
+    }
+    let el = &loaded.edges;
+    limits::check_size(
+        Format::Npz,
+        (el.nrows, el.ncols),
+        el.len(),
+        path,
+        &limits::Footprint::MINIMUM,
+        |_| None,
+    )
 }
 
 /// The checks of a parsed part: the last line not cut off (last part), weights its value type

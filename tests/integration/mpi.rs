@@ -4,6 +4,7 @@
 mod interrupt;
 mod labels;
 mod mcl;
+mod npz;
 
 use crate::util::{gmcl, gmcl_bin, repo};
 use std::ops::RangeInclusive;

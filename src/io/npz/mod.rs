@@ -10,6 +10,7 @@
 //! where every index and offset fits, `int64` otherwise, and `float32` or `float64` values.
 
 mod npy;
+mod part;
 mod zip;
 
 use super::{Format, Labels, Loaded};
@@ -17,6 +18,8 @@ use crate::csr::{Csr, RowEntries};
 use crate::edges::EdgeList;
 use crate::error::{Error, Result};
 use crate::scalar::Scalar;
+pub(crate) use part::parse_part;
+
 use npy::{Array, Dtype};
 use rayon::prelude::*;
 use std::borrow::Cow;
