@@ -40,14 +40,18 @@ fn main() {
         }
     };
     let result = run(cli, &world);
-    let reports = world.reports();
-    // Leaves MPI (every rank reached here with the same outcome).
+    let status = result
+        .err()
+        .map(|e| match cli::process::stdout_outcome(e, stdout_closed) {
+            Ok(status) => status,
+            Err(e) => report(&e, world.reports()),
+        });
+    // Leaves MPI (every rank reached here with the same outcome) only once rank 0 has printed
+    // the error: a rank that exited first would have mpirun end the job, rank 0's message
+    // possibly unprinted.
     world.finish();
-    if let Err(e) = result {
-        match cli::process::stdout_outcome(e, stdout_closed) {
-            Ok(status) => std::process::exit(status),
-            Err(e) => exit_with(&e, reports),
-        }
+    if let Some(status) = status {
+        std::process::exit(status);
     }
 }
 
@@ -85,18 +89,22 @@ fn run(cli: Cli, world: &World) -> Result<(), Error> {
     }
 }
 
-/// Prints the error (when `reports`: the other ranks of a distributed run hold the same error
-/// and stay silent) and exits with its status. Called only once every value of the run has been
-/// dropped (temporary output files removed).
+/// Prints the error and exits with its status; see [`report`]. Called only once every value of
+/// the run has been dropped (temporary output files removed).
 fn exit_with(e: &Error, reports: bool) -> ! {
+    std::process::exit(report(e, reports));
+}
+
+/// Prints the error when `reports` (the other ranks of a distributed run hold the same error
+/// and stay silent) and returns the status to exit with.
+fn report(e: &Error, reports: bool) -> i32 {
     use std::io::Write;
-    if !reports {
-        std::process::exit(e.exit_code());
+    if reports {
+        // Should stderr be closed, the exit status still tells.
+        let _ = match e {
+            Error::Interrupted => writeln!(std::io::stderr(), "gmcl: interrupted"),
+            _ => writeln!(std::io::stderr(), "gmcl: error: {e}"),
+        };
     }
-    // Should stderr be closed, the exit status still tells.
-    let _ = match e {
-        Error::Interrupted => writeln!(std::io::stderr(), "gmcl: interrupted"),
-        _ => writeln!(std::io::stderr(), "gmcl: error: {e}"),
-    };
-    std::process::exit(e.exit_code());
+    e.exit_code()
 }
