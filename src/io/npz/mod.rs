@@ -150,41 +150,85 @@ enum Stored {
     Pairs(EdgeList),
 }
 
+/// An archive's members, with its `format` and `shape` read and checked: what every reader of
+/// a `.npz` starts from.
+struct Archive<'a> {
+    bytes: &'a [u8],
+    path: &'a Path,
+    members: Vec<zip::Member>,
+    /// `csr`, `csc` or `coo` (as stored; the readers refuse others).
+    format: String,
+    nrows: usize,
+    ncols: usize,
+}
+
+impl<'a> Archive<'a> {
+    /// Lists the members of the `.npz` file `bytes` and reads its format and shape.
+    fn open(bytes: &'a [u8], path: &'a Path) -> Result<Self> {
+        let bad = |message: String| Error::Input {
+            path: path.to_path_buf(),
+            message,
+        };
+        let members = zip::members(bytes).map_err(bad)?;
+        let mut archive = Archive {
+            bytes,
+            path,
+            members,
+            format: String::new(),
+            nrows: 0,
+            ncols: 0,
+        };
+        let format_raw = archive.member("format")?;
+        archive.format = array_of(path, "format", &format_raw)?
+            .text()
+            .ok_or_else(|| bad("array 'format' is not a string".into()))?;
+        let shape_raw = archive.member("shape")?;
+        let shape = array_of(path, "shape", &shape_raw)?;
+        let (nrows, ncols) = match (shape.len, shape.int(0), shape.int(1)) {
+            (2, Some(r), Some(c)) if r >= 0 && c >= 0 => (r, c),
+            _ => return Err(bad("array 'shape' is not two sizes".into())),
+        };
+        // Ids are u32 with u32::MAX reserved, as in the text formats.
+        let limit = u32::MAX as i128;
+        if nrows > limit || ncols > limit {
+            return Err(bad(format!(
+                "the matrix is {nrows} x {ncols}: gmcl takes at most {} rows and columns",
+                u32::MAX
+            )));
+        }
+        (archive.nrows, archive.ncols) = (nrows as usize, ncols as usize);
+        Ok(archive)
+    }
+
+    /// The bytes of the array `name` (inflated when the member is compressed).
+    fn member(&self, name: &str) -> Result<Cow<'a, [u8]>> {
+        let bad = |message: String| Error::Input {
+            path: self.path.to_path_buf(),
+            message,
+        };
+        let file = format!("{name}.npy");
+        let m = self
+            .members
+            .iter()
+            .find(|m| m.name == file)
+            .ok_or_else(|| {
+                bad(format!(
+                    "has no array '{name}': not a SciPy sparse matrix (scipy.sparse.save_npz)"
+                ))
+            })?;
+        zip::read(self.bytes, m).map_err(bad)
+    }
+}
+
 /// Reads and checks the arrays of the `.npz` file `bytes`.
 fn read(bytes: &[u8], path: &Path) -> Result<Stored> {
     let bad = |message: String| Error::Input {
         path: path.to_path_buf(),
         message,
     };
-    let members = zip::members(bytes).map_err(bad)?;
-    let member = |name: &str| -> Result<Cow<'_, [u8]>> {
-        let file = format!("{name}.npy");
-        let m = members.iter().find(|m| m.name == file).ok_or_else(|| {
-            bad(format!(
-                "has no array '{name}': not a SciPy sparse matrix (scipy.sparse.save_npz)"
-            ))
-        })?;
-        zip::read(bytes, m).map_err(bad)
-    };
-    let format_raw = member("format")?;
-    let format = array_of(path, "format", &format_raw)?
-        .text()
-        .ok_or_else(|| bad("array 'format' is not a string".into()))?;
-    let shape_raw = member("shape")?;
-    let shape = array_of(path, "shape", &shape_raw)?;
-    let (nrows, ncols) = match (shape.len, shape.int(0), shape.int(1)) {
-        (2, Some(r), Some(c)) if r >= 0 && c >= 0 => (r, c),
-        _ => return Err(bad("array 'shape' is not two sizes".into())),
-    };
-    // Ids are u32 with u32::MAX reserved, as in the text formats.
-    let limit = u32::MAX as i128;
-    if nrows > limit || ncols > limit {
-        return Err(bad(format!(
-            "the matrix is {nrows} x {ncols}: gmcl takes at most {} rows and columns",
-            u32::MAX
-        )));
-    }
-    let (nrows, ncols) = (nrows as usize, ncols as usize);
+    let archive = Archive::open(bytes, path)?;
+    let member = |name: &str| archive.member(name);
+    let (format, nrows, ncols) = (&archive.format, archive.nrows, archive.ncols);
     let data_raw = member("data")?;
     let data = array_of(path, "data", &data_raw)?;
     let check_len = |entries: usize| {

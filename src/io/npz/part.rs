@@ -6,12 +6,11 @@
 //! positions with the same messages; the parts' entries together are [`super::parse`]'s.
 
 use super::npy::Array;
-use super::{array_of, integers, loaded, zip};
+use super::{array_of, integers, loaded, Archive};
 use crate::edges::EdgeList;
 use crate::error::{Error, Result};
 use crate::io::Loaded;
 use rayon::prelude::*;
-use std::borrow::Cow;
 use std::path::Path;
 
 /// Reads part `part` of `parts` of the sparse matrix in the `.npz` file `bytes`: its entries as
@@ -23,34 +22,9 @@ pub(crate) fn parse_part(bytes: &[u8], path: &Path, part: usize, parts: usize) -
         path: path.to_path_buf(),
         message,
     };
-    let members = zip::members(bytes).map_err(bad)?;
-    let member = |name: &str| -> Result<Cow<'_, [u8]>> {
-        let file = format!("{name}.npy");
-        let m = members.iter().find(|m| m.name == file).ok_or_else(|| {
-            bad(format!(
-                "has no array '{name}': not a SciPy sparse matrix (scipy.sparse.save_npz)"
-            ))
-        })?;
-        zip::read(bytes, m).map_err(bad)
-    };
-    let format_raw = member("format")?;
-    let format = array_of(path, "format", &format_raw)?
-        .text()
-        .ok_or_else(|| bad("array 'format' is not a string".into()))?;
-    let shape_raw = member("shape")?;
-    let shape = array_of(path, "shape", &shape_raw)?;
-    let (nrows, ncols) = match (shape.len, shape.int(0), shape.int(1)) {
-        (2, Some(r), Some(c)) if r >= 0 && c >= 0 => (r, c),
-        _ => return Err(bad("array 'shape' is not two sizes".into())),
-    };
-    let limit = u32::MAX as i128;
-    if nrows > limit || ncols > limit {
-        return Err(bad(format!(
-            "the matrix is {nrows} x {ncols}: gmcl takes at most {} rows and columns",
-            u32::MAX
-        )));
-    }
-    let (nrows, ncols) = (nrows as usize, ncols as usize);
+    let archive = Archive::open(bytes, path)?;
+    let member = |name: &str| archive.member(name);
+    let (format, nrows, ncols) = (&archive.format, archive.nrows, archive.ncols);
     let data_raw = member("data")?;
     let data = array_of(path, "data", &data_raw)?;
     let ((edges, range), entries) = match format.as_str() {
@@ -281,7 +255,7 @@ fn values_part(
 
 #[cfg(test)]
 mod tests {
-    use super::super::{npy, parse, write};
+    use super::super::{npy, parse, write, zip};
     use super::*;
     use crate::csr::Csr;
     use npy::Dtype;
