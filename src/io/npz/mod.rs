@@ -380,14 +380,24 @@ fn compressed(
             ptr[i + 1]
         ));
     }
-    // The indices in parts, each decoded straight from the (mapped) member; the first bad one
-    // in file order is the error.
+    let cols = decode_indices(indices, 0..indices.len, minor)?;
+    Ok((ptr, cols))
+}
+
+/// The entries `range` of the array `indices`, each checked to be a column (or row) below
+/// `minor`; decoded in parts straight from the (mapped) member, the first bad one in file order
+/// the error.
+fn decode_indices(
+    indices: &Array<'_>,
+    range: std::ops::Range<usize>,
+    minor: usize,
+) -> std::result::Result<Vec<u32>, String> {
     const PART: usize = 1 << 16;
-    let mut cols = vec![0u32; indices.len];
+    let mut cols = vec![0u32; range.len()];
     cols.par_chunks_mut(PART)
         .enumerate()
         .map(|(p, out)| {
-            let start = p * PART;
+            let start = range.start + p * PART;
             indices.for_each_int(start..start + out.len(), |k, j| {
                 if j < 0 || j >= minor as i64 {
                     return Err(format!(
@@ -401,7 +411,7 @@ fn compressed(
         .collect::<Vec<_>>()
         .into_iter()
         .collect::<std::result::Result<(), String>>()?;
-    Ok((ptr, cols))
+    Ok(cols)
 }
 
 /// The entries of a COO matrix, checked against the shape.

@@ -6,7 +6,7 @@
 //! positions with the same messages; the parts' entries together are [`super::parse`]'s.
 
 use super::npy::Array;
-use super::{array_of, integers, loaded, Archive};
+use super::{array_of, decode_indices, integers, loaded, Archive};
 use crate::edges::EdgeList;
 use crate::error::{Error, Result};
 use crate::io::Loaded;
@@ -157,25 +157,7 @@ fn compressed_part(
             .unwrap_or_else(|| "array 'indptr' runs past the indices".into()));
     }
     let (lo, hi) = (lo as usize, hi as usize);
-    let mut cols = vec![0u32; hi - lo];
-    const PART: usize = 1 << 16;
-    cols.par_chunks_mut(PART)
-        .enumerate()
-        .map(|(p, out)| {
-            let start = lo + p * PART;
-            indices.for_each_int(start..start + out.len(), |k, j| {
-                if j < 0 || j >= minor as i64 {
-                    return Err(format!(
-                        "array 'indices' holds {j} at position {k}, outside 0..{minor}"
-                    ));
-                }
-                out[k - start] = j as u32;
-                Ok(())
-            })
-        })
-        .collect::<Vec<_>>()
-        .into_iter()
-        .collect::<std::result::Result<(), String>>()?;
+    let cols = decode_indices(indices, lo..hi, minor)?;
     let mut edges = Vec::with_capacity(cols.len());
     for (r, w) in ptr.windows(2).enumerate() {
         let i = (first + r) as u32;
