@@ -22,17 +22,17 @@ __device__ __forceinline__ void set_insert(u32* keys, u32 size, u32 key, u32* co
     }
 }
 
-// Adds v to key's value in a hash map of `size` slots.
-template <typename T>
-__device__ __forceinline__ void map_add(u32* keys, T* vals, u32 size, u32 key, T v) {
+// Adds v to key's value in a hash map of `size` slots, summed as S sums.
+template <typename S, typename T>
+__device__ __forceinline__ void map_add(u32* keys, typename S::Acc* vals, u32 size, u32 key, T v) {
     u32 s = (key * HASH_SCALE) % size;
     while (true) {
         u32 k = keys[s];
         if (k == EMPTY_KEY) {
             u32 old = atomicCAS(&keys[s], EMPTY_KEY, key);
-            if (old == EMPTY_KEY || old == key) { atomicAdd(&vals[s], v); return; }
+            if (old == EMPTY_KEY || old == key) { S::add(&vals[s], v); return; }
         } else if (k == key) {
-            atomicAdd(&vals[s], v);
+            S::add(&vals[s], v);
             return;
         }
         s = s + 1 == size ? 0 : s + 1;
@@ -152,30 +152,32 @@ hash_rows_symbolic(const u64* a_ptr, const u32* a_col, const u64* b_ptr, const u
     if (threadIdx.x == 0) row_nnz[r] = count;
 }
 
-template <typename T>
+template <typename T, typename S>
 __device__ void hash_rows_numeric(const u64* a_ptr, const u32* a_col, const T* a_val,
                                   const u64* b_ptr, const u32* b_col, const T* b_val, u64 row0,
                                   const u32* rows, u32 table, const u64* m_ptr, const u32* m_col,
                                   int has_mask, const u64* c_ptr, u32* c_col, T* c_val,
                                   unsigned char* smem) {
+    typedef typename S::Acc A;
     u32* keys = (u32*)smem;
-    T* vals = (T*)(smem + (u64)table * sizeof(u32));
+    A* vals = (A*)(smem + (u64)table * sizeof(u32));
     __shared__ u32 cursor;
     const u32 r = rows[blockIdx.x];
     const u64 grow = row0 + r;
-    for (u32 s = threadIdx.x; s < table; s += blockDim.x) { keys[s] = EMPTY_KEY; vals[s] = (T)0; }
+    for (u32 s = threadIdx.x; s < table; s += blockDim.x) { keys[s] = EMPTY_KEY; vals[s] = (A)0; }
     if (threadIdx.x == 0) cursor = 0;
     __syncthreads();
     for_each_product(a_ptr, a_col, b_ptr, grow, [&](u64 ae, u64 bj) {
         const u32 c = b_col[bj];
-        if (mask_keeps(m_ptr, m_col, has_mask, grow, c)) map_add(keys, vals, table, c, a_val[ae] * b_val[bj]);
+        if (mask_keeps(m_ptr, m_col, has_mask, grow, c))
+            map_add<S>(keys, vals, table, c, product_rn(a_val[ae], b_val[bj]));
     });
     __syncthreads();
     const u32 n = compact_and_sort(keys, vals, table, &cursor);
     const u64 out = c_ptr[r];
     for (u32 j = threadIdx.x; j < n; j += blockDim.x) {
         c_col[out + j] = keys[j];
-        c_val[out + j] = vals[j];
+        c_val[out + j] = S::value(vals[j]);
     }
 }
 
@@ -215,32 +217,33 @@ hash_segs_symbolic(const u64* s_ptr, const u32* s_col, const u32* segs, const u3
     if (threadIdx.x == 0) grid[grid_slot(h, base, width_shift, nchunks)] = count;
 }
 
-template <typename T>
+template <typename T, typename S>
 __device__ void hash_segs_numeric(const u64* s_ptr, const u32* s_col, const T* s_val,
                                   const u32* segs, const u32* s_h, const u32* s_base, u32 table,
                                   u32 width_shift, u32 nchunks, const u32* heavy_rows, u64 row0,
                                   const u64* m_ptr, const u32* m_col, int has_mask,
                                   const u64* gs, const u64* c_ptr, u32* c_col, T* c_val,
                                   unsigned char* smem) {
+    typedef typename S::Acc A;
     u32* keys = (u32*)smem;
-    T* vals = (T*)(smem + (u64)table * sizeof(u32));
+    A* vals = (A*)(smem + (u64)table * sizeof(u32));
     __shared__ u32 cursor;
     const u32 s = segs[blockIdx.x];
     const u32 h = s_h[s], base = s_base[s];
     const u64 grow = row0 + heavy_rows[h];
-    for (u32 j = threadIdx.x; j < table; j += blockDim.x) { keys[j] = EMPTY_KEY; vals[j] = (T)0; }
+    for (u32 j = threadIdx.x; j < table; j += blockDim.x) { keys[j] = EMPTY_KEY; vals[j] = (A)0; }
     if (threadIdx.x == 0) cursor = 0;
     __syncthreads();
     for (u64 p = s_ptr[s] + threadIdx.x; p < s_ptr[s + 1]; p += blockDim.x) {
         const u32 c = s_col[p];
-        if (mask_keeps(m_ptr, m_col, has_mask, grow, base + c)) map_add(keys, vals, table, c, s_val[p]);
+        if (mask_keeps(m_ptr, m_col, has_mask, grow, base + c)) map_add<S>(keys, vals, table, c, s_val[p]);
     }
     __syncthreads();
     const u32 n = compact_and_sort(keys, vals, table, &cursor);
     const u64 out = chunk_out(gs, c_ptr, heavy_rows, h, base, width_shift, nchunks);
     for (u32 j = threadIdx.x; j < n; j += blockDim.x) {
         c_col[out + j] = base + keys[j];
-        c_val[out + j] = vals[j];
+        c_val[out + j] = S::value(vals[j]);
     }
 }
 
@@ -279,27 +282,28 @@ dense_segs_symbolic(const u64* s_ptr, const u32* s_col, const u32* segs, const u
     if (threadIdx.x == 0) grid[grid_slot(h, base, width_shift, nchunks)] = total;
 }
 
-template <typename T>
+template <typename T, typename S>
 __device__ void dense_segs_numeric(const u64* s_ptr, const u32* s_col, const T* s_val,
                                    const u32* segs, const u32* s_h, const u32* s_base, u32 width,
                                    u32 width_shift, u32 nchunks, const u32* heavy_rows, u64 row0,
                                    const u64* m_ptr, const u32* m_col, int has_mask,
                                    const u64* gs, const u64* c_ptr, u32* c_col, T* c_val,
                                    unsigned char* smem) {
-    T* vals = (T*)smem;
-    u32* flag_words = (u32*)(smem + (u64)width * sizeof(T));
+    typedef typename S::Acc A;
+    A* vals = (A*)smem;
+    u32* flag_words = (u32*)(smem + (u64)width * sizeof(A));
     unsigned char* flags = (unsigned char*)flag_words;
     const u32 s = segs[blockIdx.x];
     const u32 h = s_h[s], base = s_base[s];
     const u64 grow = row0 + heavy_rows[h];
     const u32 words = width / 4;
-    for (u32 j = threadIdx.x; j < width; j += blockDim.x) vals[j] = (T)0;
+    for (u32 j = threadIdx.x; j < width; j += blockDim.x) vals[j] = (A)0;
     for (u32 w = threadIdx.x; w < words; w += blockDim.x) flag_words[w] = 0;
     __syncthreads();
     for (u64 p = s_ptr[s] + threadIdx.x; p < s_ptr[s + 1]; p += blockDim.x) {
         const u32 c = s_col[p];
         if (mask_keeps(m_ptr, m_col, has_mask, grow, base + c)) {
-            atomicAdd(&vals[c], s_val[p]);
+            S::add(&vals[c], s_val[p]);
             flags[c] = 1;
         }
     }
@@ -332,7 +336,7 @@ __device__ void dense_segs_numeric(const u64* s_ptr, const u32* s_col, const T* 
         if (marked) {
             const u64 dest = at + warp_tot[warp] + __popc(ballot & ((1u << lane) - 1));
             c_col[dest] = base + c;
-            c_val[dest] = vals[c];
+            c_val[dest] = S::value(vals[c]);
         }
         at += round_tot;
         __syncthreads();

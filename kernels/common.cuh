@@ -89,3 +89,29 @@ __device__ __forceinline__ double block_reduce_f64(double v, double* tmp, bool m
     __syncthreads();
     return r;
 }
+
+// MCL's order-free sums (src/quantized.rs): every term, non-negative, rounded up to a multiple of
+// 2^-52 before it is added. Below 2 such sums are exact in a double, and as 64-bit integers
+// counts of quanta, so they come out the same in any order, on every engine.
+__device__ __forceinline__ double quantum(double x) { return ceil(x * 0x1p52) * 0x1p-52; }
+
+// x's quanta, as an integer (x below 4096).
+__device__ __forceinline__ u64 quanta(double x) { return (u64)ceil(x * 0x1p52); }
+
+// The product a·b rounded once in T's arithmetic (never fused with what follows).
+__device__ __forceinline__ float product_rn(float a, float b) { return __fmul_rn(a, b); }
+__device__ __forceinline__ double product_rn(double a, double b) { return __dmul_rn(a, b); }
+
+// How the numeric kernels sum products into shared memory. PlainSum: in T, with atomic adds
+// whose order (and so rounding) varies from run to run: general SpGEMM. QuantaSum: MCL's
+// order-free sums, as integer quanta; a value is then its quanta times 2^-52, rounded to T.
+template <typename T> struct PlainSum {
+    typedef T Acc;
+    static __device__ __forceinline__ void add(Acc* a, T p) { atomicAdd(a, p); }
+    static __device__ __forceinline__ T value(Acc a) { return a; }
+};
+template <typename T> struct QuantaSum {
+    typedef u64 Acc;
+    static __device__ __forceinline__ void add(Acc* a, T p) { atomicAdd(a, quanta((double)p)); }
+    static __device__ __forceinline__ T value(Acc a) { return (T)((double)a * 0x1p-52); }
+};

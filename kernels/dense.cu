@@ -225,7 +225,7 @@ __device__ __forceinline__ u64 rank_window(u64 shared, u64 val_bytes, u64 ncols)
     return all < widest ? all : widest;
 }
 
-template <typename T>
+template <typename T, typename S>
 __device__ void rank_row_numeric(u64 a0, u64 a1, const u32* a_col, const T* a_val,
                                  const u64* b_ptr, const u32* b_col, const T* b_val, u64 ncols,
                                  u64 window, u64 shared, u64 out, u32* c_col, T* c_val,
@@ -238,8 +238,9 @@ __device__ void rank_row_numeric(u64 a0, u64 a1, const u32* a_col, const T* a_va
     unsigned short* rel = (unsigned short*)(smem + window / 8);
     u32* base = (u32*)(smem + window / 8 + window / 32);
     const u64 acc_at = (window / 8 + window / 32 + (window / RANK_BLOCK + 1) * 4 + 15) / 16 * 16;
-    T* acc = (T*)(smem + acc_at);
-    const u32 room = (u32)((shared - acc_at) / sizeof(T));
+    typedef typename S::Acc A;
+    A* acc = (A*)(smem + acc_at);
+    const u32 room = (u32)((shared - acc_at) / sizeof(A));
     __shared__ u32 crowded;  // crowded words listed (in `list`, free once a walk is done)
     for (u64 c0 = 0; c0 < ncols; c0 += window) {
         const u64 c1 = c0 + window < ncols ? c0 + window : ncols;
@@ -287,7 +288,7 @@ __device__ void rank_row_numeric(u64 a0, u64 a1, const u32* a_col, const T* a_va
             }
             const u32 here = base[to] - lo;
             if (threadIdx.x == 0) crowded = 0;  // row_entries' first barrier orders this
-            for (u32 i = threadIdx.x; i < here; i += blockDim.x) acc[i] = (T)0;
+            for (u32 i = threadIdx.x; i < here; i += blockDim.x) acc[i] = (A)0;
             const u64 cs = c0 + (u64)from * RANK_BLOCK;
             const u64 ce = c0 + (u64)to * RANK_BLOCK < c1 ? c0 + (u64)to * RANK_BLOCK : c1;
             const u32 skip = from * RANK_BLOCK;
@@ -298,9 +299,9 @@ __device__ void rank_row_numeric(u64 a0, u64 a1, const u32* a_col, const T* a_va
                                      const u64 below = bits64[c >> 6] & ((1ull << (c & 63)) - 1);
                                      const u32 r = base[c / RANK_BLOCK] + rel[c >> 6] +
                                                    __popcll(below) - lo;
-                                     atomicAdd(&acc[r], av * bv);
+                                     S::add(&acc[r], product_rn(av, bv));
                                  });
-            for (u32 i = threadIdx.x; i < here; i += blockDim.x) c_val[out + i] = acc[i];
+            for (u32 i = threadIdx.x; i < here; i += blockDim.x) c_val[out + i] = S::value(acc[i]);
             // Columns: a thread per word; words of more than CROWDED_WORD entries are listed and
             // written by whole warps, dealt out over the block (R-MAT rows crowd their low
             // columns: threads walking full words alone kept the block waiting at the barrier).
@@ -339,15 +340,17 @@ __device__ void rank_row_numeric(u64 a0, u64 a1, const u32* a_col, const T* a_va
 }
 
 // Computes each listed row of C into its place c_ptr[r] (offsets of the batch's rows), columns
-// in order. The shared memory (`width` values of T and their presence bits) holds rank windows
+// in order, summed as S sums. The shared memory (`width` sums and their presence bits) holds
+// rank windows
 // (rank_row_numeric) unless it is too small for them (narrow windows set for tests and tuning);
 // then a window of `width` columns at a time, each cleared and scanned whole.
-template <typename T>
+template <typename T, typename S>
 __device__ void dense_rows_numeric(const u64* a_ptr, const u32* a_col, const T* a_val,
                                    const u64* b_ptr, const u32* b_col, const T* b_val, u64 row0,
                                    const u32* rows, u64 ncols, u32 width, const u64* c_ptr,
                                    u32* c_col, T* c_val, unsigned char* smem) {
-    T* acc = (T*)smem;
+    typedef typename S::Acc A;
+    A* acc = (A*)smem;
     u32* bits = (u32*)(acc + width);
     __shared__ u64 tmp[WARP];
     __shared__ u64 total;
@@ -355,10 +358,10 @@ __device__ void dense_rows_numeric(const u64* a_ptr, const u32* a_col, const T* 
     const u32 r = rows[blockIdx.x];
     const u64 a0 = a_ptr[row0 + r], a1 = a_ptr[row0 + r + 1];
     u64 out = c_ptr[r];
-    const u64 shared = (u64)width * sizeof(T) + width / 8;
-    const u64 window = rank_window(shared, sizeof(T), ncols);
+    const u64 shared = (u64)width * sizeof(A) + width / 8;
+    const u64 window = rank_window(shared, sizeof(A), ncols);
     if (window > 0) {
-        rank_row_numeric<T>(a0, a1, a_col, a_val, b_ptr, b_col, b_val, ncols, window, shared,
+        rank_row_numeric<T, S>(a0, a1, a_col, a_val, b_ptr, b_col, b_val, ncols, window, shared,
                             out, c_col, c_val, smem, tmp, &total, list);
         return;
     }
@@ -367,10 +370,10 @@ __device__ void dense_rows_numeric(const u64* a_ptr, const u32* a_col, const T* 
         const u32 span = (u32)(c1 - c0);
         const u32 words = (span + 31) / 32;
         for (u32 w = threadIdx.x; w < words; w += blockDim.x) bits[w] = 0;
-        for (u32 c = threadIdx.x; c < span; c += blockDim.x) acc[c] = (T)0;
+        for (u32 c = threadIdx.x; c < span; c += blockDim.x) acc[c] = (A)0;
         row_entries<T, true>(a_col, a_val, a0, a1, b_ptr, b_col, b_val, c0, c1, ncols, list,
                              [&](T av, u32 at, T bv) {
-                                 atomicAdd(&acc[at], av * bv);
+                                 S::add(&acc[at], product_rn(av, bv));
                                  atomicOr(&bits[at >> 5], 1u << (at & 31));
                              });
         // Ordered write: each thread takes a word; a block scan of the words' counts places them.
@@ -385,7 +388,7 @@ __device__ void dense_rows_numeric(const u64* a_ptr, const u32* a_col, const T* 
                 word &= word - 1;
                 const u32 c = w * 32 + b;
                 c_col[o] = (u32)c0 + c;
-                c_val[o] = acc[c];
+                c_val[o] = S::value(acc[c]);
                 ++o;
             }
             out += here;
@@ -394,15 +397,17 @@ __device__ void dense_rows_numeric(const u64* a_ptr, const u32* a_col, const T* 
     }
 }
 
-#define GMCL_DENSE_ROW_KERNELS(T, S)                                                             \
+#define GMCL_DENSE_ROW_KERNELS(T, SUM, S)                                                        \
 extern "C" __global__ void __launch_bounds__(DENSE_ROW_THREADS)                                  \
 dense_rows_numeric_##S(const u64* a_ptr, const u32* a_col, const T* a_val, const u64* b_ptr,     \
                        const u32* b_col, const T* b_val, u64 row0, const u32* rows, u64 ncols,   \
                        u32 width, const u64* c_ptr, u32* c_col, T* c_val) {                      \
     extern __shared__ __align__(16) unsigned char smem_dense_##S[];                              \
-    dense_rows_numeric<T>(a_ptr, a_col, a_val, b_ptr, b_col, b_val, row0, rows, ncols, width,    \
-                          c_ptr, c_col, c_val, smem_dense_##S);                                  \
+    dense_rows_numeric<T, SUM<T> >(a_ptr, a_col, a_val, b_ptr, b_col, b_val, row0, rows, ncols,  \
+                                   width, c_ptr, c_col, c_val, smem_dense_##S);                  \
 }
 
-GMCL_DENSE_ROW_KERNELS(float, f32)
-GMCL_DENSE_ROW_KERNELS(double, f64)
+GMCL_DENSE_ROW_KERNELS(float, PlainSum, f32)
+GMCL_DENSE_ROW_KERNELS(double, PlainSum, f64)
+GMCL_DENSE_ROW_KERNELS(float, QuantaSum, f32q)
+GMCL_DENSE_ROW_KERNELS(double, QuantaSum, f64q)

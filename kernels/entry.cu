@@ -1,15 +1,18 @@
 // Typed entry points: each templated kernel body instantiated for f32 and f64 values, with the
-// value type's name as suffix (the Rust side asks for `<kernel>_f32` or `<kernel>_f64`).
+// value type's name as suffix (the Rust side asks for `<kernel>_f32` or `<kernel>_f64`); the
+// kernels that sum products also with MCL's order-free sums, as `<kernel>_f32q` / `_f64q`.
 
-#define GMCL_TYPED_KERNELS(T, S, MS)                                                                 \
+// The kernels that sum products, for one way of summing (SUM: PlainSum or QuantaSum) under the
+// suffix S.
+#define GMCL_SUMMING_KERNELS(T, SUM, S)                                                          \
 extern "C" __global__ void __launch_bounds__(1024)                                               \
 hash_rows_numeric_##S(const u64* a_ptr, const u32* a_col, const T* a_val, const u64* b_ptr,      \
                       const u32* b_col, const T* b_val, u64 row0, const u32* rows, u32 table,     \
                       const u64* m_ptr, const u32* m_col, int has_mask, const u64* c_ptr,         \
                       u32* c_col, T* c_val) {                                                     \
     extern __shared__ __align__(16) unsigned char smem_##S[];                                     \
-    hash_rows_numeric<T>(a_ptr, a_col, a_val, b_ptr, b_col, b_val, row0, rows, table, m_ptr,     \
-                         m_col, has_mask, c_ptr, c_col, c_val, smem_##S);                         \
+    hash_rows_numeric<T, SUM<T> >(a_ptr, a_col, a_val, b_ptr, b_col, b_val, row0, rows, table,   \
+                                  m_ptr, m_col, has_mask, c_ptr, c_col, c_val, smem_##S);         \
 }                                                                                                 \
 extern "C" __global__ void __launch_bounds__(1024)                                               \
 hash_segs_numeric_##S(const u64* s_ptr, const u32* s_col, const T* s_val, const u32* segs,       \
@@ -17,9 +20,9 @@ hash_segs_numeric_##S(const u64* s_ptr, const u32* s_col, const T* s_val, const 
                       const u32* heavy_rows, u64 row0, const u64* m_ptr, const u32* m_col,        \
                       int has_mask, const u64* gs, const u64* c_ptr, u32* c_col, T* c_val) {      \
     extern __shared__ __align__(16) unsigned char smem_##S[];                                     \
-    hash_segs_numeric<T>(s_ptr, s_col, s_val, segs, s_h, s_base, table, width_shift, nchunks,    \
-                         heavy_rows, row0, m_ptr, m_col, has_mask, gs, c_ptr, c_col, c_val,       \
-                         smem_##S);                                                               \
+    hash_segs_numeric<T, SUM<T> >(s_ptr, s_col, s_val, segs, s_h, s_base, table, width_shift,    \
+                                  nchunks, heavy_rows, row0, m_ptr, m_col, has_mask, gs, c_ptr,   \
+                                  c_col, c_val, smem_##S);                                        \
 }                                                                                                 \
 extern "C" __global__ void __launch_bounds__(1024)                                               \
 dense_segs_numeric_##S(const u64* s_ptr, const u32* s_col, const T* s_val, const u32* segs,      \
@@ -28,10 +31,17 @@ dense_segs_numeric_##S(const u64* s_ptr, const u32* s_col, const T* s_val, const
                        const u32* m_col, int has_mask, const u64* gs, const u64* c_ptr,           \
                        u32* c_col, T* c_val) {                                                    \
     extern __shared__ __align__(16) unsigned char smem_##S[];                                     \
-    dense_segs_numeric<T>(s_ptr, s_col, s_val, segs, s_h, s_base, width, width_shift, nchunks,   \
-                          heavy_rows, row0, m_ptr, m_col, has_mask, gs, c_ptr, c_col, c_val,      \
-                          smem_##S);                                                              \
-}                                                                                                 \
+    dense_segs_numeric<T, SUM<T> >(s_ptr, s_col, s_val, segs, s_h, s_base, width, width_shift,   \
+                                   nchunks, heavy_rows, row0, m_ptr, m_col, has_mask, gs, c_ptr,  \
+                                   c_col, c_val, smem_##S);                                       \
+}
+
+GMCL_SUMMING_KERNELS(float, PlainSum, f32)
+GMCL_SUMMING_KERNELS(double, PlainSum, f64)
+GMCL_SUMMING_KERNELS(float, QuantaSum, f32q)
+GMCL_SUMMING_KERNELS(double, QuantaSum, f64q)
+
+#define GMCL_TYPED_KERNELS(T, S, MS)                                                                 \
 extern "C" __global__ void                                                                        \
 csc_scatter_##S(const u64* a_ptr, const u32* a_col, const T* a_val, const u32* heavy_rows,       \
                 u64 nheavy, u64 row0, const u64* b_ptr, const u64* flag_scan, const u64* at_ptr,  \

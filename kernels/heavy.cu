@@ -133,7 +133,7 @@ __device__ void outer_product(const u64* at_ptr, const u32* at_row, const T* at_
         const u64 dest = off_local[e - e_first] + eb - first_excess;
         const u64 bj = b0 + eb;
         out_col[dest] = b_col[bj];
-        out_val[dest] = at_val[e] * b_val[bj];
+        out_val[dest] = product_rn(at_val[e], b_val[bj]);
     }
 }
 

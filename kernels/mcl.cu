@@ -80,7 +80,8 @@ __device__ typename ValueBits<T>::K kth_largest_key(const T* vals, u64 len,
     return prefix;
 }
 
-// How many of vals[0, len) are >= bar, and their sum; every thread gets both.
+// How many of vals[0, len) are >= bar, and their sum (an order-free sum, as every sum here and
+// in src/mcl/prune.rs, so that it is exact whatever the block's shape); every thread gets both.
 template <typename T>
 __device__ __forceinline__ void count_at_least(const T* vals, u64 len, T bar, double* tmp,
                                                u64* n_out, double* mass_out) {
@@ -89,7 +90,7 @@ __device__ __forceinline__ void count_at_least(const T* vals, u64 len, T bar, do
         const T v = vals[i];
         if (v >= bar) {
             n += 1.0;
-            mass += (double)v;
+            mass += quantum((double)v);
         }
     }
     *n_out = (u64)block_reduce_f64(n, tmp, false);
@@ -97,11 +98,13 @@ __device__ __forceinline__ void count_at_least(const T* vals, u64 len, T bar, do
 }
 
 // A kept value rescaled by the kept mass (unless that is 0), then raised to the inflation, each
-// step rounded to T as the host does it.
+// step rounded to T as the host does it. Inflation 2 squares, as src/mcl/inflate.rs does (the
+// correctly rounded square, which CUDA's pow does not promise).
 template <typename T>
 __device__ __forceinline__ T inflated(T v, double kept_mass, double inflation) {
     const T scaled = kept_mass != 0.0 ? (T)((double)v / kept_mass) : v;
-    return (T)pow((double)scaled, inflation);
+    const double x = (double)scaled;
+    return (T)(inflation == 2.0 ? __dmul_rn(x, x) : pow(x, inflation));
 }
 
 // How one column is pruned: every kept value reaches `bar`; `kept_mass` is their sum (-1 marks
@@ -130,12 +133,12 @@ __device__ ColumnPlan<T> plan_column(const T* v, u64 len, T floor, T cutoff, u32
     double maxv = 0.0, center = 0.0, n_over = 0.0, mass = 0.0, n_in = 0.0;
     for (u64 i = threadIdx.x; i < len; i += blockDim.x) {
         const double x = (double)v[i];
-        center += x * x;
+        center += quantum(__dmul_rn(x, x));
         maxv = fmax(maxv, x);
         if (v[i] >= floor) n_in += 1.0;
         if (v[i] >= cut) {
             n_over += 1.0;
-            mass += x;
+            mass += quantum(x);
         }
     }
     maxv = block_reduce_f64(maxv, tmp, true);
@@ -179,7 +182,7 @@ __device__ ColumnPlan<T> plan_column(const T* v, u64 len, T floor, T cutoff, u32
         count_at_least(v, len, bar, tmp, &kept, &plan.kept_mass);
         double s = 0.0;
         for (u64 i = threadIdx.x; i < len; i += blockDim.x) {
-            if (v[i] >= bar) s += (double)inflated(v[i], plan.kept_mass, inflation);
+            if (v[i] >= bar) s += quantum((double)inflated(v[i], plan.kept_mass, inflation));
         }
         plan.isum = block_reduce_f64(s, tmp, false);
     }

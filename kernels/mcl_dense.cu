@@ -4,10 +4,28 @@
 // kernels/mcl.cu's plan_column and write_column, and writes only the entries it keeps, into a
 // pool claimed with an atomic counter. The unpruned column never reaches global memory, and no
 // symbolic pass is needed. The caller has checked that every product is positive, so a 0 in
-// the window is a column without products and needs no presence bit.
+// the window is a column without products and needs no presence bit. Products are summed as
+// MCL's order-free sums (integer quanta, then narrowed to T in place), as every engine sums them.
+
+// Narrows the block's window of `len` quanta (8 bytes each) in place to their values in T: a
+// round of blockDim entries at a time, all read before any is written. A round's writes reach
+// at most the quanta of its own and earlier rounds (a value is at most as wide as a quantum
+// count), so nothing is overwritten before it is read. Every thread must call.
+template <typename T>
+__device__ void quanta_to_values(unsigned char* window, u64 len) {
+    const u64* q = (const u64*)window;
+    T* v = (T*)window;
+    for (u64 i0 = 0; i0 < len; i0 += blockDim.x) {
+        const u64 i = i0 + threadIdx.x;
+        const u64 x = i < len ? q[i] : 0;
+        __syncthreads();
+        if (i < len) v[i] = QuantaSum<T>::value(x);
+    }
+    __syncthreads();
+}
 
 // Makes, prunes and writes rows `rows[blockIdx.x]` of the batch starting at row `row0` of M·M
-// (M: m_ptr, m_col, m_val; ncols columns; acc: ncols values of dynamic shared memory). Each row
+// (M: m_ptr, m_col, m_val; ncols columns; window: ncols quanta of dynamic shared memory). Each row
 // r gets fused_len[r] (its kept entries) and pool_at[r], where they start in the pool
 // (NOT_FUSED when the pool's pool_cap entries ran out: *pool_used then exceeds pool_cap and the
 // caller runs the kernel again with a pool of *pool_used entries). Entries made count into
@@ -17,7 +35,7 @@ __device__ void mcl_dense_prune(const u64* m_ptr, const u32* m_col, const T* m_v
                                 const u32* rows, u64 ncols, T cutoff, u32 select, u32 recover,
                                 double pct, double inflation, u64 pool_cap, u64* pool_used,
                                 u64* fused_len, u64* pool_at, u32* pool_col, T* pool_val,
-                                u64* expanded, u64* chaos_bits, T* acc) {
+                                u64* expanded, u64* chaos_bits, unsigned char* window) {
     __shared__ double dtmp[WARP];
     __shared__ u32 hist[256];
     __shared__ u64 sel[2];
@@ -28,14 +46,18 @@ __device__ void mcl_dense_prune(const u64* m_ptr, const u32* m_col, const T* m_v
     const u64 a0 = m_ptr[row0 + r], a1 = m_ptr[row0 + r + 1];
     const u32 lane = threadIdx.x & (WARP - 1), warp = threadIdx.x / WARP;
     const u32 nwarps = blockDim.x / WARP;
-    for (u64 c = threadIdx.x; c < ncols; c += blockDim.x) acc[c] = (T)0;
+    u64* sums = (u64*)window;
+    for (u64 c = threadIdx.x; c < ncols; c += blockDim.x) sums[c] = 0;
     __syncthreads();
     for (u64 e = a0 + warp; e < a1; e += nwarps) {
         const T av = m_val[e];
-        window_entries<T, true>(m_ptr, m_col, m_val, m_col[e], 0, ncols, lane,
-                                [&](u32 at, T bv) { atomicAdd(&acc[at], av * bv); });
+        window_entries<T, true>(m_ptr, m_col, m_val, m_col[e], 0, ncols, lane, [&](u32 at, T bv) {
+            QuantaSum<T>::add(&sums[at], product_rn(av, bv));
+        });
     }
     __syncthreads();
+    quanta_to_values<T>(window, ncols);
+    const T* acc = (const T*)window;
     const ColumnPlan<T> plan = plan_column<T>(acc, ncols, ValueBits<T>::value(1), cutoff, select,
                                               recover, pct, inflation, dtmp, hist, sel);
     if (threadIdx.x == 0) {
@@ -75,7 +97,7 @@ mcl_dense_prune_##S(const u64* m_ptr, const u32* m_col, const T* m_val, u64 row0
     extern __shared__ __align__(16) unsigned char smem_mcl_dense_##S[];                          \
     mcl_dense_prune<T>(m_ptr, m_col, m_val, row0, rows, ncols, cutoff, select, recover, pct,     \
                        inflation, pool_cap, pool_used, fused_len, pool_at, pool_col, pool_val,   \
-                       expanded, chaos_bits, (T*)smem_mcl_dense_##S);                            \
+                       expanded, chaos_bits, smem_mcl_dense_##S);                                \
 }
 
 GMCL_MCL_DENSE_KERNELS(float, f32)

@@ -20,6 +20,7 @@ pub mod mcl;
 pub mod measure;
 mod mem;
 pub mod output;
+pub mod quantized;
 pub mod scalar;
 pub mod spgemm;
 pub mod tempfiles;

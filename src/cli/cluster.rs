@@ -73,7 +73,7 @@ pub struct ClusterArgs {
     /// what the device's memory allows].
     #[arg(long, value_name = "N")]
     batch_entries: Option<u64>,
-    /// Expand in batches through the SpGEMM engine, then prune, instead of pruning each column
+    /// Expand in batches of stored columns of M², then prune, instead of pruning each column
     /// of M² as it is made (the default: every column on the CPU, the dense ones on the GPU;
     /// same result, for comparison).
     #[arg(long)]

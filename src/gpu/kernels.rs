@@ -69,6 +69,42 @@ pub const TYPED: &[&str] = &[
     "mcl_dense_prune",
 ];
 
+/// The typed kernels that sum products: also instantiated with MCL's order-free sums
+/// ([`crate::quantized`]), with the suffix `_f32q` / `_f64q`.
+pub const SUMMING: &[&str] = &[
+    "hash_rows_numeric",
+    "hash_segs_numeric",
+    "dense_segs_numeric",
+    "dense_rows_numeric",
+];
+
+/// The suffixes of typed entry points.
+const SUFFIXES: [&str; 4] = ["_f32q", "_f64q", "_f32", "_f64"];
+
+/// The name of every entry point gmcl launches.
+pub fn entry_points() -> Vec<String> {
+    let typed = TYPED
+        .iter()
+        .flat_map(|k| [format!("{k}_f32"), format!("{k}_f64")]);
+    let summing = SUMMING
+        .iter()
+        .flat_map(|k| [format!("{k}_f32q"), format!("{k}_f64q")]);
+    UNTYPED
+        .iter()
+        .map(|k| k.to_string())
+        .chain(typed)
+        .chain(summing)
+        .collect()
+}
+
+/// An entry point's kernel, without its type suffix.
+pub fn base_name(entry: &str) -> &str {
+    SUFFIXES
+        .iter()
+        .find_map(|s| entry.strip_suffix(s))
+        .unwrap_or(entry)
+}
+
 /// Kernels that take more dynamic shared memory than the default 48 KiB (the device's opt-in
 /// maximum, less [`OPTIN_RESERVE`] for their static shared variables); typed ones by base name.
 pub const LARGE_SHARED: &[&str] = &[
@@ -239,5 +275,34 @@ mod tests {
                 "{k} has no typed entry point"
             );
         }
+        for k in SUMMING {
+            assert!(TYPED.contains(k), "{k} is not typed");
+            assert!(s.contains(&format!("{k}_##S(")));
+        }
+        // Every way of summing is instantiated for both types.
+        for m in ["GMCL_SUMMING_KERNELS", "GMCL_DENSE_ROW_KERNELS"] {
+            for (ty, sum, suffix) in [
+                ("float", "PlainSum", "f32"),
+                ("double", "PlainSum", "f64"),
+                ("float", "QuantaSum", "f32q"),
+                ("double", "QuantaSum", "f64q"),
+            ] {
+                assert!(
+                    s.contains(&format!("{m}({ty}, {sum}, {suffix})")),
+                    "{m} {suffix}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn entry_points_and_their_kernels() {
+        let all = entry_points();
+        assert!(all.contains(&"dense_rows_numeric_f32q".to_string()));
+        assert!(all.contains(&"mcl_dense_prune_f64".to_string()));
+        assert!(!all.contains(&"mcl_dense_prune_f64q".to_string()));
+        assert_eq!(base_name("dense_rows_numeric_f32q"), "dense_rows_numeric");
+        assert_eq!(base_name("dense_rows_numeric_f64"), "dense_rows_numeric");
+        assert_eq!(base_name("scan_add_u64"), "scan_add_u64");
     }
 }

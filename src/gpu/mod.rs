@@ -191,10 +191,7 @@ impl Gpu {
             )?,
         };
         let mut functions = HashMap::new();
-        let typed = kernels::TYPED
-            .iter()
-            .flat_map(|k| [format!("{k}_f32"), format!("{k}_f64")]);
-        for k in kernels::UNTYPED.iter().map(|k| k.to_string()).chain(typed) {
+        for k in kernels::entry_points() {
             let f = driver(&format!("find kernel {k}"), module.load_function(&k))?;
             functions.insert(k, f);
         }
@@ -207,8 +204,7 @@ impl Gpu {
         )? as u64;
         let large_shared = optin.max(shared_per_block) - kernels::OPTIN_RESERVE;
         for (name, f) in functions.iter() {
-            let base = name.trim_end_matches("_f32").trim_end_matches("_f64");
-            if kernels::LARGE_SHARED.contains(&base) {
+            if kernels::LARGE_SHARED.contains(&kernels::base_name(name)) {
                 driver(
                     &format!("allow {name} more shared memory"),
                     f.set_attribute(

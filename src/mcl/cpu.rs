@@ -6,7 +6,7 @@
 //! entry, which puts columns that share more rows together) and prunes and
 //! inflates it from there, so the unpruned `M²` is never written out and read back: in the heavy
 //! iterations of power-law graphs that is hundreds of millions of entries. The columns and their
-//! values are bitwise those the SpGEMM engine makes, and pruning is the same code
+//! values are bitwise those the batched path makes (order-free sums), and pruning is the same code
 //! ([`super::prune::prune_column`]), so the next matrix equals the batched path's.
 
 use super::{prune, Iteration, IterationProgress, MclParams, Part};

@@ -1,6 +1,8 @@
 //! Inflation and normalisation of one column, as mcl does them: each entry raised to the power
-//! `r` (rounded to the value type), the column then divided by its sum (taken in `f64`).
+//! `r` (rounded to the value type), the column then divided by its sum (a [`quantized`] sum, in
+//! `f64`, so that every engine divides by the same value).
 
+use crate::quantized;
 use crate::scalar::Scalar;
 
 /// Divides `vals` by their sum, so they sum to one; returns the sum. A column summing to zero
@@ -22,19 +24,19 @@ pub fn inflate<T: Scalar>(vals: &mut [T], r: f64) -> bool {
         return true;
     }
     let mut sum = 0.0f64;
-    if r == 2.0 && std::mem::size_of::<T>() == 4 {
-        // The default inflation: the square of an `f32` is exact in `f64`, and so is what
-        // `powf(2.0)` returns (checked for every positive `f32` up to 1), at a fraction of
-        // the cost of `pow`.
+    if r == 2.0 {
+        // The default inflation: `x·x` is the correctly rounded square (for an `f32`, exact in
+        // `f64`, and what `powf(2.0)` returns: checked for every positive `f32` up to 1), at a
+        // fraction of the cost of `pow`, and the same on the GPU, whose `pow` is not glibc's.
         for v in vals.iter_mut() {
             let x = v.to_f64();
             *v = T::from_f64(x * x);
-            sum += v.to_f64();
+            sum += quantized::quantum(v.to_f64());
         }
     } else {
         for v in vals.iter_mut() {
             *v = T::from_f64(v.to_f64().powf(r));
-            sum += v.to_f64();
+            sum += quantized::quantum(v.to_f64());
         }
     }
     if sum <= 0.0 {
@@ -77,7 +79,7 @@ mod tests {
         let mut sum = 0.0f64;
         for v in b.iter_mut() {
             *v = (*v as f64).powf(2.0) as f32;
-            sum += *v as f64;
+            sum += quantized::quantum(*v as f64);
         }
         for v in b.iter_mut() {
             *v = (*v as f64 / sum) as f32;

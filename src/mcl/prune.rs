@@ -17,6 +17,7 @@
 //! expanded column before pruning, as mcl computes it.
 
 use crate::error::{Error, Result};
+use crate::quantized;
 use crate::scalar::Scalar;
 use crate::spgemm::cpu::compact::append_at_least;
 
@@ -135,15 +136,15 @@ fn kth_largest_where<T: Scalar>(
     kth_largest(scratch, k)
 }
 
-/// `Σ v` over `vals` in order, in `f64` (the order fixes the rounding: every caller sums the
-/// same values in the same order).
+/// `Σ v` over `vals`, summed as [`quantized`] sums are: the same in any order, and on every
+/// engine.
 fn mass<T: Scalar>(vals: &[T]) -> f64 {
-    vals.iter().fold(0.0f64, |m, v| m + v.to_f64())
+    quantized::sum(vals.iter().map(|v| v.to_f64()))
 }
 
 /// The column's maximum, `Σv²` and the entries `>= cutoff`, compacted into `scratch` in order.
-/// The sum of squares only feeds the chaos, so it is summed in four lanes (a fourth of the
-/// latency chain); everything the kept entries depend on is exact or in order.
+/// The sum of squares is a [`quantized`] sum, so its four lanes (a fourth of the latency chain)
+/// add up to what any other order gives.
 fn first_pass<T: Scalar>(
     cols: &[u32],
     vals: &[T],
@@ -160,13 +161,13 @@ fn first_pass<T: Scalar>(
     for c in chunks {
         for l in 0..4 {
             let x = c[l].to_f64();
-            sq[l] += x * x;
+            sq[l] += quantized::quantum(x * x);
             mx[l] = if x > mx[l] { x } else { mx[l] };
         }
     }
     for (l, v) in rest.iter().enumerate() {
         let x = v.to_f64();
-        sq[l] += x * x;
+        sq[l] += quantized::quantum(x * x);
         mx[l] = if x > mx[l] { x } else { mx[l] };
     }
     let maxval = mx.iter().fold(0.0f64, |a, &b| if b > a { b } else { a });
@@ -226,11 +227,13 @@ pub fn prune_column<T: Scalar>(
         let n_sel = scratch.values.iter().filter(|&&v| v >= sbar).count();
         bar = sbar;
         if recover > 0 && n_sel < recover {
-            // In column order, adding +0 for the dropped ones: the sum of the selected.
-            let mass_sel = scratch
-                .vals
-                .iter()
-                .fold(0.0f64, |m, &v| m + if v >= sbar { v.to_f64() } else { 0.0 });
+            let mass_sel = quantized::sum(
+                scratch
+                    .vals
+                    .iter()
+                    .filter(|&&v| v >= sbar)
+                    .map(|v| v.to_f64()),
+            );
             if mass_sel < pct {
                 bar = if n_kept > recover {
                     kth_largest_where(

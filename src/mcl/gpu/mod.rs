@@ -26,6 +26,8 @@ pub(crate) fn engine(params: &MclParams) -> Result<GpuEngine> {
         dense_fraction: tuning.dense_fraction.or(Some(1)),
         // For the same reason the other rows keep the hash tables up to τ.
         hash_limit: tuning.hash_limit.or(Some(u64::MAX)),
+        // Sums equal to the CPU engine's, the same in every run.
+        quantized_sums: true,
         ..tuning
     }))
 }

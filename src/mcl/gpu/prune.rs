@@ -236,7 +236,8 @@ fn fused_rows<T: Scalar>(
     let ncols = f.m.ncols as u64;
     let cutoff = T::from_f64(params.cutoff());
     let pct = params.pct as f64 / 100.0;
-    let shared = ncols.div_ceil(32) * 32 * std::mem::size_of::<T>() as u64;
+    // The window holds the row's sums as quanta, 8 bytes each.
+    let shared = ncols.div_ceil(32) * 32 * 8;
     let rows = f.rows.rows();
     let (mut chaos, mut rest) = figures.split_at_mut(EXPANDED);
     let mut chaos = chaos.slice_mut(CHAOS..CHAOS + 1);

@@ -2,30 +2,33 @@
 //! and never needs `C` whole (MCL prunes every column of `M²` straight away), when every
 //! intermediate product is known to be positive.
 //!
+//! Values are MCL's order-free sums ([`crate::quantized`]): each product `a·b` (in `T`) is
+//! rounded up to its quantum and added in `f64`, exactly, so a row's values do not depend on
+//! the order of its products, and equal those of every other engine and rank count that sums
+//! the same quanta (the GPU's kernels, the batched path of [`crate::mcl`]).
+//!
 //! Positive products make the value of an entry its mark: a column was touched exactly when its
-//! accumulated value is not zero, since `0 + p₁ + … + pₖ > 0` for positive `p` (rounding is
-//! monotone). So the dense accumulator is a bare value array, one add per product (no mark or
-//! flag bytes), and its nonzero scan yields the row sorted; rows with few products keep a list
-//! of the columns they touch (a column is new when its value is still zero) and sort it.
+//! accumulated value is not zero (a positive product's quantum is positive). So the dense
+//! accumulator is a bare value array, one add per product (no mark or flag bytes), and its
+//! nonzero scan yields the row sorted; rows with few products keep a list of the columns they
+//! touch (a column is new when its value is still zero) and sort it.
 //!
 //! Heavy rows are made [`GROUP`] at a time ([`PositiveRows::rows_together`]): the rows of `A`
 //! are merged by `k`, each row of `B` is read once for all the rows that have its `k`, and every
 //! product goes into an interleaved accumulator (`GROUP` values per column, one vector add for
-//! all the rows; a row without that `k` adds `0·v = +0`, which leaves its values unchanged). On
-//! power-law graphs consecutive heavy rows share many `k`, so this reads `B` 2-3 times less,
-//! which is what bounds the one-row-at-a-time loop.
-//!
-//! Values are those of the engine (`0 + p₁ + p₂ + …` in the order of `k` in `A`'s row), so a row
-//! is bitwise the row [`super::cpu::CpuEngine`] makes, and so is its structure, given the
-//! precondition of [`products_are_positive`].
+//! all the rows; a row without that `k` adds the quantum of `0·v`, zero). On power-law graphs
+//! consecutive heavy rows share many `k`, so this reads `B` 2-3 times less, which is what bounds
+//! the one-row-at-a-time loop.
 
 use super::accum::prefetch_all;
 use super::accum::RowProduct;
 use super::compact::{self, Lane, SLACK};
 use crate::csr::Csr;
+use crate::quantized;
 use crate::scalar::Scalar;
 use rayon::prelude::*;
 use std::marker::PhantomData;
+use std::ops::Range;
 
 /// A row takes the dense accumulator when `min(products, columns) × DENSE_RATIO ≥ columns`:
 /// the scan of all columns is then small next to the products, and cheaper than sorting the
@@ -61,29 +64,31 @@ pub(crate) fn products_are_positive<T: Scalar>(a: &Csr<T>, b: &Csr<T>) -> bool {
 
 /// A per-thread accumulator for [`PositiveRows::row`]. Between rows every value is zero.
 pub(crate) struct PositiveRows<T> {
-    /// One value per column, rounded up to a power of two so that `c & mask` is in bounds.
-    acc: Vec<T>,
+    /// One sum per column, rounded up to a power of two so that `c & mask` is in bounds.
+    acc: Vec<f64>,
     mask: usize,
     ncols: usize,
     /// Columns touched by a sparse row.
     touched: Vec<u32>,
-    /// The row made last: `ncols + SLACK` long, the first `len` entries valid.
+    /// The row made last: `ncols + SLACK` long, the first `len` entries valid; its sums, then
+    /// its values.
     cols: Vec<u32>,
+    sums: Vec<f64>,
     vals: Vec<T>,
-    /// The interleaved accumulator of a group (allocated on first use): `GROUP` values per
+    /// The interleaved accumulator of a group (allocated on first use): `GROUP` sums per
     /// column, zero between groups.
-    group: Slots<T>,
+    group: Slots<f64>,
     /// The group's entries of `A`: `(k, row in group, value)`, then merged by `k`.
     entries: Vec<(u32, u32, T)>,
     merged: Vec<(u32, [T; GROUP])>,
     /// Rows of the group: made together when there are several ([`PositiveRows::together`]),
     /// else the one row is made on demand.
     rows: Vec<(usize, u64)>,
-    /// The rows of a group made together, drained from `group`: columns, values and length
+    /// The rows of a group made together, drained from `group`: columns, sums and length
     /// of each (allocated on first use, `ncols + SLACK` long).
-    drained: Vec<Lane<T>>,
+    drained: Vec<Lane<f64>>,
     /// A tile of the group's accumulator, lane by lane, while it is drained.
-    lanes: Vec<T>,
+    lanes: Vec<f64>,
 }
 
 impl<T: Scalar> PositiveRows<T> {
@@ -91,11 +96,12 @@ impl<T: Scalar> PositiveRows<T> {
     pub(crate) fn new(ncols: usize) -> Self {
         let width = ncols.max(1).next_power_of_two();
         PositiveRows {
-            acc: vec![T::ZERO; width],
+            acc: vec![0.0; width],
             mask: width - 1,
             ncols,
             touched: Vec::new(),
             cols: vec![0; ncols + SLACK],
+            sums: vec![0.0; ncols + SLACK],
             vals: vec![T::ZERO; ncols + SLACK],
             group: Slots::zeroed(0),
             entries: Vec::new(),
@@ -125,7 +131,7 @@ impl<T: Scalar> PositiveRows<T> {
             let x = av[0];
             for (o, (&c, &v)) in bc.iter().zip(bv).enumerate() {
                 self.cols[o] = c;
-                self.vals[o] = T::ZERO + x * v;
+                self.sums[o] = quantized::product(x, v);
             }
             bc.len()
         } else if is_dense(products, self.ncols) {
@@ -133,6 +139,7 @@ impl<T: Scalar> PositiveRows<T> {
         } else {
             self.sparse(RowProduct::new(a, b, i))
         };
+        values(&self.sums[..len], &mut self.vals[..len]);
         (&self.cols[..len], &self.vals[..len])
     }
 
@@ -200,7 +207,7 @@ impl<T: Scalar> PositiveRows<T> {
         let n = self.ncols;
         if self.drained.len() < GROUP {
             self.drained = (0..GROUP)
-                .map(|_| (vec![0; n + SLACK], vec![T::ZERO; n + SLACK], 0))
+                .map(|_| (vec![0; n + SLACK], vec![0.0; n + SLACK], 0))
                 .collect();
         }
         for d in &mut self.drained {
@@ -209,7 +216,7 @@ impl<T: Scalar> PositiveRows<T> {
         for (t, tile) in self.group.as_mut_slice()[..n].chunks_mut(TILE).enumerate() {
             let base = (t * TILE) as u32;
             compact::lanes_nonzero(tile, base, &mut self.drained[..len], &mut self.lanes);
-            tile.fill([T::ZERO; GROUP]);
+            tile.fill([0.0; GROUP]);
         }
     }
 
@@ -225,8 +232,9 @@ impl<T: Scalar> PositiveRows<T> {
         if !self.together() {
             return self.row(a, b, i, products);
         }
-        let (cols, vals, len) = &self.drained[g];
-        (&cols[..*len], &vals[..*len])
+        let (cols, sums, len) = &self.drained[g];
+        values(&sums[..*len], &mut self.vals[..*len]);
+        (&cols[..*len], &self.vals[..*len])
     }
 
     /// Sums the row in the value array, then scans every column for nonzero values.
@@ -234,10 +242,12 @@ impl<T: Scalar> PositiveRows<T> {
         let (acc, mask) = (&mut self.acc[..], self.mask);
         assert!(acc.len() > mask);
         // SAFETY: `c & mask <= mask < acc.len()`.
-        row.for_each_product(|c, p| unsafe { *acc.get_unchecked_mut(c as usize & mask) += p });
+        row.for_each_product(|c, p| unsafe {
+            *acc.get_unchecked_mut(c as usize & mask) += quantized::quantum(p.to_f64())
+        });
         let n = self.ncols;
-        let o = compact::nonzero(&self.acc[..n], 0, &mut self.cols, &mut self.vals, 0);
-        self.acc[..n].fill(T::ZERO);
+        let o = compact::nonzero(&self.acc[..n], 0, &mut self.cols, &mut self.sums, 0);
+        self.acc[..n].fill(0.0);
         o
     }
 
@@ -249,19 +259,132 @@ impl<T: Scalar> PositiveRows<T> {
         row.for_each_product(|c, p| {
             let j = c as usize & mask;
             let x = acc[j];
-            if x == T::ZERO {
+            if x == 0.0 {
                 touched.push(c);
             }
-            acc[j] = x + p;
+            acc[j] = x + quantized::quantum(p.to_f64());
         });
         touched.sort_unstable();
         for (o, &c) in touched.iter().enumerate() {
             let j = c as usize & mask;
             self.cols[o] = c;
-            self.vals[o] = acc[j];
-            acc[j] = T::ZERO;
+            self.sums[o] = acc[j];
+            acc[j] = 0.0;
         }
         touched.len()
+    }
+}
+
+/// Rows of `A·B` with MCL's order-free sums ([`crate::quantized`]) whatever the products'
+/// signs: a column is listed when first touched (a mark per column, not its value), so an entry
+/// whose products are zero is kept, as every engine keeps it. The batched path of MCL's
+/// expansion, for when [`PositiveRows`] does not apply.
+pub(crate) struct MarkedRows {
+    acc: Vec<f64>,
+    marked: Vec<bool>,
+    touched: Vec<u32>,
+}
+
+impl MarkedRows {
+    /// An accumulator for products with `ncols` columns.
+    pub(crate) fn new(ncols: usize) -> Self {
+        MarkedRows {
+            acc: vec![0.0; ncols],
+            marked: vec![false; ncols],
+            touched: Vec::new(),
+        }
+    }
+
+    /// Appends row `i` of `a·b`, sorted by column, to `cols`/`vals`.
+    pub(crate) fn row<T: Scalar>(
+        &mut self,
+        a: &Csr<T>,
+        b: &Csr<T>,
+        i: usize,
+        cols: &mut Vec<u32>,
+        vals: &mut Vec<T>,
+    ) {
+        let (acc, marked, touched) = (&mut self.acc, &mut self.marked, &mut self.touched);
+        touched.clear();
+        RowProduct::new(a, b, i).for_each_product(|c, p| {
+            let j = c as usize;
+            if !marked[j] {
+                marked[j] = true;
+                touched.push(c);
+            }
+            acc[j] += quantized::quantum(p.to_f64());
+        });
+        touched.sort_unstable();
+        for &c in touched.iter() {
+            let j = c as usize;
+            cols.push(c);
+            vals.push(T::from_f64(acc[j]));
+            acc[j] = 0.0;
+            marked[j] = false;
+        }
+    }
+}
+
+/// Rows `rows` of `a·b` with MCL's order-free sums, as a matrix (its row 0 is row
+/// `rows.start`), made in parallel; `products[i]` is row `i`'s product count. Values and
+/// structure equal [`PositiveRows`]'s where that applies.
+pub(crate) fn marked_product<T: Scalar>(
+    a: &Csr<T>,
+    b: &Csr<T>,
+    rows: Range<usize>,
+    products: &[u64],
+) -> Csr<T> {
+    let threads = rayon::current_num_threads().max(1) as u64;
+    let total: u64 = products[rows.clone()].iter().map(|&p| p + 1).sum();
+    let target = total.div_ceil(threads * 8).max(1);
+    // Consecutive runs of about `target` products.
+    let mut runs = Vec::new();
+    let (mut start, mut acc) = (rows.start, 0u64);
+    for i in rows.clone() {
+        acc += products[i] + 1;
+        if acc >= target {
+            runs.push(start..i + 1);
+            start = i + 1;
+            acc = 0;
+        }
+    }
+    if start < rows.end {
+        runs.push(start..rows.end);
+    }
+    let parts: Vec<(Vec<u64>, Vec<u32>, Vec<T>)> = runs
+        .into_par_iter()
+        .map_init(
+            || MarkedRows::new(b.ncols()),
+            |m, run| {
+                let mut lens = Vec::with_capacity(run.len());
+                let (mut cols, mut vals) = (Vec::new(), Vec::new());
+                for i in run {
+                    let before = cols.len();
+                    m.row(a, b, i, &mut cols, &mut vals);
+                    lens.push((cols.len() - before) as u64);
+                }
+                (lens, cols, vals)
+            },
+        )
+        .collect();
+    let nnz: usize = parts.iter().map(|p| p.1.len()).sum();
+    let mut ptr = Vec::with_capacity(rows.len() + 1);
+    ptr.push(0u64);
+    let (mut cols, mut vals) = (Vec::with_capacity(nnz), Vec::with_capacity(nnz));
+    for (lens, c, v) in parts {
+        for l in lens {
+            ptr.push(ptr[ptr.len() - 1] + l);
+        }
+        cols.extend_from_slice(&c);
+        vals.extend_from_slice(&v);
+    }
+    Csr::from_parts_unchecked(rows.len(), b.ncols(), ptr, cols, vals)
+}
+
+/// The values of a row's sums: each rounded to `T` (exact for `f64`).
+fn values<T: Scalar>(sums: &[f64], vals: &mut [T]) {
+    for (v, &s) in vals.iter_mut().zip(sums) {
+        *v = T::from_f64(s);
     }
 }
 
@@ -340,7 +463,7 @@ impl Col for u16 {
 /// `(k, j)` of `B`, whose column indices are read from `bc`: with AVX2 where the processor has
 /// it (the same arithmetic, wider vectors).
 fn accumulate_group<T: Scalar, C: Col>(
-    acc: &mut [[T; GROUP]],
+    acc: &mut [[f64; GROUP]],
     mask: usize,
     merged: &[(u32, [T; GROUP])],
     b: &Csr<T>,
@@ -358,7 +481,7 @@ fn accumulate_group<T: Scalar, C: Col>(
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2")]
 unsafe fn accumulate_group_avx2<T: Scalar, C: Col>(
-    acc: &mut [[T; GROUP]],
+    acc: &mut [[f64; GROUP]],
     mask: usize,
     merged: &[(u32, [T; GROUP])],
     b: &Csr<T>,
@@ -369,7 +492,7 @@ unsafe fn accumulate_group_avx2<T: Scalar, C: Col>(
 
 #[inline(always)]
 fn accumulate_group_any<T: Scalar, C: Col>(
-    acc: &mut [[T; GROUP]],
+    acc: &mut [[f64; GROUP]],
     mask: usize,
     merged: &[(u32, [T; GROUP])],
     b: &Csr<T>,
@@ -388,7 +511,7 @@ fn accumulate_group_any<T: Scalar, C: Col>(
             // SAFETY: `c & mask <= mask < acc.len()`.
             let slot = unsafe { acc.get_unchecked_mut(c.index() & mask) };
             for g in 0..GROUP {
-                slot[g] += x[g] * v;
+                slot[g] += quantized::product(x[g], v);
             }
         }
     }
@@ -398,15 +521,38 @@ fn accumulate_group_any<T: Scalar, C: Col>(
 /// 8-10% faster than prefetching their first lines only).
 const AHEAD: usize = 4;
 
-/// Columns drained together by [`PositiveRows::drain_group`]: a tile of the accumulator (16 KB
-/// of `f32`) and its lanes stay in L1 while they are compacted.
+/// Columns drained together by [`PositiveRows::drain_group`]: a tile of the accumulator (32 KB)
+/// and its lanes stay in L1 or L2 while they are compacted.
 const TILE: usize = 512;
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::spgemm::{cpu, row_products, SpgemmOptions};
+    use crate::spgemm::row_products;
     use proptest::prelude::*;
+    use std::collections::BTreeMap;
+
+    /// `a·b` summed naively: each row's quanta in a map, in the order of the loops.
+    fn reference<T: Scalar>(a: &Csr<T>, b: &Csr<T>) -> Csr<T> {
+        let mut ptr = vec![0u64];
+        let (mut cols, mut vals) = (Vec::new(), Vec::new());
+        for i in 0..a.nrows() {
+            let mut row = BTreeMap::new();
+            let (ac, av) = a.row(i);
+            for (&k, &x) in ac.iter().zip(av) {
+                let (bc, bv) = b.row(k as usize);
+                for (&c, &v) in bc.iter().zip(bv) {
+                    *row.entry(c).or_insert(0.0) += quantized::product(x, v);
+                }
+            }
+            for (c, s) in row {
+                cols.push(c);
+                vals.push(T::from_f64(s));
+            }
+            ptr.push(cols.len() as u64);
+        }
+        Csr::from_parts(a.nrows(), b.ncols(), ptr, cols, vals).unwrap()
+    }
 
     /// A random matrix with positive values and some long rows.
     fn random(nrows: usize, ncols: usize, seed: u64, density: f64) -> Csr<f32> {
@@ -426,19 +572,19 @@ mod tests {
 
     fn check(a: &Csr<f32>, b: &Csr<f32>) {
         assert!(products_are_positive(a, b));
-        let c = cpu::multiply(a, b, &SpgemmOptions::default()).unwrap();
+        let c = reference(a, b);
         let mut rows = PositiveRows::new(b.ncols());
         for i in 0..a.nrows() {
             let (cols, vals) = rows.row(a, b, i, row_products(a, b, i));
             assert_eq!(cols, c.row(i).0, "row {i}");
-            // Bitwise the engine's values.
+            // Bitwise the reference's values: the sums do not depend on their order.
             let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
             assert_eq!(bits(vals), bits(c.row(i).1), "row {i}");
         }
     }
 
     #[test]
-    fn rows_equal_the_engine() {
+    fn rows_equal_the_reference() {
         for (m, k, n, seed) in [
             (40, 30, 50, 1),
             (64, 64, 64, 2),
@@ -451,11 +597,11 @@ mod tests {
         }
     }
 
-    /// Every group of consecutive rows, made together, equals the engine bitwise; returns how
+    /// Every group of consecutive rows, made together, equals the reference bitwise; returns how
     /// many groups were made together (not as a lone row).
     fn check_groups<T: Scalar>(a: &Csr<T>, b: &Csr<T>) -> usize {
         let mut together = 0;
-        let c = cpu::multiply(a, b, &SpgemmOptions::default()).unwrap();
+        let c = reference(a, b);
         let mut rows = PositiveRows::new(b.ncols());
         let all: Vec<(usize, u64)> = (0..a.nrows()).map(|i| (i, row_products(a, b, i))).collect();
         let narrow = narrow_columns(b);
@@ -481,7 +627,7 @@ mod tests {
     }
 
     #[test]
-    fn groups_equal_the_engine() {
+    fn groups_equal_the_reference() {
         for (m, k, n, seed) in [
             (40, 30, 50, 1),
             (64, 64, 64, 2),
@@ -500,6 +646,34 @@ mod tests {
         let a = Csr::from_dense(3, 2, &[1f32, 0.5, 0.0, 0.0, 2.0, 0.0]);
         let b = Csr::from_dense(2, 3, &[0f32, 0.0, 0.0, 1.0, 0.0, 3.0]);
         check_groups(&a, &b);
+    }
+
+    /// The marked rows equal the reference, zero products included (kept as entries).
+    fn check_marked<T: Scalar>(a: &Csr<T>, b: &Csr<T>) {
+        let c = reference(a, b);
+        let per_row: Vec<u64> = (0..a.nrows()).map(|i| row_products(a, b, i)).collect();
+        let n = a.nrows();
+        for rows in [0..n, n / 3..n, 0..n / 2] {
+            let m = marked_product(a, b, rows.clone(), &per_row);
+            assert_eq!(m.nrows(), rows.len());
+            for (li, i) in rows.enumerate() {
+                assert_eq!(m.row(li).0, c.row(i).0, "row {i}");
+                let bits = |v: &[T]| v.iter().map(|x| x.to_f64().to_bits()).collect::<Vec<_>>();
+                assert_eq!(bits(m.row(li).1), bits(c.row(i).1), "row {i}");
+            }
+        }
+    }
+
+    #[test]
+    fn marked_rows_equal_the_reference_and_keep_zero_products() {
+        check_marked(&random(40, 30, 1, 0.05), &random(30, 50, 2, 0.3));
+        // An explicit zero in A: its products are zero and their columns still entries.
+        let a = Csr::from_parts(2, 2, vec![0, 2, 3], vec![0, 1, 1], vec![0f32, 0.5, 1.0]).unwrap();
+        let b = Csr::from_dense(2, 3, &[1f32, 0.0, 2.0, 0.0, 1.0, 0.0]);
+        let m = marked_product(&a, &b, 0..2, &[3, 1]);
+        assert_eq!(m.row(0).0, &[0, 1, 2]);
+        assert_eq!(m.row(0).1, &[0.0, 0.5, 0.0]);
+        check_marked(&a, &b);
     }
 
     #[test]
@@ -524,7 +698,7 @@ mod tests {
     proptest! {
         #![proptest_config(ProptestConfig::with_cases(64))]
         #[test]
-        fn prop_rows_equal_the_engine(
+        fn prop_rows_equal_the_reference(
             m in 1usize..40, k in 1usize..40, n in 1usize..300,
             seed in any::<u64>(), d in 0.0f64..0.3,
         ) {
@@ -532,7 +706,7 @@ mod tests {
         }
 
         #[test]
-        fn prop_groups_equal_the_engine(
+        fn prop_groups_equal_the_reference(
             m in 1usize..40, k in 1usize..40, n in 1usize..300,
             seed in any::<u64>(), d in 0.0f64..0.9,
         ) {

@@ -3,7 +3,7 @@
 
 use super::bins::BinLists;
 use super::plan::{Bin, DENSE_THREADS};
-use super::typed;
+use super::{sum_bytes, summing};
 use crate::error::{Error, Result};
 use crate::gpu::prims::{launch, shape, strided, zeros};
 use crate::gpu::Gpu;
@@ -41,15 +41,20 @@ impl<T: Scalar> FinalChunks<T> {
         (self.ptr.slice(f..), self.h.slice(f..), self.base.slice(f..))
     }
 
-    /// The launches of the symbolic (`numeric` false) or numeric phase over the nonempty bins:
-    /// hash accumulators for the hash bins, the dense accumulator for the last. Both kinds take
-    /// the same arguments but the table size or chunk width.
-    pub(super) fn launches(&self, chunk_width: u64, numeric: bool) -> Result<Vec<ChunkLaunch<'_>>> {
-        let val_bytes = std::mem::size_of::<T>() as u64;
-        let (hash, dense) = if numeric {
+    /// The launches of the symbolic (`numeric` None) or numeric phase (`Some(quantized)`: how
+    /// it sums) over the nonempty bins: hash accumulators for the hash bins, the dense
+    /// accumulator for the last. Both kinds take the same arguments but the table size or chunk
+    /// width.
+    pub(super) fn launches(
+        &self,
+        chunk_width: u64,
+        numeric: Option<bool>,
+    ) -> Result<Vec<ChunkLaunch<'_>>> {
+        let val_bytes = numeric.map_or(0, sum_bytes::<T>);
+        let (hash, dense) = if let Some(quantized) = numeric {
             (
-                typed::<T>("hash_segs_numeric"),
-                typed::<T>("dense_segs_numeric"),
+                summing::<T>("hash_segs_numeric", quantized),
+                summing::<T>("dense_segs_numeric", quantized),
             )
         } else {
             (
@@ -65,7 +70,7 @@ impl<T: Scalar> FinalChunks<T> {
             }
             let (kernel, size, cfg) = match self.bins.get(b) {
                 Some(bin) => {
-                    let slot = if numeric { 4 + val_bytes } else { 4 };
+                    let slot = 4 + val_bytes;
                     (
                         hash.clone(),
                         bin.table,
@@ -73,7 +78,7 @@ impl<T: Scalar> FinalChunks<T> {
                     )
                 }
                 None => {
-                    let per_col = if numeric { val_bytes + 1 } else { 1 };
+                    let per_col = val_bytes + 1;
                     let cfg = shape(count, DENSE_THREADS, chunk_width * per_col)?;
                     (dense.clone(), chunk_width as u32, cfg)
                 }

@@ -80,6 +80,11 @@ pub struct GpuTuning {
     /// Columns of the dense-row accumulator's window (a multiple of 32; default: what shared
     /// memory holds). Tests lower it to force several windows on small inputs.
     pub dense_window: Option<u32>,
+    /// Sum products as MCL's order-free sums ([`crate::quantized`], for non-negative values
+    /// whose sums stay below 2): values then do not vary from run to run and equal the CPU
+    /// engine's MCL expansion bit for bit, at 8 bytes of shared memory per sum. Default off:
+    /// sums in `T`, whose rounding depends on the order the atomic adds land in.
+    pub quantized_sums: bool,
 }
 
 /// The gMAGNUS engine on one GPU.
@@ -305,4 +310,20 @@ impl GpuEngine {
 /// The name of a typed kernel for values of type `T`.
 fn typed<T: Scalar>(kernel: &str) -> String {
     format!("{kernel}_{}", T::NAME)
+}
+
+/// The name of a kernel that sums products of type `T`, in `T` or (`quantized`) as quanta.
+fn summing<T: Scalar>(kernel: &str, quantized: bool) -> String {
+    match quantized {
+        true => format!("{kernel}_{}q", T::NAME),
+        false => typed::<T>(kernel),
+    }
+}
+
+/// Bytes of shared memory one sum of products of type `T` takes, in `T` or as quanta.
+fn sum_bytes<T: Scalar>(quantized: bool) -> u64 {
+    match quantized {
+        true => 8,
+        false => std::mem::size_of::<T>() as u64,
+    }
 }

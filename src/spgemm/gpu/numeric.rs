@@ -6,7 +6,7 @@ use super::batch::{Batch, HeavyChunks};
 use super::chunks::buf;
 use super::operands::Operands;
 use super::plan::DENSE_ROW_THREADS;
-use super::{typed, GpuEngine};
+use super::{sum_bytes, summing, GpuEngine};
 use crate::error::Result;
 use crate::gpu::prims::{launch, shape};
 use crate::gpu::profile::Profile;
@@ -43,7 +43,8 @@ impl GpuEngine {
         let g = &*self.gpu;
         let light = &g.light;
         let row0 = batch.row0;
-        let val_bytes = std::mem::size_of::<T>() as u64;
+        let quantized = self.tuning.quantized_sums;
+        let sum_bytes = sum_bytes::<T>(quantized);
         for (b, bin) in batch.bins.iter().enumerate() {
             if batch.row_lists.counts[b] == 0 {
                 continue;
@@ -52,35 +53,47 @@ impl GpuEngine {
             let cfg = shape(
                 batch.row_lists.counts[b],
                 bin.threads,
-                bin.table as u64 * (4 + val_bytes),
+                bin.table as u64 * (4 + sum_bytes),
             )?;
-            launch(g, light, &typed::<T>("hash_rows_numeric"), cfg, |l| {
-                ops.push_operands(l);
-                l.arg(&row0)
-                    .arg(&list)
-                    .arg(&bin.table)
-                    .arg(&ops.m_ptr)
-                    .arg(&ops.m_col)
-                    .arg(&ops.has_mask)
-                    .arg(&batch.row_nnz)
-                    .arg(&mut *c_col)
-                    .arg(&mut *c_val);
-            })?;
+            launch(
+                g,
+                light,
+                &summing::<T>("hash_rows_numeric", quantized),
+                cfg,
+                |l| {
+                    ops.push_operands(l);
+                    l.arg(&row0)
+                        .arg(&list)
+                        .arg(&bin.table)
+                        .arg(&ops.m_ptr)
+                        .arg(&ops.m_col)
+                        .arg(&ops.has_mask)
+                        .arg(&batch.row_nnz)
+                        .arg(&mut *c_col)
+                        .arg(&mut *c_val);
+                },
+            )?;
         }
         if let (Some(d), true) = (&batch.dense, batch.ndense > 0) {
             let list = batch.row_lists.view(batch.bins.len() + 1);
-            let shared = d.numeric_width as u64 * val_bytes + d.numeric_width as u64 / 8;
+            let shared = d.numeric_width as u64 * sum_bytes + d.numeric_width as u64 / 8;
             let cfg = shape(batch.ndense, DENSE_ROW_THREADS, shared)?;
-            launch(g, light, &typed::<T>("dense_rows_numeric"), cfg, |l| {
-                ops.push_operands(l);
-                l.arg(&row0)
-                    .arg(&list)
-                    .arg(&ops.c_cols)
-                    .arg(&d.numeric_width)
-                    .arg(&batch.row_nnz)
-                    .arg(&mut *c_col)
-                    .arg(&mut *c_val);
-            })?;
+            launch(
+                g,
+                light,
+                &summing::<T>("dense_rows_numeric", quantized),
+                cfg,
+                |l| {
+                    ops.push_operands(l);
+                    l.arg(&row0)
+                        .arg(&list)
+                        .arg(&ops.c_cols)
+                        .arg(&d.numeric_width)
+                        .arg(&batch.row_nnz)
+                        .arg(&mut *c_col)
+                        .arg(&mut *c_val);
+                },
+            )?;
         }
         Ok(())
     }
@@ -105,7 +118,7 @@ impl GpuEngine {
             let (ptr, hh, base) = f.rows();
             let col = buf(&chunks.bufs.col, f.buffer)?;
             let val = buf(&chunks.bufs.val, f.buffer)?;
-            for c in f.launches(p.chunk_width, true)? {
+            for c in f.launches(p.chunk_width, Some(self.tuning.quantized_sums))? {
                 launch(g, heavy, &c.kernel, c.cfg, |l| {
                     l.arg(&ptr)
                         .arg(col)

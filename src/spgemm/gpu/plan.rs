@@ -133,7 +133,7 @@ impl GpuEngine {
         let mut p = engine_params(
             c_cols,
             self.gpu.shared_per_block(),
-            std::mem::size_of::<T>() as u64,
+            super::sum_bytes::<T>(self.tuning.quantized_sums),
         );
         if let Some(cap) = self.tuning.max_chunks_per_level {
             let cap = cap.max(2).next_power_of_two();
@@ -242,7 +242,7 @@ impl GpuEngine {
                 .unwrap_or(ops.c_cols / fraction)
                 .max(p.tau + 1),
         };
-        let val_bytes = std::mem::size_of::<T>() as u64;
+        let val_bytes = super::sum_bytes::<T>(self.tuning.quantized_sums);
         let shared = self.gpu.large_shared();
         // Windows are multiples of 1024 columns, no wider than C (rounded up to 32).
         let fit = |w: u64| {
@@ -254,7 +254,7 @@ impl GpuEngine {
         };
         let numeric_width = fit(shared * 8 / (8 * val_bytes + 1));
         let symbolic_width = fit(shared * 8);
-        // A deferred row is made in one window of values alone (no presence bits).
+        // A deferred row is made in one window of sums alone (no presence bits).
         let fused_cols = match self.tuning.dense_window {
             Some(t) => t as u64,
             None => shared / val_bytes,

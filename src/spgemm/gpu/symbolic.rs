@@ -108,7 +108,7 @@ impl GpuEngine {
         for f in &finals {
             let (ptr, hh, base) = f.rows();
             let col = buf(&bufs.col, f.buffer)?;
-            for c in f.launches(p.chunk_width, false)? {
+            for c in f.launches(p.chunk_width, None)? {
                 launch(g, heavy, &c.kernel, c.cfg, |l| {
                     l.arg(&ptr)
                         .arg(col)
