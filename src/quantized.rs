@@ -31,6 +31,29 @@ pub fn product<T: Scalar>(a: T, b: T) -> f64 {
     quantum((a * b).to_f64())
 }
 
+/// `a` scaled to count in quanta: `a·2⁵²` in `T` (exact for MCL's values, at most 1). For a
+/// product `a·b` that is positive in `T`, `⌈(a·2⁵²)·b⌉` counts the quanta of
+/// [`product`]`(a, b)`: where `a·b` is normal, rounding commutes with scaling by a power of two,
+/// and where it is subnormal both are one quantum. The accumulators that know every product is
+/// positive sum these integer counts (exact below 2⁵³), one multiplication and a rounding per
+/// product instead of three operations more.
+#[inline(always)]
+pub fn scaled<T: Scalar>(a: T) -> T {
+    a * T::from_f64(PER_UNIT)
+}
+
+/// The quanta of a product made from a [`scaled`] factor: `⌈p⌉`, as an `f64`.
+#[inline(always)]
+pub fn count<T: Scalar>(p: T) -> f64 {
+    p.ceil().to_f64()
+}
+
+/// The value, rounded to `T`, of a sum of `quanta`.
+#[inline(always)]
+pub fn value<T: Scalar>(quanta: f64) -> T {
+    T::from_f64(quanta * (1.0 / PER_UNIT))
+}
+
 /// The sum of the quanta of `xs`.
 #[inline]
 pub fn sum(xs: impl IntoIterator<Item = f64>) -> f64 {
@@ -56,6 +79,45 @@ mod tests {
         assert_eq!((q * PER_UNIT).fract(), 0.0);
         // An f32 product is rounded in f32 first.
         assert_eq!(product(0.1f32, 0.3f32), quantum((0.1f32 * 0.3f32) as f64));
+    }
+
+    /// Counting a scaled product's quanta is the product's quantum, for every positive product:
+    /// normal, subnormal, tiny and one.
+    fn counts_agree<T: Scalar>(pairs: &[(f64, f64)]) {
+        for &(a, b) in pairs {
+            let (a, b) = (T::from_f64(a), T::from_f64(b));
+            if a * b > T::ZERO {
+                let q = count(scaled(a) * b);
+                assert_eq!(q / PER_UNIT, product(a, b), "{a:?} {b:?}");
+                assert_eq!(value::<T>(q), T::from_f64(product(a, b)));
+            }
+        }
+    }
+
+    #[test]
+    fn scaled_products_count_their_quanta() {
+        let mut pairs = vec![
+            (1.0, 1.0),
+            (0.5, 0.25),
+            (1e-20, 1e-20),
+            (1e-3, 7e-4),
+            (1e-38, 0.5),
+        ];
+        pairs.extend([
+            (f32::MIN_POSITIVE as f64, 0.75),
+            (1e-45, 1.0),
+            (3e-30, 2e-12),
+        ]);
+        let mut rng = crate::generate::rng::SplitMix64::new(5);
+        for _ in 0..20_000 {
+            let mut x = || {
+                let e = (rng.next_u64() % 60) as i32;
+                (rng.next_u64() % 1_000_000 + 1) as f64 / 1e6 * 2f64.powi(-e)
+            };
+            pairs.push((x(), x()));
+        }
+        counts_agree::<f32>(&pairs);
+        counts_agree::<f64>(&pairs);
     }
 
     proptest! {

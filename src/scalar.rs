@@ -31,6 +31,8 @@ pub trait Scalar:
     fn to_f64(self) -> f64;
     /// The larger of two values (`other` wins ties; no NaN reaches a matrix).
     fn max_of(self, other: Self) -> Self;
+    /// The smallest integer not below `self`.
+    fn ceil(self) -> Self;
     /// A total order, so that sorting entries with equal columns is deterministic.
     fn total_cmp(&self, other: &Self) -> std::cmp::Ordering;
     /// Appends the shortest decimal text that reads back as the same value.
@@ -50,6 +52,10 @@ macro_rules! impl_scalar {
             #[inline]
             fn to_f64(self) -> f64 {
                 self as f64
+            }
+            #[inline(always)]
+            fn ceil(self) -> Self {
+                <$t>::ceil(self)
             }
             #[inline]
             fn max_of(self, other: Self) -> Self {

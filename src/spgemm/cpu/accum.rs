@@ -110,7 +110,13 @@ impl<'a, T: Scalar> RowProduct<'a, T> {
 
     /// Calls `f` with the column and value of every product, in order.
     #[inline(always)]
-    pub(crate) fn for_each_product(&self, mut f: impl FnMut(u32, T)) {
+    pub(crate) fn for_each_product(&self, f: impl FnMut(u32, T)) {
+        self.for_each_scaled_product(T::ONE, f)
+    }
+
+    /// Calls `f` with the column and value `(a·scale)·b` of every product `a·b`, in order.
+    #[inline(always)]
+    pub(crate) fn for_each_scaled_product(&self, scale: T, mut f: impl FnMut(u32, T)) {
         let (ac, av) = (
             &self.a.col_idx()[self.s..self.e],
             &self.a.values()[self.s..self.e],
@@ -119,6 +125,7 @@ impl<'a, T: Scalar> RowProduct<'a, T> {
         for (at, (&k, &a)) in (self.s..).zip(ac.iter().zip(av)) {
             self.prefetch_ahead(at);
             let k = k as usize;
+            let a = a * scale;
             let (s, e) = (bp[k] as usize, bp[k + 1] as usize);
             for (&c, &v) in bc[s..e].iter().zip(&bv[s..e]) {
                 f(c, a * v);

@@ -5,7 +5,8 @@
 //! Values are MCL's order-free sums ([`crate::quantized`]): each product `a·b` (in `T`) is
 //! rounded up to its quantum and added in `f64`, exactly, so a row's values do not depend on
 //! the order of its products, and equal those of every other engine and rank count that sums
-//! the same quanta (the GPU's kernels, the batched path of [`crate::mcl`]).
+//! the same quanta (the GPU's kernels, the batched path of [`crate::mcl`]). Since every product
+//! is positive here, sums count quanta: `⌈(a·2⁵²)·b⌉` per product ([`quantized::scaled`]).
 //!
 //! Positive products make the value of an entry its mark: a column was touched exactly when its
 //! accumulated value is not zero (a positive product's quantum is positive). So the dense
@@ -64,7 +65,8 @@ pub(crate) fn products_are_positive<T: Scalar>(a: &Csr<T>, b: &Csr<T>) -> bool {
 
 /// A per-thread accumulator for [`PositiveRows::row`]. Between rows every value is zero.
 pub(crate) struct PositiveRows<T> {
-    /// One sum per column, rounded up to a power of two so that `c & mask` is in bounds.
+    /// One sum per column, in quanta ([`quantized::count`]), rounded up to a power of two so
+    /// that `c & mask` is in bounds.
     acc: Vec<f64>,
     mask: usize,
     ncols: usize,
@@ -131,7 +133,7 @@ impl<T: Scalar> PositiveRows<T> {
             let x = av[0];
             for (o, (&c, &v)) in bc.iter().zip(bv).enumerate() {
                 self.cols[o] = c;
-                self.sums[o] = quantized::product(x, v);
+                self.sums[o] = quantized::count(quantized::scaled(x) * v);
             }
             bc.len()
         } else if is_dense(products, self.ncols) {
@@ -182,7 +184,7 @@ impl<T: Scalar> PositiveRows<T> {
                 self.merged.push((k, [T::ZERO; GROUP]));
             }
             if let Some(m) = self.merged.last_mut() {
-                m.1[g as usize] = x;
+                m.1[g as usize] = quantized::scaled(x);
             }
         }
         if self.group.len() < self.acc.len() {
@@ -242,8 +244,8 @@ impl<T: Scalar> PositiveRows<T> {
         let (acc, mask) = (&mut self.acc[..], self.mask);
         assert!(acc.len() > mask);
         // SAFETY: `c & mask <= mask < acc.len()`.
-        row.for_each_product(|c, p| unsafe {
-            *acc.get_unchecked_mut(c as usize & mask) += quantized::quantum(p.to_f64())
+        row.for_each_scaled_product(quantized::scaled(T::ONE), |c, p| unsafe {
+            *acc.get_unchecked_mut(c as usize & mask) += quantized::count(p)
         });
         let n = self.ncols;
         let o = compact::nonzero(&self.acc[..n], 0, &mut self.cols, &mut self.sums, 0);
@@ -256,13 +258,13 @@ impl<T: Scalar> PositiveRows<T> {
     fn sparse(&mut self, row: RowProduct<T>) -> usize {
         let (acc, mask, touched) = (&mut self.acc[..], self.mask, &mut self.touched);
         touched.clear();
-        row.for_each_product(|c, p| {
+        row.for_each_scaled_product(quantized::scaled(T::ONE), |c, p| {
             let j = c as usize & mask;
             let x = acc[j];
             if x == 0.0 {
                 touched.push(c);
             }
-            acc[j] = x + quantized::quantum(p.to_f64());
+            acc[j] = x + quantized::count(p);
         });
         touched.sort_unstable();
         for (o, &c) in touched.iter().enumerate() {
@@ -381,10 +383,10 @@ pub(crate) fn marked_product<T: Scalar>(
     Csr::from_parts_unchecked(rows.len(), b.ncols(), ptr, cols, vals)
 }
 
-/// The values of a row's sums: each rounded to `T` (exact for `f64`).
+/// The values of a row's sums of quanta, rounded to `T`.
 fn values<T: Scalar>(sums: &[f64], vals: &mut [T]) {
     for (v, &s) in vals.iter_mut().zip(sums) {
-        *v = T::from_f64(s);
+        *v = quantized::value(s);
     }
 }
 
@@ -511,7 +513,7 @@ fn accumulate_group_any<T: Scalar, C: Col>(
             // SAFETY: `c & mask <= mask < acc.len()`.
             let slot = unsafe { acc.get_unchecked_mut(c.index() & mask) };
             for g in 0..GROUP {
-                slot[g] += quantized::product(x[g], v);
+                slot[g] += quantized::count(x[g] * v);
             }
         }
     }
