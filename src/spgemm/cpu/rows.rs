@@ -37,7 +37,7 @@ use std::ops::Range;
 const DENSE_RATIO: u64 = 16;
 
 /// Rows made together by [`PositiveRows::rows_together`].
-pub(crate) const GROUP: usize = 8;
+pub(crate) const GROUP: usize = 4;
 
 /// True when a row with `products` products over `ncols` columns takes the dense accumulator
 /// (and may be made in a group).
