@@ -1,11 +1,10 @@
 //! Compaction of dense value runs: the nonzero values of a run of consecutive columns, with
 //! their column indices, in column order.
 //!
-//! This is how the positive-product accumulators ([`super::rows`]) hand out a row: a scan of
-//! every column of the window. A branch-free scalar loop spends about five instructions per
-//! column, which is most of a row's cost where the products per column are few (MCL's first and
-//! third iterations). With AVX2 and `f32`, eight columns take one compare, one lookup and two
-//! permuted stores.
+//! This is how the positive-product accumulators ([`super::rows`]) hand out a row (sums of
+//! quanta, `f64`): a branch-free scan of every column of the window. Pruning's compaction of the
+//! entries over a bar ([`append_at_least`]) takes eight `f32` columns a step with AVX2: one
+//! compare, one lookup and two permuted stores.
 
 use crate::scalar::Scalar;
 use std::any::TypeId;
@@ -28,16 +27,6 @@ pub(crate) fn nonzero<T: Scalar>(
 ) -> usize {
     let room = at + vals.len() + SLACK;
     assert!(cols.len() >= room && out.len() >= room);
-    #[cfg(target_arch = "x86_64")]
-    if TypeId::of::<T>() == TypeId::of::<f32>() && std::arch::is_x86_feature_detected!("avx2") {
-        // SAFETY: `T` is `f32` (same type, so same layout); the processor has AVX2; the room
-        // was checked above.
-        unsafe {
-            let vals = std::slice::from_raw_parts(vals.as_ptr() as *const f32, vals.len());
-            let out = std::slice::from_raw_parts_mut(out.as_mut_ptr() as *mut f32, out.len());
-            return nonzero_f32_avx2(vals, base, cols, out, at);
-        }
-    }
     nonzero_scalar(vals, base, cols, out, at)
 }
 
@@ -81,45 +70,6 @@ static FRONT: [[u32; 8]; 256] = {
     }
     t
 };
-
-/// [`nonzero`] for `f32`, eight columns at a time.
-///
-/// # Safety
-/// The processor must have AVX2, and `cols` and `out` `at + vals.len() + SLACK` entries.
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2")]
-unsafe fn nonzero_f32_avx2(
-    vals: &[f32],
-    base: u32,
-    cols: &mut [u32],
-    out: &mut [f32],
-    mut at: usize,
-) -> usize {
-    use std::arch::x86_64::*;
-    let chunks = vals.chunks_exact(8);
-    let rest = chunks.remainder();
-    let zero = _mm256_setzero_ps();
-    let mut columns = _mm256_add_epi32(
-        _mm256_set1_epi32(base as i32),
-        _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7),
-    );
-    let eight = _mm256_set1_epi32(8);
-    for c in chunks {
-        let v = _mm256_loadu_ps(c.as_ptr());
-        // Nonzero lanes (NaN never reaches a matrix; it would count as nonzero).
-        let mask = _mm256_movemask_ps(_mm256_cmp_ps::<_CMP_NEQ_UQ>(v, zero)) as usize;
-        let perm = _mm256_loadu_si256(FRONT.get_unchecked(mask).as_ptr() as *const __m256i);
-        _mm256_storeu_ps(out.as_mut_ptr().add(at), _mm256_permutevar8x32_ps(v, perm));
-        _mm256_storeu_si256(
-            cols.as_mut_ptr().add(at) as *mut __m256i,
-            _mm256_permutevar8x32_epi32(columns, perm),
-        );
-        at += mask.count_ones() as usize;
-        columns = _mm256_add_epi32(columns, eight);
-    }
-    let done = (vals.len() - rest.len()) as u32;
-    nonzero_scalar(rest, base + done, cols, out, at)
-}
 
 /// Appends the entries of `(cols, vals)` whose value is at least `bar` (`v >= bar`, so never a
 /// NaN) to `out_cols`/`out_vals`, in order. With AVX2 and `f32`, eight entries take one compare,
@@ -211,36 +161,13 @@ pub(crate) type Lane<T> = (Vec<u32>, Vec<T>, usize);
 
 /// Appends, for each lane `g < outs.len()` of the interleaved run `slots` (slot `j` holds column
 /// `base + j` of every lane), the lane's nonzero entries to `outs[g]` as [`nonzero`] does. Each
-/// output needs `SLACK` entries of room past its length plus `slots.len()`. `scratch` holds the
-/// run lane by lane (`f32` with AVX2: eight slots are transposed with shuffles, then compacted
-/// as vectors).
+/// output needs `SLACK` entries of room past its length plus `slots.len()`.
 pub(crate) fn lanes_nonzero<T: Scalar, const L: usize>(
     slots: &[[T; L]],
     base: u32,
     outs: &mut [Lane<T>],
-    scratch: &mut Vec<T>,
 ) {
     assert!(outs.len() <= L);
-    #[cfg(target_arch = "x86_64")]
-    if L == 8
-        && TypeId::of::<T>() == TypeId::of::<f32>()
-        && std::arch::is_x86_feature_detected!("avx2")
-    {
-        let len = slots.len();
-        scratch.resize(L * len, T::ZERO);
-        // SAFETY: `T` is `f32` and `L` is 8, so `slots` is `len` arrays of 8 `f32` and
-        // `scratch` `8 × len` `f32`; the processor has AVX2.
-        unsafe {
-            let from = std::slice::from_raw_parts(slots.as_ptr() as *const [f32; 8], len);
-            let to = std::slice::from_raw_parts_mut(scratch.as_mut_ptr() as *mut f32, L * len);
-            transpose_f32_avx2(from, to);
-        }
-        for (g, (cols, vals, at)) in outs.iter_mut().enumerate() {
-            *at = nonzero(&scratch[g * len..(g + 1) * len], base, cols, vals, *at);
-        }
-        return;
-    }
-    let _ = scratch;
     for (g, (cols, vals, at)) in outs.iter_mut().enumerate() {
         let room = *at + slots.len() + SLACK;
         let (cols, vals) = (&mut cols[..room], &mut vals[..room]);
@@ -255,59 +182,6 @@ pub(crate) fn lanes_nonzero<T: Scalar, const L: usize>(
             o += (v != T::ZERO) as usize;
         }
         *at = o;
-    }
-}
-
-/// Lane `g` of slot `j` of `from` goes to `to[g * from.len() + j]`: whole blocks of 8 slots by
-/// an 8×8 transpose in registers, the rest one by one.
-///
-/// # Safety
-/// The processor must have AVX2, and `to` must hold `8 × from.len()` values.
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2")]
-unsafe fn transpose_f32_avx2(from: &[[f32; 8]], to: &mut [f32]) {
-    use std::arch::x86_64::*;
-    let len = from.len();
-    assert!(to.len() >= 8 * len);
-    let blocks = len / 8;
-    for b in 0..blocks {
-        let p = from.as_ptr().add(8 * b) as *const f32;
-        let r: [__m256; 8] = std::array::from_fn(|i| _mm256_loadu_ps(p.add(8 * i)));
-        // Pairs of rows interleaved, then quads, then halves swapped across the two lanes.
-        let t0 = _mm256_unpacklo_ps(r[0], r[1]);
-        let t1 = _mm256_unpackhi_ps(r[0], r[1]);
-        let t2 = _mm256_unpacklo_ps(r[2], r[3]);
-        let t3 = _mm256_unpackhi_ps(r[2], r[3]);
-        let t4 = _mm256_unpacklo_ps(r[4], r[5]);
-        let t5 = _mm256_unpackhi_ps(r[4], r[5]);
-        let t6 = _mm256_unpacklo_ps(r[6], r[7]);
-        let t7 = _mm256_unpackhi_ps(r[6], r[7]);
-        let u0 = _mm256_shuffle_ps::<0x44>(t0, t2);
-        let u1 = _mm256_shuffle_ps::<0xEE>(t0, t2);
-        let u2 = _mm256_shuffle_ps::<0x44>(t1, t3);
-        let u3 = _mm256_shuffle_ps::<0xEE>(t1, t3);
-        let u4 = _mm256_shuffle_ps::<0x44>(t4, t6);
-        let u5 = _mm256_shuffle_ps::<0xEE>(t4, t6);
-        let u6 = _mm256_shuffle_ps::<0x44>(t5, t7);
-        let u7 = _mm256_shuffle_ps::<0xEE>(t5, t7);
-        let lanes = [
-            _mm256_permute2f128_ps::<0x20>(u0, u4),
-            _mm256_permute2f128_ps::<0x20>(u1, u5),
-            _mm256_permute2f128_ps::<0x20>(u2, u6),
-            _mm256_permute2f128_ps::<0x20>(u3, u7),
-            _mm256_permute2f128_ps::<0x31>(u0, u4),
-            _mm256_permute2f128_ps::<0x31>(u1, u5),
-            _mm256_permute2f128_ps::<0x31>(u2, u6),
-            _mm256_permute2f128_ps::<0x31>(u3, u7),
-        ];
-        for (g, v) in lanes.into_iter().enumerate() {
-            _mm256_storeu_ps(to.as_mut_ptr().add(g * len + 8 * b), v);
-        }
-    }
-    for j in 8 * blocks..len {
-        for g in 0..8 {
-            to[g * len + j] = from[j][g];
-        }
     }
 }
 
@@ -410,7 +284,7 @@ mod tests {
                         )
                     })
                     .collect();
-                lanes_nonzero(&slots, 40, &mut outs, &mut Vec::new());
+                lanes_nonzero(&slots, 40, &mut outs);
                 for (g, (cols, vals, at)) in outs.iter().enumerate() {
                     let lane: Vec<f32> = slots.iter().map(|x| x[g]).collect();
                     let (rc, rv) = reference(&lane, 40);
@@ -418,12 +292,11 @@ mod tests {
                     assert_eq!(&cols[g..*at], &rc[..]);
                     assert_eq!(&vals[g..*at], &rv[..]);
                 }
-                // f64 takes the portable loop.
                 let wide: Vec<[f64; 8]> = slots.iter().map(|x| x.map(|v| v as f64)).collect();
                 let mut outs: Vec<Lane<f64>> = (0..used)
                     .map(|_| (vec![0; len + SLACK], vec![0.0; len + SLACK], 0))
                     .collect();
-                lanes_nonzero(&wide, 0, &mut outs, &mut Vec::new());
+                lanes_nonzero(&wide, 0, &mut outs);
                 for (g, (cols, vals, at)) in outs.iter().enumerate() {
                     let lane: Vec<f64> = wide.iter().map(|x| x[g]).collect();
                     assert_eq!(

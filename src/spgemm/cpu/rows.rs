@@ -89,8 +89,6 @@ pub(crate) struct PositiveRows<T> {
     /// The rows of a group made together, drained from `group`: columns, sums and length
     /// of each (allocated on first use, `ncols + SLACK` long).
     drained: Vec<Lane<f64>>,
-    /// A tile of the group's accumulator, lane by lane, while it is drained.
-    lanes: Vec<f64>,
 }
 
 impl<T: Scalar> PositiveRows<T> {
@@ -110,7 +108,6 @@ impl<T: Scalar> PositiveRows<T> {
             merged: Vec::new(),
             rows: Vec::new(),
             drained: Vec::new(),
-            lanes: Vec::new(),
         }
     }
 
@@ -217,7 +214,7 @@ impl<T: Scalar> PositiveRows<T> {
         }
         for (t, tile) in self.group.as_mut_slice()[..n].chunks_mut(TILE).enumerate() {
             let base = (t * TILE) as u32;
-            compact::lanes_nonzero(tile, base, &mut self.drained[..len], &mut self.lanes);
+            compact::lanes_nonzero(tile, base, &mut self.drained[..len]);
             tile.fill([0.0; GROUP]);
         }
     }
