@@ -79,7 +79,8 @@ pub(super) fn off_diagonal(
     let mut cols: Vec<u32> = Vec::new();
     cols.try_reserve_exact(total)
         .map_err(|_| format!("{total} indices do not fit in memory"))?;
-    crate::mem::advise_huge_pages(&mut cols);
+    // Ordinary pages: advised for huge pages, the first writes stalled on compacting memory
+    // whenever earlier work had left it fragmented.
     let outs = crate::mem::split_by_lengths(&mut cols.spare_capacity_mut()[..total], &kept);
     let firsts: Vec<u64> = parts.iter().map(|&r| ptr[r]).collect();
     let ends = {
