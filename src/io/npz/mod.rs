@@ -73,42 +73,43 @@ pub(crate) fn parse_grouped(bytes: &[u8], path: &Path) -> Result<Grouped> {
 /// neither its values nor its diagonal (a simple graph's adjacency): a CSR or CSC archive's
 /// stored groups as [`parse_grouped`] gives them but without their entries `(i, i)` and their
 /// values (`data` is checked to hold one number per entry; its elements are not read, nor its
-/// CRC checked), with whether every group's indices strictly increase. A COO archive is read as
-/// [`parse`] reads it.
+/// CRC checked), with whether every group's indices strictly increase. A COO archive gives its
+/// entries as [`parse`] does, without their values.
 pub(crate) fn parse_pattern(bytes: &[u8], path: &Path) -> Result<Pattern> {
     let bad = |message: String| Error::Input {
         path: path.to_path_buf(),
         message,
     };
     let archive = Archive::open(bytes, path)?;
+    let (nrows, ncols) = (archive.nrows, archive.ncols);
     let csr = match archive.format.as_str() {
         "csr" => true,
         "csc" => false,
+        "coo" => {
+            let (row_raw, col_raw) = (archive.member("row")?, archive.member("col")?);
+            let (row, col) = (
+                array_of(path, "row", &row_raw)?,
+                array_of(path, "col", &col_raw)?,
+            );
+            let edges = coordinate_pairs(&row, &col, nrows, ncols).map_err(bad)?;
+            values_unread(&archive, edges.len())?;
+            crate::interrupt::check()?;
+            return Ok(Pattern::Edges(loaded(EdgeList {
+                nrows,
+                ncols,
+                edges,
+                weights: None,
+            })));
+        }
+        // Refused there, with the formats that are read.
         _ => return parse(bytes, path).map(Pattern::Edges),
     };
-    let (nrows, ncols) = (archive.nrows, archive.ncols);
     let (major, minor) = if csr { (nrows, ncols) } else { (ncols, nrows) };
     let ptr_raw = archive.member("indptr")?;
     let indptr = array_of(path, "indptr", &ptr_raw)?;
     let (idx, idx_member) = archive.member_unchecked("indices")?;
     let indices = array_of(path, "indices", &idx.bytes)?;
-    let (data_raw, _) = archive.member_unchecked("data")?;
-    let data = array_of(path, "data", &data_raw.bytes)?;
-    if !matches!(
-        data.dtype,
-        Dtype::Float(_) | Dtype::Int(_) | Dtype::Uint(_) | Dtype::Bool
-    ) {
-        return Err(bad(format!(
-            "array 'data' holds {}: values must be numbers",
-            data.dtype.descr()
-        )));
-    }
-    if data.len != indices.len {
-        return Err(bad(format!(
-            "array 'data' has {} values for {} entries",
-            data.len, indices.len
-        )));
-    }
+    values_unread(&archive, indices.len)?;
     let ptr = offsets(&indptr, &indices, major).map_err(bad)?;
     let read = pattern::off_diagonal(ptr, &indices, (&idx.bytes, idx.crc, idx_member), minor)
         .map_err(bad)?;
@@ -128,6 +129,33 @@ pub(crate) fn parse_pattern(bytes: &[u8], path: &Path) -> Result<Pattern> {
     })
 }
 
+/// Checks that the archive's `data` holds numbers, one for each of its `entries`, without
+/// reading them (nor, when stored, their CRC).
+fn values_unread(archive: &Archive<'_>, entries: usize) -> Result<()> {
+    let bad = |message: String| Error::Input {
+        path: archive.path.to_path_buf(),
+        message,
+    };
+    let (raw, _) = archive.member_unchecked("data")?;
+    let data = array_of(archive.path, "data", &raw.bytes)?;
+    if !matches!(
+        data.dtype,
+        Dtype::Float(_) | Dtype::Int(_) | Dtype::Uint(_) | Dtype::Bool
+    ) {
+        return Err(bad(format!(
+            "array 'data' holds {}: values must be numbers",
+            data.dtype.descr()
+        )));
+    }
+    if data.len != entries {
+        return Err(bad(format!(
+            "array 'data' has {} values for {entries} entries",
+            data.len
+        )));
+    }
+    Ok(())
+}
+
 /// The pattern of a `.npz` file as [`parse_pattern`] reads it.
 pub(crate) enum Pattern {
     /// A CSR or CSC archive's entries off the diagonal, grouped as stored, without values.
@@ -137,7 +165,7 @@ pub(crate) enum Pattern {
         /// Every group's indices strictly increase.
         sorted: bool,
     },
-    /// A COO archive's entries as an edge list.
+    /// A COO archive's entries as an edge list, without values.
     Edges(Loaded),
 }
 

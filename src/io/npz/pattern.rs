@@ -199,10 +199,27 @@ mod tests {
         b
     }
 
+    /// A ZIP archive of the `.npy` members given.
+    fn zipped(members: &[(&str, Vec<u8>)]) -> Vec<u8> {
+        let mut z = zip::Writer::new(Vec::new());
+        for (name, bytes) in members {
+            z.member(name, bytes.len() as u64, |o| o.write_all(bytes))
+                .unwrap();
+        }
+        z.finish().unwrap()
+    }
+
+    /// The `format` member of `name`.
+    fn format(name: &str) -> Vec<u8> {
+        let mut b = header(Dtype::Bytes(3), None);
+        b.extend_from_slice(name.as_bytes());
+        b
+    }
+
     /// A SciPy archive of a compressed matrix: `format` "csr" or "csc", the groups `groups`
     /// (each a list of minor indices) of a `shape` matrix, indices of `index` type, values `data`.
     fn archive(
-        format: &str,
+        format_name: &str,
         shape: (usize, usize),
         groups: &[Vec<u32>],
         index: Dtype,
@@ -214,26 +231,16 @@ mod tests {
             idx.extend(g.iter().map(|&c| c as f64));
             ptr.push(idx.len() as f64);
         }
-        let members = [
+        zipped(&[
             ("indices.npy", npy(index, &idx)),
             ("indptr.npy", npy(index, &ptr)),
-            ("format.npy", {
-                let mut b = header(Dtype::Bytes(3), None);
-                b.extend_from_slice(format.as_bytes());
-                b
-            }),
+            ("format.npy", format(format_name)),
             (
                 "shape.npy",
                 npy(Dtype::Int(8), &[shape.0 as f64, shape.1 as f64]),
             ),
             ("data.npy", npy(Dtype::Float(8), data)),
-        ];
-        let mut z = zip::Writer::new(Vec::new());
-        for (name, bytes) in &members {
-            z.member(name, bytes.len() as u64, |o| o.write_all(bytes))
-                .unwrap();
-        }
-        z.finish().unwrap()
+        ])
     }
 
     /// What `parse_pattern` must give: `parse_grouped`'s groups without their diagonal
@@ -328,6 +335,20 @@ mod tests {
         let short = archive("csr", (2, 2), &groups, Dtype::Int(4), &[1.0, 1.0]);
         let e = pattern(&short).unwrap_err().to_string();
         assert!(e.contains("'data' has 2 values for 3 entries"), "{e}");
+        // A COO archive: its entries, loops included, without values.
+        let coo = zipped(&[
+            ("row.npy", npy(Dtype::Int(4), &[0.0, 1.0, 1.0])),
+            ("col.npy", npy(Dtype::Int(4), &[1.0, 0.0, 1.0])),
+            ("format.npy", format("coo")),
+            ("shape.npy", npy(Dtype::Int(8), &[2.0, 2.0])),
+            ("data.npy", npy(Dtype::Float(8), &[1.0, f64::NAN, 1.0])),
+        ]);
+        assert!(super::super::parse(&coo, Path::new("m.npz")).is_err());
+        let Ok(Pattern::Edges(l)) = parse_pattern(&coo, Path::new("m.npz")) else {
+            panic!("a COO archive is its edges");
+        };
+        assert_eq!(l.edges.edges, [(0, 1), (1, 0), (1, 1)]);
+        assert_eq!(l.edges.weights, None);
         let outside = archive("csc", (2, 2), &[vec![1], vec![2]], Dtype::Int(8), &[1.0; 2]);
         let e = pattern(&outside).unwrap_err().to_string();
         assert!(
