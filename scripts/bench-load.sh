@@ -1,12 +1,17 @@
 #!/usr/bin/env bash
 # Loading one graph from each input format: the whole process of `gmcl info` and of
 # `gmcl tricount --engine ENGINE` (default cpu; gpu on the GPU host) on R-MAT (SCALE, default
-# 20; edge factor 16, undirected, self loops kept, seed SEED, default 7) written as .el, .mtx and
-# SciPy's .npz, one warm-up then the median of REPEAT (default 5) runs each, the answers checked
-# equal; then tricount's own load_seconds (--json) for each format, median of the same runs.
+# 20; edge factor 16, undirected, seed SEED, default 7) in FORMATS (default "el mtx npz"), one
+# warm-up then the median of REPEAT (default 5) runs each, the answers checked equal; then
+# tricount's own load_seconds and wall_s.total (--json) for each format, median of REPEAT more
+# runs. The formats are converted from one edge list of distinct edges, or, with
+# GENERATE=direct, each written by `gmcl generate` (repeats summed, self loops kept; a .npz then
+# holds both directions of each edge). COMMANDS (default "info tricount") picks the commands.
 # Runs from the project root over GMCL (default .gpu/gmcl); the tables go to stdout, the files
-# to $OUT (or /tmp/bench-load). The s22 target of issue 22 on the GPU host:
-#   SCALE=22 SEED=1 ENGINE=gpu FORMATS=npz COMMANDS=tricount scripts/bench-load.sh
+# to OUT (default /tmp/bench-load). The s22 target of issue 22 on the GPU host (OUT outside the
+# folder that comes back: the archive is 1.56 GB):
+#   OUT=/tmp/bench-load SCALE=22 SEED=1 GENERATE=direct ENGINE=gpu FORMATS=npz \
+#     COMMANDS=tricount scripts/bench-load.sh
 set -euo pipefail
 gmcl=${GMCL:-.gpu/gmcl}
 out=${OUT:-/tmp/bench-load}
@@ -17,9 +22,19 @@ engine=${ENGINE:-cpu}
 formats=${FORMATS:-el mtx npz}
 commands=${COMMANDS:-info tricount}
 mkdir -p "$out"
-for f in $formats; do
-    "$gmcl" generate -s "$scale" -e 16 --undirected --seed "$seed" -o "$out/g.$f" -q
-done
+if [ "${GENERATE:-convert}" = direct ]; then
+    # Each format written by the generator: a .npz then holds both directions of every edge
+    # (and the loops), as scipy.sparse.save_npz writes an undirected graph.
+    for f in $formats; do
+        "$gmcl" generate -s "$scale" -e 16 --undirected --seed "$seed" -o "$out/g.$f" -q
+    done
+else
+    # One edge list, converted: every format holds the same entries.
+    "$gmcl" generate -s "$scale" -e 16 --undirected --no-duplicates --seed "$seed" -o "$out/g.el" -q
+    for f in $formats; do
+        [ "$f" = el ] || "$gmcl" convert "$out/g.el" "$out/g.$f" -q
+    done
+fi
 ls -l "$out"/g.* | awk '{print $5, $9}'
 
 median() { # the median of the numbers on stdin
