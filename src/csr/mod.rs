@@ -1,6 +1,6 @@
 //! Compressed sparse row matrices: the type, its accessors and conversions. Building one from
 //! an edge list in parallel is `build.rs`'s job, from entries a file already groups by row
-//! `rows.rs`'s.
+//! `rows.rs`'s; whether a pattern already is a simple undirected graph's, `symmetry.rs`'s.
 
 use crate::edges::EdgeList;
 use crate::error::Result;
@@ -9,9 +9,11 @@ use rayon::prelude::*;
 
 mod build;
 mod rows;
+mod symmetry;
 mod view;
 
 pub use rows::RowEntries;
+pub use symmetry::is_symmetric_without_loops;
 pub use view::CsrRef;
 
 /// A sparse matrix in compressed sparse row form: 64-bit row offsets (nonzero counts pass 2^32 on

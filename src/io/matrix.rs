@@ -7,7 +7,7 @@
 
 use super::npz::StoredMatrix;
 use super::{limits, npz, reader, Format, Labels, Loaded};
-use crate::csr::{BuildOptions, Csr};
+use crate::csr::{BuildOptions, Csr, Duplicates};
 use crate::error::{Error, Result};
 use crate::scalar::Scalar;
 use std::path::Path;
@@ -121,13 +121,7 @@ pub fn load_matrix<T: Scalar>(
 ) -> Result<LoadedMatrix<T>> {
     let fits = (!opts.pattern).then_some((super::fits_in::<T> as fn(f64) -> bool, T::NAME));
     let loaded = load_grouped(path, format, footprint, fits)?;
-    let in_file = |e| match e {
-        Error::Invalid(message) => Error::Input {
-            path: path.to_path_buf(),
-            message,
-        },
-        other => other,
-    };
+    let in_file = in_file(path);
     let text = match loaded {
         GraphInput::Stored(stored) => {
             let mut rows = stored.into_rows()?;
@@ -170,6 +164,127 @@ pub fn load_matrix<T: Scalar>(
     })
 }
 
+/// How the simple undirected graph of a file's entries is made (what triangle counting reads):
+/// square, values ignored, symmetric, self loops dropped, repeated edges once.
+pub const SIMPLE_GRAPH: MatrixOptions = MatrixOptions {
+    build: BuildOptions {
+        symmetrize: true,
+        drop_self_loops: true,
+        duplicates: Duplicates::Max,
+    },
+    square: true,
+    pattern: true,
+};
+
+/// A file loaded as the adjacency pattern of its simple undirected graph ([`SIMPLE_GRAPH`]):
+/// square, symmetric, each row strictly increasing, no diagonal entry.
+#[derive(Clone, Debug, PartialEq)]
+pub struct LoadedPattern {
+    /// `n + 1` row offsets into `col_idx`.
+    pub row_ptr: Vec<u64>,
+    /// Every vertex's neighbours, row after row.
+    pub col_idx: Vec<u32>,
+    /// What each vertex was called in the file.
+    pub labels: Labels,
+    /// The format the file was read as.
+    pub format: Format,
+}
+
+/// Loads a graph file (as [`load_matrix`] does: `-` the standard input, the same checks of memory
+/// for `footprint`, the same errors) into the pattern [`SIMPLE_GRAPH`] makes of it. A CSR or CSC
+/// `.npz` archive is read without its values and its diagonal; when its rows are then already a
+/// simple graph's (strictly increasing, and symmetric by
+/// [`crate::csr::is_symmetric_without_loops`], an exact check of every entry), they are the
+/// pattern as read, with no transpose and no merge. Any other archive is built as
+/// [`load_matrix`] builds it, which gives the same pattern.
+pub fn load_simple_pattern(
+    path: &Path,
+    format: Option<Format>,
+    footprint: &limits::Footprint,
+) -> Result<LoadedPattern> {
+    let is_npz = format.or_else(|| Format::of_input(path)) == Some(Format::Npz);
+    if !is_npz || super::is_stdin(path) || path.is_dir() {
+        let l = load_matrix::<f32>(path, format, footprint, &SIMPLE_GRAPH)?;
+        return Ok(pattern_of(l.matrix, l.labels, l.format));
+    }
+    let source = reader::Source::open(path)?;
+    let bytes = source.bytes();
+    let read = npz::parse_pattern(bytes, path).and_then(|p| {
+        match &p {
+            npz::Pattern::Stored { matrix, .. } => limits::check_size(
+                Format::Npz,
+                matrix.shape(),
+                matrix.len(),
+                path,
+                footprint,
+                |_| None,
+            ),
+            npz::Pattern::Edges(l) => super::check_loaded(l, bytes, path, footprint, None),
+        }
+        .map(|()| p)
+    });
+    source.unchanged(path)?;
+    drop(source);
+    let (stored, sorted) = match read? {
+        npz::Pattern::Stored { matrix, sorted } => (matrix, sorted),
+        npz::Pattern::Edges(l) => {
+            let mut edges = l.edges;
+            let n = edges.nrows.max(edges.ncols);
+            (edges.nrows, edges.ncols, edges.weights) = (n, n, None);
+            let m = Csr::<f32>::from_edges(&edges, &SIMPLE_GRAPH.build).map_err(in_file(path))?;
+            return Ok(pattern_of(m, l.labels, Format::Npz));
+        }
+    };
+    // Square: the groups (rows, or the columns of a CSC archive) padded to the larger side. A
+    // symmetric pattern is its own transpose, so a CSC archive's groups are then its rows.
+    let StoredMatrix {
+        mut entries,
+        transposed,
+    } = stored;
+    let n = entries.nrows.max(entries.ncols);
+    entries.ptr.resize(n + 1, entries.cols.len() as u64);
+    (entries.nrows, entries.ncols) = (n, n);
+    crate::interrupt::check()?;
+    if sorted && crate::csr::is_symmetric_without_loops(&entries.ptr, &entries.cols) {
+        return Ok(LoadedPattern {
+            row_ptr: entries.ptr,
+            col_idx: entries.cols,
+            labels: Labels::Identity,
+            format: Format::Npz,
+        });
+    }
+    let rows = StoredMatrix {
+        entries,
+        transposed,
+    }
+    .into_rows()?;
+    let m = Csr::<f32>::from_row_entries(rows, &SIMPLE_GRAPH.build).map_err(in_file(path))?;
+    crate::interrupt::check()?;
+    Ok(pattern_of(m, Labels::Identity, Format::Npz))
+}
+
+/// The pattern of a matrix built by [`SIMPLE_GRAPH`] (its values dropped).
+fn pattern_of(m: Csr<f32>, labels: Labels, format: Format) -> LoadedPattern {
+    let (_, _, row_ptr, col_idx, _) = m.into_parts();
+    LoadedPattern {
+        row_ptr,
+        col_idx,
+        labels,
+        format,
+    }
+}
+
+/// A build's complaint about a file's entries as an error naming the file.
+fn in_file(path: &Path) -> impl Fn(Error) -> Error + '_ {
+    move |e| match e {
+        Error::Invalid(message) => Error::Input {
+            path: path.to_path_buf(),
+            message,
+        },
+        other => other,
+    }
+}
+
 /// The checks [`super::load_as`] makes of a loaded file, for a `.npz` archive's stored entries:
 /// memory for the graph, and values the type can hold (when `fits` is given; the first in
 /// stored order, which is the edge order, is named).
@@ -183,4 +298,44 @@ fn check_stored(
         super::checks::refuse_weights_beyond(values, path, fits, name, |_| None)?;
     }
     limits::check_size(Format::Npz, m.shape(), m.len(), path, footprint, |_| None)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::edges::EdgeList;
+
+    /// The simple graph of an archive's entries, whether they already are one but for their
+    /// loops (taken as read), or hold one-way entries and repeats (built): the pattern the edge
+    /// build makes of the same entries.
+    #[test]
+    fn an_archive_is_read_as_the_simple_graph_of_its_entries() {
+        let dir = tempfile::tempdir().unwrap();
+        let el = crate::generate::generate(&crate::generate::RmatParams {
+            seed: 9,
+            ..crate::generate::RmatParams::new(10, 8 << 10)
+        })
+        .unwrap();
+        let n = el.nrows;
+        let mirrored: Vec<(u32, u32)> = el.edges.iter().map(|&(u, v)| (v, u)).collect();
+        let loops: Vec<(u32, u32)> = (0..n as u32).step_by(7).map(|v| (v, v)).collect();
+        let both: Vec<(u32, u32)> = [&el.edges[..], &mirrored, &loops].concat();
+        let one_way: Vec<(u32, u32)> = [&el.edges[..], &loops].concat();
+        let sum = BuildOptions::default();
+        for (k, entries) in [both, one_way].into_iter().enumerate() {
+            let edges = EdgeList::square(n, entries, None);
+            let stored = Csr::<f64>::from_edges(&edges, &sum).unwrap();
+            let path = dir.path().join(format!("g{k}.npz"));
+            std::fs::write(&path, npz::write(Vec::new(), &stored).unwrap()).unwrap();
+            let got = load_simple_pattern(&path, None, &crate::tricount::FOOTPRINT).unwrap();
+            let want = Csr::<f32>::from_edges(&edges, &SIMPLE_GRAPH.build).unwrap();
+            assert_eq!(got.row_ptr, want.row_ptr(), "{k}");
+            assert_eq!(got.col_idx, want.col_idx(), "{k}");
+            assert_eq!((got.labels, got.format), (Labels::Identity, Format::Npz));
+            assert!(crate::csr::is_symmetric_without_loops(
+                &got.row_ptr,
+                &got.col_idx
+            ));
+        }
+    }
 }

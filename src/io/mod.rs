@@ -37,7 +37,10 @@ mod stream;
 use crate::edges::EdgeList;
 use crate::error::{Error, Result};
 pub use labels::Labels;
-pub use matrix::{load_graph, load_graph_as, load_matrix, GraphInput, LoadedMatrix, MatrixOptions};
+pub use matrix::{
+    load_graph, load_graph_as, load_matrix, load_simple_pattern, GraphInput, LoadedMatrix,
+    LoadedPattern, MatrixOptions, SIMPLE_GRAPH,
+};
 pub use mtx::PartFacts;
 pub use npz::StoredMatrix;
 use std::fmt;

@@ -23,12 +23,11 @@
 //! dedicated CPU kernel, `masked.rs` the masked products on the engine, [`gpu`] the host side of
 //! the fused GPU kernel (kernels/triangles.cu).
 
-use crate::csr::{BuildOptions, Csr, CsrRef, Duplicates};
+use crate::csr::{Csr, CsrRef};
 use crate::edges::EdgeList;
 use crate::error::{Error, Result};
 use crate::spgemm::EngineKind;
 use orient::Oriented;
-use rayon::prelude::*;
 use std::borrow::Cow;
 use std::time::Instant;
 
@@ -70,31 +69,24 @@ impl SimpleGraph<'static> {
         el.weights = None;
         Ok(Self::owned(Csr::<f32>::from_edges(
             &el,
-            &Self::MATRIX.build,
+            &crate::io::SIMPLE_GRAPH.build,
         )?))
     }
 
-    /// How the simple graph is made of a file's entries: square, values ignored, symmetric,
-    /// self loops dropped, repeated edges once.
-    const MATRIX: crate::io::MatrixOptions = crate::io::MatrixOptions {
-        build: BuildOptions {
-            symmetrize: true,
-            drop_self_loops: true,
-            duplicates: Duplicates::Max,
-        },
-        square: true,
-        pattern: true,
-    };
-
     /// Loads the simple graph of a graph file (`format` as [`crate::io::load`] takes it), with
     /// the file's vertex names: the same graph [`SimpleGraph::from_edges`] makes of the file's
-    /// edges, built straight from a `.npz` archive's arrays when it stores rows or columns.
+    /// edges, read straight from a `.npz` archive's arrays when it stores rows or columns (as
+    /// they are when they already are a simple graph's: [`crate::io::load_simple_pattern`]).
     pub fn load(
         path: &std::path::Path,
         format: Option<crate::io::Format>,
     ) -> Result<(SimpleGraph<'static>, crate::io::Labels)> {
-        let l = crate::io::load_matrix::<f32>(path, format, &FOOTPRINT, &Self::MATRIX)?;
-        Ok((Self::owned(l.matrix), l.labels))
+        let l = crate::io::load_simple_pattern(path, format, &FOOTPRINT)?;
+        let g = SimpleGraph {
+            row_ptr: Cow::Owned(l.row_ptr),
+            col_idx: Cow::Owned(l.col_idx),
+        };
+        Ok((g, l.labels))
     }
 
     /// The graph of a symmetric pattern built here (its values are dropped).
@@ -114,11 +106,12 @@ impl<'a> SimpleGraph<'a> {
     /// such a matrix (a SciPy graph's adjacency); any other matrix gives `None`, and its
     /// entries go through [`SimpleGraph::from_edges`].
     pub fn from_symmetric<T>(adj: CsrRef<'a, T>) -> Option<SimpleGraph<'a>> {
-        (adj.nrows() == adj.ncols() && is_symmetric_without_loops(adj.row_ptr(), adj.col_idx()))
-            .then(|| SimpleGraph {
-                row_ptr: Cow::Borrowed(adj.row_ptr()),
-                col_idx: Cow::Borrowed(adj.col_idx()),
-            })
+        (adj.nrows() == adj.ncols()
+            && crate::csr::is_symmetric_without_loops(adj.row_ptr(), adj.col_idx()))
+        .then(|| SimpleGraph {
+            row_ptr: Cow::Borrowed(adj.row_ptr()),
+            col_idx: Cow::Borrowed(adj.col_idx()),
+        })
     }
 
     /// Number of vertices (isolated ones included).
@@ -152,61 +145,6 @@ impl<'a> SimpleGraph<'a> {
     pub fn col_idx(&self) -> &[u32] {
         &self.col_idx
     }
-}
-
-/// Whether the sorted rows of the square matrix `(ptr, cols)` hold no `(i, i)` and `(j, i)` for
-/// every `(i, j)`. Each lower entry `(i, j)`, `j < i`, is matched with the next unmatched upper
-/// entry of row `j` (a cursor per row), which must be `i`: taken in order of `i`, the lower
-/// entries of column `j` meet the upper entries of row `j` in the order they are sorted in, so
-/// one pass decides, without searching. The rows `j` are cut into blocks of about equal entries,
-/// one per thread, each with its own cursors and a pass over the lower entries of its columns:
-/// the blocks share nothing, and the graph is read once in all.
-fn is_symmetric_without_loops(ptr: &[u64], cols: &[u32]) -> bool {
-    let n = ptr.len() - 1;
-    let blocks = rayon::current_num_threads().clamp(1, n.max(1));
-    let mut bounds: Vec<usize> = (0..blocks)
-        .map(|k| ptr.partition_point(|&p| p < cols.len() as u64 * k as u64 / blocks as u64))
-        .map(|j| j.min(n))
-        .collect();
-    bounds.push(n);
-    bounds.dedup();
-    bounds
-        .par_windows(2)
-        .all(|w| columns_are_symmetric(ptr, cols, w[0]..w[1]))
-}
-
-/// [`is_symmetric_without_loops`] for the rows and columns `js`: no diagonal entry in those
-/// rows, and their upper entries are exactly the lower entries of those columns.
-fn columns_are_symmetric(ptr: &[u64], cols: &[u32], js: std::ops::Range<usize>) -> bool {
-    let n = ptr.len() - 1;
-    let row = |i: usize| &cols[ptr[i] as usize..ptr[i + 1] as usize];
-    // The first entry right of the diagonal in each row; a diagonal entry fails at once.
-    let mut cursor = Vec::with_capacity(js.len());
-    for j in js.clone() {
-        let split = row(j).partition_point(|&c| (c as usize) < j);
-        if row(j).get(split).is_some_and(|&c| c as usize == j) {
-            return false;
-        }
-        cursor.push(ptr[j] as usize + split);
-    }
-    for i in js.start + 1..n {
-        let r = row(i);
-        let from = if js.start == 0 {
-            0
-        } else {
-            r.partition_point(|&c| (c as usize) < js.start)
-        };
-        let below = js.end.min(i);
-        for &j in r[from..].iter().take_while(|&&j| (j as usize) < below) {
-            let at = &mut cursor[j as usize - js.start];
-            if *at >= ptr[j as usize + 1] as usize || cols[*at] as usize != i {
-                return false;
-            }
-            *at += 1;
-        }
-    }
-    js.clone()
-        .all(|j| cursor[j - js.start] == ptr[j + 1] as usize)
 }
 
 /// How the triangles are counted.
@@ -457,45 +395,6 @@ mod tests {
             SimpleGraph::from_symmetric(empty.view()).map(|g| g.vertices()),
             Some(0)
         );
-    }
-
-    #[test]
-    fn the_symmetry_check_decides_alike_on_any_number_of_threads() {
-        let g = SimpleGraph::from_edges(
-            crate::generate::generate(&crate::generate::RmatParams {
-                undirected: true,
-                seed: 4,
-                ..crate::generate::RmatParams::new(9, 8 << 9)
-            })
-            .unwrap(),
-        )
-        .unwrap();
-        let (ptr, cols) = (g.row_ptr(), g.col_idx());
-        // One entry moved to the next column (when that keeps the row sorted) breaks symmetry
-        // wherever it lies: first rows, last rows, the hubs, on each block boundary.
-        let mut broken = Vec::new();
-        for k in (0..cols.len() - 1).step_by(97) {
-            if cols[k] + 1 < cols[k + 1] {
-                let mut c = cols.to_vec();
-                c[k] += 1;
-                broken.push(c);
-            }
-        }
-        assert!(broken.len() > 20);
-        for threads in [1, 2, 3, 8] {
-            let pool = rayon::ThreadPoolBuilder::new()
-                .num_threads(threads)
-                .build()
-                .unwrap();
-            pool.install(|| {
-                assert!(is_symmetric_without_loops(ptr, cols));
-                for c in &broken {
-                    assert!(!is_symmetric_without_loops(ptr, c), "{threads} threads");
-                }
-                assert!(is_symmetric_without_loops(&[0], &[]));
-                assert!(is_symmetric_without_loops(&[0, 0, 0], &[]));
-            });
-        }
     }
 
     /// Every combination of method, relabelling and form, with and without per-vertex counts.

@@ -11,6 +11,7 @@
 
 mod npy;
 mod part;
+mod pattern;
 mod zip;
 
 use super::{Format, Labels, Loaded};
@@ -66,6 +67,106 @@ pub(crate) fn parse_grouped(bytes: &[u8], path: &Path) -> Result<Grouped> {
     };
     crate::interrupt::check()?;
     Ok(m)
+}
+
+/// Reads the pattern of the sparse matrix in the `.npz` file `bytes` for a caller that needs
+/// neither its values nor its diagonal (a simple graph's adjacency): a CSR or CSC archive's
+/// stored groups as [`parse_grouped`] gives them but without their entries `(i, i)` and their
+/// values (`data` is checked to hold one number per entry; its elements are not read, nor its
+/// CRC checked), with whether every group's indices strictly increase. A COO archive gives its
+/// entries as [`parse`] does, without their values.
+pub(crate) fn parse_pattern(bytes: &[u8], path: &Path) -> Result<Pattern> {
+    let bad = |message: String| Error::Input {
+        path: path.to_path_buf(),
+        message,
+    };
+    let archive = Archive::open(bytes, path)?;
+    let (nrows, ncols) = (archive.nrows, archive.ncols);
+    let csr = match archive.format.as_str() {
+        "csr" => true,
+        "csc" => false,
+        "coo" => {
+            let (row_raw, col_raw) = (archive.member("row")?, archive.member("col")?);
+            let (row, col) = (
+                array_of(path, "row", &row_raw)?,
+                array_of(path, "col", &col_raw)?,
+            );
+            let edges = coordinate_pairs(&row, &col, nrows, ncols).map_err(bad)?;
+            values_unread(&archive, edges.len())?;
+            crate::interrupt::check()?;
+            return Ok(Pattern::Edges(loaded(EdgeList {
+                nrows,
+                ncols,
+                edges,
+                weights: None,
+            })));
+        }
+        // Refused there, with the formats that are read.
+        _ => return parse(bytes, path).map(Pattern::Edges),
+    };
+    let (major, minor) = if csr { (nrows, ncols) } else { (ncols, nrows) };
+    let ptr_raw = archive.member("indptr")?;
+    let indptr = array_of(path, "indptr", &ptr_raw)?;
+    let (idx, idx_member) = archive.member_unchecked("indices")?;
+    let indices = array_of(path, "indices", &idx.bytes)?;
+    values_unread(&archive, indices.len)?;
+    let ptr = offsets(&indptr, &indices, major).map_err(bad)?;
+    let read = pattern::off_diagonal(ptr, &indices, (&idx.bytes, idx.crc, idx_member), minor)
+        .map_err(bad)?;
+    crate::interrupt::check()?;
+    Ok(Pattern::Stored {
+        matrix: StoredMatrix {
+            entries: RowEntries {
+                nrows: major,
+                ncols: minor,
+                ptr: read.ptr,
+                cols: read.cols,
+                values: None,
+            },
+            transposed: !csr,
+        },
+        sorted: read.sorted,
+    })
+}
+
+/// Checks that the archive's `data` holds numbers, one for each of its `entries`, without
+/// reading them (nor, when stored, their CRC).
+fn values_unread(archive: &Archive<'_>, entries: usize) -> Result<()> {
+    let bad = |message: String| Error::Input {
+        path: archive.path.to_path_buf(),
+        message,
+    };
+    let (raw, _) = archive.member_unchecked("data")?;
+    let data = array_of(archive.path, "data", &raw.bytes)?;
+    if !matches!(
+        data.dtype,
+        Dtype::Float(_) | Dtype::Int(_) | Dtype::Uint(_) | Dtype::Bool
+    ) {
+        return Err(bad(format!(
+            "array 'data' holds {}: values must be numbers",
+            data.dtype.descr()
+        )));
+    }
+    if data.len != entries {
+        return Err(bad(format!(
+            "array 'data' has {} values for {entries} entries",
+            data.len
+        )));
+    }
+    Ok(())
+}
+
+/// The pattern of a `.npz` file as [`parse_pattern`] reads it.
+pub(crate) enum Pattern {
+    /// A CSR or CSC archive's entries off the diagonal, grouped as stored, without values.
+    Stored {
+        /// The entries.
+        matrix: StoredMatrix,
+        /// Every group's indices strictly increase.
+        sorted: bool,
+    },
+    /// A COO archive's entries as an edge list, without values.
+    Edges(Loaded),
 }
 
 /// The matrix of a `.npz` file as [`parse_grouped`] reads it.
@@ -218,6 +319,27 @@ impl<'a> Archive<'a> {
             })?;
         zip::read(self.bytes, m).map_err(bad)
     }
+
+    /// The member `name` as [`Archive::member`] finds it, its CRC left to the caller when it is
+    /// stored (with the member, for the error).
+    fn member_unchecked(&self, name: &str) -> Result<(zip::Body<'a>, &zip::Member)> {
+        let file = format!("{name}.npy");
+        let m = self
+            .members
+            .iter()
+            .find(|m| m.name == file)
+            .ok_or_else(|| Error::Input {
+                path: self.path.to_path_buf(),
+                message: format!(
+                    "has no array '{name}': not a SciPy sparse matrix (scipy.sparse.save_npz)"
+                ),
+            })?;
+        let body = zip::read_unchecked(self.bytes, m).map_err(|message| Error::Input {
+            path: self.path.to_path_buf(),
+            message,
+        })?;
+        Ok((body, m))
+    }
 }
 
 /// Reads and checks the arrays of the `.npz` file `bytes`.
@@ -348,6 +470,18 @@ fn compressed(
     major: usize,
     minor: usize,
 ) -> std::result::Result<(Vec<u64>, Vec<u32>), String> {
+    let ptr = offsets(indptr, indices, major)?;
+    let cols = decode_indices(indices, 0..indices.len, minor)?;
+    Ok((ptr, cols))
+}
+
+/// The offsets `indptr` of a compressed matrix of `major` rows (or columns), checked: they
+/// start at 0, never decrease and end at the number of `indices`, both arrays of integers.
+fn offsets(
+    indptr: &Array<'_>,
+    indices: &Array<'_>,
+    major: usize,
+) -> std::result::Result<Vec<u64>, String> {
     integers(indptr, "indptr")?;
     integers(indices, "indices")?;
     if indptr.len != major + 1 {
@@ -380,8 +514,7 @@ fn compressed(
             ptr[i + 1]
         ));
     }
-    let cols = decode_indices(indices, 0..indices.len, minor)?;
-    Ok((ptr, cols))
+    Ok(ptr)
 }
 
 /// The entries `range` of the array `indices`, each checked to be a column (or row) below

@@ -119,6 +119,30 @@ pub fn members(zip: &[u8]) -> Result<Vec<Member>, String> {
 
 /// The bytes of `m`: a slice of `zip` when stored, inflated when deflated (the CRC checked).
 pub fn read<'a>(zip: &'a [u8], m: &Member) -> Result<Cow<'a, [u8]>, String> {
+    let body = read_unchecked(zip, m)?;
+    if body.crc.is_some_and(|crc| crc32(&body.bytes) != crc) {
+        return Err(crc_failure(m));
+    }
+    Ok(body.bytes)
+}
+
+/// A member's bytes whose CRC may still be to check.
+pub struct Body<'a> {
+    /// The member's bytes.
+    pub bytes: Cow<'a, [u8]>,
+    /// The CRC the bytes must have, for a caller that reads them anyway to check in the same
+    /// pass (or not at all, when it ignores them); `None` when already checked (an inflated
+    /// member, whose bytes were just made).
+    pub crc: Option<u32>,
+}
+
+/// The error for a member whose bytes fail their CRC.
+pub fn crc_failure(m: &Member) -> String {
+    format!("member {} fails its CRC check", m.name)
+}
+
+/// The bytes of `m` as [`read`] gives them, but a stored member's CRC left to the caller.
+pub fn read_unchecked<'a>(zip: &'a [u8], m: &Member) -> Result<Body<'a>, String> {
     let trunc = || format!("member {} is truncated", m.name);
     let at = usize::try_from(m.local_offset).map_err(|_| trunc())?;
     if u32_at(zip, at) != Some(LOCAL) {
@@ -132,12 +156,10 @@ pub fn read<'a>(zip: &'a [u8], m: &Member) -> Result<Cow<'a, [u8]>, String> {
         .get(start..start.checked_add(len).ok_or_else(trunc)?)
         .ok_or_else(trunc)?;
     match m.method {
-        STORED => {
-            if crc32(body) != m.crc {
-                return Err(format!("member {} fails its CRC check", m.name));
-            }
-            Ok(Cow::Borrowed(body))
-        }
+        STORED => Ok(Body {
+            bytes: Cow::Borrowed(body),
+            crc: Some(m.crc),
+        }),
         DEFLATED => {
             let size = usize::try_from(m.size).map_err(|_| trunc())?;
             // The output buffer grows as the data inflates, never past the size the directory
@@ -155,9 +177,12 @@ pub fn read<'a>(zip: &'a [u8], m: &Member) -> Result<Cow<'a, [u8]>, String> {
                 ));
             }
             if crc32(&out) != m.crc {
-                return Err(format!("member {} fails its CRC check", m.name));
+                return Err(crc_failure(m));
             }
-            Ok(Cow::Owned(out))
+            Ok(Body {
+                bytes: Cow::Owned(out),
+                crc: None,
+            })
         }
         other => Err(format!(
             "member {} uses compression method {other} (stored and deflated are read)",
@@ -173,7 +198,7 @@ fn crc32(b: &[u8]) -> u32 {
 
 /// The CRC of `b` (its value and length), in parallel blocks combined in order when `b` is
 /// large.
-fn crc_of(b: &[u8]) -> flate2::Crc {
+pub fn crc_of(b: &[u8]) -> flate2::Crc {
     use rayon::prelude::*;
     const BLOCK: usize = 1 << 23;
     if b.len() <= BLOCK {
