@@ -301,8 +301,8 @@ const TWO_NUMBERINGS: &str = "A·B of two files needs numeric ids (el, wel, mtx)
 
 /// `gmcl spgemm` under an MPI launcher: every rank reads its part of A (and B), makes the rows
 /// of C of its block of A on the CPU engine (`gmcl::dist::spgemm`), and rank 0 writes C as the
-/// blocks arrive, in rank order (`.npz`: once per array, `gmcl::dist::npz`). Options the distributed product does not have yet are refused
-/// on every rank alike.
+/// blocks arrive, in rank order (`.npz`: once per array, `gmcl::dist::npz`). Options the
+/// distributed product does not have yet are refused on every rank alike.
 fn run_across_ranks<T: Scalar>(a: SpgemmArgs, ui: Ui, comm: &dyn Comm) -> Result<()> {
     let mut sw = Stopwatch::start();
     if a.repeat != 1 {

@@ -162,7 +162,8 @@ mod tests {
     use crate::csr::Csr;
     use crate::dist::threads::ThreadComm;
 
-    /// A `rows x cols` matrix with empty rows, one long row and values of every bit.
+    /// A `rows x cols` matrix with empty rows, full rows and values whose every mantissa bit
+    /// counts.
     fn matrix(rows: usize, cols: usize) -> Csr<f64> {
         let mut rng = crate::generate::rng::SplitMix64::new(rows as u64);
         let mut d = vec![0.0; rows * cols];
@@ -180,8 +181,8 @@ mod tests {
         Csr::from_dense(rows, cols, &d)
     }
 
-    /// `m` written by [`write`] on `ranks` threads standing for ranks, rank 0's writes going
-    /// through `out` (made in `dir`); every rank's result.
+    /// `m` written to `out` by [`write`] on `ranks` threads standing for ranks; every rank's
+    /// result, agreed.
     fn on_ranks(
         ranks: usize,
         m: &Csr<f64>,

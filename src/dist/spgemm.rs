@@ -294,10 +294,10 @@ fn renumbered<T: Scalar>(a: &Csr<T>, rows: Range<usize>, needed: &[u32]) -> Csr<
 }
 
 /// Hands every rank's block of C to rank 0 in rank order, in pieces of at most `stage_entries`
-/// entries and rows (a longer row is a piece alone): rank 0 calls `sink(first_row, piece)` for each, its
-/// own block first, with the piece's first global row. Once `sink` fails, rank 0 calls it no more
-/// but takes part in the rest of the exchange, and returns that error (the other ranks return
-/// `Ok`: the caller ends the writing in [`agree`]). Collective.
+/// entries and rows (a longer row is a piece alone): rank 0 calls `sink(first_row, piece)` for
+/// each, its own block first, with the piece's first global row. Once `sink` fails, rank 0 calls
+/// it no more but takes part in the rest of the exchange, and returns that error (the other ranks
+/// return `Ok`: the caller ends the writing in [`agree`]). Collective.
 pub fn send_to_root<T: Scalar>(
     comm: &dyn Comm,
     c: &MatrixBlock<T>,

@@ -1,7 +1,7 @@
 //! SNAP ids and `.abc` labels across ranks: every rank reads its part, and the ids and labels
 //! are numbered as one process numbers them, so that cluster files, per-vertex counts and
-//! products are byte-identical to the single-process run's for P = 1 to 4 and 8; a bad line on a rank
-//! other than 0 is reported once, naming the file and line, with no output left.
+//! products are byte-identical to the single-process run's for P = 1 to 4 and 8; a bad line on
+//! a rank other than 0 is reported once, naming the file and line, with no output left.
 
 use super::{assert_same_as_single, mpirun, text, RANKS, RANKS_TO_8};
 use crate::util::{gmcl, repo, s};

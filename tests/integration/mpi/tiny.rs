@@ -32,7 +32,10 @@ fn small_graphs(dir: &Path) -> Vec<PathBuf> {
         file(
             dir,
             "tiny.mtx",
-            "%%MatrixMarket matrix coordinate real symmetric\n5 5 4\n2 1 1.5\n3 2 1\n3 1 2\n5 4 1\n",
+            concat!(
+                "%%MatrixMarket matrix coordinate real symmetric\n5 5 4\n",
+                "2 1 1.5\n3 2 1\n3 1 2\n5 4 1\n"
+            ),
         ),
         npz,
     ]
