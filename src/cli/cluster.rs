@@ -506,11 +506,20 @@ fn run_across_ranks<T: Scalar>(a: ClusterArgs, ui: Ui, comm: &dyn Comm) -> Resul
     report_outcome(ui, &result, params.overlap);
     let info = dist::mcl::cluster_info(comm, &graph, &result.clusters)?;
     let compute = sw.lap();
-    // SNAP ids and `.abc` labels: every rank's share to rank 0, which writes them.
+    // SNAP ids and `.abc` labels: every rank's share to rank 0, which writes them. Matrix
+    // Market numbers vertices from 1, as the single-process file names them.
     let labels = match &graph.labels {
         Some(share) => share.gather(comm, opts.stage_edges)?,
         None => None,
     };
+    let format = a
+        .input_args
+        .format
+        .or_else(|| io::Format::from_path(&a.input));
+    let labels = labels.unwrap_or(match format {
+        Some(io::Format::Mtx) => io::Labels::OneBased,
+        _ => io::Labels::Identity,
+    });
     ui.notice(&format!(
         "{} of {} ({}, largest {}) in {}, {:.2} s on {} ranks (CPU engine each); \
          efficiency {:.5}, modularity {:.5}, mass fraction {:.5}",
@@ -532,7 +541,7 @@ fn run_across_ranks<T: Scalar>(a: ClusterArgs, ui: Ui, comm: &dyn Comm) -> Resul
             graph.vertices,
             &result.clusters,
             &graph.ids,
-            labels.as_ref().unwrap_or(&io::Labels::Identity),
+            &labels,
         )
         .and_then(|commits| {
             if !(a.json || report_out.is_some()) {

@@ -7,7 +7,7 @@ use super::{InputArgs, Precision, Ui};
 use clap::Args;
 use gmcl::dist::{self, Comm};
 use gmcl::io::{self, Format, LoadedMatrix, MatrixOptions};
-use gmcl::output::{standard_stream, StandardStream};
+use gmcl::output::{standard_stream, MatrixFormat, StandardStream};
 use gmcl::spgemm::repeat::multiply_repeatedly;
 use gmcl::spgemm::{self, EngineKind, SpgemmOptions};
 use gmcl::{engine, measure};
@@ -23,8 +23,8 @@ pub struct SpgemmArgs {
     b: Option<PathBuf>,
     #[command(flatten)]
     input_args: InputArgs,
-    /// Write C here, in the format the extension names: .mtx (Matrix Market, 1-based) or .wel
-    /// ("u v w" lines, 0-based); `-` is stdout, as Matrix Market.
+    /// Write C here, in the format the extension names: .mtx (Matrix Market, 1-based), .wel
+    /// ("u v w" lines, 0-based) or .npz (SciPy); `-` is stdout, as Matrix Market.
     #[arg(long, short = 'o')]
     output: Option<PathBuf>,
     /// Engine: cpu, gpu (gMAGNUS) or auto (the GPU when usable, else the CPU).
@@ -154,7 +154,7 @@ fn run_typed<T: Scalar>(a: SpgemmArgs, ui: Ui) -> Result<()> {
             .chain(a.b.as_deref())
             .collect();
         super::paths::refuse_clobbering(&inputs, &[("-o", out)])?;
-        gmcl::output::MatrixFormat::of(out)?;
+        MatrixFormat::of(out)?;
     }
     if a.b.as_deref().is_some_and(io::is_stdin) && io::is_stdin(&a.a) {
         return Err(Error::Invalid(
@@ -301,8 +301,8 @@ const TWO_NUMBERINGS: &str = "A·B of two files needs numeric ids (el, wel, mtx)
 
 /// `gmcl spgemm` under an MPI launcher: every rank reads its part of A (and B), makes the rows
 /// of C of its block of A on the CPU engine (`gmcl::dist::spgemm`), and rank 0 writes C as the
-/// blocks arrive, in rank order. Options the distributed product does not have yet are refused
-/// on every rank alike.
+/// blocks arrive, in rank order (`.npz`: once per array, `gmcl::dist::npz`). Options the
+/// distributed product does not have yet are refused on every rank alike.
 fn run_across_ranks<T: Scalar>(a: SpgemmArgs, ui: Ui, comm: &dyn Comm) -> Result<()> {
     let mut sw = Stopwatch::start();
     if a.repeat != 1 {
@@ -349,17 +349,8 @@ fn run_across_ranks<T: Scalar>(a: SpgemmArgs, ui: Ui, comm: &dyn Comm) -> Result
                     .chain(a.b.as_deref())
                     .collect();
                 super::paths::refuse_clobbering(&inputs, &[("-o", out)])
-                    .and_then(|()| gmcl::output::MatrixFormat::of(out))
-                    .and_then(|f| match f {
-                        gmcl::output::MatrixFormat::Npz => Err(Error::Invalid(format!(
-                            "{}: .npz output is not written across MPI ranks yet (SciPy's \
-                             layout puts every column index before any value, so C would \
-                             travel to rank 0 three times): write .mtx or .wel, or run without \
-                             mpirun",
-                            out.display()
-                        ))),
-                        _ => gmcl::output::AtomicOutput::create(out).map(Some),
-                    })
+                    .and_then(|()| MatrixFormat::of(out))
+                    .and_then(|_| gmcl::output::AtomicOutput::create(out).map(Some))
             }
             _ => Ok(None),
         },
@@ -387,8 +378,15 @@ fn run_across_ranks<T: Scalar>(a: SpgemmArgs, ui: Ui, comm: &dyn Comm) -> Result
     let (c, stats) = dist::spgemm::multiply(comm, &ma, mb.as_ref().unwrap_or(&ma), &opts)?;
     drop((ma, mb));
     let compute = sw.lap();
-    // Every rank takes part in sending C when there is an output; rank 0 alone holds it.
-    let written = if a.output.is_some() {
+    // Every rank takes part in sending C when there is an output; rank 0 alone holds it. The
+    // extension alone names `.npz`, so every rank knows it.
+    let npz = a
+        .output
+        .as_deref()
+        .is_some_and(|p| MatrixFormat::of(p).ok() == Some(MatrixFormat::Npz));
+    let written = if npz {
+        dist::npz::write(comm, &c, stats.nnz, opts.stage_entries, out)
+    } else if a.output.is_some() {
         let mut w =
             out.map(|out| gmcl::output::RowWriter::start(out, c.blocks.n, c.ncols, stats.nnz));
         let sent =

@@ -88,9 +88,22 @@ pub(crate) fn read_part<T: Scalar>(
     format: Option<Format>,
     stage: usize,
 ) -> Result<(Loaded, Option<LabelShare>)> {
+    read_part_checked::<T>(comm, path, format, stage, |_| Ok(()))
+}
+
+/// [`read_part`], with `check` of the part as it was read (its own ids and labels) before the
+/// ranks agree on it.
+pub(crate) fn read_part_checked<T: Scalar>(
+    comm: &dyn Comm,
+    path: &Path,
+    format: Option<Format>,
+    stage: usize,
+    check: impl FnOnce(&Loaded) -> Result<()>,
+) -> Result<(Loaded, Option<LabelShare>)> {
     let (loaded, facts) = agree(
         comm,
-        io::load_part_as::<T>(path, format, comm.rank(), comm.size()),
+        io::load_part_as::<T>(path, format, comm.rank(), comm.size())
+            .and_then(|(l, f)| check(&l).map(|()| (l, f))),
     )?;
     let (words, _) = comm.all_gather_u64(&facts.to_words());
     let all: Vec<PartFacts> = words

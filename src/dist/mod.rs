@@ -18,6 +18,7 @@ pub mod matrix;
 pub mod mcl;
 #[cfg(feature = "mpi")]
 mod mpi;
+pub mod npz;
 pub mod spgemm;
 #[cfg(test)]
 pub(crate) mod threads;

@@ -76,12 +76,22 @@ impl MpiComm {
         self.world.all_gather_into(&n, &mut counts[..]);
         let displs = displacements(self, &counts);
         let total: usize = counts.iter().map(|&c| c as usize).sum();
+        let counts_out = counts.iter().map(|&c| c as usize).collect();
+        // Every rank knows the total: when nothing travels, none calls MPI. (An empty byte
+        // vector's address is 1, which OpenMPI reads as MPI_IN_PLACE and refuses for the
+        // receive buffer.)
+        if total == 0 {
+            return (Vec::new(), counts_out);
+        }
         let mut all = vec![T::default(); total];
+        // An empty contribution from a real address, for the same reason.
+        let none = [T::default()];
+        let mine = if mine.is_empty() { &none[..0] } else { mine };
         {
             let mut part = PartitionMut::new(&mut all[..], &counts[..], &displs[..]);
             self.world.all_gather_varcount_into(mine, &mut part);
         }
-        (all, counts.iter().map(|&c| c as usize).collect())
+        (all, counts_out)
     }
 }
 

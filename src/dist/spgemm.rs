@@ -10,8 +10,9 @@
 //! of C sums the same products in the same order as the single-process run, bitwise.
 //!
 //! [`send_to_root`] then hands C's blocks to rank 0 in rank order, in pieces of at most
-//! `stage_entries` entries, for a writer that streams them: rank 0 never holds more of C than
-//! its own block and one piece.
+//! `stage_entries` entries and rows, for a writer that streams them: rank 0 never holds more of
+//! C than its own block and one piece. (`.npz`, whose arrays come one after another, is written
+//! in three such passes, one per array: [`super::npz`].)
 
 use super::matrix::MatrixBlock;
 use super::{agree, Comm, MAX_MESSAGE};
@@ -293,10 +294,10 @@ fn renumbered<T: Scalar>(a: &Csr<T>, rows: Range<usize>, needed: &[u32]) -> Csr<
 }
 
 /// Hands every rank's block of C to rank 0 in rank order, in pieces of at most `stage_entries`
-/// entries (a longer row is a piece alone): rank 0 calls `sink(first_row, piece)` for each, its
-/// own block first, with the piece's first global row. Once `sink` fails, rank 0 calls it no more
-/// but takes part in the rest of the exchange, and returns that error (the other ranks return
-/// `Ok`: the caller ends the writing in [`agree`]). Collective.
+/// entries and rows (a longer row is a piece alone): rank 0 calls `sink(first_row, piece)` for
+/// each, its own block first, with the piece's first global row. Once `sink` fails, rank 0 calls
+/// it no more but takes part in the rest of the exchange, and returns that error (the other ranks
+/// return `Ok`: the caller ends the writing in [`agree`]). Collective.
 pub fn send_to_root<T: Scalar>(
     comm: &dyn Comm,
     c: &MatrixBlock<T>,
@@ -325,13 +326,14 @@ pub fn send_to_root<T: Scalar>(
     written
 }
 
-/// Consecutive runs of `m`'s rows holding at most `budget` entries (at least one row each).
-fn cut_pieces<T: Scalar>(m: &Csr<T>, budget: u64) -> Vec<Range<usize>> {
+/// Consecutive runs of `m`'s rows holding at most `budget` entries and `budget` rows (at least
+/// one row each): a run of empty rows is cut too, as each row's length travels.
+pub(super) fn cut_pieces<T: Scalar>(m: &Csr<T>, budget: u64) -> Vec<Range<usize>> {
     let ptr = m.row_ptr();
     let mut out = Vec::new();
     let mut start = 0;
     for i in 0..m.nrows() {
-        if i > start && ptr[i + 1] - ptr[start] > budget {
+        if i > start && (ptr[i + 1] - ptr[start] > budget || (i + 1 - start) as u64 > budget) {
             out.push(start..i);
             start = i;
         }
@@ -381,7 +383,7 @@ fn send_piece<T: Scalar>(
 
 /// Values as the `u32` words the exchanges carry: each as an `f64` (which holds every value type
 /// exactly), low word first.
-fn to_words<T: Scalar>(values: &[T]) -> Vec<u32> {
+pub(super) fn to_words<T: Scalar>(values: &[T]) -> Vec<u32> {
     values
         .iter()
         .flat_map(|x| {
@@ -392,7 +394,7 @@ fn to_words<T: Scalar>(values: &[T]) -> Vec<u32> {
 }
 
 /// The values of [`to_words`]'s words.
-fn from_words<T: Scalar>(words: &[u32]) -> Vec<T> {
+pub(super) fn from_words<T: Scalar>(words: &[u32]) -> Vec<T> {
     words
         .chunks_exact(2)
         .map(|w| T::from_f64(f64::from_bits(u64::from(w[0]) | (u64::from(w[1]) << 32))))

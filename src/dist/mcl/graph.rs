@@ -60,12 +60,10 @@ pub fn load_graph<T: Scalar>(
     format: Option<Format>,
     stage_edges: usize,
 ) -> Result<GraphBlock<T>> {
-    let loaded = agree(
-        comm,
-        io::load_part(path, format, comm.rank(), comm.size())
-            .and_then(|l| check_weights::<T>(&l.edges, &l.labels, path).map(|()| l)),
-    )?;
-    let (loaded, labels) = super::super::labels::renumber(comm, loaded, path, stage_edges)?;
+    let (loaded, labels) =
+        super::super::matrix::read_part_checked::<T>(comm, path, format, stage_edges, |l| {
+            check_weights::<T>(&l.edges, &l.labels, path)
+        })?;
     let el = loaded.edges;
     let mut n = [el.nrows.max(el.ncols) as u64];
     comm.max_u64(&mut n);

@@ -727,26 +727,122 @@ fn put_values_converted<T: Scalar>(out: &mut dyn Write, vals: &[T]) -> std::io::
 /// The large arrays go out in large writes (the indices and values as they lie in memory where
 /// the types agree), their CRCs made in parallel.
 pub fn write<T: Scalar, W: Write>(out: W, m: &Csr<T>) -> std::io::Result<W> {
+    write_in_passes::<T, W>(out, m.nrows(), m.ncols(), m.nnz() as u64, |array, w| {
+        w.put(match array {
+            CsrArray::Indices => CsrPiece::Indices(m.col_idx()),
+            CsrArray::Indptr => CsrPiece::Indptr(m.row_ptr()),
+            CsrArray::Data => CsrPiece::Data(m.values()),
+        })
+    })
+}
+
+/// The arrays of a CSR archive that hold the entries, in the order the archive stores them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CsrArray {
+    /// The column of every entry, row by row.
+    Indices,
+    /// The row offsets.
+    Indptr,
+    /// The value of every entry, row by row.
+    Data,
+}
+
+impl CsrArray {
+    /// The array's name in the archive (its member's, without `.npy`).
+    pub fn name(self) -> &'static str {
+        match self {
+            CsrArray::Indices => "indices",
+            CsrArray::Indptr => "indptr",
+            CsrArray::Data => "data",
+        }
+    }
+}
+
+/// A piece of one of [`CsrArray`]'s arrays, for pieces of consecutive rows that come in order.
+#[derive(Clone, Copy, Debug)]
+pub enum CsrPiece<'a, T> {
+    /// The rows' columns.
+    Indices(&'a [u32]),
+    /// The rows' own offsets (`ptr[0]` the first row's start, `ptr[k + 1]` row `k`'s end).
+    Indptr(&'a [u64]),
+    /// The rows' values.
+    Data(&'a [T]),
+}
+
+/// One array of the archive being written by [`write_in_passes`], piece by piece.
+pub struct ArrayWriter<'w, T> {
+    out: &'w mut dyn Write,
+    array: CsrArray,
+    /// Bytes of an index and an offset.
+    width: usize,
+    /// Entries before the next piece's rows (the `indptr` pass).
+    end: u64,
+    values: std::marker::PhantomData<T>,
+}
+
+impl<T: Scalar> ArrayWriter<'_, T> {
+    /// Writes the next piece of the array; a piece of another array is refused.
+    pub fn put(&mut self, piece: CsrPiece<'_, T>) -> std::io::Result<()> {
+        match (self.array, piece) {
+            (CsrArray::Indices, CsrPiece::Indices(cols)) => put_cols(self.out, cols, self.width),
+            (CsrArray::Indptr, CsrPiece::Indptr(ptr)) => {
+                let (base, first) = (self.end, ptr.first().copied().unwrap_or(0));
+                let len = ptr.len().saturating_sub(1);
+                put_ints(self.out, len, self.width, |i| base + ptr[i + 1] - first)?;
+                self.end = base + ptr.last().map_or(0, |&p| p - first);
+                Ok(())
+            }
+            (CsrArray::Data, CsrPiece::Data(vals)) => put_values(self.out, vals),
+            (array, _) => Err(std::io::Error::other(format!(
+                "a piece of another array came while '{}' was being written",
+                array.name()
+            ))),
+        }
+    }
+}
+
+/// Writes what [`write`] writes for an `nrows x ncols` matrix of `nnz` entries that is never
+/// whole in one place: `fill(array, writer)` is called once for each of [`CsrArray`]'s arrays,
+/// in that order, and hands the writer the array's pieces for consecutive rows, in order. An
+/// array whose pieces add up to another size than the shape and `nnz` give is an error.
+pub fn write_in_passes<T: Scalar, W: Write>(
+    out: W,
+    nrows: usize,
+    ncols: usize,
+    nnz: u64,
+    mut fill: impl FnMut(CsrArray, &mut ArrayWriter<'_, T>) -> std::io::Result<()>,
+) -> std::io::Result<W> {
     // SciPy's rule (get_index_dtype): int32 when every index and offset fits.
-    let fits32 = (m.nnz() as u64) <= i32::MAX as u64 && (m.ncols() as u64) <= i32::MAX as u64;
+    let fits32 = nnz <= i32::MAX as u64 && (ncols as u64) <= i32::MAX as u64;
     let (index, width) = if fits32 {
         (Dtype::Int(4), 4)
     } else {
         (Dtype::Int(8), 8)
     };
     let value = Dtype::Float(std::mem::size_of::<T>());
+    let nnz = usize::try_from(nnz).map_err(std::io::Error::other)?;
     let mut z = zip::Writer::new(out);
+    let mut pass = |o: &mut dyn Write, array: CsrArray| {
+        let mut w = ArrayWriter {
+            out: o,
+            array,
+            width,
+            end: 0,
+            values: std::marker::PhantomData,
+        };
+        fill(array, &mut w)
+    };
 
-    let (h, size) = npy_size(index, m.nnz());
+    let (h, size) = npy_size(index, nnz);
     z.member("indices.npy", size, |o| {
         o.write_all(&h)?;
-        put_cols(o, m.col_idx(), width)
+        pass(o, CsrArray::Indices)
     })?;
-    let (h, size) = npy_size(index, m.nrows() + 1);
+    let (h, size) = npy_size(index, nrows + 1);
     z.member("indptr.npy", size, |o| {
         o.write_all(&h)?;
-        let ptr = m.row_ptr();
-        put_ints(o, ptr.len(), width, |i| ptr[i])
+        o.write_all(&0u64.to_le_bytes()[..width])?;
+        pass(o, CsrArray::Indptr)
     })?;
     let h = npy::header(Dtype::Bytes(3), None);
     z.member("format.npy", h.len() as u64 + 3, |o| {
@@ -756,13 +852,13 @@ pub fn write<T: Scalar, W: Write>(out: W, m: &Csr<T>) -> std::io::Result<W> {
     let (h, size) = npy_size(Dtype::Int(8), 2);
     z.member("shape.npy", size, |o| {
         o.write_all(&h)?;
-        o.write_all(&(m.nrows() as u64).to_le_bytes())?;
-        o.write_all(&(m.ncols() as u64).to_le_bytes())
+        o.write_all(&(nrows as u64).to_le_bytes())?;
+        o.write_all(&(ncols as u64).to_le_bytes())
     })?;
-    let (h, size) = npy_size(value, m.nnz());
+    let (h, size) = npy_size(value, nnz);
     z.member("data.npy", size, |o| {
         o.write_all(&h)?;
-        put_values(o, m.values())
+        pass(o, CsrArray::Data)
     })?;
     z.finish()
 }
@@ -793,6 +889,57 @@ mod tests {
         assert_eq!(l.edges.weights, Some(vec![0.1f32 as f64]));
     }
 
+    /// Writes `m` by [`write_in_passes`], each array in pieces of the rows between `cuts`
+    /// (each piece's offsets a slice of `m`'s, so they start where the piece starts).
+    fn in_pieces(m: &Csr<f64>, nnz: u64, cuts: &[usize]) -> std::io::Result<Vec<u8>> {
+        write_in_passes::<f64, _>(Vec::new(), m.nrows(), m.ncols(), nnz, |array, w| {
+            for c in cuts.windows(2) {
+                let ptr = &m.row_ptr()[c[0]..=c[1]];
+                let span = ptr[0] as usize..ptr[ptr.len() - 1] as usize;
+                w.put(match array {
+                    CsrArray::Indices => CsrPiece::Indices(&m.col_idx()[span]),
+                    CsrArray::Indptr => CsrPiece::Indptr(ptr),
+                    CsrArray::Data => CsrPiece::Data(&m.values()[span]),
+                })?;
+            }
+            Ok(())
+        })
+    }
+
+    #[test]
+    fn an_archive_written_in_pieces_is_the_whole_matrix_s() {
+        // 6 x 4: rows 0, 2, 4 and 5 empty.
+        let m = Csr::from_parts(
+            6,
+            4,
+            vec![0, 0, 2, 2, 3, 3, 3],
+            vec![1, 3, 0],
+            vec![2.5, -1.0, 4.0],
+        )
+        .unwrap();
+        let whole = write(Vec::new(), &m).unwrap();
+        let cuts: [&[usize]; 5] = [
+            &[0, 6],
+            &[0, 1, 2, 3, 4, 5, 6],
+            &[0, 2, 6],
+            &[0, 0, 3, 3, 6, 6],
+            &[0, 1, 4],
+        ];
+        for c in &cuts[..4] {
+            assert_eq!(in_pieces(&m, 3, c).unwrap(), whole, "{c:?}");
+        }
+        // Pieces that leave out rows 4 and 5 (entries all there) fall short of the shape.
+        let e = in_pieces(&m, 3, cuts[4]).unwrap_err().to_string();
+        assert!(e.contains("member indptr.npy"), "{e}");
+        let e = in_pieces(&m, 4, cuts[0]).unwrap_err().to_string();
+        assert!(e.contains("member indices.npy"), "{e}");
+        let e = write_in_passes::<f64, _>(Vec::new(), 6, 4, 3, |_, w| {
+            w.put(CsrPiece::Indices(&[0, 1, 2]))
+        })
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("while 'indptr' was being written"), "{e}");
+    }
     /// A `.npy` array of integers of `dtype`.
     fn ints(dtype: Dtype, v: &[i64]) -> Vec<u8> {
         let mut b = npy::header(dtype, Some(v.len()));

@@ -1,9 +1,9 @@
 //! SNAP ids and `.abc` labels across ranks: every rank reads its part, and the ids and labels
 //! are numbered as one process numbers them, so that cluster files, per-vertex counts and
-//! products are byte-identical to the single-process run's for P = 1 to 4; a bad line on a rank
-//! other than 0 is reported once, naming the file and line, with no output left.
+//! products are byte-identical to the single-process run's for P = 1 to 4 and 8; a bad line on
+//! a rank other than 0 is reported once, naming the file and line, with no output left.
 
-use super::{assert_same_as_single, mpirun, text};
+use super::{assert_same_as_single, mpirun, text, RANKS, RANKS_TO_8};
 use crate::util::{gmcl, repo, s};
 use std::path::{Path, PathBuf};
 
@@ -92,7 +92,7 @@ fn abc_graph(dir: &Path) -> PathBuf {
 }
 
 #[test]
-fn snap_and_abc_on_1_to_4_ranks_give_the_single_process_bytes() {
+fn snap_and_abc_on_1_to_8_ranks_give_the_single_process_bytes() {
     let dir = tempfile::tempdir().unwrap();
     let snap = snap_graph(dir.path());
     let abc = abc_graph(dir.path());
@@ -105,7 +105,7 @@ fn snap_and_abc_on_1_to_4_ranks_give_the_single_process_bytes() {
             dir.path(),
             &["cluster", g, "-o", "@c.txt", "-q"],
             &[],
-            1..=4,
+            RANKS_TO_8,
             &both,
         );
         assert!(
@@ -126,14 +126,14 @@ fn snap_and_abc_on_1_to_4_ranks_give_the_single_process_bytes() {
                 "mcl",
             ],
             &[],
-            1..=4,
+            RANKS,
             &["5"],
         );
         let (count, per_vertex) = assert_same_as_single(
             dir.path(),
             &["tricount", g, "--per-vertex", "@pv.tsv", "-q"],
             &[],
-            1..=4,
+            RANKS_TO_8,
             &both,
         );
         assert_ne!(count.trim(), "0", "{g}");
@@ -142,7 +142,7 @@ fn snap_and_abc_on_1_to_4_ranks_give_the_single_process_bytes() {
             dir.path(),
             &["spgemm", g, "-o", "@c.mtx", "-q"],
             &["--engine", "cpu"],
-            1..=4,
+            RANKS_TO_8,
             &["7"],
         );
         assert!(product[0].len() > 400, "{g}");
