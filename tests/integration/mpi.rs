@@ -7,7 +7,7 @@ mod mcl;
 mod npz;
 mod tiny;
 
-use crate::util::{gmcl, gmcl_bin, repo};
+use crate::util::{generated, gmcl, gmcl_bin, repo};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
@@ -141,20 +141,10 @@ fn single(input: &Path, pv: &Path) -> (String, Vec<u8>) {
 #[test]
 fn tricount_on_1_to_8_ranks_equals_the_single_process_run() {
     let dir = tempfile::tempdir().unwrap();
-    let rmat = dir.path().join("rmat.el");
-    let o = gmcl(&[
-        "generate",
-        "--scale",
-        "11",
-        "--edge-factor",
-        "8",
-        "--seed",
-        "5",
-        "-o",
-        rmat.to_str().unwrap(),
-        "-q",
-    ]);
-    assert!(o.status.success(), "{}", text(&o.stderr));
+    let rmat = generated(
+        dir.path().join("rmat.el"),
+        &["-s", "11", "-e", "8", "--seed", "5"],
+    );
     let graphs = [repo("graphs/karate.el"), rmat, untidy_graph(dir.path())];
     for g in &graphs {
         let args = [
@@ -548,20 +538,10 @@ fn spgemm_with_a_bad_line_on_the_last_rank_writes_nothing() {
 #[test]
 fn spgemm_npz_that_rank_0_cannot_write_is_one_error() {
     let dir = tempfile::tempdir().unwrap();
-    let g = dir.path().join("g.el");
-    let o = gmcl(&[
-        "generate",
-        "--scale",
-        "11",
-        "--edge-factor",
-        "8",
-        "--seed",
-        "5",
-        "-o",
-        g.to_str().unwrap(),
-        "-q",
-    ]);
-    assert!(o.status.success(), "{}", text(&o.stderr));
+    let g = generated(
+        dir.path().join("g.el"),
+        &["-s", "11", "-e", "8", "--seed", "5"],
+    );
     let out = dir.path().join("c.npz");
     std::os::unix::fs::symlink("/dev/full", &out).unwrap();
     // C's column indices alone (4 bytes each) overflow the output's buffer.

@@ -54,6 +54,16 @@ pub fn fails(args: &[&str]) -> String {
     err
 }
 
+/// Writes `gmcl generate`'s R-MAT graph with `options` (`--scale`, `--seed`, `--undirected`, ...)
+/// to `out`, which it returns; the run must succeed.
+pub fn generated(out: std::path::PathBuf, options: &[&str]) -> std::path::PathBuf {
+    let mut args = vec!["generate"];
+    args.extend_from_slice(options);
+    args.extend_from_slice(&["-o", s(&out), "-q"]);
+    ok(&args);
+    out
+}
+
 /// A path as the `&str` an argument list takes.
 pub fn s(p: &std::path::Path) -> &str {
     p.to_str().expect("a UTF-8 path")

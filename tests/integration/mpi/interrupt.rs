@@ -4,8 +4,7 @@
 //! mpirun waits for them before its SIGKILL (`--mca odls_base_sigkill_timeout`, as the README
 //! says).
 
-use super::text;
-use crate::util::{gmcl, gmcl_bin, s};
+use crate::util::{generated, gmcl_bin};
 use std::os::unix::process::CommandExt;
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
@@ -32,22 +31,11 @@ fn read(p: &Path) -> String {
 #[test]
 fn ctrl_c_under_mpirun_stops_every_rank_with_130_and_no_output() {
     let dir = tempfile::tempdir().unwrap();
-    let g = dir.path().join("g.el");
     // Large enough that the clustering is still running when the signal comes.
-    let o = gmcl(&[
-        "generate",
-        "--scale",
-        "15",
-        "--edge-factor",
-        "16",
-        "--undirected",
-        "--seed",
-        "1",
-        "-o",
-        s(&g),
-        "-q",
-    ]);
-    assert!(o.status.success(), "{}", text(&o.stderr));
+    let g = generated(
+        dir.path().join("g.el"),
+        &["-s", "15", "-e", "16", "--undirected", "--seed", "1"],
+    );
     let out = dir.path().join("clusters.txt");
     let logs = dir.path().join("logs");
     std::fs::create_dir(&logs).unwrap();

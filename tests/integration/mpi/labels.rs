@@ -4,25 +4,15 @@
 //! a rank other than 0 is reported once, naming the file and line, with no output left.
 
 use super::{assert_same_as_single, mpirun, text, RANKS, RANKS_TO_8};
-use crate::util::{gmcl, repo, s};
+use crate::util::{generated, gmcl, repo, s};
 use std::path::{Path, PathBuf};
 
 /// The edges of an R-MAT graph from `gmcl generate`.
 fn rmat_edges(dir: &Path, scale: &str, seed: &str) -> Vec<(u64, u64)> {
-    let f = dir.join(format!("rmat-{scale}-{seed}.el"));
-    let o = gmcl(&[
-        "generate",
-        "--scale",
-        scale,
-        "--edge-factor",
-        "6",
-        "--seed",
-        seed,
-        "-o",
-        s(&f),
-        "-q",
-    ]);
-    assert!(o.status.success(), "{}", text(&o.stderr));
+    let f = generated(
+        dir.join(format!("rmat-{scale}-{seed}.el")),
+        &["-s", scale, "-e", "6", "--seed", seed],
+    );
     std::fs::read_to_string(&f)
         .unwrap()
         .lines()

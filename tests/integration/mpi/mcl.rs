@@ -3,26 +3,12 @@
 //! yet refused.
 
 use super::{assert_same_as_single, mpirun, text, untidy_graph, RANKS, RANKS_TO_8};
-use crate::util::{gmcl, repo, s};
+use crate::util::{generated, repo, s};
 use std::path::{Path, PathBuf};
 
 /// An R-MAT graph from `gmcl generate`.
 fn rmat(dir: &Path) -> PathBuf {
-    let f = dir.join("rmat.el");
-    let o = gmcl(&[
-        "generate",
-        "--scale",
-        "10",
-        "--edge-factor",
-        "8",
-        "--seed",
-        "3",
-        "-o",
-        s(&f),
-        "-q",
-    ]);
-    assert!(o.status.success(), "{}", text(&o.stderr));
-    f
+    generated(dir.join("rmat.el"), &["-s", "10", "-e", "8", "--seed", "3"])
 }
 
 #[test]

@@ -2,7 +2,7 @@
 //! or entries (COO), and every output equals the single-process run's.
 
 use super::{assert_same_as_single, mpirun, text, untidy_graph, CPU, RANKS, RANKS_TO_8};
-use crate::util::{gmcl, s};
+use crate::util::{generated, gmcl, s};
 use std::path::{Path, PathBuf};
 
 /// The CRC-32 that ZIP stores for a member.
@@ -182,19 +182,10 @@ fn npz_archives_across_ranks_equal_the_single_process_run() {
     let converted = d.join("converted.npz");
     let o = gmcl(&["convert", s(&untidy_graph(d)), s(&converted)]);
     assert!(o.status.success(), "{}", text(&o.stderr));
-    let generated = d.join("generated.npz");
-    let o = gmcl(&[
-        "generate",
-        "-s",
-        "7",
-        "-e",
-        "4",
-        "--weights",
-        "-o",
-        s(&generated),
-        "--quiet",
-    ]);
-    assert!(o.status.success(), "{}", text(&o.stderr));
+    let generated = generated(
+        d.join("generated.npz"),
+        &["-s", "7", "-e", "4", "--weights"],
+    );
     let e = entries();
     let inputs = [
         converted,
