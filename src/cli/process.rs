@@ -21,24 +21,49 @@ fn capped_threads(n: usize, ui: Ui) -> usize {
     cap
 }
 
+/// The address space a worker thread's stack reserves (Rust's default, which rayon keeps).
+const STACK_BYTES: u64 = 2 << 20;
+
+/// The pool rayon starts without a size: `RAYON_NUM_THREADS` when set, else a thread per core.
+fn default_pool_size() -> usize {
+    std::env::var("RAYON_NUM_THREADS")
+        .ok()
+        .and_then(|v| v.parse::<usize>().ok())
+        .filter(|&n| n > 0)
+        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |c| c.get()))
+}
+
 /// Starts the global worker pool of `threads` threads (`None`: one per core). It is started
 /// here, also without --threads, so that threads the system refuses (a process limit such as
-/// `ulimit -u`) are an error now rather than a panic at first use.
+/// `ulimit -u`) are an error now rather than a panic at first use. Stacks that cannot fit the
+/// address space left under `ulimit -v` are refused before any thread starts: a thread started
+/// into an address space with no room left can abort the process in glibc (its first
+/// allocation fails) before the pool sees the refusal.
 pub fn start_pool(threads: Option<usize>, ui: Ui) -> Result<()> {
     if threads == Some(0) {
         return Err(Error::Invalid("--threads must be at least 1".into()));
     }
     let threads = threads.map(|n| capped_threads(n, ui));
+    let size = threads.unwrap_or_else(default_pool_size);
+    let asked = match threads {
+        Some(n) => format!("{n} threads"),
+        None => {
+            format!("{size} threads (one per core or RAYON_NUM_THREADS; --threads N starts fewer)")
+        }
+    };
+    let stacks = size as u64 * STACK_BYTES;
+    if let Some(left) = gmcl::io::limits::address_space_left().filter(|&l| stacks > l) {
+        return Err(Error::Invalid(format!(
+            "cannot start the worker threads: {asked}: their stacks take {} of address space, \
+             {} is left under ulimit -v",
+            gmcl::io::limits::human(stacks),
+            gmcl::io::limits::human(left)
+        )));
+    }
     rayon::ThreadPoolBuilder::new()
         .num_threads(threads.unwrap_or(0))
         .build_global()
-        .map_err(|e| {
-            let asked = match threads {
-                Some(n) => format!("{n} threads"),
-                None => "a thread per core (--threads N starts fewer)".into(),
-            };
-            Error::Invalid(format!("cannot start the worker threads: {asked}: {e}"))
-        })
+        .map_err(|e| Error::Invalid(format!("cannot start the worker threads: {asked}: {e}")))
 }
 
 /// With stdout closed (`>&-`), Rust's runtime opens `/dev/null` on descriptor 1 (read-write,

@@ -139,8 +139,9 @@ fn meminfo_available() -> Option<u64> {
     kib.checked_mul(1024)
 }
 
-/// `RLIMIT_AS` less the address space the process already holds (`VmSize`).
-fn address_space_left() -> Option<u64> {
+/// `RLIMIT_AS` less the address space the process already holds (`VmSize`); `None` without a
+/// limit.
+pub fn address_space_left() -> Option<u64> {
     let mut lim = libc::rlimit {
         rlim_cur: 0,
         rlim_max: 0,
