@@ -9,8 +9,11 @@ import time
 
 CHILD = textwrap.dedent(
     """
-    import sys, time
+    import signal, sys, time
     import gmcl
+    # Python's own Ctrl-C handler, as in a terminal: a child of a background job inherits SIGINT
+    # ignored, and Python then leaves it ignored.
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     a = gmcl.generate(16, 16, seed=2)
     gmcl.spgemm(a[:64, :], a, engine="cpu")  # warm
     print("ready", flush=True)
