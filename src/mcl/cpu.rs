@@ -15,10 +15,9 @@ use crate::error::Result;
 use crate::scalar::Scalar;
 use crate::spgemm::{
     self,
-    cpu::rows::{is_dense, narrow_columns, PositiveRows, GROUP},
+    cpu::rows::{groups, is_dense, narrow_columns, PositiveRows, GROUP},
 };
 use rayon::prelude::*;
-use std::ops::Range;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 use std::time::Instant;
@@ -29,25 +28,6 @@ const GROUPS_PER_THREAD: u64 = 64;
 /// Whether the fused path applies to `a·b`: every product is positive.
 pub(super) fn applies<T: Scalar>(a: &Csr<T>, b: &Csr<T>) -> bool {
     spgemm::cpu::rows::products_are_positive(a, b)
-}
-
-/// Positions `0..products.len()` cut into consecutive groups of about `target` products each
-/// (a group holds at least one).
-fn groups(products: &[u64], target: u64) -> Vec<Range<usize>> {
-    let mut out = Vec::new();
-    let (mut start, mut acc) = (0usize, 0u64);
-    for (i, &p) in products.iter().enumerate() {
-        acc += p + 1;
-        if acc >= target {
-            out.push(start..i + 1);
-            start = i + 1;
-            acc = 0;
-        }
-    }
-    if start < products.len() {
-        out.push(start..products.len());
-    }
-    out
 }
 
 /// A worker's accumulator and pruning buffers.
@@ -257,13 +237,6 @@ mod tests {
     use super::*;
     use crate::edges::EdgeList;
     use crate::generate;
-
-    #[test]
-    fn groups_cover_the_rows_in_order() {
-        assert_eq!(groups(&[5, 5, 20, 1, 1], 10), vec![0..2, 2..3, 3..5]);
-        assert_eq!(groups(&[0, 0, 0], 100), vec![0..3]);
-        assert_eq!(groups(&[], 10), Vec::<Range<usize>>::new());
-    }
 
     /// An R-MAT graph, as `gmcl generate --undirected` makes it.
     fn rmat(scale: u32, edge_factor: u64, seed: u64) -> EdgeList {

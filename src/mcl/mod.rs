@@ -572,10 +572,11 @@ pub(crate) fn expand_prune<T: Scalar>(
         crate::interrupt::check()?;
         let t = Instant::now();
         let c = spgemm::cpu::rows::marked_product(a, b, batch.clone(), &per_row);
-        products += per_row[batch.clone()].iter().sum::<u64>();
+        let batch_products: u64 = per_row[batch.clone()].iter().sum();
+        products += batch_products;
         expand_seconds += t.elapsed().as_secs_f64();
         let kept = absorb(first + batch.start, c);
-        progress.advance(batch.len() as u64, per_row[batch].iter().sum());
+        progress.advance(batch.len() as u64, batch_products);
         // The next matrix grows batch by batch: it stops where it would not fit.
         if let Some(room) = room.filter(|&r| kept.saturating_mul(entry) > r) {
             return Err(next_matrix_too_large(

@@ -10,8 +10,8 @@ use crate::scalar::Scalar;
 use std::any::TypeId;
 use std::mem::MaybeUninit;
 
-/// Spare room the output slices need past the run's length: the vector path stores whole
-/// vectors of 8 entries.
+/// Spare room the output slices need past the run's length ([`append_at_least`]'s vector path
+/// stores whole vectors of 8 entries).
 pub(crate) const SLACK: usize = 8;
 
 /// Writes column `base + j` and value `vals[j]` of every nonzero `vals[j]` at
@@ -27,18 +27,8 @@ pub(crate) fn nonzero<T: Scalar>(
 ) -> usize {
     let room = at + vals.len() + SLACK;
     assert!(cols.len() >= room && out.len() >= room);
-    nonzero_scalar(vals, base, cols, out, at)
-}
-
-/// The portable loop: every column is written at the end, which moves on past nonzero ones.
-#[inline]
-fn nonzero_scalar<T: Scalar>(
-    vals: &[T],
-    base: u32,
-    cols: &mut [u32],
-    out: &mut [T],
-    mut at: usize,
-) -> usize {
+    // Branch-free: every column is written at the end, which moves on past nonzero ones.
+    let mut at = at;
     let (cols, out) = (&mut cols[..at + vals.len()], &mut out[..at + vals.len()]);
     for (j, &v) in vals.iter().enumerate() {
         // SAFETY: `at <= ` the columns seen so far, so `at < ` the length of both slices.

@@ -274,6 +274,25 @@ impl<T: Scalar> PositiveRows<T> {
     }
 }
 
+/// Positions `0..products.len()` cut into consecutive groups of about `target` products each
+/// (a group holds at least one).
+pub(crate) fn groups(products: &[u64], target: u64) -> Vec<Range<usize>> {
+    let mut out = Vec::new();
+    let (mut start, mut acc) = (0usize, 0u64);
+    for (i, &p) in products.iter().enumerate() {
+        acc += p + 1;
+        if acc >= target {
+            out.push(start..i + 1);
+            start = i + 1;
+            acc = 0;
+        }
+    }
+    if start < products.len() {
+        out.push(start..products.len());
+    }
+    out
+}
+
 /// Rows of `A·B` with MCL's order-free sums ([`crate::quantized`]) whatever the products'
 /// signs: a column is listed when first touched (a mark per column, not its value), so an entry
 /// whose products are zero is kept, as every engine keeps it. The batched path of MCL's
@@ -336,20 +355,10 @@ pub(crate) fn marked_product<T: Scalar>(
     let threads = rayon::current_num_threads().max(1) as u64;
     let total: u64 = products[rows.clone()].iter().map(|&p| p + 1).sum();
     let target = total.div_ceil(threads * 8).max(1);
-    // Consecutive runs of about `target` products.
-    let mut runs = Vec::new();
-    let (mut start, mut acc) = (rows.start, 0u64);
-    for i in rows.clone() {
-        acc += products[i] + 1;
-        if acc >= target {
-            runs.push(start..i + 1);
-            start = i + 1;
-            acc = 0;
-        }
-    }
-    if start < rows.end {
-        runs.push(start..rows.end);
-    }
+    let runs: Vec<Range<usize>> = groups(&products[rows.clone()], target)
+        .into_iter()
+        .map(|g| rows.start + g.start..rows.start + g.end)
+        .collect();
     let parts: Vec<(Vec<u64>, Vec<u32>, Vec<T>)> = runs
         .into_par_iter()
         .map_init(
@@ -645,6 +654,13 @@ mod tests {
         let a = Csr::from_dense(3, 2, &[1f32, 0.5, 0.0, 0.0, 2.0, 0.0]);
         let b = Csr::from_dense(2, 3, &[0f32, 0.0, 0.0, 1.0, 0.0, 3.0]);
         check_groups(&a, &b);
+    }
+
+    #[test]
+    fn groups_cover_the_rows_in_order() {
+        assert_eq!(groups(&[5, 5, 20, 1, 1], 10), vec![0..2, 2..3, 3..5]);
+        assert_eq!(groups(&[0, 0, 0], 100), vec![0..3]);
+        assert_eq!(groups(&[], 10), Vec::<Range<usize>>::new());
     }
 
     /// The marked rows equal the reference, zero products included (kept as entries).
