@@ -24,18 +24,21 @@ __device__ void quanta_to_values(unsigned char* window, u64 len) {
     __syncthreads();
 }
 
-// Makes, prunes and writes rows `rows[blockIdx.x]` of the batch starting at row `row0` of M·M
-// (M: m_ptr, m_col, m_val; ncols columns; window: ncols quanta of dynamic shared memory). Each row
+// Makes, prunes and writes rows `rows[blockIdx.x]` of the batch starting at row `row0` of A·B
+// (A: a_ptr, a_col, a_val; B: b_ptr, b_col, b_val; ncols columns; window: ncols quanta of dynamic
+// shared memory); row r of the batch is node `node0 + r` (in one process A = B = M and
+// node0 = row0; across ranks A holds a rank's rows and B the rows they need). Each row
 // r gets fused_len[r] (its kept entries) and pool_at[r], where they start in the pool
 // (NOT_FUSED when the pool's pool_cap entries ran out: *pool_used then exceeds pool_cap and the
 // caller runs the kernel again with a pool of *pool_used entries). Entries made count into
 // *expanded, the largest chaos into *chaos_bits.
 template <typename T>
-__device__ void mcl_dense_prune(const u64* m_ptr, const u32* m_col, const T* m_val, u64 row0,
-                                const u32* rows, u64 ncols, T cutoff, u32 select, u32 recover,
-                                double pct, double inflation, u64 pool_cap, u64* pool_used,
-                                u64* fused_len, u64* pool_at, u32* pool_col, T* pool_val,
-                                u64* expanded, u64* chaos_bits, unsigned char* window) {
+__device__ void mcl_dense_prune(const u64* a_ptr, const u32* a_col, const T* a_val,
+                                const u64* b_ptr, const u32* b_col, const T* b_val, u64 row0,
+                                u64 node0, const u32* rows, u64 ncols, T cutoff, u32 select,
+                                u32 recover, double pct, double inflation, u64 pool_cap,
+                                u64* pool_used, u64* fused_len, u64* pool_at, u32* pool_col,
+                                T* pool_val, u64* expanded, u64* chaos_bits, unsigned char* window) {
     __shared__ double dtmp[WARP];
     __shared__ u32 hist[256];
     __shared__ u64 sel[2];
@@ -43,15 +46,15 @@ __device__ void mcl_dense_prune(const u64* m_ptr, const u32* m_col, const T* m_v
     __shared__ u64 total;
     __shared__ u64 claim;
     const u32 r = rows[blockIdx.x];
-    const u64 a0 = m_ptr[row0 + r], a1 = m_ptr[row0 + r + 1];
+    const u64 a0 = a_ptr[row0 + r], a1 = a_ptr[row0 + r + 1];
     const u32 lane = threadIdx.x & (WARP - 1), warp = threadIdx.x / WARP;
     const u32 nwarps = blockDim.x / WARP;
     u64* sums = (u64*)window;
     for (u64 c = threadIdx.x; c < ncols; c += blockDim.x) sums[c] = 0;
     __syncthreads();
     for (u64 e = a0 + warp; e < a1; e += nwarps) {
-        const T av = m_val[e];
-        window_entries<T, true>(m_ptr, m_col, m_val, m_col[e], 0, ncols, lane, [&](u32 at, T bv) {
+        const T av = a_val[e];
+        window_entries<T, true>(b_ptr, b_col, b_val, a_col[e], 0, ncols, lane, [&](u32 at, T bv) {
             QuantaSum<T>::add(&sums[at], product_rn(av, bv));
         });
     }
@@ -74,7 +77,7 @@ __device__ void mcl_dense_prune(const u64* m_ptr, const u32* m_col, const T* m_v
     if (plan.kept_mass < 0.0) {
         // mcl's emergency loop: the node keeps only itself.
         if (threadIdx.x == 0) {
-            pool_col[base] = (u32)(row0 + r);
+            pool_col[base] = (u32)(node0 + r);
             pool_val[base] = (T)1;
         }
         return;
@@ -90,14 +93,15 @@ __device__ void mcl_dense_prune(const u64* m_ptr, const u32* m_col, const T* m_v
 
 #define GMCL_MCL_DENSE_KERNELS(T, S)                                                             \
 extern "C" __global__ void __launch_bounds__(DENSE_ROW_THREADS)                                  \
-mcl_dense_prune_##S(const u64* m_ptr, const u32* m_col, const T* m_val, u64 row0,                \
-                    const u32* rows, u64 ncols, T cutoff, u32 select, u32 recover, double pct,   \
-                    double inflation, u64 pool_cap, u64* pool_used, u64* fused_len,              \
-                    u64* pool_at, u32* pool_col, T* pool_val, u64* expanded, u64* chaos_bits) {  \
+mcl_dense_prune_##S(const u64* a_ptr, const u32* a_col, const T* a_val, const u64* b_ptr,        \
+                    const u32* b_col, const T* b_val, u64 row0, u64 node0, const u32* rows,      \
+                    u64 ncols, T cutoff, u32 select, u32 recover, double pct, double inflation,  \
+                    u64 pool_cap, u64* pool_used, u64* fused_len, u64* pool_at,                  \
+                    u32* pool_col, T* pool_val, u64* expanded, u64* chaos_bits) {                \
     extern __shared__ __align__(16) unsigned char smem_mcl_dense_##S[];                          \
-    mcl_dense_prune<T>(m_ptr, m_col, m_val, row0, rows, ncols, cutoff, select, recover, pct,     \
-                       inflation, pool_cap, pool_used, fused_len, pool_at, pool_col, pool_val,   \
-                       expanded, chaos_bits, smem_mcl_dense_##S);                                \
+    mcl_dense_prune<T>(a_ptr, a_col, a_val, b_ptr, b_col, b_val, row0, node0, rows, ncols,       \
+                       cutoff, select, recover, pct, inflation, pool_cap, pool_used, fused_len,  \
+                       pool_at, pool_col, pool_val, expanded, chaos_bits, smem_mcl_dense_##S);   \
 }
 
 GMCL_MCL_DENSE_KERNELS(float, f32)

@@ -148,6 +148,8 @@ struct ClusterReport {
     ranks: Option<usize>,
     #[serde(skip_serializing_if = "Option::is_none")]
     rank_engine: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    rank_engines: Option<Vec<String>>,
     /// Most device memory in use at once (GPU engine only).
     #[serde(skip_serializing_if = "Option::is_none")]
     device_peak_bytes: Option<u64>,
@@ -164,10 +166,11 @@ struct ClusterReport {
 struct Ran<'a> {
     result: &'a mcl::MclResult,
     info: &'a ClusterInfo,
-    /// The engine that ran (each rank's, across ranks).
+    /// The engine that ran (`Gpu` across ranks when any rank ran on its GPU).
     engine: EngineKind,
-    /// The number of ranks, across MPI ranks only.
-    ranks: Option<usize>,
+    /// Across MPI ranks only: the number of ranks, each rank's engine and one name for them
+    /// all ([`dist::rank_engines`]).
+    ranks: Option<(usize, Vec<String>, String)>,
     load_seconds: f64,
     wall: Wall,
 }
@@ -180,8 +183,8 @@ impl ClusterReport {
         parameters["select"] = params.prune.select.into();
         parameters["recover"] = params.prune.recover.into();
         parameters["pct"] = params.prune.pct.into();
-        if let Some(p) = run.ranks {
-            parameters["ranks"] = p.into();
+        if let Some((p, _, _)) = &run.ranks {
+            parameters["ranks"] = (*p).into();
         }
         let (result, info) = (run.result, run.info);
         ClusterReport {
@@ -198,8 +201,9 @@ impl ClusterReport {
             mass_fraction: info.mass_fraction,
             converged: result.converged,
             engine: run.engine.to_string(),
-            ranks: run.ranks,
-            rank_engine: run.ranks.map(|_| run.engine.to_string()),
+            ranks: run.ranks.as_ref().map(|r| r.0),
+            rank_engine: run.ranks.as_ref().map(|r| r.2.clone()),
+            rank_engines: run.ranks.map(|r| r.1),
             device_peak_bytes: (run.engine == EngineKind::Gpu).then_some(result.device_peak_bytes),
             setup_seconds: result.setup_seconds,
             finish_seconds: result.finish_seconds,
@@ -450,18 +454,13 @@ fn build_graph<T: Scalar>(
 }
 
 /// `gmcl cluster` under an MPI launcher: every rank reads its part of the file and clusters
-/// its block of columns on the CPU engine (`gmcl::dist::mcl`); rank 0 alone writes the
+/// its block of columns on its engine (`gmcl::dist::mcl`: `--engine` applies per rank); rank 0 alone writes the
 /// clusters and the report, through the writers of the single-process run. Options that do not
 /// run across ranks yet are refused on every rank alike.
 fn run_across_ranks<T: Scalar>(a: ClusterArgs, ui: Ui, comm: &dyn Comm) -> Result<()> {
     let start = Instant::now();
     let mut sw = Stopwatch::since(start);
     check_arguments(&a)?;
-    if a.engine == EngineKind::Gpu {
-        return Err(Error::EngineUnavailable(
-            "the GPU engine does not run MCL across MPI ranks yet: use --engine cpu or auto".into(),
-        ));
-    }
     if a.tf.is_some() || a.abc_tf.is_some() || a.abc_neg_log10 {
         return Err(Error::Invalid(
             "--tf, --abc-tf and --abc-neg-log10 do not run across MPI ranks yet: run without \
@@ -474,10 +473,7 @@ fn run_across_ranks<T: Scalar>(a: ClusterArgs, ui: Ui, comm: &dyn Comm) -> Resul
             "across MPI ranks every rank reads its part of a file: give a file, not stdin".into(),
         ));
     }
-    let params = MclParams {
-        engine: EngineKind::Cpu,
-        ..mcl_params(&a)?
-    };
+    let params = mcl_params(&a)?;
     let reports = comm.rank() == 0;
     // Rank 0 opens the outputs before any work; its failure stops every rank.
     let (clusters_out, report_out) = dist::agree(
@@ -502,7 +498,11 @@ fn run_across_ranks<T: Scalar>(a: ClusterArgs, ui: Ui, comm: &dyn Comm) -> Resul
         bar: &bar,
         counters: &counters,
     };
-    let result = dist::mcl::cluster(comm, &graph, &params, &opts, &mut lines)?;
+    let (result, engine) = dist::mcl::cluster(comm, &graph, &params, &opts, &mut lines)?;
+    if let Some(why) = &engine.notice {
+        ui.notice(why);
+    }
+    let (engines, engines_named) = dist::rank_engines(comm, engine.kind);
     report_outcome(ui, &result, params.overlap);
     let info = dist::mcl::cluster_info(comm, &graph, &result.clusters)?;
     let compute = sw.lap();
@@ -521,7 +521,7 @@ fn run_across_ranks<T: Scalar>(a: ClusterArgs, ui: Ui, comm: &dyn Comm) -> Resul
         _ => io::Labels::Identity,
     });
     ui.notice(&format!(
-        "{} of {} ({}, largest {}) in {}, {:.2} s on {} ranks (CPU engine each); \
+        "{} of {} ({}, largest {}) in {}, {:.2} s on {} ranks ({} engine); \
          efficiency {:.5}, modularity {:.5}, mass fraction {:.5}",
         count(info.clusters as u64, "cluster", "clusters"),
         count(info.nodes as u64, "node", "nodes"),
@@ -530,6 +530,7 @@ fn run_across_ranks<T: Scalar>(a: ClusterArgs, ui: Ui, comm: &dyn Comm) -> Resul
         count(result.iterations as u64, "iteration", "iterations"),
         result.seconds,
         comm.size(),
+        engines_named,
         info.efficiency,
         info.modularity,
         info.mass_fraction
@@ -557,8 +558,11 @@ fn run_across_ranks<T: Scalar>(a: ClusterArgs, ui: Ui, comm: &dyn Comm) -> Resul
             let run = Ran {
                 result: &result,
                 info: &info,
-                engine: EngineKind::Cpu,
-                ranks: Some(comm.size()),
+                engine: match engines.iter().any(|e| e == "gpu") {
+                    true => EngineKind::Gpu,
+                    false => EngineKind::Cpu,
+                },
+                ranks: Some((comm.size(), engines, engines_named)),
                 load_seconds,
                 wall,
             };

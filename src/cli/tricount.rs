@@ -285,15 +285,7 @@ fn run_across_ranks(a: TricountArgs, ui: Ui, comm: &dyn Comm, mut sw: Stopwatch)
         _ => Ok(()),
     };
     dist::agree(comm, written)?;
-    let (codes, _) = comm.all_gather_bytes(&[u8::from(t.engine == EngineKind::Gpu)]);
-    let engines: Vec<String> = codes
-        .iter()
-        .map(|&c| if c == 1 { "gpu" } else { "cpu" }.to_string())
-        .collect();
-    let engine = match engines.iter().all(|e| *e == engines[0]) {
-        true => engines[0].clone(),
-        false => "mixed".to_string(),
-    };
+    let (engines, engine) = dist::rank_engines(comm, t.engine);
     let write = sw.lap();
     let wall = sw.finish(Wall {
         load,

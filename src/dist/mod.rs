@@ -154,6 +154,26 @@ fn decode_error(bytes: &[u8]) -> (i32, String) {
     (code, message)
 }
 
+/// Every rank's engine (`Cpu` or `Gpu`), in rank order, and one name for them all: the
+/// engine's when every rank ran the same one, else "mixed". Collective.
+pub fn rank_engines(comm: &dyn Comm, mine: crate::spgemm::EngineKind) -> (Vec<String>, String) {
+    use crate::spgemm::EngineKind;
+    let (codes, _) = comm.all_gather_bytes(&[u8::from(mine == EngineKind::Gpu)]);
+    let engines: Vec<String> = codes
+        .iter()
+        .map(|&c| match c {
+            1 => EngineKind::Gpu,
+            _ => EngineKind::Cpu,
+        })
+        .map(|e| e.to_string())
+        .collect();
+    let all = match engines.iter().all(|e| *e == engines[0]) {
+        true => engines[0].clone(),
+        false => "mixed".to_string(),
+    };
+    (engines, all)
+}
+
 /// Where each of consecutive runs of `counts` elements starts: the exclusive prefix sum.
 pub(crate) fn offsets(counts: &[usize]) -> Vec<usize> {
     counts

@@ -5,12 +5,12 @@
 //! Each iteration, the owner of column `j` of `M²` makes it from the columns `M[:, k]` for the
 //! `k` of `M[:, j]`: its own, and remote ones fetched in rounds whose fetched entries stay
 //! under a budget ([`fetch`]; the rank's own rows cost nothing, so where no rank needs another's
-//! rows there is one round and no exchange). [`crate::mcl::expand_prune`] then runs on the
-//! round's rows, unchanged, times a matrix indexed by global node that holds the block and the
-//! fetched rows (the others empty): every value is summed in the same order of `k` with the
-//! same products, in an accumulator of the same size, as in one process, so every matrix, and
-//! the clusters, are bitwise the single-process ones for any number of ranks; on one rank the
-//! iteration is the single-process one. The chaos is a max-reduction, the figures sums, so
+//! rows there is one round and no exchange). [`crate::mcl::expand_prune`] (or its GPU half,
+//! [`crate::mcl::gpu::expand_prune`], on a rank with a GPU) then runs on the round's rows,
+//! unchanged, times a matrix indexed by global node that holds the block and the
+//! fetched rows (the others empty): every value is an order-free sum of the same products
+//! ([`crate::quantized`]) as in one process, so every matrix, and the clusters, are bitwise the
+//! single-process ones for any number of ranks and any mix of engines. The chaos is a max-reduction, the figures sums, so
 //! every rank takes the same decisions.
 //!
 //! Interpretation: each rank makes the DAG's arcs of its own columns of the limit (a column is
@@ -57,27 +57,27 @@ impl Default for Options {
     }
 }
 
-/// Clusters the graph every rank holds a block of ([`load_graph`]) on the CPU engine of each
-/// rank. Collective: every rank returns the same result (the clusters included), or the same
-/// error. Only the CPU engine runs across ranks: `Gpu` is refused.
+/// Clusters the graph every rank holds a block of ([`load_graph`]), each rank expanding its
+/// columns on its engine ([`RankEngine`]: `params.engine` applies per rank). Collective: every
+/// rank returns the same result (the clusters included), or the same error; the engines give
+/// bitwise the same matrices, so the clusters do not depend on which ranks had a GPU.
 pub fn cluster<T: Scalar>(
     comm: &dyn Comm,
     graph: &GraphBlock<T>,
     params: &MclParams,
     opts: &Options,
     observer: &mut dyn Observer,
-) -> Result<MclResult> {
+) -> Result<(MclResult, RankEngine)> {
     params.validate()?;
-    if params.engine == EngineKind::Gpu {
-        return Err(Error::EngineUnavailable(
-            "the GPU engine does not run MCL across MPI ranks yet: use --engine cpu or auto".into(),
-        ));
-    }
+    let start = Instant::now();
+    let (gpu, engine) = open_engine(comm, graph, params)?;
     let params = &MclParams {
-        engine: EngineKind::Cpu,
+        engine: engine.kind,
         ..params.clone()
     };
-    let start = Instant::now();
+    if let Some(g) = &gpu {
+        agree(comm, g.gpu().reset_pool_peak())?;
+    }
     let m = start_block(graph, params.loop_gain);
     let mut timed = mcl::Timed {
         start,
@@ -92,14 +92,25 @@ pub fn cluster<T: Scalar>(
         &mut timed,
         &interrupted,
         |m, inflation, progress| {
-            iterate(comm, &graph.starts, &m, params, inflation, opts, progress)
+            let expansion = Expansion {
+                gpu: gpu.as_ref(),
+                params,
+                inflation,
+                progress,
+            };
+            iterate(comm, &graph.starts, &m, &expansion, opts)
         },
     )?;
     let (setup_seconds, last_end) = (timed.setup_seconds, timed.last_end);
+    let mut peak = [match &gpu {
+        Some(g) => agree(comm, g.gpu().pool_peak())?,
+        None => agree(comm, Ok(0))?,
+    }];
+    comm.max_u64(&mut peak);
     let arcs = gather_dag(comm, &m, graph.first())?;
     drop(m);
     let interp = mcl::interpret::interpret_dag(&arcs, params.overlap);
-    Ok(MclResult {
+    let result = MclResult {
         clusters: interp.clusters,
         iterations,
         converged,
@@ -107,10 +118,83 @@ pub fn cluster<T: Scalar>(
         overlap: interp.overlap,
         missing: interp.missing,
         seconds: start.elapsed().as_secs_f64(),
-        device_peak_bytes: 0,
+        device_peak_bytes: peak[0],
         setup_seconds,
         finish_seconds: start.elapsed().as_secs_f64() - last_end.max(setup_seconds),
-    })
+    };
+    Ok((result, engine))
+}
+
+/// The engine a rank expanded its columns on.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RankEngine {
+    /// `Cpu` or `Gpu`.
+    pub kind: EngineKind,
+    /// Why this rank runs on the CPU engine under `auto` although a GPU was wanted.
+    pub notice: Option<String>,
+}
+
+/// Opens this rank's engine: `Cpu`; `Gpu` (every rank opens its GPU; a rank that cannot
+/// fails every rank); `Auto` (the GPU where this rank's share of the first expansion makes it
+/// pay and a GPU opens, else the CPU, saying why). Collective.
+fn open_engine<T: Scalar>(
+    comm: &dyn Comm,
+    graph: &GraphBlock<T>,
+    params: &MclParams,
+) -> Result<(Option<crate::spgemm::gpu::GpuEngine>, RankEngine)> {
+    let mut notice = None;
+    let wanted = match params.engine {
+        EngineKind::Auto => {
+            let work = crate::engine::Work::MclExpansion(mcl::expansion_work(&graph.rows));
+            crate::engine::resolve(EngineKind::Auto, Some(work), &mut |m| {
+                notice = Some(m.to_string())
+            })
+        }
+        other => other,
+    };
+    let opened = match wanted {
+        EngineKind::Gpu => Some(mcl::gpu::engine(params)),
+        _ => None,
+    };
+    let gpu = match (params.engine, opened) {
+        (EngineKind::Gpu, Some(made)) => Some(agree(comm, made)?),
+        (_, Some(Ok(g))) => Some(g),
+        (_, Some(Err(e))) => {
+            notice = Some(format!("no usable GPU ({e}): running on the CPU engine"));
+            None
+        }
+        (_, None) => None,
+    };
+    let kind = match gpu {
+        Some(_) => EngineKind::Gpu,
+        None => EngineKind::Cpu,
+    };
+    Ok((gpu, RankEngine { kind, notice }))
+}
+
+/// What every round of an iteration's expansion shares: the rank's GPU engine (`None`: the CPU engine),
+/// MCL's parameters, the inflation and the progress counters.
+struct Expansion<'a> {
+    gpu: Option<&'a crate::spgemm::gpu::GpuEngine>,
+    params: &'a MclParams,
+    inflation: f64,
+    progress: &'a IterationProgress,
+}
+
+impl Expansion<'_> {
+    /// Row `i` of `a·b`, pruned and inflated as node `first + i`, on the rank's engine.
+    fn expand_prune<T: Scalar>(
+        &self,
+        a: &Csr<T>,
+        b: &Csr<T>,
+        first: usize,
+    ) -> Result<(Csr<T>, Iteration)> {
+        let (params, inflation, progress) = (self.params, self.inflation, self.progress);
+        match self.gpu {
+            Some(g) => mcl::gpu::expand_prune(g, a, b, first, params, inflation, progress),
+            None => mcl::expand_prune(a, b, first, params, inflation, progress),
+        }
+    }
 }
 
 /// The block's rows of the start matrix (transposed), made by the single-process row code.
@@ -135,10 +219,8 @@ fn iterate<T: Scalar>(
     comm: &dyn Comm,
     starts: &[usize],
     m: &Csr<T>,
-    params: &MclParams,
-    inflation: f64,
+    expansion: &Expansion<'_>,
     opts: &Options,
-    progress: &IterationProgress,
 ) -> Result<(Csr<T>, Iteration)> {
     let t0 = Instant::now();
     let first = starts[comm.rank()];
@@ -181,7 +263,7 @@ fn iterate<T: Scalar>(
         } else {
             let b = fetch::operand(m, first, got);
             let a = fetch::round_rows(m, rows.clone());
-            mcl::expand_prune(&a, &b, first + rows.start, params, inflation, progress).map(Some)
+            expansion.expand_prune(&a, &b, first + rows.start).map(Some)
         };
         if let Some((part, figures)) = agree(comm, made)? {
             it.chaos = it.chaos.max(figures.chaos);
@@ -415,16 +497,13 @@ mod tests {
                                 assert_eq!((gc, bits(gv)), (wc, bits(wv)), "{p} ranks, {t}");
                             }
                             let Some(f) = figures.get(t) else { break };
-                            let (next, it) = iterate(
-                                c,
-                                &gb.starts,
-                                &m,
+                            let expansion = Expansion {
+                                gpu: None,
                                 params,
-                                params.inflation,
-                                &opts,
+                                inflation: params.inflation,
                                 progress,
-                            )
-                            .unwrap();
+                            };
+                            let (next, it) = iterate(c, &gb.starts, &m, &expansion, &opts).unwrap();
                             assert_eq!(
                                 (it.chaos.to_bits(), it.expanded, it.kept, it.products),
                                 (f.chaos.to_bits(), f.expanded, f.kept, f.products)
@@ -468,8 +547,9 @@ mod tests {
                         let r = cluster(c, &gb, &params, &opts, &mut |_: &Iteration| {}).unwrap();
                         (gb.ids, r)
                     });
-                    for (g_ids, r) in got {
+                    for (g_ids, (r, engine)) in got {
                         assert_eq!(g_ids, ids);
+                        assert_eq!(engine.kind, EngineKind::Cpu);
                         assert_eq!(r.clusters, want.clusters, "{p} ranks");
                         assert_eq!(
                             (
@@ -510,7 +590,9 @@ mod tests {
                 let got = on_ranks(p, |c| {
                     let gb = load_graph::<f32>(c, &path, None, 64).unwrap();
                     let opts = Options::default();
-                    cluster(c, &gb, &params, &opts, &mut |_: &Iteration| {}).unwrap()
+                    cluster(c, &gb, &params, &opts, &mut |_: &Iteration| {})
+                        .unwrap()
+                        .0
                 });
                 for r in got {
                     assert_eq!(r.clusters, want.clusters, "{p} ranks, -L {max_iterations}");
@@ -615,9 +697,13 @@ mod tests {
                     inner: c,
                     exchanges: std::cell::Cell::new(0),
                 };
-                let progress = crate::mcl::progress::unwatched();
-                let (_, it) =
-                    iterate(&counting, &gb.starts, &m, &cpu(), 2.0, &opts, progress).unwrap();
+                let expansion = Expansion {
+                    gpu: None,
+                    params: &cpu(),
+                    inflation: 2.0,
+                    progress: crate::mcl::progress::unwatched(),
+                };
+                let (_, it) = iterate(&counting, &gb.starts, &m, &expansion, &opts).unwrap();
                 (counting.exchanges.get(), it.exchanged_bytes)
             });
             // Each rank receives the other's 10 lengths, and with an edge across, rows.
@@ -629,7 +715,7 @@ mod tests {
     }
 
     #[test]
-    fn a_bad_weight_or_the_gpu_is_refused_on_every_rank() {
+    fn a_bad_weight_fails_every_rank_and_the_gpu_runs_or_is_refused() {
         let dir = tempfile::tempdir().unwrap();
         let f = dir.path().join("g.wel");
         let mut s = "0 1 1\n".repeat(40);
@@ -658,14 +744,116 @@ mod tests {
             engine: EngineKind::Gpu,
             ..Default::default()
         };
-        let e = cluster(
+        let asked = cluster(
             &crate::dist::SelfComm,
             &gb,
             &gpu,
             &Options::default(),
             &mut |_: &Iteration| {},
-        )
-        .unwrap_err();
-        assert_eq!(e.exit_code(), 3);
+        );
+        match gpu_engine(&gpu) {
+            Some(_) => assert_eq!(asked.unwrap().1.kind, EngineKind::Gpu),
+            None => assert_eq!(asked.unwrap_err().exit_code(), 3),
+        }
+    }
+
+    /// The GPU engine MCL opens, or `None` where no GPU is usable (a failure under
+    /// `GMCL_REQUIRE_GPU=1`, as the GPU machine runs the tests).
+    fn gpu_engine(params: &MclParams) -> Option<crate::spgemm::gpu::GpuEngine> {
+        match crate::mcl::gpu::engine(params) {
+            Ok(g) => Some(g),
+            Err(why) => {
+                assert!(
+                    std::env::var("GMCL_REQUIRE_GPU").map_or(true, |v| v != "1"),
+                    "GMCL_REQUIRE_GPU=1 but no GPU is usable: {why}"
+                );
+                None
+            }
+        }
+    }
+
+    /// Ranks on the GPU engine make every iteration's block bitwise the single-process CPU
+    /// engine's (inflation 2: a power other than 2 may round differently on the device), with
+    /// the same figures; and their clusters are the CPU's.
+    #[test]
+    fn gpu_ranks_equal_the_cpu_engine() {
+        let dir = tempfile::tempdir().unwrap();
+        let tight = MclParams {
+            prune: PruneParams {
+                prune: 1000,
+                select: 20,
+                recover: 30,
+                pct: 90,
+            },
+            ..cpu()
+        };
+        let unfused = MclParams {
+            fused: false,
+            batch_entries: Some(300),
+            ..cpu()
+        };
+        let cases = [
+            (rmat_file(dir.path(), 10, 8, 3), cpu()),
+            (rmat_file(dir.path(), 8, 16, 4), tight),
+            (untidy_file(dir.path()), unfused),
+        ];
+        if gpu_engine(&cpu()).is_none() {
+            return;
+        }
+        for (path, params) in &cases {
+            assert_eq!(params.inflation, 2.0);
+            let (g, _, want) = single(path, params);
+            let mut whole = vec![crate::mcl::start_matrix(&g, params.loop_gain)];
+            let mut figures = Vec::new();
+            for _ in 0..6 {
+                let (next, it) = crate::mcl::iterate(whole.last().unwrap(), params, 2.0).unwrap();
+                whole.push(next);
+                figures.push(it);
+            }
+            for p in 1..=3 {
+                let opts = Options {
+                    stage_edges: 50,
+                    stage_entries: Some(500),
+                    ranks_on_host: p,
+                };
+                on_ranks(p, |c| {
+                    let gb = load_graph::<f32>(c, path, None, opts.stage_edges).unwrap();
+                    let engine = gpu_engine(params).unwrap();
+                    let first = gb.first();
+                    let mut m = start_block(&gb, params.loop_gain);
+                    for (t, want) in whole.iter().enumerate() {
+                        for i in 0..m.nrows() {
+                            let (wc, wv) = want.row(first + i);
+                            let (gc, gv) = m.row(i);
+                            assert_eq!((gc, bits(gv)), (wc, bits(wv)), "{p} ranks, {t}");
+                        }
+                        let Some(f) = figures.get(t) else { break };
+                        let expansion = Expansion {
+                            gpu: Some(&engine),
+                            params,
+                            inflation: 2.0,
+                            progress: crate::mcl::progress::unwatched(),
+                        };
+                        let (next, it) = iterate(c, &gb.starts, &m, &expansion, &opts).unwrap();
+                        assert_eq!(
+                            (it.chaos.to_bits(), it.kept, it.products),
+                            (f.chaos.to_bits(), f.kept, f.products),
+                            "{p} ranks, {t}"
+                        );
+                        m = next;
+                    }
+                    let gpu = MclParams {
+                        engine: EngineKind::Gpu,
+                        ..params.clone()
+                    };
+                    let (r, engine) =
+                        cluster(c, &gb, &gpu, &opts, &mut |_: &Iteration| {}).unwrap();
+                    assert_eq!(engine.kind, EngineKind::Gpu);
+                    assert_eq!(r.clusters, want.clusters, "{p} ranks");
+                    assert_eq!(r.iterations, want.iterations, "{p} ranks");
+                    assert!(r.device_peak_bytes > 0);
+                });
+            }
+        }
     }
 }

@@ -60,42 +60,21 @@ pub(crate) fn iterate<T: Scalar>(
     progress: &IterationProgress,
 ) -> Result<(DeviceMatrix<T>, Iteration)> {
     let start = Instant::now();
-    let gpu = engine.gpu();
     let n = m.m.ncols();
     // The device knows each column's products; the host counts columns.
     progress.set_totals(m.m.nrows() as u64, m.m.nrows() as u64);
-    let poison = engine.poisons();
-    let mut it = Iteration::default();
-    let mut parts = Vec::new();
-    let mut least = f64::INFINITY;
+    let mut made = Made::new(engine, params, inflation, progress);
     let fuse = params.fused && m.positive_products;
     let (stats, _) = engine.square_on_device(m.m, fuse, |rows, c, deferred, m| {
-        it.batches += 1;
-        let fused = deferred.as_ref().map(|d| FusedRows { m, rows: d });
-        it.fused += deferred.as_ref().map_or(0, |d| d.count());
-        let p = prune_expansion(
-            gpu,
-            &c,
-            fused,
-            rows.start as u64,
-            &params.prune,
-            inflation,
-            poison,
-        )?;
-        drop(c);
-        it.expanded += p.fused_expanded;
-        it.chaos = it.chaos.max(p.chaos);
-        it.kept += p.batch.nnz();
-        least = least.min(p.least);
-        parts.push(p.batch);
-        progress.advance(rows.len() as u64, rows.len() as u64);
-        crate::interrupt::check()
+        let fused = deferred.as_ref().map(|d| FusedRows {
+            a: m,
+            b: m,
+            row0: rows.start as u64,
+            rows: d,
+        });
+        made.absorb(rows.clone(), c, fused, rows.start as u64)
     })?;
-    let next = DeviceCsr::stack(gpu, parts, n)?;
-    it.expanded += stats.nnz;
-    it.products = stats.intermediate_products;
-    it.expand_seconds = stats.device_seconds;
-    it.seconds = start.elapsed().as_secs_f64();
+    let (next, it, least) = made.finish(n, &stats, start)?;
     // The next square's products are positive when its smallest value squared is.
     let least = T::from_f64(least.min(1.0));
     let next = DeviceMatrix {
@@ -103,6 +82,115 @@ pub(crate) fn iterate<T: Scalar>(
         positive_products: least * least > T::ZERO,
     };
     Ok((next, it))
+}
+
+/// One iteration's columns on the GPU engine, from host matrices: row `i` of `a·b`, pruned and
+/// inflated as node `first + i`, for every row of `a` (the GPU half of
+/// [`super::expand_prune`], whose contract it keeps: across ranks, `a` is a rank's rows of `Mᵀ`
+/// and `b` holds, at their nodes, the rows of `Mᵀ` they name). The sums are order-free, so the
+/// rows are bitwise the CPU engine's. Returns the rows on the host with the figures.
+pub(crate) fn expand_prune<T: Scalar>(
+    engine: &GpuEngine,
+    a: &Csr<T>,
+    b: &Csr<T>,
+    first: usize,
+    params: &MclParams,
+    inflation: f64,
+    progress: &IterationProgress,
+) -> Result<(Csr<T>, Iteration)> {
+    let start = Instant::now();
+    progress.set_totals(a.nrows() as u64, a.nrows() as u64);
+    let mut made = Made::new(engine, params, inflation, progress);
+    let fuse = params.fused && crate::spgemm::cpu::rows::products_are_positive(a, b);
+    let stats = engine.multiply_deferred(a, b, fuse, |rows, c, deferred, da, db| {
+        let fused = deferred.as_ref().map(|d| FusedRows {
+            a: da,
+            b: db,
+            row0: rows.start as u64,
+            rows: d,
+        });
+        made.absorb(rows.clone(), c, fused, (first + rows.start) as u64)
+    })?;
+    let (next, it, _) = made.finish(b.ncols(), &stats, start)?;
+    Ok((next.download(engine.gpu())?, it))
+}
+
+/// An iteration's pruned batches as they come from the engine, with their figures.
+struct Made<'a, T: Scalar> {
+    engine: &'a GpuEngine,
+    params: &'a MclParams,
+    inflation: f64,
+    progress: &'a IterationProgress,
+    parts: Vec<DeviceCsr<T>>,
+    it: Iteration,
+    /// The smallest value kept.
+    least: f64,
+}
+
+impl<'a, T: Scalar> Made<'a, T> {
+    fn new(
+        engine: &'a GpuEngine,
+        params: &'a MclParams,
+        inflation: f64,
+        progress: &'a IterationProgress,
+    ) -> Self {
+        Made {
+            engine,
+            params,
+            inflation,
+            progress,
+            parts: Vec::new(),
+            it: Iteration::default(),
+            least: f64::INFINITY,
+        }
+    }
+
+    /// Prunes the expanded batch `c` of `rows` (row 0 is node `node0`), its deferred dense rows
+    /// `fused` made and pruned in one kernel, and keeps it.
+    fn absorb(
+        &mut self,
+        rows: std::ops::Range<usize>,
+        c: DeviceCsr<T>,
+        fused: Option<FusedRows<'_, T>>,
+        node0: u64,
+    ) -> Result<()> {
+        self.it.batches += 1;
+        self.it.fused += fused.as_ref().map_or(0, |f| f.rows.count());
+        let p = prune_expansion(
+            self.engine.gpu(),
+            &c,
+            fused,
+            node0,
+            &self.params.prune,
+            self.inflation,
+            self.engine.poisons(),
+        )?;
+        drop(c);
+        self.it.expanded += p.fused_expanded;
+        self.it.chaos = self.it.chaos.max(p.chaos);
+        self.it.kept += p.batch.nnz();
+        self.least = self.least.min(p.least);
+        self.parts.push(p.batch);
+        self.progress.advance(rows.len() as u64, rows.len() as u64);
+        crate::interrupt::check()
+    }
+
+    /// The pruned batches stacked into one matrix of `ncols` columns, with the iteration's
+    /// figures (the product's `stats`, timed from `start`) and the smallest value kept.
+    fn finish(
+        self,
+        ncols: usize,
+        stats: &crate::spgemm::ProductStats,
+        start: Instant,
+    ) -> Result<(DeviceCsr<T>, Iteration, f64)> {
+        let next = DeviceCsr::stack(self.engine.gpu(), self.parts, ncols)?;
+        let mut it = self.it;
+        it.expanded += stats.nnz;
+        it.products = stats.intermediate_products;
+        it.expand_seconds = stats.device_seconds;
+        it.seconds = start.elapsed().as_secs_f64();
+        Ok((next, it, self.least))
+    }
 }
 
 /// One iteration of a host matrix through the device (for [`super::iterate`]'s callers).

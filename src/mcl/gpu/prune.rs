@@ -29,11 +29,15 @@ const POOL_USED: usize = 3;
 /// The figures before any kernel ran: the smallest value is +inf.
 const FIGURES_AT_START: [u64; 4] = [0, 0x7ff0_0000_0000_0000, 0, 0];
 
-/// The rows of an expansion batch that the engine deferred, with the matrix `m` whose square
-/// they are rows of.
+/// The rows of an expansion batch that the engine deferred, with the operands `A·B` they are
+/// rows of (in one process both are the matrix being squared).
 pub struct FusedRows<'a, T: Scalar> {
-    /// The matrix being squared.
-    pub m: &'a DeviceCsr<T>,
+    /// The left operand: its row `row0 + r` makes the batch's row `r`.
+    pub a: &'a DeviceCsr<T>,
+    /// The right operand.
+    pub b: &'a DeviceCsr<T>,
+    /// The row of `a` that makes the batch's row 0.
+    pub row0: u64,
     /// The deferred rows.
     pub rows: &'a DeferredRows,
 }
@@ -51,18 +55,18 @@ pub struct Pruned<T: Scalar> {
 }
 
 /// Prunes, inflates (power `inflation`) and normalises every row of `batch` (an expanded batch
-/// of `Mᵀ·Mᵀ`, whose row 0 is column `row0` of `M`), as mcl does each column. Returns the new
+/// of `Mᵀ·Mᵀ`, whose row 0 is column `node0` of `M`), as mcl does each column. Returns the new
 /// rows and the largest chaos among them (0 when none is positive). With `poison`, the output
 /// buffers are filled with 0xFF bytes before the kernels write them.
 pub fn prune_batch<T: Scalar>(
     gpu: &Gpu,
     batch: &DeviceCsr<T>,
-    row0: u64,
+    node0: u64,
     params: &PruneParams,
     inflation: f64,
     poison: bool,
 ) -> Result<(DeviceCsr<T>, f64)> {
-    let p = prune_expansion(gpu, batch, None, row0, params, inflation, poison)?;
+    let p = prune_expansion(gpu, batch, None, node0, params, inflation, poison)?;
     Ok((p.batch, p.chaos))
 }
 
@@ -72,7 +76,7 @@ pub fn prune_expansion<T: Scalar>(
     gpu: &Gpu,
     batch: &DeviceCsr<T>,
     fused: Option<FusedRows<'_, T>>,
-    row0: u64,
+    node0: u64,
     params: &PruneParams,
     inflation: f64,
     poison: bool,
@@ -125,7 +129,7 @@ pub fn prune_expansion<T: Scalar>(
                 gpu,
                 f,
                 &mut pool,
-                row0,
+                node0,
                 params,
                 inflation,
                 &mut fused_len,
@@ -169,7 +173,7 @@ pub fn prune_expansion<T: Scalar>(
             .arg(&batch.col_idx)
             .arg(&batch.values)
             .arg(&n)
-            .arg(&row0)
+            .arg(&node0)
             .arg(&bar)
             .arg(&mass)
             .arg(&isum)
@@ -218,14 +222,14 @@ impl<T: Scalar> Pool<T> {
     }
 }
 
-/// Launches kernels/mcl_dense.cu over the deferred rows: their sizes go to `fused_len`, their
+/// Launches kernels/mcl_dense.cu over the deferred rows (row 0 of the batch is node `node0`): their sizes go to `fused_len`, their
 /// places in `pool` to `pool_at`, the chaos, entries made and pool entries claimed to `figures`.
 #[allow(clippy::too_many_arguments)]
 fn fused_rows<T: Scalar>(
     gpu: &Gpu,
     f: &FusedRows<'_, T>,
     pool: &mut Pool<T>,
-    row0: u64,
+    node0: u64,
     params: &PruneParams,
     inflation: f64,
     fused_len: &mut CudaSlice<u64>,
@@ -233,7 +237,7 @@ fn fused_rows<T: Scalar>(
     figures: &mut CudaSlice<u64>,
 ) -> Result<()> {
     let s = &gpu.main;
-    let ncols = f.m.ncols as u64;
+    let ncols = f.b.ncols as u64;
     let cutoff = T::from_f64(params.cutoff());
     let pct = params.pct as f64 / 100.0;
     // The window holds the row's sums as quanta, 8 bytes each.
@@ -249,10 +253,14 @@ fn fused_rows<T: Scalar>(
         &kernel,
         shape(f.rows.count(), FUSED_THREADS, shared)?,
         |l| {
-            l.arg(&f.m.row_ptr)
-                .arg(&f.m.col_idx)
-                .arg(&f.m.values)
-                .arg(&row0)
+            l.arg(&f.a.row_ptr)
+                .arg(&f.a.col_idx)
+                .arg(&f.a.values)
+                .arg(&f.b.row_ptr)
+                .arg(&f.b.col_idx)
+                .arg(&f.b.values)
+                .arg(&f.row0)
+                .arg(&node0)
                 .arg(&rows)
                 .arg(&ncols)
                 .arg(&cutoff)

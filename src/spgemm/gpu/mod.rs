@@ -253,9 +253,7 @@ impl GpuEngine {
         }
         check_columns(m.ncols)?;
         let _busy = self.gpu.busy.lock().unwrap_or_else(|p| p.into_inner());
-        let start = Instant::now();
         let s = &self.gpu.main;
-        let mut prof = Profile::new(&self.gpu.ctx, self.tuning.profile);
         let n = m.nrows as u64;
         let ops = Operands {
             k_cols: n,
@@ -267,22 +265,75 @@ impl GpuEngine {
             has_mask: 0,
             defer_dense,
         };
-        let products = self.device_products(&ops)?;
+        let stats = self.batches_on_device(&ops, |batch, c, deferred, ops| {
+            consume(batch, c, deferred, &ops.a)
+        })?;
+        Ok((stats, ops.a))
+    }
+
+    /// Computes `C = A·B` in row batches that stay on the device, as [`Self::square_on_device`]
+    /// squares: each batch goes to `consume` with its deferred dense rows (with `defer_dense`)
+    /// and A and B as uploaded.
+    pub fn multiply_deferred<T: Scalar>(
+        &self,
+        a: &Csr<T>,
+        b: &Csr<T>,
+        defer_dense: bool,
+        mut consume: impl FnMut(
+            Range<usize>,
+            DeviceCsr<T>,
+            Option<DeferredRows>,
+            &DeviceCsr<T>,
+            &DeviceCsr<T>,
+        ) -> Result<()>,
+    ) -> Result<ProductStats> {
+        check_operands(a, b, &SpgemmOptions::default())?;
+        check_columns(b.ncols())?;
+        let _busy = self.gpu.busy.lock().unwrap_or_else(|p| p.into_inner());
+        let ops = Operands {
+            defer_dense,
+            ..self.upload_operands(a, b, None)?
+        };
+        self.batches_on_device(&ops, |batch, c, deferred, ops| {
+            consume(batch, c, deferred, &ops.a, ops.b())
+        })
+    }
+
+    /// Runs every row batch of `ops` (the caller holds the GPU), products per row counted on
+    /// the device, each batch handed to `consume` with the operands.
+    fn batches_on_device<T: Scalar>(
+        &self,
+        ops: &Operands<T>,
+        mut consume: impl FnMut(
+            Range<usize>,
+            DeviceCsr<T>,
+            Option<DeferredRows>,
+            &Operands<T>,
+        ) -> Result<()>,
+    ) -> Result<ProductStats> {
+        let start = Instant::now();
+        let mut prof = Profile::new(&self.gpu.ctx, self.tuning.profile);
+        let products = self.device_products(ops)?;
         prof.mark("products per row; plan batches")?;
+        let rows = ops.a.nrows;
         let stats = self.run_batches(
-            &ops,
-            0..n as usize,
+            ops,
+            0..rows,
             &products,
             &mut prof,
-            |batch, c, deferred, _| consume(batch, c, deferred, &ops.a),
+            |batch, c, deferred, _| consume(batch, c, deferred, ops),
         )?;
-        let stats = self.finish(
+        self.finish(
             stats,
             start,
             prof,
-            (n as usize, n as usize, n as usize, n as usize),
-        )?;
-        Ok((stats, ops.a))
+            (
+                rows,
+                ops.k_cols as usize,
+                ops.k_cols as usize,
+                ops.c_cols as usize,
+            ),
+        )
     }
 
     /// Waits for the device, stamps the wall time and keeps (and, when profiling, prints) the

@@ -1,6 +1,6 @@
 //! `mpirun -n P gmcl cluster`: the cluster file byte-identical to the single-process run's for
-//! P = 1 to 4 and 8, failures reported once with no output left, and what does not run across ranks
-//! yet refused.
+//! P = 1 to 4 and 8 (on the GPU engine of each rank too), failures reported once with no output
+//! left, and what does not run across ranks yet refused.
 
 use super::{assert_same_as_single, mpirun, text, untidy_graph, RANKS, RANKS_TO_8};
 use crate::util::{generated, repo, s};
@@ -57,7 +57,7 @@ fn json_names_the_ranks_and_their_engine() {
     // Rank 0 alone tells each iteration, with the bytes the ranks exchanged.
     assert_eq!(err.matches("iteration   1 ").count(), 1, "{err}");
     assert!(err.contains(" exchanged)"), "{err}");
-    assert!(err.contains("on 3 ranks (CPU engine each)"), "{err}");
+    assert!(err.contains("on 3 ranks (cpu engine)"), "{err}");
     let printed = text(&o.stdout);
     assert_eq!(printed.lines().count(), 1, "{printed}");
     let v: serde_json::Value = serde_json::from_str(&printed).unwrap();
@@ -114,16 +114,11 @@ fn a_failure_on_one_rank_stops_every_rank_with_no_output() {
 fn what_does_not_run_across_ranks_yet_is_refused_once() {
     let karate = repo("graphs/karate.el");
     let k = s(&karate);
-    let cases: [(Vec<&str>, &str, i32); 4] = [
+    let cases: [(Vec<&str>, &str, i32); 3] = [
         (
             vec!["cluster", k, "-o", "/nonexistent/c.txt"],
             "rank 0 of 2: /nonexistent/c.txt: cannot create output",
             2,
-        ),
-        (
-            vec!["cluster", k, "--engine", "gpu"],
-            "GPU engine does not run MCL",
-            3,
         ),
         (vec!["cluster", k, "--tf", "add(1)"], "--tf, --abc-tf", 2),
         (vec!["cluster", "-", "--format", "el"], "not stdin", 2),
@@ -134,5 +129,42 @@ fn what_does_not_run_across_ranks_yet_is_refused_once() {
         assert_eq!(o.status.code(), Some(code), "{args:?}: {err}");
         assert_eq!(err.matches("gmcl: error").count(), 1, "{err}");
         assert!(err.contains(message), "{args:?}: {err}");
+    }
+}
+
+/// `--engine gpu` on every rank (ranks share the one GPU): the single-process CPU run's cluster
+/// file, byte for byte (MCL's sums are order-free on every engine); without a usable GPU, one
+/// message (exit 3) and no output.
+#[test]
+fn clusters_with_the_gpu_engine_on_each_rank_are_the_cpu_bytes() {
+    let dir = tempfile::tempdir().unwrap();
+    let rmat = rmat(dir.path());
+    let karate = repo("graphs/karate.el");
+    let has_gpu = crate::util::gpu().is_some();
+    for g in [&rmat, &karate] {
+        let want = dir.path().join("cpu.txt");
+        let o = crate::util::gmcl(&["cluster", s(g), "-o", s(&want), "-q", "--engine", "cpu"]);
+        assert!(o.status.success(), "{}", text(&o.stderr));
+        let want = std::fs::read(&want).unwrap();
+        for (ranks, stage) in [(1, ""), (2, ""), (3, "40")] {
+            let out = dir.path().join(format!("gpu-{ranks}.txt"));
+            let args = ["cluster", s(g), "-o", s(&out), "--engine", "gpu", "--json"];
+            let o = mpirun(ranks, &[("GMCL_DIST_STAGE", stage)], &args);
+            let err = text(&o.stderr);
+            let what = format!("{}: {ranks} ranks", g.display());
+            if has_gpu {
+                assert!(o.status.success(), "{what}: {err}");
+                assert!(std::fs::read(&out).unwrap() == want, "{what}");
+                let v: serde_json::Value = serde_json::from_str(&text(&o.stdout)).unwrap();
+                assert_eq!(v["rank_engine"], "gpu", "{what}");
+                assert_eq!(v["rank_engines"].as_array().unwrap().len(), ranks, "{what}");
+                assert!(v["device_peak_bytes"].as_u64().unwrap() > 0, "{what}");
+            } else {
+                assert_eq!(o.status.code(), Some(3), "{what}: {err}");
+                assert_eq!(err.matches("gmcl: error").count(), 1, "{err}");
+                assert!(err.contains("the GPU engine cannot run"), "{err}");
+                assert!(!out.exists(), "{what}");
+            }
+        }
     }
 }
