@@ -124,10 +124,8 @@ pub fn fetch<T: Scalar>(
     m: &Csr<T>,
     rows: Range<usize>,
 ) -> Fetched<T> {
-    let p = comm.size();
     let first = starts[comm.rank()];
     let mine = first..first + m.nrows();
-    let owner = |k: usize| starts.partition_point(|&s| s <= k) - 1;
     let lo = m.row_ptr()[rows.start] as usize;
     let hi = m.row_ptr()[rows.end] as usize;
     // The remote rows, asked of their owners (in node order, so by owner).
@@ -138,6 +136,21 @@ pub fn fetch<T: Scalar>(
         .collect();
     ask.sort_unstable();
     ask.dedup();
+    fetch_nodes(comm, starts, m, ask)
+}
+
+/// The rows of the nodes `ask` (increasing, none of this rank's block `m`) from their owners
+/// (`starts`: the blocks' first nodes). Collective: every rank answers every other's requests,
+/// whether or not it asks for anything.
+pub fn fetch_nodes<T: Scalar>(
+    comm: &dyn Comm,
+    starts: &[usize],
+    m: &Csr<T>,
+    ask: Vec<u32>,
+) -> Fetched<T> {
+    let p = comm.size();
+    let first = starts[comm.rank()];
+    let owner = |k: usize| starts.partition_point(|&s| s <= k) - 1;
     let mut counts = vec![0usize; p];
     for &k in &ask {
         counts[owner(k as usize)] += 1;

@@ -43,6 +43,11 @@ impl<T: Scalar> GraphBlock<T> {
         self.starts[self.rank]
     }
 
+    /// The block's nodes.
+    pub fn range(&self) -> std::ops::Range<usize> {
+        self.starts[self.rank]..self.starts[self.rank + 1]
+    }
+
     /// The number of nodes of the whole graph.
     pub fn nodes(&self) -> usize {
         self.starts.last().copied().unwrap_or(0)

@@ -17,10 +17,12 @@
 //! read alone), every rank gathers the arcs (node ids only; in a converged limit about one per
 //! node), and reads the clusters off them with [`crate::mcl::interpret`]'s single-process code.
 
+pub mod balance;
 pub mod fetch;
 pub mod graph;
 pub mod measures;
 
+pub use balance::balance;
 pub use graph::{load_graph, GraphBlock};
 pub use measures::cluster_info;
 
@@ -543,7 +545,9 @@ mod tests {
                 assert!(want.clusters.len() > 1);
                 for p in ranks {
                     let got = on_ranks(p, |c| {
+                        // Blocks cut at equal work: the same clusters.
                         let gb = load_graph::<f32>(c, path, None, opts.stage_edges).unwrap();
+                        let gb = balance(c, gb);
                         let r = cluster(c, &gb, &params, &opts, &mut |_: &Iteration| {}).unwrap();
                         (gb.ids, r)
                     });

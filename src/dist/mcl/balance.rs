@@ -1,0 +1,232 @@
+//! Blocks of equal work: [`balance`] moves the graph's rows so that each rank's block of columns
+//! costs about the same to expand.
+//!
+//! Blocks of equal node counts are far from equal work on power-law graphs, whose hubs sit
+//! together (R-MAT puts them at low ids): the first rank of two would make most of every `M²`.
+//! A column's share of the first expansion is the products that make it, `Σ (deg(k) + 1)` over
+//! its `k` (its neighbours and itself, the loop added): the blocks are cut where the running sum
+//! of that work crosses each multiple of the total over the ranks. Later iterations' work
+//! follows the same hubs. The clusters do not depend on the cut (every column is made by the
+//! same code from the same rows), only the time does.
+
+use super::super::{Comm, MAX_MESSAGE};
+use super::fetch;
+use super::graph::GraphBlock;
+use crate::csr::Csr;
+use crate::scalar::Scalar;
+
+/// `graph` cut into blocks of about equal expansion work, every row moved to its new owner.
+/// Collective: every rank gets its new block, with the same `starts` on every rank.
+pub fn balance<T: Scalar>(comm: &dyn Comm, graph: GraphBlock<T>) -> GraphBlock<T> {
+    if comm.size() == 1 {
+        return graph;
+    }
+    let own: Vec<u32> = (0..graph.rows.nrows())
+        .map(|i| graph.rows.row_len(i) as u32)
+        .collect();
+    let (degree, _) = comm.all_gather_u32(&own);
+    let work: Vec<u64> = (0..graph.rows.nrows())
+        .map(|i| {
+            let (cols, _) = graph.rows.row(i);
+            let through: u64 = cols
+                .iter()
+                .map(|&k| u64::from(degree[k as usize]) + 1)
+                .sum();
+            through + u64::from(own[i]) + 1
+        })
+        .collect();
+    let starts = cut(comm, graph.first(), &work, graph.nodes());
+    let rows = moved(comm, &graph, &starts, &degree);
+    GraphBlock {
+        starts,
+        rows,
+        ..graph
+    }
+}
+
+/// The blocks' first nodes (ranks + 1 values, the last the node count `n`) at equal shares of
+/// the work, given each rank's `work` per row of its block (whose first node is `first`).
+/// Block `p` starts at the node whose work brings the running sum closest to `p` times the
+/// total over the ranks. Collective.
+fn cut(comm: &dyn Comm, first: usize, work: &[u64], n: usize) -> Vec<usize> {
+    let p = comm.size();
+    let (totals, _) = comm.all_gather_u64(&[work.iter().sum()]);
+    let before: u64 = totals[..comm.rank()].iter().sum();
+    let all: u128 = totals.iter().map(|&t| u128::from(t)).sum();
+    let target = |q: usize| (all * q as u128 / p as u128) as u64;
+    // The cuts that fall in this block: (block, its first node).
+    let mut found = Vec::new();
+    let mut q = (1..p).find(|&q| target(q) > before).unwrap_or(p);
+    let mut run = before;
+    for (i, &w) in work.iter().enumerate() {
+        while q < p && target(q) <= run + w {
+            // The node goes to the side of the cut nearer its middle.
+            let node = match target(q) - run < run + w - target(q) {
+                true => first + i,
+                false => first + i + 1,
+            };
+            found.extend_from_slice(&[q as u64, node as u64]);
+            q += 1;
+        }
+        run += w;
+    }
+    let (all_found, _) = comm.all_gather_u64(&found);
+    let mut starts = vec![n; p + 1];
+    starts[0] = 0;
+    for pair in all_found.chunks_exact(2) {
+        starts[pair[0] as usize] = pair[1] as usize;
+    }
+    // Cuts no rank found (no work left past them) end at `n`; keep the starts increasing.
+    for q in (1..p).rev() {
+        starts[q] = starts[q].min(starts[q + 1]);
+    }
+    starts
+}
+
+/// This rank's rows under the blocks `starts`: its own rows that stay, the others fetched from
+/// their owners under `graph.starts`, in rounds of at most one message of entries (`degree`:
+/// every node's row length). Collective.
+fn moved<T: Scalar>(
+    comm: &dyn Comm,
+    graph: &GraphBlock<T>,
+    starts: &[usize],
+    degree: &[u32],
+) -> Csr<T> {
+    let old = graph.first()..graph.first() + graph.rows.nrows();
+    let new = starts[comm.rank()]..starts[comm.rank() + 1];
+    let wanted: Vec<u32> = new
+        .clone()
+        .filter(|v| !old.contains(v))
+        .map(|v| v as u32)
+        .collect();
+    // Rounds of at most MAX_ROUND_ENTRIES entries (a row alone may be more: it is one round,
+    // within one message since no row is longer than the node count).
+    let budget = fetch::MAX_ROUND_ENTRIES.min(MAX_MESSAGE as u64 / 2);
+    let mut rounds: Vec<Vec<u32>> = Vec::new();
+    let mut size = u64::MAX;
+    for &v in &wanted {
+        let len = u64::from(degree[v as usize]);
+        if size.saturating_add(len) > budget {
+            rounds.push(Vec::new());
+            size = 0;
+        }
+        size += len;
+        if let Some(r) = rounds.last_mut() {
+            r.push(v);
+        }
+    }
+    let mut most = [rounds.len() as u64];
+    comm.max_u64(&mut most);
+    let mut got: Vec<fetch::Fetched<T>> = Vec::with_capacity(rounds.len());
+    for round in 0..most[0] as usize {
+        let ask = rounds.get(round).cloned().unwrap_or_default();
+        got.push(fetch::fetch_nodes(comm, &graph.starts, &graph.rows, ask));
+    }
+    // The new block in node order: each node's row from the old block or from its round.
+    let (mut row_ptr, mut cols, mut vals) = (vec![0u64], Vec::new(), Vec::new());
+    let (mut round, mut at) = (0usize, 0usize);
+    for v in new {
+        let (c, x) = if old.contains(&v) {
+            graph.rows.row(v - old.start)
+        } else {
+            while at == got[round].nodes.len() {
+                round += 1;
+                at = 0;
+            }
+            let f = &got[round];
+            debug_assert_eq!(f.nodes[at] as usize, v);
+            let span = f.ptr[at] as usize..f.ptr[at + 1] as usize;
+            at += 1;
+            (&f.cols[span.clone()], &f.vals[span])
+        };
+        cols.extend_from_slice(c);
+        vals.extend_from_slice(x);
+        row_ptr.push(cols.len() as u64);
+    }
+    let rows = row_ptr.len() - 1;
+    Csr::from_parts_unchecked(rows, graph.rows.ncols(), row_ptr, cols, vals)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::dist::threads::ThreadComm;
+
+    fn on_ranks<R: Send>(p: usize, f: impl Fn(&ThreadComm) -> R + Sync) -> Vec<R> {
+        let group = ThreadComm::group(p);
+        std::thread::scope(|s| {
+            let handles: Vec<_> = group.iter().map(|c| s.spawn(|| f(c))).collect();
+            handles.into_iter().map(|h| h.join().unwrap()).collect()
+        })
+    }
+
+    /// Cuts at equal shares of the work: each rank's block (of 4 nodes) and work given.
+    #[test]
+    fn cuts_fall_at_equal_shares_of_the_work() {
+        // 8 nodes of work 10, 1, 1, 1 | 1, 1, 1, 1 (total 17): 2 ranks cut at 8, inside
+        // node 0's work and nearer its end: after it.
+        let work = [vec![10u64, 1, 1, 1], vec![1, 1, 1, 1]];
+        let got = on_ranks(2, |c| cut(c, 4 * c.rank(), &work[c.rank()], 8));
+        assert_eq!(got, vec![vec![0, 1, 8]; 2]);
+        // 4 ranks: targets 4, 8 and 12: the first two inside node 0's work (4 nearer its
+        // start, 8 nearer its end), the third where node 2 brings the running sum to 12.
+        let work4 = [vec![10u64, 1], vec![1, 1], vec![1, 1], vec![1, 1]];
+        let got = on_ranks(4, |c| cut(c, 2 * c.rank(), &work4[c.rank()], 8));
+        assert_eq!(got, vec![vec![0, 0, 1, 3, 8]; 4]);
+        // Even work: even blocks.
+        let even = on_ranks(3, |c| cut(c, 3 * c.rank(), &[5, 5, 5], 9));
+        assert_eq!(even, vec![vec![0, 3, 6, 9]; 3]);
+    }
+
+    /// The rows are the same rows, under the balanced starts, for 1 to 5 ranks.
+    #[test]
+    fn moved_rows_are_the_graphs_rows() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut p = crate::generate::RmatParams::new(9, 8 << 9);
+        p.seed = 5;
+        p.undirected = true;
+        let el = crate::generate::generate(&p).unwrap();
+        let text: String = el.edges.iter().map(|(u, v)| format!("{u} {v}\n")).collect();
+        let f = dir.path().join("g.el");
+        std::fs::write(&f, text).unwrap();
+        let whole = super::super::load_graph::<f32>(&crate::dist::SelfComm, &f, None, 64).unwrap();
+        let column_work = |j: usize| -> u64 {
+            let (cols, _) = whole.rows.row(j);
+            let through: u64 = cols
+                .iter()
+                .map(|&k| whole.rows.row_len(k as usize) as u64 + 1)
+                .sum();
+            through + cols.len() as u64 + 1
+        };
+        let heaviest = (0..whole.nodes()).map(column_work).max().unwrap();
+        for ranks in 1..=5 {
+            let blocks = on_ranks(ranks, |c| {
+                let g = super::super::load_graph::<f32>(c, &f, None, 64).unwrap();
+                balance(c, g)
+            });
+            let starts = blocks[0].starts.clone();
+            assert!(starts.windows(2).all(|w| w[0] <= w[1]), "{starts:?}");
+            assert_eq!(starts.last(), Some(&whole.nodes()));
+            let mut works = Vec::new();
+            for b in &blocks {
+                assert_eq!(b.starts, starts);
+                assert_eq!(b.rows.nrows(), starts[b.rank + 1] - starts[b.rank]);
+                for i in 0..b.rows.nrows() {
+                    assert_eq!(
+                        b.rows.row(i),
+                        whole.rows.row(b.first() + i),
+                        "{ranks} ranks"
+                    );
+                }
+                works.push(b.range().map(column_work).sum::<u64>());
+            }
+            // A block's work is its share but for the nodes the cuts fall in: at most the
+            // heaviest node's work more.
+            let share = works.iter().sum::<u64>() / ranks as u64;
+            assert!(
+                works.iter().all(|&w| w <= share + heaviest),
+                "{ranks} ranks: {works:?}, heaviest node {heaviest}"
+            );
+        }
+    }
+}
