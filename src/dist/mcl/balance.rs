@@ -9,7 +9,7 @@
 //! follows the same hubs. The clusters do not depend on the cut (every column is made by the
 //! same code from the same rows), only the time does.
 
-use super::super::{Comm, MAX_MESSAGE};
+use super::super::Comm;
 use super::fetch;
 use super::graph::GraphBlock;
 use crate::csr::Csr;
@@ -84,8 +84,7 @@ fn cut(comm: &dyn Comm, first: usize, work: &[u64], n: usize) -> Vec<usize> {
 }
 
 /// This rank's rows under the blocks `starts`: its own rows that stay, the others fetched from
-/// their owners under `graph.starts`, in rounds of at most one message of entries (`degree`:
-/// every node's row length). Collective.
+/// their owners under `graph.starts` (`degree`: every node's row length). Collective.
 fn moved<T: Scalar>(
     comm: &dyn Comm,
     graph: &GraphBlock<T>,
@@ -99,45 +98,18 @@ fn moved<T: Scalar>(
         .filter(|v| !old.contains(v))
         .map(|v| v as u32)
         .collect();
-    // Rounds of at most MAX_ROUND_ENTRIES entries (a row alone may be more: it is one round,
-    // within one message since no row is longer than the node count).
-    let budget = fetch::MAX_ROUND_ENTRIES.min(MAX_MESSAGE as u64 / 2);
-    let mut rounds: Vec<Vec<u32>> = Vec::new();
-    let mut size = u64::MAX;
-    for &v in &wanted {
-        let len = u64::from(degree[v as usize]);
-        if size.saturating_add(len) > budget {
-            rounds.push(Vec::new());
-            size = 0;
-        }
-        size += len;
-        if let Some(r) = rounds.last_mut() {
-            r.push(v);
-        }
-    }
-    let mut most = [rounds.len() as u64];
-    comm.max_u64(&mut most);
-    let mut got: Vec<fetch::Fetched<T>> = Vec::with_capacity(rounds.len());
-    for round in 0..most[0] as usize {
-        let ask = rounds.get(round).cloned().unwrap_or_default();
-        got.push(fetch::fetch_nodes(comm, &graph.starts, &graph.rows, ask));
-    }
-    // The new block in node order: each node's row from the old block or from its round.
+    let got = fetch::fetch_in_pieces(comm, &graph.starts, &graph.rows, &wanted, degree);
+    // The new block in node order: each node's row from the old block or from the fetched.
     let (mut row_ptr, mut cols, mut vals) = (vec![0u64], Vec::new(), Vec::new());
-    let (mut round, mut at) = (0usize, 0usize);
+    let mut at = 0usize;
     for v in new {
         let (c, x) = if old.contains(&v) {
             graph.rows.row(v - old.start)
         } else {
-            while at == got[round].nodes.len() {
-                round += 1;
-                at = 0;
-            }
-            let f = &got[round];
-            debug_assert_eq!(f.nodes[at] as usize, v);
-            let span = f.ptr[at] as usize..f.ptr[at + 1] as usize;
+            debug_assert_eq!(got.nodes[at] as usize, v);
+            let span = got.ptr[at] as usize..got.ptr[at + 1] as usize;
             at += 1;
-            (&f.cols[span.clone()], &f.vals[span])
+            (&got.cols[span.clone()], &got.vals[span])
         };
         cols.extend_from_slice(c);
         vals.extend_from_slice(x);

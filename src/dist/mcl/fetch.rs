@@ -12,7 +12,6 @@
 
 use super::super::{Comm, MAX_MESSAGE};
 use crate::csr::Csr;
-use crate::error::{Error, Result};
 use crate::scalar::Scalar;
 use std::borrow::Cow;
 use std::ops::Range;
@@ -33,14 +32,9 @@ pub struct Plan {
 
 /// The block `m` (nodes `mine`) cut into consecutive rounds whose distinct remote needed rows
 /// (`lengths`: every row's entries, by node; only remote nodes are read) hold at most `budget`
-/// entries; a row whose remote needs alone exceed the budget makes a round of its own, and one
-/// over [`MAX_ROUND_ENTRIES`] is an error.
-pub fn plan<T: Scalar>(
-    m: &Csr<T>,
-    mine: Range<usize>,
-    lengths: &[u32],
-    budget: u64,
-) -> Result<Plan> {
+/// entries; a row whose remote needs alone exceed the budget makes a round of its own (fetched
+/// in several exchanges when it needs more than one carries: [`fetch`]).
+pub fn plan<T: Scalar>(m: &Csr<T>, mine: Range<usize>, lengths: &[u32], budget: u64) -> Plan {
     // The round each remote node was last counted in (1-based; 0: never).
     let mut seen = vec![0u32; m.ncols()];
     let mut round = 1u32;
@@ -71,20 +65,12 @@ pub fn plan<T: Scalar>(
         for &k in cols.iter().filter(remote) {
             seen[k as usize] = round;
         }
-        if acc > MAX_ROUND_ENTRIES {
-            return Err(Error::Invalid(format!(
-                "column {} of M² needs {acc} entries of other ranks' columns of M at once, \
-                 more than one exchange carries ({MAX_ROUND_ENTRIES}); prune harder or run on \
-                 fewer ranks",
-                mine.start + i
-            )));
-        }
     }
     if start < m.nrows() {
         out.rounds.push(start..m.nrows());
         out.largest = out.largest.max(acc);
     }
-    Ok(out)
+    out
 }
 
 /// The remote rows of one round, in node order.
@@ -103,6 +89,22 @@ pub struct Fetched<T> {
 }
 
 impl<T> Fetched<T> {
+    /// `more`'s rows after these (its nodes all after these nodes).
+    fn append(&mut self, more: Fetched<T>) {
+        if self.nodes.is_empty() {
+            let received = self.received;
+            *self = more;
+            self.received += received;
+            return;
+        }
+        let base = self.cols.len() as u64;
+        self.nodes.extend_from_slice(&more.nodes);
+        self.ptr.extend(more.ptr[1..].iter().map(|&p| base + p));
+        self.cols.extend(more.cols);
+        self.vals.extend(more.vals);
+        self.received += more.received;
+    }
+
     /// No rows.
     pub fn none() -> Self {
         Fetched {
@@ -116,13 +118,15 @@ impl<T> Fetched<T> {
 }
 
 /// One round's exchange, collective: the rows of `Mᵀ` owned by other ranks that this rank's
-/// rows `rows` of its block `m` name (`starts`: the blocks' first nodes). Every rank answers
-/// every other's requests, whether or not it asks for anything.
+/// rows `rows` of its block `m` name (`starts`: the blocks' first nodes; `lengths`: every
+/// row's entries, by node). Every rank answers every other's requests, whether or not it asks
+/// for anything.
 pub fn fetch<T: Scalar>(
     comm: &dyn Comm,
     starts: &[usize],
     m: &Csr<T>,
     rows: Range<usize>,
+    lengths: &[u32],
 ) -> Fetched<T> {
     let first = starts[comm.rank()];
     let mine = first..first + m.nrows();
@@ -136,7 +140,55 @@ pub fn fetch<T: Scalar>(
         .collect();
     ask.sort_unstable();
     ask.dedup();
-    fetch_nodes(comm, starts, m, ask)
+    fetch_in_pieces(comm, starts, m, &ask, lengths)
+}
+
+/// The rows of the nodes `ask` (increasing, none of this rank's block `m`; `lengths`: every
+/// row's entries, by node) from their owners, in as many exchanges as keep each under
+/// [`MAX_ROUND_ENTRIES`] received entries (a row alone may be one exchange: no row holds more
+/// than a message carries). Collective: every rank takes part in as many exchanges as the rank
+/// needing most.
+pub fn fetch_in_pieces<T: Scalar>(
+    comm: &dyn Comm,
+    starts: &[usize],
+    m: &Csr<T>,
+    ask: &[u32],
+    lengths: &[u32],
+) -> Fetched<T> {
+    fetch_in_pieces_of(comm, starts, m, ask, lengths, MAX_ROUND_ENTRIES)
+}
+
+/// [`fetch_in_pieces`], each exchange receiving at most `most_entries` entries (a row alone may
+/// be more).
+fn fetch_in_pieces_of<T: Scalar>(
+    comm: &dyn Comm,
+    starts: &[usize],
+    m: &Csr<T>,
+    ask: &[u32],
+    lengths: &[u32],
+    most_entries: u64,
+) -> Fetched<T> {
+    let mut pieces: Vec<Range<usize>> = Vec::new();
+    let mut size = u64::MAX;
+    for (i, &v) in ask.iter().enumerate() {
+        let len = u64::from(lengths[v as usize]);
+        match pieces.last_mut() {
+            Some(p) if size.saturating_add(len) <= most_entries => p.end = i + 1,
+            _ => {
+                pieces.push(i..i + 1);
+                size = 0;
+            }
+        }
+        size += len;
+    }
+    let mut most = [pieces.len() as u64];
+    comm.max_u64(&mut most);
+    let mut all = Fetched::none();
+    for piece in 0..most[0] as usize {
+        let nodes = pieces.get(piece).map_or(&[][..], |r| &ask[r.clone()]);
+        all.append(fetch_nodes(comm, starts, m, nodes.to_vec()));
+    }
+    all
 }
 
 /// The rows of the nodes `ask` (increasing, none of this rank's block `m`) from their owners
@@ -289,17 +341,63 @@ mod tests {
         let (m, lengths) = block();
         // Remote needs: row 0 (node 2) names 0, 1 (1 + 2 entries); rows 1 and 2 add none but
         // 0, 1 again, and own nodes cost nothing.
-        let p = plan(&m, 2..5, &lengths, 3).unwrap();
+        let p = plan(&m, 2..5, &lengths, 3);
         assert_eq!(p.rounds, std::iter::once(0..3).collect::<Vec<_>>());
         assert_eq!(p.largest, 3);
         // A budget under one row's needs: every row a round of its own.
-        let p = plan(&m, 2..5, &lengths, 2).unwrap();
+        let p = plan(&m, 2..5, &lengths, 2);
         assert_eq!(p.rounds, vec![0..1, 1..2, 2..3]);
         // The whole matrix on one rank: nothing remote, one round, no lengths read.
         let whole = Csr::from_parts(2, 2, vec![0, 2, 4], vec![0, 1, 0, 1], vec![0.5f32; 4]);
-        let p = plan(&whole.unwrap(), 0..2, &[], 1).unwrap();
+        let p = plan(&whole.unwrap(), 0..2, &[], 1);
         assert_eq!(p.rounds, std::iter::once(0..2).collect::<Vec<_>>());
         assert_eq!(p.largest, 0);
+    }
+
+    /// Rows fetched in pieces of a few entries are the rows fetched in one exchange, however
+    /// many exchanges each rank needs.
+    #[test]
+    fn pieces_fetch_the_same_rows() {
+        let n = 12usize;
+        let starts = [0usize, 5, 5, 12];
+        let group = crate::dist::threads::ThreadComm::group(3);
+        let lengths: Vec<u32> = (0..n as u32).map(|v| v % 4).collect();
+        std::thread::scope(|s| {
+            for c in &group {
+                let lengths = &lengths;
+                s.spawn(move || {
+                    let mine = starts[c.rank()]..starts[c.rank() + 1];
+                    let mut ptr = vec![0u64];
+                    let (mut cols, mut vals) = (Vec::new(), Vec::new());
+                    for v in mine.clone() {
+                        for j in 0..lengths[v] {
+                            cols.push(j * 3);
+                            vals.push((v * 10 + j as usize) as f64);
+                        }
+                        ptr.push(cols.len() as u64);
+                    }
+                    let m = Csr::from_parts(mine.len(), n, ptr, cols, vals).unwrap();
+                    let ask: Vec<u32> = (0..n as u32)
+                        .filter(|v| !mine.contains(&(*v as usize)))
+                        .collect();
+                    let one = fetch_in_pieces_of(c, &starts, &m, &ask, lengths, u64::MAX);
+                    for most in [1, 2, 5] {
+                        let got = fetch_in_pieces_of(c, &starts, &m, &ask, lengths, most);
+                        assert_eq!(
+                            (&got.nodes, &got.ptr, &got.cols, &got.vals),
+                            (&one.nodes, &one.ptr, &one.cols, &one.vals)
+                        );
+                        assert!(got.received >= one.received);
+                    }
+                    assert_eq!(one.nodes, ask);
+                    for (i, &v) in one.nodes.iter().enumerate() {
+                        assert_eq!(one.ptr[i + 1] - one.ptr[i], u64::from(lengths[v as usize]));
+                        let first = one.vals.get(one.ptr[i] as usize);
+                        assert!(lengths[v as usize] == 0 || first == Some(&(v as f64 * 10.0)));
+                    }
+                });
+            }
+        });
     }
 
     #[test]

@@ -240,8 +240,7 @@ fn iterate<T: Scalar>(
     let entry = 4 + std::mem::size_of::<T>() as u64;
     let room = crate::io::limits::memory_left((m.nnz() as u64).saturating_mul(entry));
     let budget = fetch_budget(opts.stage_entries, room, opts.ranks_on_host, entry);
-    let plan = agree(comm, fetch::plan(m, mine, &lengths, budget))?;
-    drop(lengths);
+    let plan = fetch::plan(m, mine, &lengths, budget);
     // The most rounds of a rank, and whether any rank needs another's rows at all.
     let mut most = [plan.rounds.len() as u64, plan.largest];
     comm.max_u64(&mut most);
@@ -255,7 +254,7 @@ fn iterate<T: Scalar>(
             .cloned()
             .unwrap_or(m.nrows()..m.nrows());
         let got = if exchange {
-            fetch::fetch(comm, starts, m, rows.clone())
+            fetch::fetch(comm, starts, m, rows.clone(), &lengths)
         } else {
             fetch::Fetched::none()
         };
