@@ -164,6 +164,42 @@ impl<T: Scalar> Csr<T> {
         )
     }
 
+    /// `parts`' rows one after another (each `ncols` wide): a single part is returned as it is,
+    /// more are copied once, in parallel chunks, into arrays of the final size.
+    pub fn stack(mut parts: Vec<Csr<T>>, ncols: usize) -> Csr<T> {
+        if parts.len() == 1 {
+            if let Some(p) = parts.pop() {
+                return p;
+            }
+        }
+        let rows: usize = parts.iter().map(|p| p.nrows).sum();
+        let nnz: usize = parts.iter().map(|p| p.nnz()).sum();
+        // Zeroed arrays come from fresh pages, first touched by the parallel copies.
+        let mut row_ptr = vec![0u64; rows + 1];
+        let mut col_idx = vec![0u32; nnz];
+        let mut values = vec![T::ZERO; nnz];
+        const CHUNK: usize = 1 << 18;
+        let (mut r, mut e) = (0usize, 0usize);
+        for p in &parts {
+            let base = e as u64;
+            row_ptr[r + 1..r + 1 + p.nrows]
+                .par_chunks_mut(CHUNK)
+                .zip(p.row_ptr[1..].par_chunks(CHUNK))
+                .for_each(|(o, x)| o.iter_mut().zip(x).for_each(|(o, &x)| *o = base + x));
+            col_idx[e..e + p.nnz()]
+                .par_chunks_mut(CHUNK)
+                .zip(p.col_idx.par_chunks(CHUNK))
+                .for_each(|(o, x)| o.copy_from_slice(x));
+            values[e..e + p.nnz()]
+                .par_chunks_mut(CHUNK)
+                .zip(p.values.par_chunks(CHUNK))
+                .for_each(|(o, x)| o.copy_from_slice(x));
+            r += p.nrows;
+            e += p.nnz();
+        }
+        Csr::from_parts_unchecked(rows, ncols, row_ptr, col_idx, values)
+    }
+
     /// The same matrix with values converted to another scalar type.
     pub fn cast<U: Scalar>(&self) -> Csr<U> {
         Csr {
@@ -240,6 +276,22 @@ impl<T: Scalar> Csr<T> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Rows stacked from pieces are the whole matrix's; one piece is kept, not copied.
+    #[test]
+    fn stacked_pieces_are_the_whole() {
+        let dense: Vec<f32> = (0..7 * 5).map(|i| ((i * 7) % 3) as f32).collect();
+        let whole = Csr::from_dense(7, 5, &dense);
+        for cuts in [vec![0, 7], vec![0, 3, 7], vec![0, 0, 2, 2, 6, 7]] {
+            let parts: Vec<Csr<f32>> = cuts
+                .windows(2)
+                .map(|w| Csr::from_dense(w[1] - w[0], 5, &dense[w[0] * 5..w[1] * 5]))
+                .collect();
+            assert_eq!(Csr::stack(parts, 5), whole, "{cuts:?}");
+        }
+        let at = whole.col_idx().as_ptr();
+        assert_eq!(Csr::stack(vec![whole], 5).col_idx().as_ptr(), at);
+    }
 
     #[test]
     fn transpose_and_checked_parts() {

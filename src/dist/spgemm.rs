@@ -91,7 +91,7 @@ pub fn multiply<T: Scalar>(
         EngineKind::Gpu => Some(agree(comm, crate::spgemm::gpu::GpuEngine::open())?),
         _ => None,
     };
-    let (mut ptr, mut cols, mut vals) = (vec![0u64], Vec::new(), Vec::new());
+    let mut parts = Vec::new();
     let mut products = 0u64;
     for round in 0..rounds[0] as usize {
         let rows = plan.get(round).cloned().unwrap_or(0..0);
@@ -114,14 +114,16 @@ pub fn multiply<T: Scalar>(
         })();
         let (c, p) = agree(comm, made)?;
         products += p;
-        let base = cols.len() as u64;
-        ptr.extend(c.row_ptr()[1..].iter().map(|&o| o + base));
-        cols.extend_from_slice(c.col_idx());
-        vals.extend_from_slice(c.values());
+        if c.nrows() > 0 {
+            parts.push(c);
+        }
         agree(comm, crate::interrupt::check())?;
     }
-    let rows = a.rows.nrows();
-    let c = Csr::from_parts_unchecked(rows, b.ncols, ptr, cols, vals);
+    // One round (the usual case) is C's block as made, with no copy.
+    let c = match parts.is_empty() {
+        true => Csr::empty(a.rows.nrows(), b.ncols),
+        false => Csr::stack(parts, b.ncols),
+    };
     let mut sums = [products, c.nnz() as u64, u64::from(gpu.is_some())];
     comm.sum_u64(&mut sums);
     let mut seconds = [start.elapsed().as_secs_f64()];

@@ -246,7 +246,7 @@ fn iterate<T: Scalar>(
     comm.max_u64(&mut most);
     let exchange = most[1] > 0;
     let mut it = Iteration::default();
-    let mut next: Option<Csr<T>> = None;
+    let mut parts: Vec<Csr<T>> = Vec::new();
     for round in 0..most[0] as usize {
         let rows = plan
             .rounds
@@ -273,13 +273,13 @@ fn iterate<T: Scalar>(
             it.batches += figures.batches;
             it.fused += figures.fused;
             it.expand_seconds += figures.expand_seconds;
-            next = Some(match next.take() {
-                None => part,
-                Some(before) => stack(before, part),
-            });
+            parts.push(part);
         }
     }
-    let next = next.unwrap_or_else(|| Csr::empty(m.nrows(), m.ncols()));
+    let next = match parts.is_empty() {
+        true => Csr::empty(m.nrows(), m.ncols()),
+        false => Csr::stack(parts, m.ncols()),
+    };
     let mut chaos = [it.chaos];
     comm.max_f64(&mut chaos);
     it.chaos = chaos[0];
@@ -323,16 +323,6 @@ fn fetch_budget(asked: Option<usize>, room: Option<u64>, ranks_on_host: usize, e
     asked
         .map_or_else(derived, |n| n as u64)
         .clamp(1, fetch::MAX_ROUND_ENTRIES)
-}
-
-/// `top`'s rows followed by `bottom`'s (both as wide).
-fn stack<T: Scalar>(top: Csr<T>, bottom: Csr<T>) -> Csr<T> {
-    let (rows, ncols, mut row_ptr, mut cols, mut vals) = top.into_parts();
-    let at = cols.len() as u64;
-    row_ptr.extend(bottom.row_ptr()[1..].iter().map(|&p| at + p));
-    cols.extend_from_slice(bottom.col_idx());
-    vals.extend_from_slice(bottom.values());
-    Csr::from_parts_unchecked(rows + bottom.nrows(), ncols, row_ptr, cols, vals)
 }
 
 /// The limit's DAG on every rank: each rank makes its nodes' arcs from its block `m` of the
