@@ -1,13 +1,15 @@
-//! Blocks of equal work: [`balance`] moves the graph's rows so that each rank's block of columns
-//! costs about the same to expand.
+//! Blocks of equal work: the rows of `Mᵀ` move between ranks so that each rank's block of
+//! columns costs about the same to expand.
 //!
 //! Blocks of equal node counts are far from equal work on power-law graphs, whose hubs sit
 //! together (R-MAT puts them at low ids): the first rank of two would make most of every `M²`.
-//! A column's share of the first expansion is the products that make it, `Σ (deg(k) + 1)` over
-//! its `k` (its neighbours and itself, the loop added): the blocks are cut where the running sum
-//! of that work crosses each multiple of the total over the ranks. Later iterations' work
-//! follows the same hubs. The clusters do not depend on the cut (every column is made by the
-//! same code from the same rows), only the time does.
+//! [`balance`] cuts the graph at load time by each column's share of the first expansion,
+//! `Σ (deg(k) + 1)` over its `k` (its neighbours and itself, the loop added); each iteration then
+//! cuts again by its own products ([`rebalance`], from the row lengths every rank gathers
+//! anyway), where the heaviest block strays from the mean, since the work moves as the matrix
+//! fills and then empties. Blocks are cut where the running sum of the work crosses each
+//! multiple of the total over the ranks. The clusters do not depend on the cut (every column
+//! is made by the same code from the same rows), only the time does.
 
 use super::super::Comm;
 use super::fetch;
@@ -25,6 +27,8 @@ pub fn balance<T: Scalar>(comm: &dyn Comm, graph: GraphBlock<T>) -> GraphBlock<T
         .map(|i| graph.rows.row_len(i) as u32)
         .collect();
     let (degree, _) = comm.all_gather_u32(&own);
+    // The start matrix adds each node's loop: one more entry in every row, one more `k` in
+    // every column.
     let work: Vec<u64> = (0..graph.rows.nrows())
         .map(|i| {
             let (cols, _) = graph.rows.row(i);
@@ -35,22 +39,64 @@ pub fn balance<T: Scalar>(comm: &dyn Comm, graph: GraphBlock<T>) -> GraphBlock<T
             through + u64::from(own[i]) + 1
         })
         .collect();
-    let starts = cut(comm, graph.first(), &work, graph.nodes());
-    let rows = moved(comm, &graph, &starts, &degree);
-    GraphBlock {
-        starts,
-        rows,
-        ..graph
+    match rebalance(comm, &graph.rows, &graph.starts, &work, &degree, 1.0) {
+        Some(moved) => GraphBlock {
+            starts: moved.starts,
+            rows: moved.rows,
+            ..graph
+        },
+        None => graph,
     }
 }
 
-/// The blocks' first nodes (ranks + 1 values, the last the node count `n`) at equal shares of
-/// the work, given each rank's `work` per row of its block (whose first node is `first`).
-/// Block `p` starts at the node whose work brings the running sum closest to `p` times the
-/// total over the ranks. Collective.
-fn cut(comm: &dyn Comm, first: usize, work: &[u64], n: usize) -> Vec<usize> {
-    let p = comm.size();
+/// A block moved to new owners: the blocks' first nodes, this rank's rows, and the bytes it
+/// received.
+pub struct Moved<T> {
+    /// The blocks' first nodes, then the node count (ranks + 1 values).
+    pub starts: Vec<usize>,
+    /// This rank's rows under `starts`.
+    pub rows: Csr<T>,
+    /// Bytes this rank received while the rows moved.
+    pub received: u64,
+}
+
+/// The block `rows` of every rank (`starts`: the blocks' first nodes) cut again at equal shares
+/// of `work` (this rank's, per row), its rows moved to their new owners (`lengths`: every
+/// node's row length), or `None` when the heaviest block is within `slack` times the mean
+/// (every rank takes the same decision). Collective.
+pub fn rebalance<T: Scalar>(
+    comm: &dyn Comm,
+    rows: &Csr<T>,
+    starts: &[usize],
+    work: &[u64],
+    lengths: &[u32],
+    slack: f64,
+) -> Option<Moved<T>> {
+    let n = *starts.last()?;
     let (totals, _) = comm.all_gather_u64(&[work.iter().sum()]);
+    let all: u64 = totals.iter().sum();
+    let heaviest = totals.iter().copied().max().unwrap_or(0);
+    if heaviest as f64 <= slack * all as f64 / comm.size() as f64 {
+        return None;
+    }
+    let new = cut(comm, starts[comm.rank()], work, &totals, n);
+    if new == starts {
+        return None;
+    }
+    let (rows, received) = moved(comm, rows, starts, &new, lengths);
+    Some(Moved {
+        starts: new,
+        rows,
+        received,
+    })
+}
+
+/// The blocks' first nodes (ranks + 1 values, the last the node count `n`) at equal shares of
+/// the work, given each rank's `work` per row of its block (whose first node is `first`) and
+/// every rank's total. Block `p` starts at the node whose work brings the running sum closest
+/// to `p` times the total over the ranks. Collective.
+fn cut(comm: &dyn Comm, first: usize, work: &[u64], totals: &[u64], n: usize) -> Vec<usize> {
+    let p = comm.size();
     let before: u64 = totals[..comm.rank()].iter().sum();
     let all: u128 = totals.iter().map(|&t| u128::from(t)).sum();
     let target = |q: usize| (all * q as u128 / p as u128) as u64;
@@ -83,28 +129,31 @@ fn cut(comm: &dyn Comm, first: usize, work: &[u64], n: usize) -> Vec<usize> {
     starts
 }
 
-/// This rank's rows under the blocks `starts`: its own rows that stay, the others fetched from
-/// their owners under `graph.starts` (`degree`: every node's row length). Collective.
+/// This rank's rows under the blocks `new`: its own rows (`rows`, under the blocks `old`) that
+/// stay, the others fetched from their owners (`lengths`: every node's row length), with the
+/// bytes received. Collective.
 fn moved<T: Scalar>(
     comm: &dyn Comm,
-    graph: &GraphBlock<T>,
-    starts: &[usize],
-    degree: &[u32],
-) -> Csr<T> {
-    let old = graph.first()..graph.first() + graph.rows.nrows();
-    let new = starts[comm.rank()]..starts[comm.rank() + 1];
-    let wanted: Vec<u32> = new
+    rows: &Csr<T>,
+    old: &[usize],
+    new: &[usize],
+    lengths: &[u32],
+) -> (Csr<T>, u64) {
+    let rank = comm.rank();
+    let had = old[rank]..old[rank + 1];
+    let gets = new[rank]..new[rank + 1];
+    let wanted: Vec<u32> = gets
         .clone()
-        .filter(|v| !old.contains(v))
+        .filter(|v| !had.contains(v))
         .map(|v| v as u32)
         .collect();
-    let got = fetch::fetch_in_pieces(comm, &graph.starts, &graph.rows, &wanted, degree);
+    let got = fetch::fetch_in_pieces(comm, old, rows, &wanted, lengths);
     // The new block in node order: each node's row from the old block or from the fetched.
     let (mut row_ptr, mut cols, mut vals) = (vec![0u64], Vec::new(), Vec::new());
     let mut at = 0usize;
-    for v in new {
-        let (c, x) = if old.contains(&v) {
-            graph.rows.row(v - old.start)
+    for v in gets {
+        let (c, x) = if had.contains(&v) {
+            rows.row(v - had.start)
         } else {
             debug_assert_eq!(got.nodes[at] as usize, v);
             let span = got.ptr[at] as usize..got.ptr[at + 1] as usize;
@@ -115,8 +164,9 @@ fn moved<T: Scalar>(
         vals.extend_from_slice(x);
         row_ptr.push(cols.len() as u64);
     }
-    let rows = row_ptr.len() - 1;
-    Csr::from_parts_unchecked(rows, graph.rows.ncols(), row_ptr, cols, vals)
+    let n = row_ptr.len() - 1;
+    let block = Csr::from_parts_unchecked(n, rows.ncols(), row_ptr, cols, vals);
+    (block, got.received)
 }
 
 #[cfg(test)]
@@ -138,15 +188,17 @@ mod tests {
         // 8 nodes of work 10, 1, 1, 1 | 1, 1, 1, 1 (total 17): 2 ranks cut at 8, inside
         // node 0's work and nearer its end: after it.
         let work = [vec![10u64, 1, 1, 1], vec![1, 1, 1, 1]];
-        let got = on_ranks(2, |c| cut(c, 4 * c.rank(), &work[c.rank()], 8));
+        let got = on_ranks(2, |c| cut(c, 4 * c.rank(), &work[c.rank()], &[13, 4], 8));
         assert_eq!(got, vec![vec![0, 1, 8]; 2]);
         // 4 ranks: targets 4, 8 and 12: the first two inside node 0's work (4 nearer its
         // start, 8 nearer its end), the third where node 2 brings the running sum to 12.
         let work4 = [vec![10u64, 1], vec![1, 1], vec![1, 1], vec![1, 1]];
-        let got = on_ranks(4, |c| cut(c, 2 * c.rank(), &work4[c.rank()], 8));
+        let got = on_ranks(4, |c| {
+            cut(c, 2 * c.rank(), &work4[c.rank()], &[11, 2, 2, 2], 8)
+        });
         assert_eq!(got, vec![vec![0, 0, 1, 3, 8]; 4]);
         // Even work: even blocks.
-        let even = on_ranks(3, |c| cut(c, 3 * c.rank(), &[5, 5, 5], 9));
+        let even = on_ranks(3, |c| cut(c, 3 * c.rank(), &[5, 5, 5], &[15; 3], 9));
         assert_eq!(even, vec![vec![0, 3, 6, 9]; 3]);
     }
 
