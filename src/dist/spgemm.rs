@@ -21,6 +21,7 @@ use crate::error::{Error, Result};
 use crate::scalar::Scalar;
 use crate::spgemm::cpu::CpuEngine;
 use crate::spgemm::{EngineKind, SpgemmOptions};
+use rayon::prelude::*;
 use std::ops::Range;
 use std::time::Instant;
 
@@ -387,8 +388,9 @@ fn send_piece<T: Scalar>(
 /// exactly), low word first.
 pub(super) fn to_words<T: Scalar>(values: &[T]) -> Vec<u32> {
     values
-        .iter()
-        .flat_map(|x| {
+        .par_iter()
+        .with_min_len(1 << 14)
+        .flat_map_iter(|x| {
             let w = x.to_f64().to_bits();
             [w as u32, (w >> 32) as u32]
         })
@@ -396,9 +398,10 @@ pub(super) fn to_words<T: Scalar>(values: &[T]) -> Vec<u32> {
 }
 
 /// The values of [`to_words`]'s words.
-pub(super) fn from_words<T: Scalar>(words: &[u32]) -> Vec<T> {
+pub(crate) fn from_words<T: Scalar>(words: &[u32]) -> Vec<T> {
     words
-        .chunks_exact(2)
+        .par_chunks_exact(2)
+        .with_min_len(1 << 14)
         .map(|w| T::from_f64(f64::from_bits(u64::from(w[0]) | (u64::from(w[1]) << 32))))
         .collect()
 }

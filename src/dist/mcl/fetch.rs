@@ -13,6 +13,7 @@
 use super::super::{Comm, MAX_MESSAGE};
 use crate::csr::Csr;
 use crate::scalar::Scalar;
+use rayon::prelude::*;
 use std::borrow::Cow;
 use std::ops::Range;
 
@@ -134,11 +135,11 @@ pub fn fetch<T: Scalar>(
     let hi = m.row_ptr()[rows.end] as usize;
     // The remote rows, asked of their owners (in node order, so by owner).
     let mut ask: Vec<u32> = m.col_idx()[lo..hi]
-        .iter()
+        .par_iter()
         .copied()
         .filter(|&k| !mine.contains(&(k as usize)))
         .collect();
-    ask.sort_unstable();
+    ask.par_sort_unstable();
     ask.dedup();
     fetch_in_pieces(comm, starts, m, &ask, lengths)
 }
@@ -208,24 +209,36 @@ pub fn fetch_nodes<T: Scalar>(
         counts[owner(k as usize)] += 1;
     }
     let (asked, asked_counts) = comm.all_to_all_u32(&ask, &counts);
-    // The answers: lengths, columns, values (two words each), to each asker in turn.
-    let mut lens = Vec::with_capacity(asked.len());
-    let (mut cols, mut words) = (Vec::new(), Vec::new());
+    // The answers: lengths, columns, values (two words each), to each asker in turn, each
+    // row copied into its place by the threads.
+    let lens: Vec<u32> = asked
+        .par_iter()
+        .map(|&k| m.row_len(k as usize - first) as u32)
+        .collect();
+    let sizes: Vec<usize> = lens.iter().map(|&l| l as usize).collect();
     let mut entry_counts = vec![0usize; p];
     let mut at = 0;
     for (asker, &c) in asked_counts.iter().enumerate() {
-        for &k in &asked[at..at + c] {
-            let (rc, rv) = m.row(k as usize - first);
-            lens.push(rc.len() as u32);
-            cols.extend_from_slice(rc);
-            for v in rv {
-                let b = v.to_f64().to_bits();
-                words.extend_from_slice(&[b as u32, (b >> 32) as u32]);
-            }
-            entry_counts[asker] += rc.len();
-        }
+        entry_counts[asker] = sizes[at..at + c].iter().sum();
         at += c;
     }
+    let total: usize = entry_counts.iter().sum();
+    let mut cols = vec![0u32; total];
+    let mut words = vec![0u32; 2 * total];
+    let double: Vec<usize> = sizes.iter().map(|&l| 2 * l).collect();
+    crate::mem::split_by_lengths(&mut cols, &sizes)
+        .into_par_iter()
+        .zip(crate::mem::split_by_lengths(&mut words, &double))
+        .zip(asked.par_iter())
+        .with_min_len(64)
+        .for_each(|((c, w), &k)| {
+            let (rc, rv) = m.row(k as usize - first);
+            c.copy_from_slice(rc);
+            for (pair, v) in w.chunks_exact_mut(2).zip(rv) {
+                let b = v.to_f64().to_bits();
+                pair.copy_from_slice(&[b as u32, (b >> 32) as u32]);
+            }
+        });
     drop(asked);
     let (got_lens, _) = comm.all_to_all_u32(&lens, &asked_counts);
     let (got_cols, _) = comm.all_to_all_u32(&cols, &entry_counts);
@@ -240,10 +253,7 @@ pub fn fetch_nodes<T: Scalar>(
         end += u64::from(l);
         ptr.push(end);
     }
-    let vals = got_words
-        .chunks_exact(2)
-        .map(|w| T::from_f64(f64::from_bits(u64::from(w[0]) | (u64::from(w[1]) << 32))))
-        .collect();
+    let vals = crate::dist::spgemm::from_words(&got_words);
     Fetched {
         nodes: ask,
         ptr,
