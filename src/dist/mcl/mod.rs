@@ -342,8 +342,10 @@ const FETCH_SHARE: u64 = 4;
 const UNKNOWN_MEMORY_ENTRIES: u64 = 1 << 26;
 
 /// The remote entries a round may fetch: `asked`, else what a [`FETCH_SHARE`] of this rank's
-/// share (`ranks_on_host`) of the memory left (`room`, bytes) holds, at most
-/// [`fetch::MAX_ROUND_ENTRIES`] and at least 1. `entry`: the bytes of an entry of `B`.
+/// share (`ranks_on_host`) of the memory left (`room`, bytes) holds, at least 1. Not capped at
+/// what one exchange carries ([`fetch::fetch_in_pieces`] runs as many as a round needs): every
+/// round beyond the first fetches the hub rows again, builds `B` again and, on a GPU, uploads
+/// it again. `entry`: the bytes of an entry of `B`.
 fn fetch_budget(asked: Option<usize>, room: Option<u64>, ranks_on_host: usize, entry: u64) -> u64 {
     let derived = || {
         // An entry is received as three words, the rank sends about as many to the others,
@@ -353,9 +355,7 @@ fn fetch_budget(asked: Option<usize>, room: Option<u64>, ranks_on_host: usize, e
             r / ranks_on_host.max(1) as u64 / FETCH_SHARE / per_entry
         })
     };
-    asked
-        .map_or_else(derived, |n| n as u64)
-        .clamp(1, fetch::MAX_ROUND_ENTRIES)
+    asked.map_or_else(derived, |n| n as u64).max(1)
 }
 
 /// The limit's DAG on every rank: each rank makes its nodes' arcs from its block `m` of the
@@ -652,16 +652,16 @@ mod tests {
 
     #[test]
     fn rounds_are_sized_by_the_memory_share_unless_asked() {
-        // Asked for: as asked, within 1 and what one exchange carries.
+        // Asked for: as asked, at least 1.
         assert_eq!(fetch_budget(Some(7), Some(1), 4, 8), 7);
         assert_eq!(fetch_budget(Some(0), None, 1, 8), 1);
-        let most = fetch::MAX_ROUND_ENTRIES;
+        let most = u64::MAX;
         assert_eq!(fetch_budget(Some(usize::MAX), None, 1, 8), most);
         // Else a quarter of the rank's share of the memory left, 32 bytes an entry of f32.
         assert_eq!(fetch_budget(None, Some(4 * 32 * 1000 * 2), 2, 8), 1000);
         assert_eq!(fetch_budget(None, Some(4 * 32 * 1000 * 2), 1, 8), 2000);
         assert_eq!(fetch_budget(None, Some(0), 2, 8), 1);
-        assert_eq!(fetch_budget(None, Some(u64::MAX), 1, 8), most);
+        assert_eq!(fetch_budget(None, Some(u64::MAX), 1, 8), most / 4 / 32);
         assert_eq!(fetch_budget(None, None, 2, 8), UNKNOWN_MEMORY_ENTRIES);
     }
 
