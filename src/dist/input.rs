@@ -50,8 +50,25 @@ impl RowBlock {
 /// Reads this rank's part of `path` and builds its block of the simple undirected graph (edges
 /// made symmetric, self loops, repeats, directions and weights dropped, as
 /// [`crate::tricount::SimpleGraph::from_edges`] does). `stage_edges` bounds the parsed edges a
-/// rank sends in one round. Collective; an error on any rank is the error of every rank.
+/// rank sends in one round. A CSR or CSC `.npz` archive that already holds a simple graph (rows
+/// strictly increasing and symmetric once loops are dropped, decided by the ranks together) is
+/// taken as stored, each rank reading only its block ([`super::stored`]); the rows are the same.
+/// Collective; an error on any rank is the error of every rank.
 pub fn simple_row_block(
+    comm: &dyn Comm,
+    path: &Path,
+    format: Option<Format>,
+    stage_edges: usize,
+) -> Result<RowBlock> {
+    match super::stored::row_block(comm, path, format, stage_edges)? {
+        Some(block) => Ok(block),
+        None => parsed_row_block(comm, path, format, stage_edges),
+    }
+}
+
+/// [`simple_row_block`] from the file's entries, whatever the file: each rank parses its part,
+/// and the edges travel to the ranks owning their rows. Collective.
+pub(crate) fn parsed_row_block(
     comm: &dyn Comm,
     path: &Path,
     format: Option<Format>,
