@@ -5,14 +5,18 @@
 //!
 //! The exchange runs in rounds of at most `stage_edges` of each rank's parsed edges, so its
 //! buffers stay bounded whatever the file's size (and every message stays below MPI's 32-bit
-//! counts).
+//! counts). Grouping the pairs by owner and building the rows run in parallel, with the results
+//! of one pass in order.
 
 use super::labels::LabelShare;
+use super::owners::PairSource;
 use super::{agree, Blocks, Comm, MAX_MESSAGE};
 use crate::error::Result;
 use crate::io::Format;
+use crate::mem::SharedSlice;
 use rayon::prelude::*;
 use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 
 /// One rank's block of rows of the simple undirected graph: for each row of
 /// `blocks.range(rank)`, its neighbours (global ids, sorted, no self loop, no repeat).
@@ -98,62 +102,72 @@ pub(crate) fn parsed_row_block(
     drop(edges);
     Ok(RowBlock {
         labels,
-        ..build_rows(blocks, comm.rank(), &received)
+        ..build_rows(blocks, comm.rank(), received)
     })
 }
 
 /// The directed pairs `(u, v)` and `(v, u)` of every edge but self loops, grouped by the owner of
 /// their first vertex and flattened (`u, v, u, v, ...`), with the number of u32s for each owner.
 fn by_owner(edges: &[(u32, u32)], blocks: &Blocks) -> (Vec<u32>, Vec<usize>) {
-    let mut counts = vec![0usize; blocks.parts];
-    for &(u, v) in edges {
-        if u != v {
-            counts[blocks.owner(u as usize)] += 2;
-            counts[blocks.owner(v as usize)] += 2;
-        }
+    super::owners::by_owner(&BothWays(edges), blocks)
+}
+
+/// Every edge but a self loop, as its two directed pairs.
+struct BothWays<'a>(&'a [(u32, u32)]);
+
+impl PairSource for BothWays<'_> {
+    fn items(&self) -> usize {
+        self.0.len()
     }
-    let mut at: Vec<usize> = counts
-        .iter()
-        .scan(0, |s, &c| {
-            let start = *s;
-            *s += c;
-            Some(start)
-        })
-        .collect();
-    let mut send = vec![0u32; counts.iter().sum()];
-    for &(u, v) in edges {
-        if u != v {
-            for (a, b) in [(u, v), (v, u)] {
-                let o = blocks.owner(a as usize);
-                send[at[o]] = a;
-                send[at[o] + 1] = b;
-                at[o] += 2;
+
+    fn pairs(&self, range: std::ops::Range<usize>, mut out: impl FnMut(u32, u32)) {
+        for &(u, v) in &self.0[range] {
+            if u != v {
+                out(u, v);
+                out(v, u);
             }
         }
     }
-    (send, counts)
 }
 
 /// The block's rows from the directed pairs it received (flattened), each row sorted with
-/// repeats removed.
-fn build_rows(blocks: Blocks, rank: usize, pairs: &[u32]) -> RowBlock {
+/// repeats removed. The pairs are counted and placed by row in parallel (in no set order within
+/// a row, which the sort then fixes).
+fn build_rows(blocks: Blocks, rank: usize, pairs: Vec<u32>) -> RowBlock {
     let first = blocks.start(rank);
     let rows = blocks.range(rank).len();
-    let mut len = vec![0u64; rows + 1];
-    for p in pairs.chunks_exact(2) {
-        len[p[0] as usize - first + 1] += 1;
+    const CHUNK: usize = 1 << 16;
+    let slot: Vec<AtomicU64> = (0..rows)
+        .into_par_iter()
+        .map(|_| AtomicU64::new(0))
+        .collect();
+    pairs.par_chunks(2 * CHUNK).for_each(|c| {
+        for p in c.chunks_exact(2) {
+            slot[p[0] as usize - first].fetch_add(1, Relaxed);
+        }
+    });
+    let mut len = Vec::with_capacity(rows + 1);
+    len.push(0u64);
+    for (i, s) in slot.iter().enumerate() {
+        let end = len[i] + s.load(Relaxed);
+        s.store(len[i], Relaxed);
+        len.push(end);
     }
-    for i in 0..rows {
-        len[i + 1] += len[i];
-    }
-    let mut cursor = len.clone();
-    let mut adj = vec![0u32; pairs.len() / 2];
-    for p in pairs.chunks_exact(2) {
-        let r = p[0] as usize - first;
-        adj[cursor[r] as usize] = p[1];
-        cursor[r] += 1;
-    }
-    // Sort and deduplicate each row in place, then close the gaps.
+    let total = pairs.len() / 2;
+    let mut adj: Vec<u32> = Vec::with_capacity(total);
+    let out = SharedSlice::new(&mut adj.spare_capacity_mut()[..total]);
+    pairs.par_chunks(2 * CHUNK).for_each(|c| {
+        for p in c.chunks_exact(2) {
+            let at = slot[p[0] as usize - first].fetch_add(1, Relaxed);
+            // SAFETY: each place is handed out once, by the row's cursor, which runs from the
+            // row's start to the next row's (the pairs counted are the pairs placed).
+            unsafe { out.write(at as usize, p[1]) };
+        }
+    });
+    // SAFETY: the rows' places cover `0..total`, and every one was written.
+    unsafe { adj.set_len(total) };
+    drop((pairs, slot));
+    // Sort and deduplicate each row in place, then gather the rows without their gaps.
     let lens: Vec<usize> = (0..rows).map(|i| (len[i + 1] - len[i]) as usize).collect();
     let kept: Vec<usize> = crate::mem::split_by_lengths(&mut adj, &lens)
         .into_par_iter()
@@ -170,21 +184,25 @@ fn build_rows(blocks: Blocks, rank: usize, pairs: &[u32]) -> RowBlock {
             k
         })
         .collect();
-    let mut ptr = vec![0u64; rows + 1];
-    let mut to = 0usize;
-    for i in 0..rows {
-        let from = len[i] as usize;
-        adj.copy_within(from..from + kept[i], to);
-        to += kept[i];
-        ptr[i + 1] = to as u64;
+    let mut ptr = Vec::with_capacity(rows + 1);
+    ptr.push(0u64);
+    for (i, &k) in kept.iter().enumerate() {
+        ptr.push(ptr[i] + k as u64);
     }
-    adj.truncate(to);
-    adj.shrink_to_fit();
+    let mut packed: Vec<u32> = vec![0; ptr[rows] as usize];
+    crate::mem::split_by_lengths(&mut packed, &kept)
+        .into_par_iter()
+        .enumerate()
+        .with_min_len(256)
+        .for_each(|(i, to)| {
+            let from = len[i] as usize;
+            to.copy_from_slice(&adj[from..from + to.len()]);
+        });
     RowBlock {
         blocks,
         rank,
         ptr,
-        adj,
+        adj: packed,
         labels: None,
     }
 }
@@ -214,9 +232,43 @@ mod tests {
         let (send, counts) = by_owner(&[(0, 4), (1, 1), (2, 3)], &blocks);
         assert_eq!(counts, vec![4, 4]);
         assert_eq!(send, vec![0, 4, 2, 3, 4, 0, 3, 2]);
-        let b = build_rows(blocks, 1, &[4, 0, 3, 2, 4, 0]);
+        let b = build_rows(blocks, 1, vec![4, 0, 3, 2, 4, 0]);
         assert_eq!(b.first(), 3);
         assert_eq!((b.row(0), b.row(1)), (&[2][..], &[0][..]));
+    }
+
+    #[test]
+    fn rows_are_built_alike_on_any_number_of_threads() {
+        let mut rng = crate::generate::rng::SplitMix64::new(5);
+        let blocks = Blocks { n: 3000, parts: 3 };
+        let rows = blocks.range(1);
+        // Pairs of the middle block, with repeats and a hub row.
+        let mut pairs = Vec::new();
+        for k in 0..200_000u64 {
+            let r = rng.next_u64();
+            let a = if k % 5 == 0 {
+                rows.start
+            } else {
+                rows.start + (r % rows.len() as u64) as usize
+            };
+            pairs.extend([a as u32, ((r >> 32) % 3000) as u32]);
+        }
+        let mut want = vec![std::collections::BTreeSet::new(); rows.len()];
+        for p in pairs.chunks_exact(2) {
+            want[p[0] as usize - rows.start].insert(p[1]);
+        }
+        for threads in [1, 2, 5] {
+            let pool = rayon::ThreadPoolBuilder::new()
+                .num_threads(threads)
+                .build()
+                .unwrap();
+            let b = pool.install(|| build_rows(blocks, 1, pairs.clone()));
+            assert_eq!(b.rows(), rows.len());
+            for (i, w) in want.iter().enumerate() {
+                assert!(b.row(i).iter().eq(w.iter()), "row {i}, {threads} threads");
+            }
+            assert_eq!(b.adj.len(), want.iter().map(|w| w.len()).sum::<usize>());
+        }
     }
 
     #[test]
