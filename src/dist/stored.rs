@@ -23,6 +23,7 @@ use super::{agree, Blocks, Comm, MAX_MESSAGE};
 use crate::error::Result;
 use crate::io::npz::{crc_pieces_match, CrcPiece};
 use crate::io::Format;
+use crate::mem::SharedSlice;
 use rayon::prelude::*;
 use std::ops::Range;
 use std::path::Path;
@@ -165,16 +166,83 @@ fn mirrored_across(
         let (got, _) = comm.all_to_all_u32(&send, &counts);
         drop(send);
         received += got.len() as u64 / 2;
-        found = found
-            && got.par_chunks_exact(2).all(|p| {
-                (p[0] as usize)
-                    .checked_sub(first)
-                    .filter(|&k| k < rows)
-                    .is_some_and(|k| row(k).binary_search(&p[1]).is_ok())
-            });
+        found = found && all_found(first, (ptr, cols), &got, BUCKET);
         agree(comm, crate::interrupt::check())?;
     }
     Ok(found && received == past)
+}
+
+/// Entries of a bucket of rows in [`all_found`]: their columns fit in cache.
+const BUCKET: u64 = 1 << 15;
+
+/// Whether each pair `(j, i)` of `pairs` (flattened) has `j` among the rows `first..` (offsets
+/// and columns as given) and `i` in row `j`. The pairs are first put in buckets of consecutive
+/// rows of about `bucket` entries (a counting sort, chunks of pairs in parallel), so that each
+/// bucket's lookups stay in rows that fit in cache: looked up in the order received, nearly
+/// every step of every search missed the cache.
+fn all_found(first: usize, (ptr, cols): (&[u64], &[u32]), pairs: &[u32], bucket: u64) -> bool {
+    let rows = ptr.len() - 1;
+    let mut bounds: Vec<usize> = (0..ptr[rows].div_ceil(bucket).max(1))
+        .map(|k| ptr.partition_point(|&p| p < k * bucket).min(rows))
+        .collect();
+    bounds.push(rows);
+    bounds.dedup();
+    let buckets = bounds.len() - 1;
+    let bucket_of = |k: usize| bounds.partition_point(|&b| b <= k) - 1;
+    let local = |j: u32| (j as usize).checked_sub(first).filter(|&k| k < rows);
+    let chunk = 2
+        * (pairs.len() / 2)
+            .div_ceil(rayon::current_num_threads() * 4)
+            .max(1 << 12);
+    let counts: Option<Vec<Vec<usize>>> = pairs
+        .par_chunks(chunk)
+        .map(|c| {
+            let mut count = vec![0usize; buckets];
+            for p in c.chunks_exact(2) {
+                count[bucket_of(local(p[0])?)] += 1;
+            }
+            Some(count)
+        })
+        .collect();
+    let Some(counts) = counts else {
+        return false;
+    };
+    // Where each bucket starts, then where each chunk's pairs of each bucket start in it.
+    let mut begin = vec![0usize; buckets + 1];
+    for b in 0..buckets {
+        begin[b + 1] = begin[b] + counts.iter().map(|c| c[b]).sum::<usize>();
+    }
+    let mut next = begin[..buckets].to_vec();
+    let starts: Vec<Vec<usize>> = counts
+        .iter()
+        .map(|c| {
+            let start = next.clone();
+            for (n, &x) in next.iter_mut().zip(c) {
+                *n += x;
+            }
+            start
+        })
+        .collect();
+    let mut sorted: Vec<(u32, u32)> = vec![(0, 0); pairs.len() / 2];
+    {
+        let out = SharedSlice::new_init(&mut sorted);
+        pairs.par_chunks(chunk).zip(starts).for_each(|(c, mut at)| {
+            for p in c.chunks_exact(2) {
+                let b = local(p[0]).map_or(0, bucket_of);
+                // SAFETY: the chunk's places in each bucket, counted above, are its alone.
+                unsafe { out.write(at[b], (p[0], p[1])) };
+                at[b] += 1;
+            }
+        });
+    }
+    (0..buckets).into_par_iter().all(|b| {
+        sorted[begin[b]..begin[b + 1]].iter().all(|&(j, i)| {
+            let k = j as usize - first;
+            cols[ptr[k] as usize..ptr[k + 1] as usize]
+                .binary_search(&i)
+                .is_ok()
+        })
+    })
 }
 
 /// The entries below the block, numbered row after row (`at[k]` is the number of row `k`'s
@@ -343,6 +411,49 @@ mod tests {
                             assert_eq!(s, parsed, "{what}");
                         }
                     }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn pairs_are_found_in_their_rows_whatever_the_buckets() {
+        let rows = simple_rows();
+        let (first, end) = (100, 400);
+        let mut ptr = vec![0u64];
+        let mut cols = Vec::new();
+        for r in &rows[first..end] {
+            cols.extend_from_slice(r);
+            ptr.push(cols.len() as u64);
+        }
+        // Every entry of the block as a pair, in an order of its own.
+        let mut pairs: Vec<u32> = Vec::new();
+        for (k, r) in rows[first..end].iter().enumerate().rev() {
+            for &i in r {
+                pairs.extend([(first + k) as u32, i]);
+            }
+        }
+        let lacking = (first..end)
+            .flat_map(|j| (0..rows.len() as u32).map(move |i| (j, i)))
+            .find(|&(j, i)| rows[j].binary_search(&i).is_err())
+            .unwrap();
+        for bucket in [1, 7, 300, 1 << 15] {
+            for threads in [1, 3] {
+                let pool = rayon::ThreadPoolBuilder::new()
+                    .num_threads(threads)
+                    .build()
+                    .unwrap();
+                let found = |p: &[u32]| pool.install(|| all_found(first, (&ptr, &cols), p, bucket));
+                assert!(found(&pairs), "bucket {bucket}");
+                assert!(found(&[]));
+                for at in [0, pairs.len() / 2, pairs.len()] {
+                    let mut more = pairs.clone();
+                    more.splice(at..at, [lacking.0 as u32, lacking.1]);
+                    assert!(!found(&more), "bucket {bucket}, at {at}");
+                    // A row outside the block.
+                    let mut outside = pairs.clone();
+                    outside.splice(at..at, [end as u32, rows[end][0]]);
+                    assert!(!found(&outside), "bucket {bucket}, at {at}");
                 }
             }
         }
