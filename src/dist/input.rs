@@ -5,18 +5,15 @@
 //!
 //! The exchange runs in rounds of at most `stage_edges` of each rank's parsed edges, so its
 //! buffers stay bounded whatever the file's size (and every message stays below MPI's 32-bit
-//! counts). Grouping the pairs by owner and building the rows run in parallel, with the results
-//! of one pass in order.
+//! counts). The pairs are grouped by owner in parallel, with the result of one pass in order.
 
 use super::labels::LabelShare;
 use super::owners::PairSource;
 use super::{agree, Blocks, Comm, MAX_MESSAGE};
 use crate::error::Result;
 use crate::io::Format;
-use crate::mem::SharedSlice;
 use rayon::prelude::*;
 use std::path::Path;
-use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 
 /// One rank's block of rows of the simple undirected graph: for each row of
 /// `blocks.range(rank)`, its neighbours (global ids, sorted, no self loop, no repeat).
@@ -102,7 +99,7 @@ pub(crate) fn parsed_row_block(
     drop(edges);
     Ok(RowBlock {
         labels,
-        ..build_rows(blocks, comm.rank(), received)
+        ..build_rows(blocks, comm.rank(), &received)
     })
 }
 
@@ -131,43 +128,27 @@ impl PairSource for BothWays<'_> {
 }
 
 /// The block's rows from the directed pairs it received (flattened), each row sorted with
-/// repeats removed. The pairs are counted and placed by row in parallel (in no set order within
-/// a row, which the sort then fixes).
-fn build_rows(blocks: Blocks, rank: usize, pairs: Vec<u32>) -> RowBlock {
+/// repeats removed. Counting and placing the pairs stay one pass each in order: placing them
+/// in parallel measured slower on 2 cores, with atomic cursors (the hubs' rows shared between
+/// cores) and with one process's bucketed CSR build (more passes); see docs/performance.md.
+fn build_rows(blocks: Blocks, rank: usize, pairs: &[u32]) -> RowBlock {
     let first = blocks.start(rank);
     let rows = blocks.range(rank).len();
-    const CHUNK: usize = 1 << 16;
-    let slot: Vec<AtomicU64> = (0..rows)
-        .into_par_iter()
-        .map(|_| AtomicU64::new(0))
-        .collect();
-    pairs.par_chunks(2 * CHUNK).for_each(|c| {
-        for p in c.chunks_exact(2) {
-            slot[p[0] as usize - first].fetch_add(1, Relaxed);
-        }
-    });
-    let mut len = Vec::with_capacity(rows + 1);
-    len.push(0u64);
-    for (i, s) in slot.iter().enumerate() {
-        let end = len[i] + s.load(Relaxed);
-        s.store(len[i], Relaxed);
-        len.push(end);
+    let mut len = vec![0u64; rows + 1];
+    for p in pairs.chunks_exact(2) {
+        len[p[0] as usize - first + 1] += 1;
     }
-    let total = pairs.len() / 2;
-    let mut adj: Vec<u32> = Vec::with_capacity(total);
-    let out = SharedSlice::new(&mut adj.spare_capacity_mut()[..total]);
-    pairs.par_chunks(2 * CHUNK).for_each(|c| {
-        for p in c.chunks_exact(2) {
-            let at = slot[p[0] as usize - first].fetch_add(1, Relaxed);
-            // SAFETY: each place is handed out once, by the row's cursor, which runs from the
-            // row's start to the next row's (the pairs counted are the pairs placed).
-            unsafe { out.write(at as usize, p[1]) };
-        }
-    });
-    // SAFETY: the rows' places cover `0..total`, and every one was written.
-    unsafe { adj.set_len(total) };
-    drop((pairs, slot));
-    // Sort and deduplicate each row in place, then gather the rows without their gaps.
+    for i in 0..rows {
+        len[i + 1] += len[i];
+    }
+    let mut cursor = len.clone();
+    let mut adj = vec![0u32; pairs.len() / 2];
+    for p in pairs.chunks_exact(2) {
+        let r = p[0] as usize - first;
+        adj[cursor[r] as usize] = p[1];
+        cursor[r] += 1;
+    }
+    // Sort and deduplicate each row in place, then close the gaps.
     let lens: Vec<usize> = (0..rows).map(|i| (len[i + 1] - len[i]) as usize).collect();
     let kept: Vec<usize> = crate::mem::split_by_lengths(&mut adj, &lens)
         .into_par_iter()
@@ -184,25 +165,21 @@ fn build_rows(blocks: Blocks, rank: usize, pairs: Vec<u32>) -> RowBlock {
             k
         })
         .collect();
-    let mut ptr = Vec::with_capacity(rows + 1);
-    ptr.push(0u64);
-    for (i, &k) in kept.iter().enumerate() {
-        ptr.push(ptr[i] + k as u64);
+    let mut ptr = vec![0u64; rows + 1];
+    let mut to = 0usize;
+    for i in 0..rows {
+        let from = len[i] as usize;
+        adj.copy_within(from..from + kept[i], to);
+        to += kept[i];
+        ptr[i + 1] = to as u64;
     }
-    let mut packed: Vec<u32> = vec![0; ptr[rows] as usize];
-    crate::mem::split_by_lengths(&mut packed, &kept)
-        .into_par_iter()
-        .enumerate()
-        .with_min_len(256)
-        .for_each(|(i, to)| {
-            let from = len[i] as usize;
-            to.copy_from_slice(&adj[from..from + to.len()]);
-        });
+    adj.truncate(to);
+    adj.shrink_to_fit();
     RowBlock {
         blocks,
         rank,
         ptr,
-        adj: packed,
+        adj,
         labels: None,
     }
 }
@@ -232,7 +209,7 @@ mod tests {
         let (send, counts) = by_owner(&[(0, 4), (1, 1), (2, 3)], &blocks);
         assert_eq!(counts, vec![4, 4]);
         assert_eq!(send, vec![0, 4, 2, 3, 4, 0, 3, 2]);
-        let b = build_rows(blocks, 1, vec![4, 0, 3, 2, 4, 0]);
+        let b = build_rows(blocks, 1, &[4, 0, 3, 2, 4, 0]);
         assert_eq!(b.first(), 3);
         assert_eq!((b.row(0), b.row(1)), (&[2][..], &[0][..]));
     }
@@ -262,7 +239,7 @@ mod tests {
                 .num_threads(threads)
                 .build()
                 .unwrap();
-            let b = pool.install(|| build_rows(blocks, 1, pairs.clone()));
+            let b = pool.install(|| build_rows(blocks, 1, &pairs));
             assert_eq!(b.rows(), rows.len());
             for (i, w) in want.iter().enumerate() {
                 assert!(b.row(i).iter().eq(w.iter()), "row {i}, {threads} threads");
