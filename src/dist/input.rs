@@ -5,9 +5,10 @@
 //!
 //! The exchange runs in rounds of at most `stage_edges` of each rank's parsed edges, so its
 //! buffers stay bounded whatever the file's size (and every message stays below MPI's 32-bit
-//! counts).
+//! counts). The pairs are grouped by owner in parallel, with the result of one pass in order.
 
 use super::labels::LabelShare;
+use super::owners::PairSource;
 use super::{agree, Blocks, Comm, MAX_MESSAGE};
 use crate::error::Result;
 use crate::io::Format;
@@ -50,8 +51,25 @@ impl RowBlock {
 /// Reads this rank's part of `path` and builds its block of the simple undirected graph (edges
 /// made symmetric, self loops, repeats, directions and weights dropped, as
 /// [`crate::tricount::SimpleGraph::from_edges`] does). `stage_edges` bounds the parsed edges a
-/// rank sends in one round. Collective; an error on any rank is the error of every rank.
+/// rank sends in one round. A CSR or CSC `.npz` archive that already holds a simple graph (rows
+/// strictly increasing and symmetric once loops are dropped, decided by the ranks together) is
+/// taken as stored, each rank reading only its block ([`super::stored`]); the rows are the same.
+/// Collective; an error on any rank is the error of every rank.
 pub fn simple_row_block(
+    comm: &dyn Comm,
+    path: &Path,
+    format: Option<Format>,
+    stage_edges: usize,
+) -> Result<RowBlock> {
+    match super::stored::row_block(comm, path, format, stage_edges)? {
+        Some(block) => Ok(block),
+        None => parsed_row_block(comm, path, format, stage_edges),
+    }
+}
+
+/// [`simple_row_block`] from the file's entries, whatever the file: each rank parses its part,
+/// and the edges travel to the ranks owning their rows. Collective.
+pub(crate) fn parsed_row_block(
     comm: &dyn Comm,
     path: &Path,
     format: Option<Format>,
@@ -88,37 +106,31 @@ pub fn simple_row_block(
 /// The directed pairs `(u, v)` and `(v, u)` of every edge but self loops, grouped by the owner of
 /// their first vertex and flattened (`u, v, u, v, ...`), with the number of u32s for each owner.
 fn by_owner(edges: &[(u32, u32)], blocks: &Blocks) -> (Vec<u32>, Vec<usize>) {
-    let mut counts = vec![0usize; blocks.parts];
-    for &(u, v) in edges {
-        if u != v {
-            counts[blocks.owner(u as usize)] += 2;
-            counts[blocks.owner(v as usize)] += 2;
-        }
+    super::owners::by_owner(&BothWays(edges), blocks)
+}
+
+/// Every edge but a self loop, as its two directed pairs.
+struct BothWays<'a>(&'a [(u32, u32)]);
+
+impl PairSource for BothWays<'_> {
+    fn items(&self) -> usize {
+        self.0.len()
     }
-    let mut at: Vec<usize> = counts
-        .iter()
-        .scan(0, |s, &c| {
-            let start = *s;
-            *s += c;
-            Some(start)
-        })
-        .collect();
-    let mut send = vec![0u32; counts.iter().sum()];
-    for &(u, v) in edges {
-        if u != v {
-            for (a, b) in [(u, v), (v, u)] {
-                let o = blocks.owner(a as usize);
-                send[at[o]] = a;
-                send[at[o] + 1] = b;
-                at[o] += 2;
+
+    fn pairs(&self, range: std::ops::Range<usize>, mut out: impl FnMut(u32, u32)) {
+        for &(u, v) in &self.0[range] {
+            if u != v {
+                out(u, v);
+                out(v, u);
             }
         }
     }
-    (send, counts)
 }
 
 /// The block's rows from the directed pairs it received (flattened), each row sorted with
-/// repeats removed.
+/// repeats removed. Counting and placing the pairs stay one pass each in order: placing them
+/// in parallel measured slower on 2 cores, with atomic cursors (the hubs' rows shared between
+/// cores) and with one process's bucketed CSR build (more passes); see docs/performance.md.
 fn build_rows(blocks: Blocks, rank: usize, pairs: &[u32]) -> RowBlock {
     let first = blocks.start(rank);
     let rows = blocks.range(rank).len();
@@ -200,6 +212,40 @@ mod tests {
         let b = build_rows(blocks, 1, &[4, 0, 3, 2, 4, 0]);
         assert_eq!(b.first(), 3);
         assert_eq!((b.row(0), b.row(1)), (&[2][..], &[0][..]));
+    }
+
+    #[test]
+    fn rows_are_built_alike_on_any_number_of_threads() {
+        let mut rng = crate::generate::rng::SplitMix64::new(5);
+        let blocks = Blocks { n: 3000, parts: 3 };
+        let rows = blocks.range(1);
+        // Pairs of the middle block, with repeats and a hub row.
+        let mut pairs = Vec::new();
+        for k in 0..200_000u64 {
+            let r = rng.next_u64();
+            let a = if k % 5 == 0 {
+                rows.start
+            } else {
+                rows.start + (r % rows.len() as u64) as usize
+            };
+            pairs.extend([a as u32, ((r >> 32) % 3000) as u32]);
+        }
+        let mut want = vec![std::collections::BTreeSet::new(); rows.len()];
+        for p in pairs.chunks_exact(2) {
+            want[p[0] as usize - rows.start].insert(p[1]);
+        }
+        for threads in [1, 2, 5] {
+            let pool = rayon::ThreadPoolBuilder::new()
+                .num_threads(threads)
+                .build()
+                .unwrap();
+            let b = pool.install(|| build_rows(blocks, 1, &pairs));
+            assert_eq!(b.rows(), rows.len());
+            for (i, w) in want.iter().enumerate() {
+                assert!(b.row(i).iter().eq(w.iter()), "row {i}, {threads} threads");
+            }
+            assert_eq!(b.adj.len(), want.iter().map(|w| w.len()).sum::<usize>());
+        }
     }
 
     #[test]

@@ -19,7 +19,9 @@ pub mod mcl;
 #[cfg(feature = "mpi")]
 mod mpi;
 pub mod npz;
+mod owners;
 pub mod spgemm;
+mod stored;
 #[cfg(test)]
 pub(crate) mod threads;
 pub mod tricount;

@@ -99,69 +99,94 @@ pub fn count_block(comm: &dyn Comm, block: &RowBlock, opts: &Options) -> Result<
     let blocks = block.blocks;
     let n = blocks.n;
     let degrees: Vec<u32> = (0..block.rows())
+        .into_par_iter()
         .map(|i| block.row(i).len() as u32)
         .collect();
     let (degree, _) = comm.all_gather_u32(&degrees);
-    let key = |v: u32| (u64::from(degree[v as usize]) << 32) | u64::from(v);
+    drop(degrees);
     let first = block.first();
+    let end = first + block.rows();
     let (engine, notice) = pick_engine(comm, block, opts.engine);
 
-    // U(a) for the block's rows.
-    let up: Vec<Vec<u32>> = (0..block.rows())
-        .into_par_iter()
-        .map(|i| {
-            let ka = key((first + i) as u32);
-            block
-                .row(i)
-                .iter()
-                .copied()
-                .filter(|&w| key(w) > ka)
-                .collect()
-        })
-        .collect();
+    let up = Upper::of(block, &degree);
     let counts: Option<Vec<AtomicU64>> = opts
         .per_vertex
         .then(|| (0..n).map(|_| AtomicU64::new(0)).collect());
     let local_row = |b: u32| -> &[u32] {
         (b as usize)
             .checked_sub(first)
-            .and_then(|i| up.get(i))
-            .map_or(&[][..], Vec::as_slice)
+            .filter(|&i| i < up.rows())
+            .map_or(&[][..], |i| up.row(i))
     };
 
-    // The edges a → b: those with b in the block (grouped by a, as made), and the others,
-    // grouped by b for fetching.
-    let is_local = |b: u32| blocks.owner(b as usize) == block.rank;
-    let all = up
-        .iter()
-        .enumerate()
-        .flat_map(|(i, row)| row.iter().map(move |&b| ((first + i) as u32, b)));
-    let local: Vec<(u32, u32)> = all.clone().filter(|&(_, b)| is_local(b)).collect();
+    // The edges a → b: those with b in the block are, in U(a) (sorted by id), the run of ids
+    // `first..end`; the others are grouped by b for fetching.
+    let local: Vec<(u32, u32)> = (0..up.rows())
+        .into_par_iter()
+        .map(|i| {
+            let r = up.row(i);
+            let lo = r.partition_point(|&b| (b as usize) < first);
+            (
+                lo as u32,
+                r[lo..].partition_point(|&b| (b as usize) < end) as u32,
+            )
+        })
+        .collect();
+    let local_of = |i: usize| {
+        let (lo, len) = (local[i].0 as usize, local[i].1 as usize);
+        &up.row(i)[lo..lo + len]
+    };
+    let chunks = row_chunks(&up.ptr);
     let mut total = 0;
     let mut gpu = match engine {
         EngineKind::Gpu => {
             let made = own_rows_on_gpu(&up, first, n, opts.per_vertex).and_then(|mut g| {
-                let (pa, pb): (Vec<u32>, Vec<u32>) = local
-                    .iter()
-                    .map(|&(a, b)| (a - first as u32, b - first as u32))
-                    .unzip();
+                let ends: Vec<(u32, u32)> = fill_by_rows(
+                    &chunks,
+                    |i| local[i].1 as usize,
+                    |i, out| {
+                        for (o, &b) in out.iter_mut().zip(local_of(i)) {
+                            *o = (i as u32, b - first as u32);
+                        }
+                    },
+                );
+                let (pa, pb): (Vec<u32>, Vec<u32>) = ends.into_par_iter().unzip();
                 g.count(Other::Own, &pa, &pb).map(|()| g)
             });
             Some(agree(comm, made)?)
         }
         _ => {
-            total += count_grouped(&local, n, &local_row, &local_row, counts.as_deref());
+            let group = |i: usize| {
+                let bs = local_of(i);
+                (!bs.is_empty()).then(|| ((first + i) as u32, bs.iter().copied()))
+            };
+            total += count_groups(
+                up.rows(),
+                group,
+                n,
+                &local_row,
+                &local_row,
+                counts.as_deref(),
+            );
             None
         }
     };
-    drop(local);
     agree(comm, crate::interrupt::check())?;
 
     // Remote rows: the distinct b of other blocks, asked for in rounds.
-    let mut remote: Vec<(u32, u32)> = all
-        .filter(|&(_, b)| !is_local(b))
-        .map(|(a, b)| (b, a))
-        .collect();
+    let mut remote: Vec<(u32, u32)> = fill_by_rows(
+        &chunks,
+        |i| up.row(i).len() - local[i].1 as usize,
+        |i, out| {
+            let (r, lo, len) = (up.row(i), local[i].0 as usize, local[i].1 as usize);
+            let a = (first + i) as u32;
+            let outside = r[..lo].iter().chain(&r[lo + len..]);
+            for (o, &b) in out.iter_mut().zip(outside) {
+                *o = (b, a);
+            }
+        },
+    );
+    drop(local);
     remote.par_sort_unstable();
     let mut needed: Vec<u32> = remote.iter().map(|&(b, _)| b).collect();
     needed.dedup();
@@ -178,7 +203,7 @@ pub fn count_block(comm: &dyn Comm, block: &RowBlock, opts: &Options) -> Result<
         let end = next_wedge
             + remote[next_wedge..].partition_point(|&(b, _)| asked.last().is_some_and(|&l| b <= l));
         let mut pairs: Vec<(u32, u32)> = remote[next_wedge..end]
-            .iter()
+            .par_iter()
             .map(|&(b, a)| (a, b))
             .collect();
         pairs.par_sort_unstable();
@@ -186,7 +211,7 @@ pub fn count_block(comm: &dyn Comm, block: &RowBlock, opts: &Options) -> Result<
             Some(g) => {
                 // Every b of this round's pairs was asked for in this round.
                 let ends: Result<(Vec<u32>, Vec<u32>)> = pairs
-                    .iter()
+                    .par_iter()
                     .map(|&(a, b)| match ids.binary_search(&b) {
                         Ok(k) => Ok((a - first as u32, k as u32)),
                         Err(_) => Err(Error::Invalid(format!(
@@ -207,7 +232,16 @@ pub fn count_block(comm: &dyn Comm, block: &RowBlock, opts: &Options) -> Result<
                         &rows.1[rows.0[k] as usize..rows.0[k + 1] as usize]
                     })
                 };
-                total += count_grouped(&pairs, n, &local_row, &fetched, counts.as_deref());
+                let starts: Vec<usize> = (0..pairs.len() + 1)
+                    .into_par_iter()
+                    .filter(|&i| i == 0 || i == pairs.len() || pairs[i].0 != pairs[i - 1].0)
+                    .collect();
+                let group = |g: usize| {
+                    let run = &pairs[starts[g]..starts[g + 1]];
+                    Some((run[0].0, run.iter().map(|p| p.1)))
+                };
+                let groups = starts.len().saturating_sub(1).min(pairs.len());
+                total += count_groups(groups, group, n, &local_row, &fetched, counts.as_deref());
                 Ok(())
             }
         };
@@ -252,6 +286,101 @@ pub fn count_block(comm: &dyn Comm, block: &RowBlock, opts: &Options) -> Result<
     })
 }
 
+/// The rows `U(a)` of a block's vertices (row `i` is vertex `first + i`): the part of `a`'s row
+/// above `a` in `(degree, id)` order, sorted by id, all rows in one array.
+struct Upper {
+    ptr: Vec<u64>,
+    idx: Vec<u32>,
+}
+
+impl Upper {
+    /// The block's rows `U(a)`, given every vertex's degree. Chunks of rows of about equal
+    /// entries each keep their rows' `U(a)` in a buffer of their own, then the chunks are
+    /// copied into place.
+    fn of(block: &RowBlock, degree: &[u32]) -> Upper {
+        let key = |v: u32| (u64::from(degree[v as usize]) << 32) | u64::from(v);
+        let first = block.first();
+        let chunks = row_chunks(&block.ptr);
+        let made: Vec<(Vec<u32>, Vec<u64>)> = chunks
+            .par_iter()
+            .map(|rows| {
+                let entries = (block.ptr[rows.end] - block.ptr[rows.start]) as usize;
+                let (mut idx, mut ends) =
+                    (Vec::with_capacity(entries), Vec::with_capacity(rows.len()));
+                for i in rows.clone() {
+                    let ka = key((first + i) as u32);
+                    idx.extend(block.row(i).iter().copied().filter(|&w| key(w) > ka));
+                    ends.push(idx.len() as u64);
+                }
+                (idx, ends)
+            })
+            .collect();
+        let sizes: Vec<usize> = made.iter().map(|m| m.0.len()).collect();
+        let mut idx = vec![0u32; sizes.iter().sum()];
+        let mut ptr = vec![0u64; block.rows() + 1];
+        let row_counts: Vec<usize> = chunks.iter().map(|r| r.len()).collect();
+        let bases = super::offsets(&sizes);
+        crate::mem::split_by_lengths(&mut idx, &sizes)
+            .into_par_iter()
+            .zip(crate::mem::split_by_lengths(&mut ptr[1..], &row_counts))
+            .zip(made.into_par_iter().zip(bases))
+            .for_each(|((idx, ptr), ((mine, ends), base))| {
+                idx.copy_from_slice(&mine);
+                for (p, e) in ptr.iter_mut().zip(ends) {
+                    *p = base as u64 + e;
+                }
+            });
+        Upper { ptr, idx }
+    }
+
+    fn rows(&self) -> usize {
+        self.ptr.len() - 1
+    }
+
+    fn row(&self, i: usize) -> &[u32] {
+        &self.idx[self.ptr[i] as usize..self.ptr[i + 1] as usize]
+    }
+}
+
+/// Rows `0..ptr.len() - 1` cut into consecutive runs of about equal entries, several per
+/// worker, for the passes over rows that write one array in row order.
+fn row_chunks(ptr: &[u64]) -> Vec<std::ops::Range<usize>> {
+    let rows = ptr.len() - 1;
+    let pieces = (rayon::current_num_threads() * 16) as u64;
+    let entries = ptr[rows];
+    let mut bounds: Vec<usize> = (0..pieces)
+        .map(|k| ptr.partition_point(|&p| p < entries * k / pieces).min(rows))
+        .collect();
+    bounds.push(rows);
+    bounds.dedup();
+    bounds.windows(2).map(|w| w[0]..w[1]).collect()
+}
+
+/// One array of `len(i)` items for each row `i` of the `chunks`, in row order, each row's made
+/// by `fill(i, its items)`, the chunks in parallel.
+fn fill_by_rows<T: Copy + Default + Send>(
+    chunks: &[std::ops::Range<usize>],
+    len: impl Fn(usize) -> usize + Sync,
+    fill: impl Fn(usize, &mut [T]) + Sync,
+) -> Vec<T> {
+    let sizes: Vec<usize> = chunks
+        .par_iter()
+        .map(|rows| rows.clone().map(&len).sum())
+        .collect();
+    let mut out = vec![T::default(); sizes.iter().sum()];
+    crate::mem::split_by_lengths(&mut out, &sizes)
+        .into_par_iter()
+        .zip(chunks)
+        .for_each(|(mut rest, rows)| {
+            for i in rows.clone() {
+                let (mine, tail) = std::mem::take(&mut rest).split_at_mut(len(i));
+                fill(i, mine);
+                rest = tail;
+            }
+        });
+    out
+}
+
 /// The engine this rank counts on: `auto` weighs the rank's share of the edges (one collective:
 /// every rank takes part, whatever it picks) and takes the GPU where it pays and is usable.
 fn pick_engine(
@@ -273,12 +402,7 @@ fn pick_engine(
 }
 
 /// The rank's rows `U(a)` (row `i` is vertex `first + i`) on its GPU, ready to count.
-fn own_rows_on_gpu(
-    up: &[Vec<u32>],
-    first: usize,
-    n: usize,
-    per_vertex: bool,
-) -> Result<PairCounter> {
+fn own_rows_on_gpu(up: &Upper, first: usize, n: usize, per_vertex: bool) -> Result<PairCounter> {
     let gpu = crate::gpu::device().map_err(|e| match e {
         Error::EngineUnavailable(why) => Error::EngineUnavailable(format!(
             "the GPU engine cannot run: {why}; use --engine cpu (or auto, which falls back to \
@@ -286,18 +410,12 @@ fn own_rows_on_gpu(
         )),
         other => other,
     })?;
-    let mut ptr = Vec::with_capacity(up.len() + 1);
-    ptr.push(0u64);
-    for row in up {
-        ptr.push(ptr[ptr.len() - 1] + row.len() as u64);
-    }
-    let idx: Vec<u32> = up.concat();
-    let ids: Vec<u32> = (first..first + up.len()).map(|v| v as u32).collect();
+    let ids: Vec<u32> = (first..first + up.rows()).map(|v| v as u32).collect();
     PairCounter::new(
         gpu,
         Rows {
-            ptr: &ptr,
-            idx: &idx,
+            ptr: &up.ptr,
+            idx: &up.idx,
             ids: &ids,
         },
         n,
@@ -305,35 +423,34 @@ fn own_rows_on_gpu(
     )
 }
 
-/// The triangles through the edges `pairs` (`a → b`, grouped by `a`): for each `a`, `U(a)` is
-/// marked in a bitmap of all vertices (one per worker), and each `c` of each `U(b)` is looked up
-/// in it. Counted per vertex too when `counts` is given.
-fn count_grouped<'x, 'y>(
-    pairs: &[(u32, u32)],
+/// The triangles through the edges `a → b` of `groups` groups, group `g` being `group(g)`: its
+/// `a` and its `b`s (`None`: no edge). For each `a`, `U(a)` is marked in a bitmap of all
+/// vertices (one per worker), and each `c` of each `U(b)` is looked up in it. Counted per
+/// vertex too when `counts` is given.
+fn count_groups<'x, 'y, B: Iterator<Item = u32>>(
+    groups: usize,
+    group: impl Fn(usize) -> Option<(u32, B)> + Sync,
     n: usize,
     row_a: &(dyn Fn(u32) -> &'x [u32] + Sync),
     row_b: &(dyn Fn(u32) -> &'y [u32] + Sync),
     counts: Option<&[AtomicU64]>,
 ) -> u64 {
-    let mut starts: Vec<usize> = (0..pairs.len())
-        .filter(|&i| i == 0 || pairs[i].0 != pairs[i - 1].0)
-        .collect();
-    starts.push(pairs.len());
     let words = n.div_ceil(64);
-    (0..starts.len() - 1)
+    (0..groups)
         .into_par_iter()
         .with_min_len(64)
         .map_init(
             || vec![0u64; words],
             |bits, g| {
-                let group = &pairs[starts[g]..starts[g + 1]];
-                let a = group[0].0;
+                let Some((a, bs)) = group(g) else {
+                    return 0;
+                };
                 let ua = row_a(a);
                 for &c in ua {
                     bits[c as usize >> 6] |= 1u64 << (c & 63);
                 }
                 let mut total = 0u64;
-                for &(_, b) in group {
+                for b in bs {
                     let mut found = 0u64;
                     for &c in row_b(b) {
                         let hit = (bits[c as usize >> 6] >> (c & 63)) & 1;

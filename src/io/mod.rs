@@ -38,8 +38,8 @@ use crate::edges::EdgeList;
 use crate::error::{Error, Result};
 pub use labels::Labels;
 pub use matrix::{
-    load_graph, load_graph_as, load_matrix, load_simple_pattern, GraphInput, LoadedMatrix,
-    LoadedPattern, MatrixOptions, SIMPLE_GRAPH,
+    load_graph, load_graph_as, load_matrix, load_pattern_block, load_simple_pattern, GraphInput,
+    LoadedMatrix, LoadedPattern, MatrixOptions, SIMPLE_GRAPH,
 };
 pub use mtx::PartFacts;
 pub use npz::StoredMatrix;

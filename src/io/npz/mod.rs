@@ -12,6 +12,7 @@
 mod npy;
 mod part;
 mod pattern;
+mod rows;
 mod zip;
 
 use super::{Format, Labels, Loaded};
@@ -20,6 +21,8 @@ use crate::edges::EdgeList;
 use crate::error::{Error, Result};
 use crate::scalar::Scalar;
 pub(crate) use part::parse_part;
+pub(crate) use rows::parse_pattern_block;
+pub use rows::{crc_pieces_match, CrcPiece, PatternBlock};
 
 use npy::{Array, Dtype};
 use rayon::prelude::*;
@@ -861,6 +864,60 @@ pub fn write_in_passes<T: Scalar, W: Write>(
         pass(o, CsrArray::Data)
     })?;
     z.finish()
+}
+
+/// Archives for tests elsewhere in the crate.
+#[cfg(test)]
+pub(crate) mod testing {
+    use super::npy::{header, Dtype};
+    use super::zip;
+
+    /// A stored SciPy archive of a compressed matrix: `kind` "csr" or "csc", its `groups`
+    /// (rows, or columns; each a list of indices, in stored order) of a `shape` matrix, indices
+    /// and offsets of 8 bytes when `wide` (else 4), every value 1.
+    pub(crate) fn compressed(
+        kind: &str,
+        shape: (usize, usize),
+        groups: &[Vec<u32>],
+        wide: bool,
+    ) -> Vec<u8> {
+        let index = if wide { Dtype::Int(8) } else { Dtype::Int(4) };
+        let ints = |v: &[u64], dtype: Dtype| {
+            let mut b = header(dtype, Some(v.len()));
+            for &x in v {
+                b.extend_from_slice(&x.to_le_bytes()[..dtype.size()]);
+            }
+            b
+        };
+        let mut ptr = vec![0u64];
+        let mut idx = Vec::new();
+        for g in groups {
+            idx.extend(g.iter().map(|&c| u64::from(c)));
+            ptr.push(idx.len() as u64);
+        }
+        let mut format = header(Dtype::Bytes(3), None);
+        format.extend_from_slice(kind.as_bytes());
+        let mut data = header(Dtype::Float(8), Some(idx.len()));
+        for _ in 0..idx.len() {
+            data.extend_from_slice(&1f64.to_le_bytes());
+        }
+        let members = [
+            ("format.npy", format),
+            (
+                "shape.npy",
+                ints(&[shape.0 as u64, shape.1 as u64], Dtype::Int(8)),
+            ),
+            ("indices.npy", ints(&idx, index)),
+            ("indptr.npy", ints(&ptr, index)),
+            ("data.npy", data),
+        ];
+        let mut z = zip::Writer::new(Vec::new());
+        for (name, bytes) in &members {
+            z.member(name, bytes.len() as u64, |o| o.write_all(bytes))
+                .unwrap();
+        }
+        z.finish().unwrap()
+    }
 }
 
 #[cfg(test)]

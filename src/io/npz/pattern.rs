@@ -29,50 +29,101 @@ pub(super) struct OffDiagonal {
 /// in `member` (bytes `body`, which must have the CRC `crc` when given), every index checked to
 /// be below `minor`, the entries `(i, i)` left out.
 pub(super) fn off_diagonal(
-    mut ptr: Vec<u64>,
+    ptr: Vec<u64>,
     indices: &Array<'_>,
     (body, crc, member): (&[u8], Option<u32>, &zip::Member),
     minor: usize,
 ) -> Result<OffDiagonal, String> {
     let parts = parts(&ptr);
-    // First pass: each part's CRC and diagonal entries.
+    let scanned = scan(&ptr, &parts, 0, indices, crc.is_some());
+    if let Some(want) = crc {
+        // The member is its header, the indices, then anything after them.
+        let start = indices.data.as_ptr() as usize - body.as_ptr() as usize;
+        let end = start + indices.data.len();
+        let mut all = crc32fast::Hasher::new();
+        all.update(&body[..start]);
+        for (c, _) in &scanned {
+            all.combine(c);
+        }
+        all.update(&body[end..]);
+        if all.finalize() != want {
+            return Err(zip::crc_failure(member));
+        }
+    }
+    decode(ptr, &parts, &scanned, 0, indices, minor)
+}
+
+/// The pattern of the groups `first_row..` of a compressed matrix, one block of a larger one:
+/// `ptr` holds their checked offsets into the whole `indices` (starting where the block's
+/// entries start), every index is checked to be below `minor` and the entries `(i, i)` (global
+/// `i`) are left out. The result's offsets start from 0. With `crc`, the CRC of the block's
+/// bytes of `indices` too, for the caller to combine with the other blocks'.
+pub(super) fn off_diagonal_block(
+    ptr: Vec<u64>,
+    first_row: usize,
+    indices: &Array<'_>,
+    minor: usize,
+    crc: bool,
+) -> Result<(OffDiagonal, Option<crc32fast::Hasher>), String> {
+    let parts = parts(&ptr);
+    let scanned = scan(&ptr, &parts, first_row, indices, crc);
+    let piece = crc.then(|| {
+        scanned
+            .iter()
+            .fold(crc32fast::Hasher::new(), |mut all, (c, _)| {
+                all.combine(c);
+                all
+            })
+    });
+    let mut read = decode(ptr, &parts, &scanned, first_row, indices, minor)?;
+    read.ptr[0] = 0;
+    Ok((read, piece))
+}
+
+/// First pass: each part's CRC (when asked) and diagonal entries, the rows of `ptr` being the
+/// global rows from `first_row`.
+fn scan(
+    ptr: &[u64],
+    parts: &[usize],
+    first_row: usize,
+    indices: &Array<'_>,
+    crc: bool,
+) -> Vec<(crc32fast::Hasher, u64)> {
     let width = indices.dtype.size();
-    let scanned: Vec<(flate2::Crc, u64)> = parts
+    parts
         .par_windows(2)
         .map(|w| {
             let (entries, rows) = ((ptr[w[0]], ptr[w[1]]), w[0]..w[1]);
-            let mut part_crc = flate2::Crc::new();
-            if crc.is_some() {
+            let mut part_crc = crc32fast::Hasher::new();
+            if crc {
                 part_crc
                     .update(&indices.data[entries.0 as usize * width..entries.1 as usize * width]);
             }
             let mut diagonal = 0u64;
             for i in rows {
+                let g = (first_row + i) as i64;
                 let _ = indices.for_each_int(ptr[i] as usize..ptr[i + 1] as usize, |_, j| {
-                    diagonal += u64::from(j == i as i64);
+                    diagonal += u64::from(j == g);
                     Ok::<(), ()>(())
                 });
             }
             (part_crc, diagonal)
         })
-        .collect();
-    if let Some(want) = crc {
-        // The member is its header, the indices, then anything after them.
-        let start = indices.data.as_ptr() as usize - body.as_ptr() as usize;
-        let end = start + indices.data.len();
-        let mut all = zip::crc_of(&body[..start]);
-        for (c, _) in &scanned {
-            all.combine(c);
-        }
-        all.combine(&zip::crc_of(&body[end..]));
-        if all.sum() != want {
-            return Err(zip::crc_failure(member));
-        }
-    }
-    // Second pass: each part decoded into its place.
+        .collect()
+}
+
+/// Second pass: each part decoded into its place, the offsets rewritten (all but the first).
+fn decode(
+    mut ptr: Vec<u64>,
+    parts: &[usize],
+    scanned: &[(crc32fast::Hasher, u64)],
+    first_row: usize,
+    indices: &Array<'_>,
+    minor: usize,
+) -> Result<OffDiagonal, String> {
     let kept: Vec<usize> = parts
         .windows(2)
-        .zip(&scanned)
+        .zip(scanned)
         .map(|(w, s)| (ptr[w[1]] - ptr[w[0]] - s.1) as usize)
         .collect();
     let total: usize = kept.iter().sum();
@@ -93,7 +144,7 @@ pub(super) fn off_diagonal(
         .zip(ends)
         .enumerate()
         .map(|(p, (out, ends))| {
-            let task = (parts[p], firsts[p], base, out, ends);
+            let task = (first_row + parts[p], firsts[p], base, out, ends);
             base += kept[p] as u64;
             task
         })
@@ -116,13 +167,13 @@ pub(super) fn off_diagonal(
     })
 }
 
-/// The first row of each part, then the row count: rows cut where the entries pass multiples of
-/// [`PART`] (a part of one long row may hold more).
+/// The first row of each part, then the row count: rows cut where the entries (counted from the
+/// first row's) pass multiples of [`PART`] (a part of one long row may hold more).
 fn parts(ptr: &[u64]) -> Vec<usize> {
     let n = ptr.len() - 1;
-    let entries = ptr[n];
+    let (base, entries) = (ptr[0], ptr[n] - ptr[0]);
     let mut bounds: Vec<usize> = (0..entries.div_ceil(PART).max(1))
-        .map(|k| ptr.partition_point(|&p| p < k * PART).min(n))
+        .map(|k| ptr.partition_point(|&p| p < base + k * PART).min(n))
         .collect();
     bounds.push(n);
     bounds.dedup();

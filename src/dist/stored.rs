@@ -1,0 +1,483 @@
+//! The simple graph's row blocks read straight from a `.npz` archive that already stores one:
+//! every rank reads its block of rows (or columns: a symmetric pattern's are the same) from the
+//! mapped file, its bytes of `indptr` and `indices` only and no values
+//! ([`crate::io::load_pattern_block`]), the diagonal dropped as the simple graph drops loops.
+//! The ranks then decide together whether the rows read are the simple graph's; when they are,
+//! each rank's block is its rows as read, with no edge exchange. When they are not (or the
+//! archive is no CSR or CSC one, or a block did not read cleanly), the caller takes the general
+//! path, which gives the same rows from any archive, or names what is wrong with it.
+//!
+//! The decision is exact. Every rank must have read its block with every row strictly
+//! increasing, and the pieces of each member's CRC must make the member's (one gather of a few
+//! words from each rank). Symmetry is then decided in two parts: the entries inside a rank's
+//! diagonal block by the rank alone ([`crate::csr::diagonal_block_is_symmetric`]); an entry
+//! `(i, j)` between blocks, `j` below the block of row `i`, is sent as `(j, i)` to the owner of
+//! row `j`, which looks for `i` in row `j`. The pairs a rank receives are distinct (each
+//! sender's rows strictly increase), so when every one is found, and there are as many as the
+//! rank's entries past its block, they are exactly those entries: every entry between blocks
+//! has its mirror. The exchange runs in rounds of at most `stage_edges` pairs per rank.
+
+use super::input::RowBlock;
+use super::owners::{by_owner, PairSource};
+use super::{agree, Blocks, Comm, MAX_MESSAGE};
+use crate::error::Result;
+use crate::io::npz::{crc_pieces_match, CrcPiece};
+use crate::io::Format;
+use crate::mem::SharedSlice;
+use rayon::prelude::*;
+use std::ops::Range;
+use std::path::Path;
+
+/// This rank's block of the simple graph of `path`, read as stored when the file is a CSR or CSC
+/// `.npz` archive that already holds a simple graph (see the module's comment); `None`, on
+/// every rank, when it does not. Collective.
+pub(crate) fn row_block(
+    comm: &dyn Comm,
+    path: &Path,
+    format: Option<Format>,
+    stage_edges: usize,
+) -> Result<Option<RowBlock>> {
+    if format.or_else(|| Format::of_input(path)) != Some(Format::Npz) {
+        return Ok(None);
+    }
+    let (rank, parts) = (comm.rank(), comm.size());
+    let read = crate::io::load_pattern_block(path, format, (rank, parts), &|n| {
+        Blocks { n, parts }.range(rank)
+    });
+    agree(comm, crate::interrupt::check())?;
+    let mine = match &read {
+        Some(b) => {
+            let [p, i] = b.crcs;
+            [
+                1,
+                u64::from(b.sorted),
+                b.n as u64,
+                u64::from(p.crc),
+                p.len,
+                u64::from(i.crc),
+                i.len,
+            ]
+        }
+        None => [0; WORDS],
+    };
+    let (all, _) = comm.all_gather_u64(&mine);
+    let Some(block) = read else {
+        return Ok(None);
+    };
+    let facts: Vec<&[u64]> = all.chunks_exact(WORDS).collect();
+    let agreed = facts
+        .iter()
+        .all(|f| f[0] == 1 && f[1] == 1 && f[2] == mine[2]);
+    let crcs_match = |m: usize, at: usize| {
+        let pieces: Vec<CrcPiece> = facts
+            .iter()
+            .map(|f| CrcPiece {
+                crc: f[at] as u32,
+                len: f[at + 1],
+                want: block.crcs[m].want,
+            })
+            .collect();
+        crc_pieces_match(&pieces)
+    };
+    let checked = agreed && crcs_match(0, 3) && crcs_match(1, 5);
+    // Every rank has every rank's facts: they all decide alike.
+    if !checked {
+        return Ok(None);
+    }
+    let blocks = Blocks { n: block.n, parts };
+    let first = blocks.start(rank);
+    let inside = crate::csr::diagonal_block_is_symmetric(first, &block.ptr, &block.cols);
+    if !all_ranks(comm, inside) {
+        return Ok(None);
+    }
+    let across = mirrored_across(comm, &blocks, first, (&block.ptr, &block.cols), stage_edges)?;
+    if !all_ranks(comm, across) {
+        return Ok(None);
+    }
+    Ok(Some(RowBlock {
+        blocks,
+        rank,
+        ptr: block.ptr,
+        adj: block.cols,
+        labels: None,
+    }))
+}
+
+/// The words each rank gives of its block: read, sorted, the side `n`, then the CRC and length
+/// of its pieces of `indptr` and `indices`.
+const WORDS: usize = 7;
+
+/// Whether `mine` holds on every rank. Collective.
+fn all_ranks(comm: &dyn Comm, mine: bool) -> bool {
+    let mut failed = [u64::from(!mine)];
+    comm.sum_u64(&mut failed);
+    failed[0] == 0
+}
+
+/// Whether the entries between this rank's rows (`first..`, offsets and columns as given, rows
+/// strictly increasing on every rank) and other blocks are mirrored: this rank sends each of its
+/// entries below its block to the owner of that row, and finds each entry it receives in its
+/// own rows, as many as its entries past its block. Collective.
+fn mirrored_across(
+    comm: &dyn Comm,
+    blocks: &Blocks,
+    first: usize,
+    (ptr, cols): (&[u64], &[u32]),
+    stage_edges: usize,
+) -> Result<bool> {
+    let rows = ptr.len() - 1;
+    let end = first + rows;
+    let row = |k: usize| &cols[ptr[k] as usize..ptr[k + 1] as usize];
+    // Each row's entries below the block are its first ones.
+    let below: Vec<u64> = (0..rows)
+        .into_par_iter()
+        .map(|k| row(k).partition_point(|&c| (c as usize) < first) as u64)
+        .collect();
+    let mut at = Vec::with_capacity(rows + 1);
+    at.push(0u64);
+    for (k, &b) in below.iter().enumerate() {
+        at.push(at[k] + b);
+    }
+    drop(below);
+    let past: u64 = (0..rows)
+        .into_par_iter()
+        .map(|k| {
+            let r = row(k);
+            (r.len() - r.partition_point(|&c| (c as usize) < end)) as u64
+        })
+        .sum();
+    let total = at[rows];
+    let stage = stage_edges.clamp(1, MAX_MESSAGE / 2) as u64;
+    let mut rounds = [total.div_ceil(stage)];
+    comm.max_u64(&mut rounds);
+    let (mut found, mut received) = (true, 0u64);
+    for round in 0..rounds[0] {
+        let lo = (round * stage).min(total);
+        let hi = (lo + stage).min(total);
+        let source = Below {
+            first,
+            ptr,
+            cols,
+            at: &at,
+            from: lo,
+            items: (hi - lo) as usize,
+        };
+        let (send, counts) = by_owner(&source, blocks);
+        let (got, _) = comm.all_to_all_u32(&send, &counts);
+        drop(send);
+        received += got.len() as u64 / 2;
+        found = found && all_found(first, (ptr, cols), &got, BUCKET);
+        agree(comm, crate::interrupt::check())?;
+    }
+    Ok(found && received == past)
+}
+
+/// Entries of a bucket of rows in [`all_found`]: their columns fit in cache.
+const BUCKET: u64 = 1 << 15;
+
+/// Whether each pair `(j, i)` of `pairs` (flattened) has `j` among the rows `first..` (offsets
+/// and columns as given) and `i` in row `j`. The pairs are first put in buckets of consecutive
+/// rows of about `bucket` entries (a counting sort, chunks of pairs in parallel), so that each
+/// bucket's lookups stay in rows that fit in cache: looked up in the order received, nearly
+/// every step of every search missed the cache.
+fn all_found(first: usize, (ptr, cols): (&[u64], &[u32]), pairs: &[u32], bucket: u64) -> bool {
+    let rows = ptr.len() - 1;
+    let mut bounds: Vec<usize> = (0..ptr[rows].div_ceil(bucket).max(1))
+        .map(|k| ptr.partition_point(|&p| p < k * bucket).min(rows))
+        .collect();
+    bounds.push(rows);
+    bounds.dedup();
+    let buckets = bounds.len() - 1;
+    let bucket_of = |k: usize| bounds.partition_point(|&b| b <= k) - 1;
+    let local = |j: u32| (j as usize).checked_sub(first).filter(|&k| k < rows);
+    let chunk = 2
+        * (pairs.len() / 2)
+            .div_ceil(rayon::current_num_threads() * 4)
+            .max(1 << 12);
+    let counts: Option<Vec<Vec<usize>>> = pairs
+        .par_chunks(chunk)
+        .map(|c| {
+            let mut count = vec![0usize; buckets];
+            for p in c.chunks_exact(2) {
+                count[bucket_of(local(p[0])?)] += 1;
+            }
+            Some(count)
+        })
+        .collect();
+    let Some(counts) = counts else {
+        return false;
+    };
+    // Where each bucket starts, then where each chunk's pairs of each bucket start in it.
+    let mut begin = vec![0usize; buckets + 1];
+    for b in 0..buckets {
+        begin[b + 1] = begin[b] + counts.iter().map(|c| c[b]).sum::<usize>();
+    }
+    let mut next = begin[..buckets].to_vec();
+    let starts: Vec<Vec<usize>> = counts
+        .iter()
+        .map(|c| {
+            let start = next.clone();
+            for (n, &x) in next.iter_mut().zip(c) {
+                *n += x;
+            }
+            start
+        })
+        .collect();
+    let mut sorted: Vec<(u32, u32)> = vec![(0, 0); pairs.len() / 2];
+    {
+        let out = SharedSlice::new_init(&mut sorted);
+        pairs.par_chunks(chunk).zip(starts).for_each(|(c, mut at)| {
+            for p in c.chunks_exact(2) {
+                let b = local(p[0]).map_or(0, bucket_of);
+                // SAFETY: the chunk's places in each bucket, counted above, are its alone.
+                unsafe { out.write(at[b], (p[0], p[1])) };
+                at[b] += 1;
+            }
+        });
+    }
+    (0..buckets).into_par_iter().all(|b| {
+        sorted[begin[b]..begin[b + 1]].iter().all(|&(j, i)| {
+            let k = j as usize - first;
+            cols[ptr[k] as usize..ptr[k + 1] as usize]
+                .binary_search(&i)
+                .is_ok()
+        })
+    })
+}
+
+/// The entries below the block, numbered row after row (`at[k]` is the number of row `k`'s
+/// first), from number `from` on: entry `(i, j)` makes the pair `(j, i)`.
+struct Below<'a> {
+    first: usize,
+    ptr: &'a [u64],
+    cols: &'a [u32],
+    at: &'a [u64],
+    from: u64,
+    items: usize,
+}
+
+impl PairSource for Below<'_> {
+    fn items(&self) -> usize {
+        self.items
+    }
+
+    fn pairs(&self, range: Range<usize>, mut out: impl FnMut(u32, u32)) {
+        let (lo, hi) = (self.from + range.start as u64, self.from + range.end as u64);
+        if lo >= hi {
+            return;
+        }
+        // The row holding entry `lo`: the last one numbered from at or before it.
+        let mut k = self.at.partition_point(|&x| x <= lo) - 1;
+        let mut pos = lo;
+        while pos < hi {
+            while self.at[k + 1] <= pos {
+                k += 1;
+            }
+            let start = self.ptr[k] as usize;
+            let (from, to) = (
+                (pos - self.at[k]) as usize,
+                (hi.min(self.at[k + 1]) - self.at[k]) as usize,
+            );
+            let i = (self.first + k) as u32;
+            for &j in &self.cols[start + from..start + to] {
+                out(j, i);
+            }
+            pos = self.at[k] + to as u64;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::dist::input::{parsed_row_block, simple_row_block};
+    use crate::dist::threads::ThreadComm;
+    use crate::dist::SelfComm;
+    use crate::io::npz::testing::compressed;
+
+    /// `f` on each of `ranks` ranks (threads standing for them), in rank order.
+    fn on_ranks<T: Send>(ranks: usize, f: impl Fn(&dyn Comm) -> T + Sync) -> Vec<T> {
+        let group = ThreadComm::group(ranks);
+        std::thread::scope(|s| {
+            let hs: Vec<_> = group.iter().map(|c| s.spawn(|| f(c))).collect();
+            hs.into_iter().map(|h| h.join().unwrap()).collect()
+        })
+    }
+
+    /// The rows of a simple undirected R-MAT graph of 2^9 vertices.
+    fn simple_rows() -> Vec<Vec<u32>> {
+        let g = crate::csr::Csr::<f32>::from_edges(
+            &crate::generate::generate(&crate::generate::RmatParams {
+                undirected: true,
+                seed: 9,
+                no_self_loops: true,
+                ..crate::generate::RmatParams::new(9, 8 << 9)
+            })
+            .unwrap(),
+            &crate::io::SIMPLE_GRAPH.build,
+        )
+        .unwrap();
+        (0..g.nrows()).map(|i| g.row(i).0.to_vec()).collect()
+    }
+
+    /// An archive to write: its name, shape, groups, kind (csr or csc), and whether the ranks
+    /// take it as stored.
+    type Case = (String, (usize, usize), Vec<Vec<u32>>, &'static str, bool);
+
+    /// Archives of the simple graph and of what differs from it in one way or another, each
+    /// with whether the ranks take it as stored.
+    fn inputs(dir: &Path) -> Vec<(String, std::path::PathBuf, bool)> {
+        let rows = simple_rows();
+        let n = rows.len();
+        let mut cases: Vec<Case> = Vec::new();
+        let mut add = |name: &str, shape, groups, kind, taken| {
+            cases.push((name.to_string(), shape, groups, kind, taken));
+        };
+        add("symmetric", (n, n), rows.clone(), "csr", true);
+        add("csc", (n, n), rows.clone(), "csc", true);
+        add("wider", (n, n + 5), rows.clone(), "csr", true);
+        let mut looped = rows.clone();
+        for (i, r) in looped.iter_mut().enumerate().step_by(3) {
+            let at = r.partition_point(|&c| (c as usize) < i);
+            r.insert(at, i as u32);
+        }
+        add("looped", (n, n), looped, "csr", true);
+        // An entry between the halves, one way only: without its lower copy, then without its
+        // upper one; and an entry inside the first quarter, one way only.
+        let i = (n / 2..n).find(|&i| rows[i].first().is_some_and(|&j| (j as usize) < n / 2));
+        let i = i.unwrap();
+        let j = rows[i][0] as usize;
+        let mut lower = rows.clone();
+        lower[i].remove(0);
+        add("no-lower", (n, n), lower, "csr", false);
+        let mut upper = rows.clone();
+        upper[j].retain(|&c| c as usize != i);
+        add("no-upper", (n, n), upper, "csr", false);
+        let k = rows[0].iter().position(|&c| (c as usize) < n / 4).unwrap();
+        let mut inside = rows.clone();
+        inside[0].remove(k);
+        add("no-inside", (n, n), inside, "csr", false);
+        // An entry of the last quarter's rows moved to another column of the first quarter,
+        // which its row lacks: the counts stay, on every rank, but the mirror does not.
+        let (r, at) = (3 * n / 4..n)
+            .flat_map(|r| (0..rows[r].len()).map(move |at| (r, at)))
+            .find(|&(r, at)| {
+                let row = &rows[r];
+                let next = row.get(at + 1).map_or(n as u32, |&c| c);
+                row[at] + 1 < next && (row[at] as usize + 1) < n / 4
+            })
+            .unwrap();
+        let mut moved = rows.clone();
+        moved[r][at] += 1;
+        add("stand-in", (n, n), moved, "csr", false);
+        let mut unsorted = rows.clone();
+        let long = unsorted.iter().position(|r| r.len() > 2).unwrap();
+        unsorted[long].swap(0, 1);
+        add("unsorted", (n, n), unsorted, "csr", false);
+        let mut repeated = rows.clone();
+        let c = repeated[long][0];
+        repeated[long].insert(0, c);
+        add("repeated", (n, n), repeated, "csc", false);
+        cases
+            .into_iter()
+            .enumerate()
+            .map(|(k, (name, shape, groups, kind, taken))| {
+                let f = dir.join(format!("{name}.npz"));
+                std::fs::write(&f, compressed(kind, shape, &groups, k % 2 == 1)).unwrap();
+                (name, f, taken)
+            })
+            .collect()
+    }
+
+    #[test]
+    fn archives_taken_as_stored_give_the_rows_the_general_path_gives() {
+        let dir = tempfile::tempdir().unwrap();
+        for (name, f, taken) in inputs(dir.path()) {
+            let one = row_block(&SelfComm, &f, None, 1 << 20).unwrap();
+            assert_eq!(one.is_some(), taken, "{name} on one rank");
+            for ranks in 1..=4 {
+                for stage in [3, 1 << 20] {
+                    let what = format!("{name} on {ranks} ranks, stage {stage}");
+                    let got = on_ranks(ranks, |c| {
+                        let stored = row_block(c, &f, None, stage).unwrap();
+                        let block = simple_row_block(c, &f, None, stage).unwrap();
+                        let parsed = parsed_row_block(c, &f, None, stage).unwrap();
+                        (stored, block, parsed)
+                    });
+                    for (stored, block, parsed) in got {
+                        assert_eq!(stored.is_some(), taken, "{what}");
+                        assert_eq!(block, parsed, "{what}");
+                        if let Some(s) = stored {
+                            assert_eq!(s, parsed, "{what}");
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn pairs_are_found_in_their_rows_whatever_the_buckets() {
+        let rows = simple_rows();
+        let (first, end) = (100, 400);
+        let mut ptr = vec![0u64];
+        let mut cols = Vec::new();
+        for r in &rows[first..end] {
+            cols.extend_from_slice(r);
+            ptr.push(cols.len() as u64);
+        }
+        // Every entry of the block as a pair, in an order of its own.
+        let mut pairs: Vec<u32> = Vec::new();
+        for (k, r) in rows[first..end].iter().enumerate().rev() {
+            for &i in r {
+                pairs.extend([(first + k) as u32, i]);
+            }
+        }
+        let lacking = (first..end)
+            .flat_map(|j| (0..rows.len() as u32).map(move |i| (j, i)))
+            .find(|&(j, i)| rows[j].binary_search(&i).is_err())
+            .unwrap();
+        for bucket in [1, 7, 300, 1 << 15] {
+            for threads in [1, 3] {
+                let pool = rayon::ThreadPoolBuilder::new()
+                    .num_threads(threads)
+                    .build()
+                    .unwrap();
+                let found = |p: &[u32]| pool.install(|| all_found(first, (&ptr, &cols), p, bucket));
+                assert!(found(&pairs), "bucket {bucket}");
+                assert!(found(&[]));
+                for at in [0, pairs.len() / 2, pairs.len()] {
+                    let mut more = pairs.clone();
+                    more.splice(at..at, [lacking.0 as u32, lacking.1]);
+                    assert!(!found(&more), "bucket {bucket}, at {at}");
+                    // A row outside the block.
+                    let mut outside = pairs.clone();
+                    outside.splice(at..at, [end as u32, rows[end][0]]);
+                    assert!(!found(&outside), "bucket {bucket}, at {at}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn a_member_failing_its_crc_is_left_to_the_general_path_which_names_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut bytes = compressed("csr", (512, 512), &simple_rows(), false);
+        let name = b"indices.npy";
+        let at = bytes.windows(name.len()).rposition(|w| w == name).unwrap() - 30;
+        bytes[at] ^= 1;
+        let f = dir.path().join("bad.npz");
+        std::fs::write(&f, bytes).unwrap();
+        for ranks in [1, 3] {
+            let got = on_ranks(ranks, |c| {
+                let stored = row_block(c, &f, None, 8).unwrap();
+                let e = simple_row_block(c, &f, None, 8).unwrap_err().to_string();
+                (stored, e)
+            });
+            for (stored, e) in got {
+                assert!(stored.is_none());
+                assert!(e.contains("bad.npz") && e.contains("fails its CRC"), "{e}");
+            }
+        }
+    }
+}
