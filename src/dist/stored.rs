@@ -291,18 +291,9 @@ impl PairSource for Below<'_> {
 mod tests {
     use super::*;
     use crate::dist::input::{parsed_row_block, simple_row_block};
-    use crate::dist::threads::ThreadComm;
+    use crate::dist::threads::on_ranks;
     use crate::dist::SelfComm;
     use crate::io::npz::testing::compressed;
-
-    /// `f` on each of `ranks` ranks (threads standing for them), in rank order.
-    fn on_ranks<T: Send>(ranks: usize, f: impl Fn(&dyn Comm) -> T + Sync) -> Vec<T> {
-        let group = ThreadComm::group(ranks);
-        std::thread::scope(|s| {
-            let hs: Vec<_> = group.iter().map(|c| s.spawn(|| f(c))).collect();
-            hs.into_iter().map(|h| h.join().unwrap()).collect()
-        })
-    }
 
     /// The rows of a simple undirected R-MAT graph of 2^9 vertices.
     fn simple_rows() -> Vec<Vec<u32>> {

@@ -16,6 +16,15 @@ pub(crate) struct ThreadComm {
     shared: Arc<Shared>,
 }
 
+/// `f` on each of `p` ranks (threads standing for them), the results in rank order.
+pub(crate) fn on_ranks<R: Send>(p: usize, f: impl Fn(&ThreadComm) -> R + Sync) -> Vec<R> {
+    let group = ThreadComm::group(p);
+    std::thread::scope(|s| {
+        let handles: Vec<_> = group.iter().map(|c| s.spawn(|| f(c))).collect();
+        handles.into_iter().map(|h| h.join().unwrap()).collect()
+    })
+}
+
 impl ThreadComm {
     /// `size` ranks, one per thread that will use them.
     pub(crate) fn group(size: usize) -> Vec<ThreadComm> {

@@ -172,15 +172,7 @@ fn moved<T: Scalar>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::dist::threads::ThreadComm;
-
-    fn on_ranks<R: Send>(p: usize, f: impl Fn(&ThreadComm) -> R + Sync) -> Vec<R> {
-        let group = ThreadComm::group(p);
-        std::thread::scope(|s| {
-            let handles: Vec<_> = group.iter().map(|c| s.spawn(|| f(c))).collect();
-            handles.into_iter().map(|h| h.join().unwrap()).collect()
-        })
-    }
+    use crate::dist::threads::on_ranks;
 
     /// Cuts at equal shares of the work: each rank's block (of 4 nodes) and work given.
     #[test]

@@ -398,18 +398,9 @@ fn gather_dag<T: Scalar>(comm: &dyn Comm, m: &Csr<T>, first: usize) -> Result<Ve
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::dist::threads::ThreadComm;
+    use crate::dist::threads::{on_ranks, ThreadComm};
     use crate::mcl::{Overlap, PruneParams};
     use std::path::Path;
-
-    /// `f` on each rank of a group of `p` threads; the results in rank order.
-    fn on_ranks<R: Send>(p: usize, f: impl Fn(&ThreadComm) -> R + Sync) -> Vec<R> {
-        let group = ThreadComm::group(p);
-        std::thread::scope(|s| {
-            let handles: Vec<_> = group.iter().map(|c| s.spawn(|| f(c))).collect();
-            handles.into_iter().map(|h| h.join().unwrap()).collect()
-        })
-    }
 
     /// An R-MAT graph as an edge list file, with ids no edge touches left in.
     fn rmat_file(dir: &Path, scale: u32, edge_factor: u64, seed: u64) -> std::path::PathBuf {
