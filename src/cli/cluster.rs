@@ -486,8 +486,6 @@ fn run_across_ranks<T: Scalar>(a: ClusterArgs, ui: Ui, comm: &dyn Comm) -> Resul
     )?;
     let opts = super::env::dist_mcl_options();
     let graph = dist::mcl::load_graph::<T>(comm, &a.input, a.input_args.format, opts.stage_edges)?;
-    // Blocks of equal work, not of equal node counts: hubs sit together.
-    let graph = dist::mcl::balance(comm, graph);
     if graph.nodes() == 0 {
         ui.notice("the graph has no edges: no clusters");
     }

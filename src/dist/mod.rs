@@ -176,6 +176,23 @@ pub fn rank_engines(comm: &dyn Comm, mine: crate::spgemm::EngineKind) -> (Vec<St
     (engines, all)
 }
 
+/// Where each chunk's items of each bucket start, given each chunk's count per bucket
+/// (`counts[chunk][bucket]`) and where each bucket starts (`begin`): after the chunks before it
+/// within the bucket.
+pub(crate) fn chunk_starts(counts: &[Vec<usize>], begin: &[usize]) -> Vec<Vec<usize>> {
+    let mut next = begin.to_vec();
+    counts
+        .iter()
+        .map(|c| {
+            let start = next.clone();
+            for (n, &x) in next.iter_mut().zip(c) {
+                *n += x;
+            }
+            start
+        })
+        .collect()
+}
+
 /// Where each of consecutive runs of `counts` elements starts: the exclusive prefix sum.
 pub(crate) fn offsets(counts: &[usize]) -> Vec<usize> {
     counts

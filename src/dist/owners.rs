@@ -45,17 +45,7 @@ pub(crate) fn by_owner(source: &impl PairSource, blocks: &Blocks) -> (Vec<u32>, 
     }
     // Where each chunk's pairs for each owner start: after the owners before, and after the
     // chunks before within the owner.
-    let mut next = super::offsets(&totals);
-    let starts: Vec<Vec<usize>> = counts
-        .iter()
-        .map(|c| {
-            let start = next.clone();
-            for (n, &x) in next.iter_mut().zip(c) {
-                *n += x;
-            }
-            start
-        })
-        .collect();
+    let starts = super::chunk_starts(&counts, &super::offsets(&totals));
     let len: usize = totals.iter().sum();
     let mut send: Vec<u32> = Vec::with_capacity(len);
     let out = SharedSlice::new(&mut send.spare_capacity_mut()[..len]);

@@ -212,17 +212,7 @@ fn all_found(first: usize, (ptr, cols): (&[u64], &[u32]), pairs: &[u32], bucket:
     for b in 0..buckets {
         begin[b + 1] = begin[b] + counts.iter().map(|c| c[b]).sum::<usize>();
     }
-    let mut next = begin[..buckets].to_vec();
-    let starts: Vec<Vec<usize>> = counts
-        .iter()
-        .map(|c| {
-            let start = next.clone();
-            for (n, &x) in next.iter_mut().zip(c) {
-                *n += x;
-            }
-            start
-        })
-        .collect();
+    let starts = super::chunk_starts(&counts, &begin[..buckets]);
     let mut sorted: Vec<(u32, u32)> = vec![(0, 0); pairs.len() / 2];
     {
         let out = SharedSlice::new_init(&mut sorted);

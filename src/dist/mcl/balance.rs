@@ -3,51 +3,18 @@
 //!
 //! Blocks of equal node counts are far from equal work on power-law graphs, whose hubs sit
 //! together (R-MAT puts them at low ids): the first rank of two would make most of every `M²`.
-//! [`balance`] cuts the graph at load time by each column's share of the first expansion,
-//! `Σ (deg(k) + 1)` over its `k` (its neighbours and itself, the loop added); each iteration then
-//! cuts again by its own products ([`rebalance`], from the row lengths every rank gathers
-//! anyway), where the heaviest block strays from the mean, since the work moves as the matrix
-//! fills and then empties. Blocks are cut where the running sum of the work crosses each
+//! Each iteration cuts the blocks again by its own products ([`rebalance`], from the row lengths
+//! every rank gathers anyway) where the heaviest block strays from the mean: the first by each
+//! column's share of the first expansion, `Σ (deg(k) + 1)` over its `k` (its neighbours and
+//! itself, the loop added), the later ones as the work moves while the matrix fills and then
+//! empties. Blocks are cut where the running sum of the work crosses each
 //! multiple of the total over the ranks. The clusters do not depend on the cut (every column
 //! is made by the same code from the same rows), only the time does.
 
 use super::super::Comm;
 use super::fetch;
-use super::graph::GraphBlock;
 use crate::csr::Csr;
 use crate::scalar::Scalar;
-
-/// `graph` cut into blocks of about equal expansion work, every row moved to its new owner.
-/// Collective: every rank gets its new block, with the same `starts` on every rank.
-pub fn balance<T: Scalar>(comm: &dyn Comm, graph: GraphBlock<T>) -> GraphBlock<T> {
-    if comm.size() == 1 {
-        return graph;
-    }
-    let own: Vec<u32> = (0..graph.rows.nrows())
-        .map(|i| graph.rows.row_len(i) as u32)
-        .collect();
-    let (degree, _) = comm.all_gather_u32(&own);
-    // The start matrix adds each node's loop: one more entry in every row, one more `k` in
-    // every column.
-    let work: Vec<u64> = (0..graph.rows.nrows())
-        .map(|i| {
-            let (cols, _) = graph.rows.row(i);
-            let through: u64 = cols
-                .iter()
-                .map(|&k| u64::from(degree[k as usize]) + 1)
-                .sum();
-            through + u64::from(own[i]) + 1
-        })
-        .collect();
-    match rebalance(comm, &graph.rows, &graph.starts, &work, &degree, 1.0) {
-        Some(moved) => GraphBlock {
-            starts: moved.starts,
-            rows: moved.rows,
-            ..graph
-        },
-        None => graph,
-    }
-}
 
 /// A block moved to new owners: the blocks' first nodes, this rank's rows, and the bytes it
 /// received.
@@ -172,7 +139,35 @@ fn moved<T: Scalar>(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::dist::mcl::GraphBlock;
     use crate::dist::threads::on_ranks;
+
+    /// `graph` cut at equal shares of its first expansion's work, as the first iteration cuts
+    /// the start matrix (whose rows add the loop).
+    fn balance<T: Scalar>(comm: &dyn Comm, graph: GraphBlock<T>) -> GraphBlock<T> {
+        let own: Vec<u32> = (0..graph.rows.nrows())
+            .map(|i| graph.rows.row_len(i) as u32)
+            .collect();
+        let (degree, _) = comm.all_gather_u32(&own);
+        let work: Vec<u64> = (0..graph.rows.nrows())
+            .map(|i| {
+                let (cols, _) = graph.rows.row(i);
+                let through: u64 = cols
+                    .iter()
+                    .map(|&k| u64::from(degree[k as usize]) + 1)
+                    .sum();
+                through + u64::from(own[i]) + 1
+            })
+            .collect();
+        match rebalance(comm, &graph.rows, &graph.starts, &work, &degree, 1.0) {
+            Some(moved) => GraphBlock {
+                starts: moved.starts,
+                rows: moved.rows,
+                ..graph
+            },
+            None => graph,
+        }
+    }
 
     /// Cuts at equal shares of the work: each rank's block (of 4 nodes) and work given.
     #[test]
