@@ -117,6 +117,16 @@ pub(crate) fn try_filled<T: Clone>(n: usize, value: T, what: &str) -> crate::err
     Ok(v)
 }
 
+/// `src` copied into `dst` (of the same length) in parallel chunks, so that large copies (and
+/// the first touch of fresh pages) use every thread.
+pub(crate) fn par_copy<E: Copy + Send + Sync>(dst: &mut [E], src: &[E]) {
+    use rayon::prelude::*;
+    const CHUNK: usize = 1 << 18;
+    dst.par_chunks_mut(CHUNK)
+        .zip(src.par_chunks(CHUNK))
+        .for_each(|(o, x)| o.copy_from_slice(x));
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -25,6 +25,8 @@ pub trait Scalar:
     const ONE: Self;
     /// "f32" or "f64".
     const NAME: &'static str;
+    /// The 32-bit words of one value's bits (1 for `f32`, 2 for `f64`), as exchanges carry it.
+    const WORDS: usize;
     /// Converts from `f64`, rounding to nearest.
     fn from_f64(x: f64) -> Self;
     /// Converts to `f64` exactly.
@@ -37,14 +39,27 @@ pub trait Scalar:
     fn total_cmp(&self, other: &Self) -> std::cmp::Ordering;
     /// Appends the shortest decimal text that reads back as the same value.
     fn write_to(self, out: &mut Vec<u8>);
+    /// The value's bits, in the low [`Scalar::WORDS`] words.
+    fn to_bits64(self) -> u64;
+    /// The value of [`Scalar::to_bits64`]'s bits.
+    fn from_bits64(bits: u64) -> Self;
 }
 
 macro_rules! impl_scalar {
-    ($t:ty, $name:literal) => {
+    ($t:ty, $name:literal, $bits:ty) => {
         impl Scalar for $t {
             const ZERO: Self = 0.0;
             const ONE: Self = 1.0;
             const NAME: &'static str = $name;
+            const WORDS: usize = std::mem::size_of::<$t>() / 4;
+            #[inline]
+            fn to_bits64(self) -> u64 {
+                u64::from(self.to_bits())
+            }
+            #[inline]
+            fn from_bits64(bits: u64) -> Self {
+                <$t>::from_bits(bits as $bits)
+            }
             #[inline]
             fn from_f64(x: f64) -> Self {
                 x as $t
@@ -85,8 +100,8 @@ macro_rules! impl_scalar {
     };
 }
 
-impl_scalar!(f32, "f32");
-impl_scalar!(f64, "f64");
+impl_scalar!(f32, "f32", u32);
+impl_scalar!(f64, "f64", u64);
 
 #[cfg(test)]
 mod tests {

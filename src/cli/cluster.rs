@@ -153,6 +153,12 @@ struct ClusterReport {
     /// Most device memory in use at once (GPU engine only).
     #[serde(skip_serializing_if = "Option::is_none")]
     device_peak_bytes: Option<u64>,
+    /// Runs across MPI ranks only: of `seconds`, the time spent on other ranks' rows (per
+    /// iteration the longest of a rank), and the bytes the ranks received from one another.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    exchange_seconds: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    exchanged_bytes: Option<u64>,
     /// Of `seconds`, before the first iteration and after the last.
     setup_seconds: f64,
     finish_seconds: f64,
@@ -203,6 +209,8 @@ impl ClusterReport {
             engine: run.engine.to_string(),
             ranks: run.ranks.as_ref().map(|r| r.0),
             rank_engine: run.ranks.as_ref().map(|r| r.2.clone()),
+            exchange_seconds: run.ranks.is_some().then_some(result.exchange_seconds),
+            exchanged_bytes: run.ranks.is_some().then_some(result.exchanged_bytes),
             rank_engines: run.ranks.map(|r| r.1),
             device_peak_bytes: (run.engine == EngineKind::Gpu).then_some(result.device_peak_bytes),
             setup_seconds: result.setup_seconds,
@@ -245,7 +253,7 @@ impl Observer for IterationLines<'_> {
     fn iteration(&mut self, it: &Iteration) {
         self.bar.suspend(|| {
             self.ui.notice(&format!(
-                "iteration {:>3}  chaos {:>10.4}  kept {:>11}  expanded {:>13}  products {:>15}  {:>7.2} s ({:.2} s expanding{}{})",
+                "iteration {:>3}  chaos {:>10.4}  kept {:>11}  expanded {:>13}  products {:>15}  {:>7.2} s ({:.2} s expanding{}{}{})",
                 it.index,
                 it.chaos,
                 it.kept,
@@ -255,6 +263,11 @@ impl Observer for IterationLines<'_> {
                 it.expand_seconds,
                 if it.batches > 1 {
                     format!(", {} batches", it.batches)
+                } else {
+                    String::new()
+                },
+                if it.exchange_seconds > 0.0 {
+                    format!(", {:.2} s exchanging", it.exchange_seconds)
                 } else {
                     String::new()
                 },

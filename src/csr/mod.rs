@@ -186,14 +186,8 @@ impl<T: Scalar> Csr<T> {
                 .par_chunks_mut(CHUNK)
                 .zip(p.row_ptr[1..].par_chunks(CHUNK))
                 .for_each(|(o, x)| o.iter_mut().zip(x).for_each(|(o, &x)| *o = base + x));
-            col_idx[e..e + p.nnz()]
-                .par_chunks_mut(CHUNK)
-                .zip(p.col_idx.par_chunks(CHUNK))
-                .for_each(|(o, x)| o.copy_from_slice(x));
-            values[e..e + p.nnz()]
-                .par_chunks_mut(CHUNK)
-                .zip(p.values.par_chunks(CHUNK))
-                .for_each(|(o, x)| o.copy_from_slice(x));
+            crate::mem::par_copy(&mut col_idx[e..e + p.nnz()], &p.col_idx);
+            crate::mem::par_copy(&mut values[e..e + p.nnz()], &p.values);
             r += p.nrows;
             e += p.nnz();
         }

@@ -68,6 +68,13 @@ pub trait Comm {
 /// 32-bit, and the distributed algorithms stage their exchanges below this.
 pub const MAX_MESSAGE: usize = 1 << 28;
 
+/// The most entries of `words` 32-bit words each a rank may ask for in one exchange of rows,
+/// so that an owner answering every other rank at once still sends one message of at most
+/// [`MAX_MESSAGE`] words.
+pub fn asked_entries_bound(comm: &dyn Comm, words: usize) -> usize {
+    MAX_MESSAGE / words / comm.size().saturating_sub(1).max(1)
+}
+
 /// The communicator of a single process: every collective returns what this rank gave.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct SelfComm;

@@ -15,7 +15,7 @@
 //! in three such passes, one per array: [`super::npz`].)
 
 use super::matrix::MatrixBlock;
-use super::{agree, Comm, MAX_MESSAGE};
+use super::{agree, asked_entries_bound, Comm, MAX_MESSAGE};
 use crate::csr::Csr;
 use crate::error::{Error, Result};
 use crate::scalar::Scalar;
@@ -83,7 +83,7 @@ pub fn multiply<T: Scalar>(
         .map(|i| b.rows.row_len(i) as u64)
         .collect();
     let (b_len, _) = comm.all_gather_u64(&lengths);
-    let budget = opts.stage_entries.clamp(1, MAX_MESSAGE / 2) as u64;
+    let budget = opts.stage_entries.clamp(1, asked_entries_bound(comm, 2)) as u64;
     let plan = plan_rounds(&a.rows, &b_len, budget);
     let mut rounds = [plan.len() as u64];
     comm.max_u64(&mut rounds);
@@ -235,7 +235,7 @@ fn fetch_rows<T: Scalar>(comm: &dyn Comm, b: &MatrixBlock<T>, asked: &[u32]) -> 
         at += n;
     }
     let (got_cols, _) = comm.all_to_all_u32(&cols, &entry_counts);
-    let word_counts: Vec<usize> = entry_counts.iter().map(|&c| 2 * c).collect();
+    let word_counts: Vec<usize> = entry_counts.iter().map(|&c| T::WORDS * c).collect();
     let (got_words, _) = comm.all_to_all_u32(&words, &word_counts);
     let mut ptr = Vec::with_capacity(asked.len() + 1);
     ptr.push(0u64);
@@ -384,25 +384,35 @@ fn send_piece<T: Scalar>(
     Some((first as usize, piece))
 }
 
-/// Values as the `u32` words the exchanges carry: each as an `f64` (which holds every value type
-/// exactly), low word first.
+/// Values as the `u32` words the exchanges carry: each value's bits in [`Scalar::WORDS`] words,
+/// low word first.
 pub(super) fn to_words<T: Scalar>(values: &[T]) -> Vec<u32> {
-    values
-        .par_iter()
+    let mut words = vec![0u32; values.len() * T::WORDS];
+    words
+        .par_chunks_exact_mut(T::WORDS)
+        .zip(values.par_iter())
         .with_min_len(1 << 14)
-        .flat_map_iter(|x| {
-            let w = x.to_f64().to_bits();
-            [w as u32, (w >> 32) as u32]
-        })
-        .collect()
+        .for_each(|(w, x)| {
+            let bits = x.to_bits64();
+            for (i, word) in w.iter_mut().enumerate() {
+                *word = (bits >> (32 * i)) as u32;
+            }
+        });
+    words
 }
 
 /// The values of [`to_words`]'s words.
 pub(crate) fn from_words<T: Scalar>(words: &[u32]) -> Vec<T> {
     words
-        .par_chunks_exact(2)
+        .par_chunks_exact(T::WORDS)
         .with_min_len(1 << 14)
-        .map(|w| T::from_f64(f64::from_bits(u64::from(w[0]) | (u64::from(w[1]) << 32))))
+        .map(|w| {
+            let bits = w
+                .iter()
+                .enumerate()
+                .fold(0u64, |b, (i, &word)| b | (u64::from(word) << (32 * i)));
+            T::from_bits64(bits)
+        })
         .collect()
 }
 

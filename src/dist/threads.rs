@@ -3,6 +3,7 @@
 //! is one all-gather of bytes through shared slots between two barriers.
 
 use super::Comm;
+use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
 use std::sync::{Arc, Barrier, Mutex};
 
 struct Shared {
@@ -14,6 +15,8 @@ struct Shared {
 pub(crate) struct ThreadComm {
     rank: usize,
     shared: Arc<Shared>,
+    /// The most words this rank sent in one all-to-all since it was last taken.
+    largest_send: AtomicUsize,
 }
 
 /// `f` on each of `p` ranks (threads standing for them), the results in rank order.
@@ -36,8 +39,15 @@ impl ThreadComm {
             .map(|rank| ThreadComm {
                 rank,
                 shared: Arc::clone(&shared),
+                largest_send: AtomicUsize::new(0),
             })
             .collect()
+    }
+
+    /// The most words this rank sent in one all-to-all since the last call (the bound a
+    /// staged exchange keeps under MPI's message limit).
+    pub(crate) fn take_largest_send(&self) -> usize {
+        self.largest_send.swap(0, Relaxed)
     }
 
     /// Every rank's bytes, in rank order.
@@ -118,6 +128,7 @@ impl Comm for ThreadComm {
         flatten(self.gather_words(mine, |x| x, |x| x))
     }
     fn all_to_all_u32(&self, send: &[u32], counts: &[usize]) -> (Vec<u32>, Vec<usize>) {
+        self.largest_send.fetch_max(send.len(), Relaxed);
         // Each rank gathers everything and keeps its own piece of each sender's buffer.
         let (counts_all, _) =
             self.all_gather_u64(&counts.iter().map(|&c| c as u64).collect::<Vec<_>>());

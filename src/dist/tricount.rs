@@ -14,7 +14,7 @@
 
 use super::input::{simple_row_block, RowBlock};
 use super::labels::LabelShare;
-use super::{agree, Blocks, Comm, MAX_MESSAGE};
+use super::{agree, asked_entries_bound, Blocks, Comm, MAX_MESSAGE};
 use crate::engine::Work;
 use crate::error::{Error, Result};
 use crate::io::Format;
@@ -190,7 +190,7 @@ pub fn count_block(comm: &dyn Comm, block: &RowBlock, opts: &Options) -> Result<
     remote.par_sort_unstable();
     let mut needed: Vec<u32> = remote.iter().map(|&(b, _)| b).collect();
     needed.dedup();
-    let budget = opts.stage_entries.clamp(1, MAX_MESSAGE) as u64;
+    let budget = opts.stage_entries.clamp(1, asked_entries_bound(comm, 1)) as u64;
     let batches = cut_batches(&needed, |b| u64::from(degree[b as usize]), budget);
     let mut rounds = [batches.len() as u64];
     comm.max_u64(&mut rounds);

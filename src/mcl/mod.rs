@@ -167,6 +167,10 @@ pub struct Iteration {
     pub seconds: f64,
     /// Across ranks, the bytes the ranks received from one another (0 in one process).
     pub exchanged_bytes: u64,
+    /// Across ranks, the longest a rank spent on other ranks' rows: every row's length, the
+    /// blocks cut again, the rounds planned, the rows fetched and laid out with the block as
+    /// the product's operand (0 in one process).
+    pub exchange_seconds: f64,
 }
 
 /// The result of [`cluster`].
@@ -195,6 +199,11 @@ pub struct MclResult {
     pub setup_seconds: f64,
     /// See `setup_seconds`.
     pub finish_seconds: f64,
+    /// Across ranks, the iterations' [`Iteration::exchange_seconds`] and
+    /// [`Iteration::exchanged_bytes`] summed (0 in one process).
+    pub exchange_seconds: f64,
+    /// See `exchange_seconds`.
+    pub exchanged_bytes: u64,
 }
 
 /// The graph MCL clusters, built from an edge list: only the vertices some edge touches (mcl
@@ -711,6 +720,8 @@ pub fn cluster_observed<T: Scalar>(
         device_peak_bytes,
         setup_seconds,
         finish_seconds: start.elapsed().as_secs_f64() - last_end.max(setup_seconds),
+        exchange_seconds: 0.0,
+        exchanged_bytes: 0,
     })
 }
 

@@ -115,24 +115,33 @@ fn moved<T: Scalar>(
         .map(|v| v as u32)
         .collect();
     let got = fetch::fetch_in_pieces(comm, old, rows, &wanted, lengths);
-    // The new block in node order: each node's row from the old block or from the fetched.
-    let (mut row_ptr, mut cols, mut vals) = (vec![0u64], Vec::new(), Vec::new());
-    let mut at = 0usize;
-    for v in gets {
-        let (c, x) = if had.contains(&v) {
-            rows.row(v - had.start)
-        } else {
-            debug_assert_eq!(got.nodes[at] as usize, v);
-            let span = got.ptr[at] as usize..got.ptr[at + 1] as usize;
-            at += 1;
-            (&got.cols[span.clone()], &got.vals[span])
-        };
-        cols.extend_from_slice(c);
-        vals.extend_from_slice(x);
-        row_ptr.push(cols.len() as u64);
+    // The new block in node order: the fetched rows before the rows kept, the rows kept, the
+    // fetched rows after them (with nothing kept, every row is fetched: all "before").
+    let keep = had.start.max(gets.start)..had.end.min(gets.end);
+    let (split, own) = match keep.is_empty() {
+        true => (got.nodes.len(), 0..0),
+        false => (
+            got.nodes.partition_point(|&k| (k as usize) < keep.start),
+            keep.start - had.start..keep.end - had.start,
+        ),
+    };
+    let mut row_ptr = Vec::with_capacity(gets.len() + 1);
+    row_ptr.push(0u64);
+    let fetched_len = |i: usize| got.ptr[i + 1] - got.ptr[i];
+    let lens = (0..split)
+        .map(fetched_len)
+        .chain(own.clone().map(|i| rows.row_len(i) as u64))
+        .chain((split..got.nodes.len()).map(fetched_len));
+    let mut total = 0u64;
+    for l in lens {
+        total += l;
+        row_ptr.push(total);
     }
-    let n = row_ptr.len() - 1;
-    let block = Csr::from_parts_unchecked(n, rows.ncols(), row_ptr, cols, vals);
+    let span = rows.row_ptr()[own.start] as usize..rows.row_ptr()[own.end] as usize;
+    let at = got.ptr[split] as usize;
+    let cols = fetch::around(&got.cols, at, &rows.col_idx()[span.clone()]);
+    let vals = fetch::around(&got.vals, at, &rows.values()[span]);
+    let block = Csr::from_parts_unchecked(gets.len(), rows.ncols(), row_ptr, cols, vals);
     (block, got.received)
 }
 

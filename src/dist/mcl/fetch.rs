@@ -16,6 +16,7 @@ use crate::scalar::Scalar;
 use rayon::prelude::*;
 use std::borrow::Cow;
 use std::ops::Range;
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 
 /// The most entries one round fetches: each value travels as two 32-bit words, and a message
 /// stays under [`MAX_MESSAGE`] words.
@@ -36,6 +37,20 @@ pub struct Plan {
 /// entries; a row whose remote needs alone exceed the budget makes a round of its own (fetched
 /// in several exchanges when it needs more than one carries: [`fetch`]).
 pub fn plan<T: Scalar>(m: &Csr<T>, mine: Range<usize>, lengths: &[u32], budget: u64) -> Plan {
+    // Most often every remote row the block needs fits one round.
+    let whole: u64 = remote_nodes(m, 0..m.nrows(), mine.clone())
+        .par_iter()
+        .map(|&k| u64::from(lengths[k as usize]))
+        .sum();
+    if whole <= budget {
+        return Plan {
+            rounds: (m.nrows() > 0)
+                .then_some(0..m.nrows())
+                .into_iter()
+                .collect(),
+            largest: whole,
+        };
+    }
     // The round each remote node was last counted in (1-based; 0: never).
     let mut seen = vec![0u32; m.ncols()];
     let mut round = 1u32;
@@ -130,25 +145,50 @@ pub fn fetch<T: Scalar>(
     lengths: &[u32],
 ) -> Fetched<T> {
     let first = starts[comm.rank()];
-    let mine = first..first + m.nrows();
-    let lo = m.row_ptr()[rows.start] as usize;
-    let hi = m.row_ptr()[rows.end] as usize;
     // The remote rows, asked of their owners (in node order, so by owner).
-    let mut ask: Vec<u32> = m.col_idx()[lo..hi]
-        .par_iter()
-        .copied()
-        .filter(|&k| !mine.contains(&(k as usize)))
-        .collect();
-    ask.par_sort_unstable();
-    ask.dedup();
+    let ask = remote_nodes(m, rows, first..first + m.nrows());
     fetch_in_pieces(comm, starts, m, &ask, lengths)
 }
 
+/// The distinct nodes outside `mine` that the rows `rows` of `m` name, increasing: marked in a
+/// bitmap of the nodes by every thread, then read out in order.
+fn remote_nodes<T: Scalar>(m: &Csr<T>, rows: Range<usize>, mine: Range<usize>) -> Vec<u32> {
+    let marks: Vec<AtomicU64> = (0..m.ncols().div_ceil(64))
+        .map(|_| AtomicU64::new(0))
+        .collect();
+    let span = m.row_ptr()[rows.start] as usize..m.row_ptr()[rows.end] as usize;
+    m.col_idx()[span]
+        .par_iter()
+        .with_min_len(1 << 16)
+        .filter(|&&k| !mine.contains(&(k as usize)))
+        .for_each(|&k| {
+            let (word, bit) = (&marks[k as usize / 64], 1u64 << (k % 64));
+            // Popular nodes are named often: a read keeps their word shared between cores.
+            if word.load(Relaxed) & bit == 0 {
+                word.fetch_or(bit, Relaxed);
+            }
+        });
+    marks
+        .par_iter()
+        .enumerate()
+        .flat_map_iter(|(i, word)| {
+            let mut w = word.load(Relaxed);
+            std::iter::from_fn(move || {
+                (w != 0).then(|| {
+                    let b = w.trailing_zeros();
+                    w &= w - 1;
+                    (i * 64) as u32 + b
+                })
+            })
+        })
+        .collect()
+}
+
 /// The rows of the nodes `ask` (increasing, none of this rank's block `m`; `lengths`: every
-/// row's entries, by node) from their owners, in as many exchanges as keep each under
-/// [`MAX_ROUND_ENTRIES`] received entries (a row alone may be one exchange: no row holds more
-/// than a message carries). Collective: every rank takes part in as many exchanges as the rank
-/// needing most.
+/// row's entries, by node) from their owners, in as many exchanges as keep what each rank
+/// receives, and what each sends, under [`MAX_ROUND_ENTRIES`] entries (a row alone may be one
+/// exchange: no row holds more than a message carries). Collective: every rank takes part in
+/// as many exchanges as the rank needing most.
 pub fn fetch_in_pieces<T: Scalar>(
     comm: &dyn Comm,
     starts: &[usize],
@@ -159,8 +199,8 @@ pub fn fetch_in_pieces<T: Scalar>(
     fetch_in_pieces_of(comm, starts, m, ask, lengths, MAX_ROUND_ENTRIES)
 }
 
-/// [`fetch_in_pieces`], each exchange receiving at most `most_entries` entries (a row alone may
-/// be more).
+/// [`fetch_in_pieces`], each exchange sending and receiving at most `most_entries` entries a
+/// rank (a row alone may be more).
 fn fetch_in_pieces_of<T: Scalar>(
     comm: &dyn Comm,
     starts: &[usize],
@@ -169,6 +209,8 @@ fn fetch_in_pieces_of<T: Scalar>(
     lengths: &[u32],
     most_entries: u64,
 ) -> Fetched<T> {
+    // An owner answers every other rank in the same exchange: each asks for at most its share.
+    let most_entries = (most_entries / comm.size().saturating_sub(1).max(1) as u64).max(1);
     let mut pieces: Vec<Range<usize>> = Vec::new();
     let mut size = u64::MAX;
     for (i, &v) in ask.iter().enumerate() {
@@ -209,8 +251,8 @@ pub fn fetch_nodes<T: Scalar>(
         counts[owner(k as usize)] += 1;
     }
     let (asked, asked_counts) = comm.all_to_all_u32(&ask, &counts);
-    // The answers: lengths, columns, values (two words each), to each asker in turn, each
-    // row copied into its place by the threads.
+    // The answers: lengths, columns, values (`T::WORDS` words each), to each asker in turn,
+    // each row copied into its place by the threads.
     let lens: Vec<u32> = asked
         .par_iter()
         .map(|&k| m.row_len(k as usize - first) as u32)
@@ -224,25 +266,27 @@ pub fn fetch_nodes<T: Scalar>(
     }
     let total: usize = entry_counts.iter().sum();
     let mut cols = vec![0u32; total];
-    let mut words = vec![0u32; 2 * total];
-    let double: Vec<usize> = sizes.iter().map(|&l| 2 * l).collect();
+    let mut words = vec![0u32; T::WORDS * total];
+    let widths: Vec<usize> = sizes.iter().map(|&l| T::WORDS * l).collect();
     crate::mem::split_by_lengths(&mut cols, &sizes)
         .into_par_iter()
-        .zip(crate::mem::split_by_lengths(&mut words, &double))
+        .zip(crate::mem::split_by_lengths(&mut words, &widths))
         .zip(asked.par_iter())
         .with_min_len(64)
         .for_each(|((c, w), &k)| {
             let (rc, rv) = m.row(k as usize - first);
             c.copy_from_slice(rc);
-            for (pair, v) in w.chunks_exact_mut(2).zip(rv) {
-                let b = v.to_f64().to_bits();
-                pair.copy_from_slice(&[b as u32, (b >> 32) as u32]);
+            for (value, v) in w.chunks_exact_mut(T::WORDS).zip(rv) {
+                let bits = v.to_bits64();
+                for (i, word) in value.iter_mut().enumerate() {
+                    *word = (bits >> (32 * i)) as u32;
+                }
             }
         });
     drop(asked);
     let (got_lens, _) = comm.all_to_all_u32(&lens, &asked_counts);
     let (got_cols, _) = comm.all_to_all_u32(&cols, &entry_counts);
-    let word_counts: Vec<usize> = entry_counts.iter().map(|&c| 2 * c).collect();
+    let word_counts: Vec<usize> = entry_counts.iter().map(|&c| T::WORDS * c).collect();
     let (got_words, _) = comm.all_to_all_u32(&words, &word_counts);
     drop((lens, cols, words));
     let received = 4 * (ask.len() + got_lens.len() + got_cols.len() + got_words.len()) as u64;
@@ -289,19 +333,20 @@ pub fn operand<T: Scalar>(m: &Csr<T>, first: usize, got: Fetched<T>) -> Cow<'_, 
     // The fetched rows before the block, then the block, then the fetched rows after it.
     let split = got.nodes.partition_point(|&k| (k as usize) < first);
     let at = got.ptr[split] as usize;
-    let cols = around(got.cols, at, m.col_idx());
-    let vals = around(got.vals, at, m.values());
+    let cols = around(&got.cols, at, m.col_idx());
+    let vals = around(&got.vals, at, m.values());
     Cow::Owned(Csr::from_parts_unchecked(n, n, row_ptr, cols, vals))
 }
 
-/// `v` with `middle` put in at `at`: the tail moved up in place (a large vector grows without
-/// a copy where the allocator can remap it).
-fn around<E: Copy + Default>(mut v: Vec<E>, at: usize, middle: &[E]) -> Vec<E> {
-    let tail = v.len() - at;
-    v.resize(v.len() + middle.len(), E::default());
-    v.copy_within(at..at + tail, at + middle.len());
-    v[at..at + middle.len()].copy_from_slice(middle);
-    v
+/// `v` with `middle` put in at `at`, copied in parallel into an array of the final size.
+pub(super) fn around<E: Copy + Default + Send + Sync>(v: &[E], at: usize, middle: &[E]) -> Vec<E> {
+    let mut out = vec![E::default(); v.len() + middle.len()];
+    let (head, rest) = out.split_at_mut(at);
+    let (mid, tail) = rest.split_at_mut(middle.len());
+    crate::mem::par_copy(head, &v[..at]);
+    crate::mem::par_copy(mid, middle);
+    crate::mem::par_copy(tail, &v[at..]);
+    out
 }
 
 /// The first operand of a round: the block's rows `rows` (columns kept global), `m` itself
@@ -364,8 +409,44 @@ mod tests {
         assert_eq!(p.largest, 0);
     }
 
+    /// The bitmap's remote nodes are the sorted distinct columns outside the block, across
+    /// words of the bitmap and for any rows.
+    #[test]
+    fn remote_nodes_are_the_distinct_columns_outside_the_block() {
+        let n = 300u32;
+        let mut ptr = vec![0u64];
+        let mut cols = Vec::new();
+        for i in 0..40u32 {
+            let mut row: Vec<u32> = (0..i % 7 + 1).map(|j| (i * 37 + j * 101) % n).collect();
+            row.sort_unstable();
+            row.dedup();
+            cols.extend(row);
+            ptr.push(cols.len() as u64);
+        }
+        let vals = vec![1.0f32; cols.len()];
+        let m = Csr::from_parts(40, n as usize, ptr, cols, vals).unwrap();
+        for (rows, mine) in [
+            (0..40, 100..140),
+            (5..17, 0..40),
+            (0..0, 0..40),
+            (3..40, 260..300),
+        ] {
+            let span = m.row_ptr()[rows.start] as usize..m.row_ptr()[rows.end] as usize;
+            let mut want: Vec<u32> = m.col_idx()[span]
+                .iter()
+                .copied()
+                .filter(|&k| !mine.contains(&(k as usize)))
+                .collect();
+            want.sort_unstable();
+            want.dedup();
+            assert!(rows.is_empty() || !want.is_empty());
+            assert_eq!(remote_nodes(&m, rows, mine), want);
+        }
+    }
+
     /// Rows fetched in pieces of a few entries are the rows fetched in one exchange, however
-    /// many exchanges each rank needs.
+    /// many exchanges each rank needs, and no rank sends more than the bound in one (every
+    /// other rank asks the same owner at once).
     #[test]
     fn pieces_fetch_the_same_rows() {
         let n = 12usize;
@@ -391,8 +472,14 @@ mod tests {
                         .filter(|v| !mine.contains(&(*v as usize)))
                         .collect();
                     let one = fetch_in_pieces_of(c, &starts, &m, &ask, lengths, u64::MAX);
-                    for most in [1, 2, 5] {
+                    for most in [1, 2, 5, 6, 9] {
+                        c.take_largest_send();
                         let got = fetch_in_pieces_of(c, &starts, &m, &ask, lengths, most);
+                        // Values go as two words each; rows are at most 3 entries, so from
+                        // 6 entries (3 an asker) every exchange keeps to the bound.
+                        if most >= 6 {
+                            assert!(c.take_largest_send() <= 2 * most as usize);
+                        }
                         assert_eq!(
                             (&got.nodes, &got.ptr, &got.cols, &got.vals),
                             (&one.nodes, &one.ptr, &one.cols, &one.vals)
@@ -435,9 +522,9 @@ mod tests {
             Cow::Borrowed(_)
         ));
         assert!(matches!(round_rows(&m, 0..3), Cow::Borrowed(_)));
-        assert_eq!(around(vec![1, 2, 5], 2, &[3, 4]), [1, 2, 3, 4, 5]);
-        assert_eq!(around(vec![5], 0, &[3, 4]), [3, 4, 5]);
-        assert_eq!(around(vec![1, 2], 2, &[3]), [1, 2, 3]);
+        assert_eq!(around(&[1, 2, 5], 2, &[3, 4]), [1, 2, 3, 4, 5]);
+        assert_eq!(around(&[5], 0, &[3, 4]), [3, 4, 5]);
+        assert_eq!(around(&[1, 2], 2, &[3]), [1, 2, 3]);
         let r = round_rows(&m, 1..3);
         assert_eq!((r.nrows(), r.ncols()), (2, 6));
         assert_eq!((r.row(0), r.row(1)), (m.row(1), m.row(2)));

@@ -90,6 +90,7 @@ pub fn cluster<T: Scalar>(
         observer,
     };
     let interrupted = || agree(comm, crate::interrupt::check());
+    let (mut exchange_seconds, mut exchanged_bytes) = (0.0, 0);
     let (block, iterations, converged) = mcl::run_iterations(
         block,
         params,
@@ -102,7 +103,10 @@ pub fn cluster<T: Scalar>(
                 inflation,
                 progress,
             };
-            iterate(comm, block, &expansion, opts)
+            let (block, it) = iterate(comm, block, &expansion, opts)?;
+            exchange_seconds += it.exchange_seconds;
+            exchanged_bytes += it.exchanged_bytes;
+            Ok((block, it))
         },
     )?;
     let (setup_seconds, last_end) = (timed.setup_seconds, timed.last_end);
@@ -125,6 +129,8 @@ pub fn cluster<T: Scalar>(
         device_peak_bytes: peak[0],
         setup_seconds,
         finish_seconds: start.elapsed().as_secs_f64() - last_end.max(setup_seconds),
+        exchange_seconds,
+        exchanged_bytes,
     };
     Ok((result, engine))
 }
@@ -277,6 +283,7 @@ fn iterate<T: Scalar>(
     let mut most = [plan.rounds.len() as u64, plan.largest];
     comm.max_u64(&mut most);
     let exchange = most[1] > 0;
+    let mut exchange_seconds = t0.elapsed().as_secs_f64();
     let mut it = Iteration::default();
     let mut parts: Vec<Csr<T>> = Vec::new();
     for round in 0..most[0] as usize {
@@ -285,6 +292,7 @@ fn iterate<T: Scalar>(
             .get(round)
             .cloned()
             .unwrap_or(m.nrows()..m.nrows());
+        let t = Instant::now();
         let got = if exchange {
             fetch::fetch(comm, &starts, m, rows.clone(), &lengths)
         } else {
@@ -292,10 +300,12 @@ fn iterate<T: Scalar>(
         };
         received += got.received;
         let made = if rows.is_empty() {
+            exchange_seconds += t.elapsed().as_secs_f64();
             Ok(None)
         } else {
             let b = fetch::operand(m, first, got);
             let a = fetch::round_rows(m, rows.clone());
+            exchange_seconds += t.elapsed().as_secs_f64();
             expansion.expand_prune(&a, &b, first + rows.start).map(Some)
         };
         if let Some((part, figures)) = agree(comm, made)? {
@@ -312,9 +322,9 @@ fn iterate<T: Scalar>(
         true => Csr::empty(m.nrows(), m.ncols()),
         false => Csr::stack(parts, m.ncols()),
     };
-    let mut chaos = [it.chaos];
-    comm.max_f64(&mut chaos);
-    it.chaos = chaos[0];
+    let mut most = [it.chaos, exchange_seconds];
+    comm.max_f64(&mut most);
+    [it.chaos, it.exchange_seconds] = most;
     it.kept = next.nnz() as u64;
     let mut sums = [
         it.expanded,
