@@ -344,8 +344,9 @@ fn iterate<T: Scalar>(
 }
 
 /// Of a rank's share of the memory left, the part (1 in this many) the rows fetched in a round
-/// may take: the rest holds the block, the next block and the expansion's accumulators.
-const FETCH_SHARE: u64 = 4;
+/// may take: the rest holds the next block and the expansion's host buffers. A smaller share
+/// splits a dense iteration into rounds that each fetch the hub rows again.
+const FETCH_SHARE: u64 = 2;
 
 /// Remote entries per round where the memory left cannot be told.
 const UNKNOWN_MEMORY_ENTRIES: u64 = 1 << 26;
@@ -357,9 +358,9 @@ const UNKNOWN_MEMORY_ENTRIES: u64 = 1 << 26;
 /// it again. `entry`: the bytes of an entry of `B`.
 fn fetch_budget(asked: Option<usize>, room: Option<u64>, ranks_on_host: usize, entry: u64) -> u64 {
     let derived = || {
-        // An entry is received as three words, the rank sends about as many to the others,
-        // and it is copied into `B`.
-        let per_entry = 2 * 12 + entry;
+        // A fetched entry is held twice at most: received while the rank sends about as many
+        // to the others (freed before the rows are decoded), then received and copied into `B`.
+        let per_entry = 2 * entry;
         room.map_or(UNKNOWN_MEMORY_ENTRIES, |r| {
             r / ranks_on_host.max(1) as u64 / FETCH_SHARE / per_entry
         })
@@ -656,11 +657,11 @@ mod tests {
         assert_eq!(fetch_budget(Some(0), None, 1, 8), 1);
         let most = u64::MAX;
         assert_eq!(fetch_budget(Some(usize::MAX), None, 1, 8), most);
-        // Else a quarter of the rank's share of the memory left, 32 bytes an entry of f32.
-        assert_eq!(fetch_budget(None, Some(4 * 32 * 1000 * 2), 2, 8), 1000);
-        assert_eq!(fetch_budget(None, Some(4 * 32 * 1000 * 2), 1, 8), 2000);
+        // Else half the rank's share of the memory left, 16 bytes an entry of f32.
+        assert_eq!(fetch_budget(None, Some(2 * 16 * 1000 * 2), 2, 8), 1000);
+        assert_eq!(fetch_budget(None, Some(2 * 16 * 1000 * 2), 1, 8), 2000);
         assert_eq!(fetch_budget(None, Some(0), 2, 8), 1);
-        assert_eq!(fetch_budget(None, Some(u64::MAX), 1, 8), most / 4 / 32);
+        assert_eq!(fetch_budget(None, Some(u64::MAX), 1, 8), most / 2 / 16);
         assert_eq!(fetch_budget(None, None, 2, 8), UNKNOWN_MEMORY_ENTRIES);
     }
 
