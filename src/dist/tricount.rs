@@ -32,7 +32,8 @@ pub struct Options {
     pub per_vertex: bool,
     /// At most this many parsed edges a rank sends in one round of the redistribution.
     pub stage_edges: usize,
-    /// At most this many row entries a rank receives in one round of the row exchange.
+    /// At most this many row entries a rank receives in one round of the row exchange (and
+    /// never more than one exchange carries: [`super::asked_entries_bound`]; the default).
     pub stage_entries: usize,
     /// The engine of each rank's intersections: `Cpu`, `Gpu` (the rank's GPU; several ranks
     /// may share one) or `Auto` (the GPU when the rank's share of the edges makes it pay and a
@@ -45,7 +46,8 @@ impl Default for Options {
         Options {
             per_vertex: false,
             stage_edges: 1 << 24,
-            stage_entries: 1 << 24,
+            // As many as one exchange carries: every round uploads its rows and counts apart.
+            stage_entries: usize::MAX,
             engine: EngineKind::Cpu,
         }
     }
