@@ -18,8 +18,8 @@ use std::borrow::Cow;
 use std::ops::Range;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 
-/// The most entries one round fetches: each value travels as two 32-bit words, and a message
-/// stays under [`MAX_MESSAGE`] words.
+/// The most entries one exchange carries to a rank: a value travels as at most two 32-bit
+/// words, and a message stays under [`MAX_MESSAGE`] words.
 pub const MAX_ROUND_ENTRIES: u64 = (MAX_MESSAGE / 2) as u64;
 
 /// A round plan: the block's rows in consecutive rounds, and the remote entries the largest
