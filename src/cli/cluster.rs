@@ -266,7 +266,7 @@ impl Observer for IterationLines<'_> {
                 } else {
                     String::new()
                 },
-                if it.exchange_seconds > 0.0 {
+                if it.exchanged_bytes > 0 {
                     format!(", {:.2} s exchanging", it.exchange_seconds)
                 } else {
                     String::new()

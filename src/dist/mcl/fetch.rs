@@ -37,11 +37,15 @@ pub struct Plan {
 /// entries; a row whose remote needs alone exceed the budget makes a round of its own (fetched
 /// in several exchanges when it needs more than one carries: [`fetch`]).
 pub fn plan<T: Scalar>(m: &Csr<T>, mine: Range<usize>, lengths: &[u32], budget: u64) -> Plan {
-    // Most often every remote row the block needs fits one round.
-    let whole: u64 = remote_nodes(m, 0..m.nrows(), mine.clone())
-        .par_iter()
-        .map(|&k| u64::from(lengths[k as usize]))
-        .sum();
+    // One rank's block names no remote row; most often every remote row a block needs fits
+    // one round.
+    let whole: u64 = match mine == (0..m.ncols()) {
+        true => 0,
+        false => remote_nodes(m, 0..m.nrows(), mine.clone())
+            .par_iter()
+            .map(|&k| u64::from(lengths[k as usize]))
+            .sum(),
+    };
     if whole <= budget {
         return Plan {
             rounds: (m.nrows() > 0)
