@@ -25,6 +25,7 @@ mod stored;
 #[cfg(test)]
 pub(crate) mod threads;
 pub mod tricount;
+mod words;
 
 #[cfg(feature = "mpi")]
 pub use self::mpi::MpiComm;

@@ -10,7 +10,8 @@
 //! its own block and one piece.
 
 use super::matrix::MatrixBlock;
-use super::spgemm::{cut_pieces, from_words, to_words};
+use super::spgemm::cut_pieces;
+use super::words::{from_words, to_words};
 use super::{agree, Comm, MAX_MESSAGE};
 use crate::error::{Error, Result};
 use crate::io::npz::{self, CsrArray, CsrPiece};

@@ -15,13 +15,13 @@
 //! in three such passes, one per array: [`super::npz`].)
 
 use super::matrix::MatrixBlock;
+use super::words::{from_words, to_words};
 use super::{agree, asked_entries_bound, Comm, MAX_MESSAGE};
 use crate::csr::Csr;
 use crate::error::{Error, Result};
 use crate::scalar::Scalar;
 use crate::spgemm::cpu::CpuEngine;
 use crate::spgemm::{EngineKind, SpgemmOptions};
-use rayon::prelude::*;
 use std::ops::Range;
 use std::time::Instant;
 
@@ -382,38 +382,6 @@ fn send_piece<T: Scalar>(
     let vals = from_words(&words);
     let piece = Csr::from_parts_unchecked(lengths.len(), m.ncols(), ptr, cols, vals);
     Some((first as usize, piece))
-}
-
-/// Values as the `u32` words the exchanges carry: each value's bits in [`Scalar::WORDS`] words,
-/// low word first.
-pub(super) fn to_words<T: Scalar>(values: &[T]) -> Vec<u32> {
-    let mut words = vec![0u32; values.len() * T::WORDS];
-    words
-        .par_chunks_exact_mut(T::WORDS)
-        .zip(values.par_iter())
-        .with_min_len(1 << 14)
-        .for_each(|(w, x)| {
-            let bits = x.to_bits64();
-            for (i, word) in w.iter_mut().enumerate() {
-                *word = (bits >> (32 * i)) as u32;
-            }
-        });
-    words
-}
-
-/// The values of [`to_words`]'s words.
-pub(crate) fn from_words<T: Scalar>(words: &[u32]) -> Vec<T> {
-    words
-        .par_chunks_exact(T::WORDS)
-        .with_min_len(1 << 14)
-        .map(|w| {
-            let bits = w
-                .iter()
-                .enumerate()
-                .fold(0u64, |b, (i, &word)| b | (u64::from(word) << (32 * i)));
-            T::from_bits64(bits)
-        })
-        .collect()
 }
 
 #[cfg(test)]

@@ -4,7 +4,8 @@
 //! [`plan`] cuts the block's rows into consecutive rounds whose needed *remote* rows (the
 //! distinct `k` of the round's rows that other ranks own) hold at most a budget of entries;
 //! the block's own rows cost nothing, so a round that needs no remote row is the whole block.
-//! [`fetch`] runs one round's exchange: the remote `k` go to their owners, which answer with
+//! [`needed`] lists a round's remote `k` and [`fetch_in_pieces`] runs its exchange: they go to
+//! their owners, which answer with
 //! the rows' lengths, columns and values (three all-to-alls). [`operand`] then lays the block
 //! and the fetched rows out as one matrix indexed by global node, the other rows empty: the
 //! product of a block row with it is the single-process one (same `k`, in the same order, with
@@ -30,22 +31,22 @@ pub struct Plan {
     pub rounds: Vec<Range<usize>>,
     /// Remote entries of the largest round.
     pub largest: u64,
+    /// When the block is one round (or none), its remote nodes ([`needed`]), found while
+    /// planning; `None` when there are several rounds.
+    pub needed: Option<Vec<u32>>,
 }
 
 /// The block `m` (nodes `mine`) cut into consecutive rounds whose distinct remote needed rows
 /// (`lengths`: every row's entries, by node; only remote nodes are read) hold at most `budget`
 /// entries; a row whose remote needs alone exceed the budget makes a round of its own (fetched
-/// in several exchanges when it needs more than one carries: [`fetch`]).
+/// in several exchanges when it needs more than one carries: [`fetch_in_pieces`]).
 pub fn plan<T: Scalar>(m: &Csr<T>, mine: Range<usize>, lengths: &[u32], budget: u64) -> Plan {
-    // One rank's block names no remote row; most often every remote row a block needs fits
-    // one round.
-    let whole: u64 = match mine == (0..m.ncols()) {
-        true => 0,
-        false => remote_nodes(m, 0..m.nrows(), mine.clone())
-            .par_iter()
-            .map(|&k| u64::from(lengths[k as usize]))
-            .sum(),
-    };
+    // Most often every remote row a block needs fits one round.
+    let needed = needed(m, 0..m.nrows(), mine.start);
+    let whole: u64 = needed
+        .par_iter()
+        .map(|&k| u64::from(lengths[k as usize]))
+        .sum();
     if whole <= budget {
         return Plan {
             rounds: (m.nrows() > 0)
@@ -53,6 +54,7 @@ pub fn plan<T: Scalar>(m: &Csr<T>, mine: Range<usize>, lengths: &[u32], budget: 
                 .into_iter()
                 .collect(),
             largest: whole,
+            needed: Some(needed),
         };
     }
     // The round each remote node was last counted in (1-based; 0: never).
@@ -61,6 +63,7 @@ pub fn plan<T: Scalar>(m: &Csr<T>, mine: Range<usize>, lengths: &[u32], budget: 
     let mut out = Plan {
         rounds: Vec::new(),
         largest: 0,
+        needed: None,
     };
     let (mut start, mut acc) = (0usize, 0u64);
     for i in 0..m.nrows() {
@@ -137,21 +140,15 @@ impl<T> Fetched<T> {
     }
 }
 
-/// One round's exchange, collective: the rows of `Mᵀ` owned by other ranks that this rank's
-/// rows `rows` of its block `m` name (`starts`: the blocks' first nodes; `lengths`: every
-/// row's entries, by node). Every rank answers every other's requests, whether or not it asks
-/// for anything.
-pub fn fetch<T: Scalar>(
-    comm: &dyn Comm,
-    starts: &[usize],
-    m: &Csr<T>,
-    rows: Range<usize>,
-    lengths: &[u32],
-) -> Fetched<T> {
-    let first = starts[comm.rank()];
-    // The remote rows, asked of their owners (in node order, so by owner).
-    let ask = remote_nodes(m, rows, first..first + m.nrows());
-    fetch_in_pieces(comm, starts, m, &ask, lengths)
+/// The rows of `Mᵀ` owned by other ranks that the rows `rows` of this rank's block `m` (whose
+/// row 0 is node `first`) name: their nodes, increasing (so grouped by owner), none on one
+/// rank (whose block names only its own rows).
+pub fn needed<T: Scalar>(m: &Csr<T>, rows: Range<usize>, first: usize) -> Vec<u32> {
+    let mine = first..first + m.nrows();
+    match mine == (0..m.ncols()) {
+        true => Vec::new(),
+        false => remote_nodes(m, rows, mine),
+    }
 }
 
 /// The distinct nodes outside `mine` that the rows `rows` of `m` name, increasing: marked in a
@@ -280,12 +277,7 @@ pub fn fetch_nodes<T: Scalar>(
         .for_each(|((c, w), &k)| {
             let (rc, rv) = m.row(k as usize - first);
             c.copy_from_slice(rc);
-            for (value, v) in w.chunks_exact_mut(T::WORDS).zip(rv) {
-                let bits = v.to_bits64();
-                for (i, word) in value.iter_mut().enumerate() {
-                    *word = (bits >> (32 * i)) as u32;
-                }
-            }
+            crate::dist::words::put_words(w, rv);
         });
     drop(asked);
     let (got_lens, _) = comm.all_to_all_u32(&lens, &asked_counts);
@@ -301,7 +293,7 @@ pub fn fetch_nodes<T: Scalar>(
         end += u64::from(l);
         ptr.push(end);
     }
-    let vals = crate::dist::spgemm::from_words(&got_words);
+    let vals = crate::dist::words::from_words(&got_words);
     Fetched {
         nodes: ask,
         ptr,

@@ -278,7 +278,7 @@ fn iterate<T: Scalar>(
     let entry = 4 + std::mem::size_of::<T>() as u64;
     let room = crate::io::limits::memory_left((m.nnz() as u64).saturating_mul(entry));
     let budget = fetch_budget(opts.stage_entries, room, opts.ranks_on_host, entry);
-    let plan = fetch::plan(m, mine, &lengths, budget);
+    let mut plan = fetch::plan(m, mine, &lengths, budget);
     // The most rounds of a rank, and whether any rank needs another's rows at all.
     let mut most = [plan.rounds.len() as u64, plan.largest];
     comm.max_u64(&mut most);
@@ -294,7 +294,12 @@ fn iterate<T: Scalar>(
             .unwrap_or(m.nrows()..m.nrows());
         let t = Instant::now();
         let got = if exchange {
-            fetch::fetch(comm, &starts, m, rows.clone(), &lengths)
+            // A one-round plan found the round's remote rows already.
+            let ask = plan
+                .needed
+                .take()
+                .unwrap_or_else(|| fetch::needed(m, rows.clone(), first));
+            fetch::fetch_in_pieces(comm, &starts, m, &ask, &lengths)
         } else {
             fetch::Fetched::none()
         };
@@ -456,6 +461,32 @@ mod tests {
         (g, ids, r)
     }
 
+    /// The graphs and parameters the iteration tests run: R-MAT of scale `scale` with the
+    /// defaults, a denser R-MAT with tight pruning (inflation `tight_inflation`), and an untidy
+    /// file unfused in small batches.
+    fn cases(dir: &Path, scale: u32, tight_inflation: f64) -> [(std::path::PathBuf, MclParams); 3] {
+        let tight = MclParams {
+            prune: PruneParams {
+                prune: 1000,
+                select: 20,
+                recover: 30,
+                pct: 90,
+            },
+            inflation: tight_inflation,
+            ..cpu()
+        };
+        let unfused = MclParams {
+            fused: false,
+            batch_entries: Some(300),
+            ..cpu()
+        };
+        [
+            (rmat_file(dir, scale, 8, 3), cpu()),
+            (rmat_file(dir, 8, 16, 4), tight),
+            (untidy_file(dir), unfused),
+        ]
+    }
+
     fn cpu() -> MclParams {
         MclParams {
             engine: EngineKind::Cpu,
@@ -487,26 +518,7 @@ mod tests {
     #[test]
     fn every_iteration_equals_the_single_process_one() {
         let dir = tempfile::tempdir().unwrap();
-        let tight = MclParams {
-            prune: PruneParams {
-                prune: 1000,
-                select: 20,
-                recover: 30,
-                pct: 90,
-            },
-            inflation: 1.4,
-            ..cpu()
-        };
-        let unfused = MclParams {
-            fused: false,
-            batch_entries: Some(300),
-            ..cpu()
-        };
-        let cases = [
-            (rmat_file(dir.path(), 9, 8, 3), cpu()),
-            (rmat_file(dir.path(), 8, 16, 4), tight),
-            (untidy_file(dir.path()), unfused),
-        ];
+        let cases = cases(dir.path(), 9, 1.4);
         for (path, params) in &cases {
             let (g, _, _) = single(path, params);
             let mut whole = vec![crate::mcl::start_matrix(&g, params.loop_gain)];
@@ -826,25 +838,7 @@ mod tests {
     #[test]
     fn gpu_ranks_equal_the_cpu_engine() {
         let dir = tempfile::tempdir().unwrap();
-        let tight = MclParams {
-            prune: PruneParams {
-                prune: 1000,
-                select: 20,
-                recover: 30,
-                pct: 90,
-            },
-            ..cpu()
-        };
-        let unfused = MclParams {
-            fused: false,
-            batch_entries: Some(300),
-            ..cpu()
-        };
-        let cases = [
-            (rmat_file(dir.path(), 10, 8, 3), cpu()),
-            (rmat_file(dir.path(), 8, 16, 4), tight),
-            (untidy_file(dir.path()), unfused),
-        ];
+        let cases = cases(dir.path(), 10, 2.0);
         if gpu_engine(&cpu()).is_none() {
             return;
         }

@@ -1,0 +1,56 @@
+//! Values as the `u32` words the exchanges carry: each value's bits in [`Scalar::WORDS`] words,
+//! low word first (f32 one word, f64 two), so every value crosses exactly.
+
+use crate::scalar::Scalar;
+use rayon::prelude::*;
+
+/// `values`' words into `out` (`T::WORDS` words a value).
+pub(crate) fn put_words<T: Scalar>(out: &mut [u32], values: &[T]) {
+    for (w, x) in out.chunks_exact_mut(T::WORDS).zip(values) {
+        let bits = x.to_bits64();
+        for (i, word) in w.iter_mut().enumerate() {
+            *word = (bits >> (32 * i)) as u32;
+        }
+    }
+}
+
+/// `values`' words, made by the threads.
+pub(crate) fn to_words<T: Scalar>(values: &[T]) -> Vec<u32> {
+    const CHUNK: usize = 1 << 14;
+    let mut words = vec![0u32; values.len() * T::WORDS];
+    words
+        .par_chunks_mut(CHUNK * T::WORDS)
+        .zip(values.par_chunks(CHUNK))
+        .for_each(|(w, v)| put_words(w, v));
+    words
+}
+
+/// The values of [`to_words`]'s words.
+pub(crate) fn from_words<T: Scalar>(words: &[u32]) -> Vec<T> {
+    words
+        .par_chunks_exact(T::WORDS)
+        .with_min_len(1 << 14)
+        .map(|w| {
+            let bits = w
+                .iter()
+                .enumerate()
+                .fold(0u64, |b, (i, &word)| b | (u64::from(word) << (32 * i)));
+            T::from_bits64(bits)
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn values_cross_as_words_exactly() {
+        let v32 = [0.0f32, -1.5, f32::MIN_POSITIVE / 3.0, f32::MAX, 1.0 / 3.0];
+        assert_eq!(to_words(&v32).len(), v32.len());
+        assert_eq!(from_words::<f32>(&to_words(&v32)), v32);
+        let v64 = [0.0f64, -1.5, f64::MIN_POSITIVE / 3.0, f64::MAX, 1.0 / 3.0];
+        assert_eq!(to_words(&v64).len(), 2 * v64.len());
+        assert_eq!(from_words::<f64>(&to_words(&v64)), v64);
+    }
+}
