@@ -54,6 +54,56 @@ __device__ __forceinline__ void walk_b_row(const u32* b_col, const T* b_val, u64
     }
 }
 
+// The first j in [lo, hi) with col[j] >= c (hi when none; col sorted), the warp's lanes searching
+// together: each step probes 32 places at once and narrows the range 32-fold, so a step costs
+// one round trip to memory where a binary search pays five. Every lane of the warp must call,
+// with the same arguments; every lane gets the answer.
+__device__ __forceinline__ u64 warp_first_at_least(const u32* col, u64 lo, u64 hi, u64 c,
+                                                   u32 lane) {
+    while (hi - lo > WARP) {
+        const u64 step = (hi - lo + WARP - 1) / WARP;
+        const u64 j = lo + lane * step;
+        const u32 below = __popc(__ballot_sync(0xffffffffu, j < hi && col[j] < c));
+        if (below == 0) return lo;
+        // Probe below - 1 is under c and probe `below` is not (or past hi).
+        const u64 next_hi = lo + (u64)below * step;
+        lo += (u64)(below - 1) * step + 1;
+        hi = next_hi < hi ? next_hi : hi;
+    }
+    const u64 j = lo + lane;
+    return lo + __popc(__ballot_sync(0xffffffffu, j < hi && col[j] < c));
+}
+
+// The first j in [j0, end) with col[j] >= c (end when none): warp_first_at_least over ranges
+// from j0 that grow 32-fold, so an end a few entries past j0 (a B row's share of one window)
+// costs one load of the warp. Every lane of the warp must call, with the same arguments.
+__device__ __forceinline__ u64 warp_window_end(const u32* col, u64 j0, u64 end, u64 c, u32 lane) {
+    u64 lo = j0, span = WARP;
+    while (lo < end) {
+        const u64 hi = end - lo > span ? lo + span : end;
+        const u64 j = warp_first_at_least(col, lo, hi, c, lane);
+        if (j < hi || hi == end) return j;
+        lo = hi;
+        span *= WARP;
+    }
+    return end;
+}
+
+// A entries of a row whose place in their B rows row_entries keeps between walks.
+#define DENSE_CURSORS 4096
+// Bytes the cursors take at the start of the dense-row kernels' dynamic shared memory.
+#define DENSE_CURSOR_BYTES (DENSE_CURSORS * 4)
+
+// Where a row's walks stand in B's rows. A row's windows (and a rank window's chunks) are walked
+// in column order, each starting where the last ended: `pos` keeps, for the row's first
+// DENSE_CURSORS A entries, the offset in its B row of the first entry at or past column `*at`
+// (the end of the last walk), so the next walk reads its starts instead of searching every B
+// row again. Both live in shared memory; *at is block-uniform, ~0 before the row's first walk.
+struct Cursors {
+    u32* pos;
+    u64* at;
+};
+
 // Calls visit(at, value) for each entry of B's row k whose column lies in the window [c0, c1),
 // `at` being the column's place in the window (value 0 unless VALUES). The warp's lanes share the
 // row, each keeping DENSE_UNROLL loads in flight.
@@ -77,13 +127,15 @@ __device__ __forceinline__ void window_entries(const u64* b_ptr, const u32* b_co
 // 0 unless VALUES), spread evenly over the block. Warps take A's entries in turn and walk short
 // B rows at once; longer ones are listed, cut into pieces of DENSE_UNROLL * WARP entries, and
 // the pieces dealt to the warps: in a power-law B a few hub rows hold most products, and a warp
-// walking a hub alone kept the rest of its block waiting at the next barrier. A listed row's
-// entries in the window are found once (two binary searches), not per piece. Starts and ends
-// with the block in step (every thread must call). `list`: ROW_LIST_WORDS words of shared memory.
+// walking a hub alone kept the rest of its block waiting at the next barrier. Each B row's
+// entries in the window are found once, not per piece: the start from the row's cursor when
+// the last walk ended at c0 (else a warp search), the end by a warp search from the start, kept
+// as the next walk's start. Starts and ends with the block in step (every thread must call).
+// `list`: ROW_LIST_WORDS words of shared memory.
 template <typename T, bool VALUES, typename Visit>
 __device__ void row_entries(const u32* a_col, const T* a_val, u64 a0, u64 a1, const u64* b_ptr,
                             const u32* b_col, const T* b_val, u64 c0, u64 c1, u64 ncols,
-                            u32* list, Visit visit) {
+                            u32* list, Cursors cur, Visit visit) {
     u32* listed = list;                // A's entry, as an offset from a0
     u32* pieces = list + ROW_LIST;     // its pieces, then where they start among all pieces
     u32* first = list + 2 * ROW_LIST;  // its first entry in the window, from the row's start
@@ -94,13 +146,18 @@ __device__ void row_entries(const u32* a_col, const T* a_val, u64 a0, u64 a1, co
     const u64 piece = DENSE_UNROLL * WARP;
     __syncthreads();
     if (threadIdx.x == 0) nlisted = 0;
+    const bool resume = *cur.at == c0;
     __syncthreads();
     for (u64 e = a0 + warp; e < a1; e += nwarps) {
         const u32 k = a_col[e];
-        const u64 j0 = window_start(b_ptr, b_col, k, c0);
-        u64 j1 = b_ptr[k + 1];
-        if (c1 < ncols && j1 - j0 > LISTED_B_ROW && b_col[j1 - 1] >= c1)
-            j1 = window_start(b_ptr, b_col, k, c1);
+        const u64 rb = b_ptr[k], re = b_ptr[k + 1];
+        const bool kept = e - a0 < DENSE_CURSORS;
+        const u64 j0 = c0 == 0          ? rb
+                       : resume && kept ? rb + cur.pos[e - a0]
+                                        : warp_first_at_least(b_col, rb, re, c0, lane);
+        const u64 j1 = c1 >= ncols ? re : warp_window_end(b_col, j0, re, c1, lane);
+        __syncwarp();  // every lane has read the cursor before lane 0 moves it
+        if (kept && lane == 0) cur.pos[e - a0] = (u32)(j1 - rb);
         if (j1 - j0 > LISTED_B_ROW) {
             u32 slot = 0;
             if (lane == 0) slot = atomicAdd(&nlisted, 1u);
@@ -109,7 +166,7 @@ __device__ void row_entries(const u32* a_col, const T* a_val, u64 a0, u64 a1, co
                 if (lane == 0) {
                     listed[slot] = (u32)(e - a0);
                     pieces[slot] = (u32)((j1 - j0 + piece - 1) / piece);
-                    first[slot] = (u32)(j0 - b_ptr[k]);
+                    first[slot] = (u32)(j0 - rb);
                     span[slot] = (u32)(j1 - j0);
                 }
                 continue;
@@ -120,6 +177,8 @@ __device__ void row_entries(const u32* a_col, const T* a_val, u64 a0, u64 a1, co
                               [&](u32 at, T bv) { visit(av, at, bv); });
     }
     __syncthreads();
+    // Every thread has read *cur.at; the next walk's first barrier orders this write.
+    if (threadIdx.x == 0) *cur.at = c1;
     const u32 n = nlisted < ROW_LIST ? nlisted : ROW_LIST;
     if (n == 0) return;  // uniform: every thread read the same count
     // Warp 0 turns the piece counts into starts (ROW_LIST / WARP per lane, in order).
@@ -166,13 +225,17 @@ __device__ void row_entries(const u32* a_col, const T* a_val, u64 a0, u64 a1, co
 }
 
 // Counts the entries of each listed row of C = A·B (c_nnz[r] for batch row r = rows[i]); the
-// window is `width` columns (a multiple of 32), its bits in dynamic shared memory.
+// window is `width` columns (a multiple of 32), its bits in dynamic shared memory after the
+// cursors.
 extern "C" __global__ void __launch_bounds__(DENSE_ROW_THREADS)
 dense_rows_symbolic(const u64* a_ptr, const u32* a_col, const u64* b_ptr, const u32* b_col,
                     u64 row0, const u32* rows, u64 ncols, u32 width, u64* c_nnz) {
     extern __shared__ __align__(16) unsigned char smem_sym[];
-    u32* bits = (u32*)smem_sym;
+    u32* bits = (u32*)(smem_sym + DENSE_CURSOR_BYTES);
     __shared__ double tmp[WARP];
+    __shared__ u64 walked;
+    const Cursors cur = {(u32*)smem_sym, &walked};
+    if (threadIdx.x == 0) walked = ~0ull;
     const u32 r = rows[blockIdx.x];
     const u64 a0 = a_ptr[row0 + r], a1 = a_ptr[row0 + r + 1];
     __shared__ u32 list[ROW_LIST_WORDS];
@@ -183,7 +246,7 @@ dense_rows_symbolic(const u64* a_ptr, const u32* a_col, const u64* b_ptr, const 
         for (u32 w = threadIdx.x; w < words; w += blockDim.x) bits[w] = 0;
         __syncthreads();
         row_entries<float, false>(a_col, (const float*)0, a0, a1, b_ptr, b_col, (const float*)0,
-                                  c0, c1, ncols, list, [&](float, u32 at, float) {
+                                  c0, c1, ncols, list, cur, [&](float, u32 at, float) {
                                       atomicOr(&bits[at >> 5], 1u << (at & 31));
                                   });
         u64 mine = 0;
@@ -229,7 +292,8 @@ template <typename T, typename S>
 __device__ void rank_row_numeric(u64 a0, u64 a1, const u32* a_col, const T* a_val,
                                  const u64* b_ptr, const u32* b_col, const T* b_val, u64 ncols,
                                  u64 window, u64 shared, u64 out, u32* c_col, T* c_val,
-                                 unsigned char* smem, u64* tmp, u64* total, u32* list) {
+                                 unsigned char* smem, u64* tmp, u64* total, u32* list,
+                                 Cursors cur) {
     const u32 lane = threadIdx.x & (WARP - 1), warp = threadIdx.x / WARP;
     const u32 nwarps = blockDim.x / WARP;
     constexpr u32 WORDS = RANK_BLOCK / 64;  // 64-column words per block
@@ -247,7 +311,7 @@ __device__ void rank_row_numeric(u64 a0, u64 a1, const u32* a_col, const T* a_va
         const u32 blocks = (u32)((c1 - c0 + RANK_BLOCK - 1) / RANK_BLOCK);
         for (u32 w = threadIdx.x; w < blocks * (RANK_BLOCK / 32); w += blockDim.x) bits[w] = 0;
         row_entries<float, false>(a_col, (const float*)0, a0, a1, b_ptr, b_col, (const float*)0,
-                                  c0, c1, ncols, list, [&](float, u32 c, float) {
+                                  c0, c1, ncols, list, cur, [&](float, u32 c, float) {
                                       atomicOr(&bits[c >> 5], 1u << (c & 31));
                                   });
         // Ranks: half a warp per block, a lane per word.
@@ -293,7 +357,7 @@ __device__ void rank_row_numeric(u64 a0, u64 a1, const u32* a_col, const T* a_va
             const u64 ce = c0 + (u64)to * RANK_BLOCK < c1 ? c0 + (u64)to * RANK_BLOCK : c1;
             const u32 skip = from * RANK_BLOCK;
             row_entries<T, true>(a_col, a_val, a0, a1, b_ptr, b_col, b_val, cs, ce, ncols,
-                                 list,
+                                 list, cur,
                                  [&](T av, u32 at, T bv) {
                                      const u32 c = at + skip;
                                      const u64 below = bits64[c >> 6] & ((1ull << (c & 63)) - 1);
@@ -340,21 +404,25 @@ __device__ void rank_row_numeric(u64 a0, u64 a1, const u32* a_col, const T* a_va
 }
 
 // Computes each listed row of C into its place c_ptr[r] (offsets of the batch's rows), columns
-// in order, summed as S sums. The shared memory (`width` sums and their presence bits) holds
-// rank windows
-// (rank_row_numeric) unless it is too small for them (narrow windows set for tests and tuning);
-// then a window of `width` columns at a time, each cleared and scanned whole.
+// in order, summed as S sums. The shared memory after the cursors (`width` sums and their
+// presence bits) holds rank windows (rank_row_numeric) unless it is too small for them (narrow
+// windows set for tests and tuning); then a window of `width` columns at a time, each cleared
+// and scanned whole.
 template <typename T, typename S>
 __device__ void dense_rows_numeric(const u64* a_ptr, const u32* a_col, const T* a_val,
                                    const u64* b_ptr, const u32* b_col, const T* b_val, u64 row0,
                                    const u32* rows, u64 ncols, u32 width, const u64* c_ptr,
-                                   u32* c_col, T* c_val, unsigned char* smem) {
+                                   u32* c_col, T* c_val, unsigned char* smem_all) {
     typedef typename S::Acc A;
+    unsigned char* smem = smem_all + DENSE_CURSOR_BYTES;
     A* acc = (A*)smem;
     u32* bits = (u32*)(acc + width);
     __shared__ u64 tmp[WARP];
     __shared__ u64 total;
     __shared__ u32 list[ROW_LIST_WORDS];
+    __shared__ u64 walked;
+    const Cursors cur = {(u32*)smem_all, &walked};
+    if (threadIdx.x == 0) walked = ~0ull;
     const u32 r = rows[blockIdx.x];
     const u64 a0 = a_ptr[row0 + r], a1 = a_ptr[row0 + r + 1];
     u64 out = c_ptr[r];
@@ -362,7 +430,7 @@ __device__ void dense_rows_numeric(const u64* a_ptr, const u32* a_col, const T* 
     const u64 window = rank_window(shared, sizeof(A), ncols);
     if (window > 0) {
         rank_row_numeric<T, S>(a0, a1, a_col, a_val, b_ptr, b_col, b_val, ncols, window, shared,
-                            out, c_col, c_val, smem, tmp, &total, list);
+                            out, c_col, c_val, smem, tmp, &total, list, cur);
         return;
     }
     for (u64 c0 = 0; c0 < ncols; c0 += width) {
@@ -371,7 +439,7 @@ __device__ void dense_rows_numeric(const u64* a_ptr, const u32* a_col, const T* 
         const u32 words = (span + 31) / 32;
         for (u32 w = threadIdx.x; w < words; w += blockDim.x) bits[w] = 0;
         for (u32 c = threadIdx.x; c < span; c += blockDim.x) acc[c] = (A)0;
-        row_entries<T, true>(a_col, a_val, a0, a1, b_ptr, b_col, b_val, c0, c1, ncols, list,
+        row_entries<T, true>(a_col, a_val, a0, a1, b_ptr, b_col, b_val, c0, c1, ncols, list, cur,
                              [&](T av, u32 at, T bv) {
                                  S::add(&acc[at], product_rn(av, bv));
                                  atomicOr(&bits[at >> 5], 1u << (at & 31));

@@ -185,8 +185,9 @@ fn dense_engine(dense_from: Option<u64>, window: Option<u32>) -> Option<GpuEngin
 fn dense_rows_match_the_cpu_engine() {
     // Every row past the hash tables in the dense-row accumulator (dense_from 0): rank windows
     // as wide as the shared memory allows; shared memory of 8192 columns (rank windows of
-    // about 10^5 columns, so several windows per row, each found by a binary search in B's
-    // rows, and chunks of a few thousand values); windows of 64 and 1024 columns (too small
+    // about 10^5 columns, so several windows per row, each found from the cursors the last
+    // window left in B's rows, and chunks of a few thousand values); windows of 64 and 1024
+    // columns (too small
     // for rank windows: cleared and scanned whole); then the default routing.
     for (from, window) in [
         (Some(0), None),
@@ -208,8 +209,9 @@ fn dense_rows_match_the_cpu_engine() {
             let b = random::<f64>(k, n, per_row, 32);
             check_both(&e, &a, &b, &what(&format!("{m}x{k}x{n}")));
         }
-        // One fully dense row of A over a wide B: more columns than one default window holds.
-        let k = 4000;
+        // One fully dense row of A over a wide B: more columns than one default window holds,
+        // more A entries than the kernels keep cursors for (kernels/dense.cu's DENSE_CURSORS).
+        let k = 6000;
         let mut a = random::<f32>(8, k, 4, 11).to_dense();
         for x in a.iter_mut().take(k) {
             *x = 1.5;

@@ -76,8 +76,7 @@ impl GpuEngine {
         }
         if let (Some(d), true) = (&batch.dense, batch.ndense > 0) {
             let list = batch.row_lists.view(batch.bins.len() + 1);
-            let shared = d.numeric_width as u64 * sum_bytes + d.numeric_width as u64 / 8;
-            let cfg = shape(batch.ndense, DENSE_ROW_THREADS, shared)?;
+            let cfg = shape(batch.ndense, DENSE_ROW_THREADS, d.numeric_shared(sum_bytes))?;
             launch(
                 g,
                 light,

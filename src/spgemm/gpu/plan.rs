@@ -118,6 +118,13 @@ pub(super) fn final_bins(bins: &[Bin], width: u64) -> Vec<Bin> {
         .collect()
 }
 
+/// A entries of a row whose place in their B rows the dense-row kernels keep between the
+/// row's windows (kernels/dense.cu's `DENSE_CURSORS`).
+pub(super) const DENSE_CURSORS: u64 = 4096;
+
+/// Bytes of dynamic shared memory the dense-row kernels' cursors take ahead of their windows.
+const DENSE_CURSOR_BYTES: u64 = 4 * DENSE_CURSORS;
+
 /// The dense-row path of a product: rows with at least `from` products, the window widths
 /// (columns) of its symbolic and numeric kernels, and whether the rows are left to the caller.
 pub(super) struct DenseRows {
@@ -125,6 +132,20 @@ pub(super) struct DenseRows {
     pub(super) numeric_width: u32,
     pub(super) symbolic_width: u32,
     pub(super) deferred: bool,
+}
+
+impl DenseRows {
+    /// Dynamic shared memory of the numeric kernel: the cursors, then `numeric_width` sums of
+    /// `sum_bytes` and their presence bits.
+    pub(super) fn numeric_shared(&self, sum_bytes: u64) -> u64 {
+        let w = self.numeric_width as u64;
+        DENSE_CURSOR_BYTES + w * sum_bytes + w / 8
+    }
+
+    /// Dynamic shared memory of the symbolic kernel: the cursors, then `symbolic_width` bits.
+    pub(super) fn symbolic_shared(&self) -> u64 {
+        DENSE_CURSOR_BYTES + self.symbolic_width as u64 / 8
+    }
 }
 
 impl GpuEngine {
@@ -252,8 +273,10 @@ impl GpuEngine {
             };
             w.min(ops.c_cols.div_ceil(32) * 32).min(1 << 30) as u32
         };
-        let numeric_width = fit(shared * 8 / (8 * val_bytes + 1));
-        let symbolic_width = fit(shared * 8);
+        // The dense-row kernels keep their cursors ahead of the windows.
+        let windows = shared.saturating_sub(DENSE_CURSOR_BYTES);
+        let numeric_width = fit(windows * 8 / (8 * val_bytes + 1));
+        let symbolic_width = fit(windows * 8);
         // A deferred row is made in one window of sums alone (no presence bits).
         let fused_cols = match self.tuning.dense_window {
             Some(t) => t as u64,
@@ -276,6 +299,7 @@ mod tests {
     #[test]
     fn launch_sizes_match_the_kernels() {
         assert_eq!(Some(DENSE_ROW_THREADS as u64), defined("DENSE_ROW_THREADS"));
+        assert_eq!(Some(DENSE_CURSORS), defined("DENSE_CURSORS"));
         assert_eq!(Some(SPLIT_THREADS as u64), defined("SPLIT_THREADS"));
         assert_eq!(Some(split_per_thread(4)), defined("MS_PER_THREAD_F32"));
         assert_eq!(Some(split_per_thread(8)), defined("MS_PER_THREAD_F64"));

@@ -54,7 +54,7 @@ impl GpuEngine {
         }
         if let (Some(d), true) = (&batch.dense, batch.ndense > 0) {
             let list = batch.row_lists.view(batch.bins.len() + 1);
-            let cfg = shape(batch.ndense, DENSE_ROW_THREADS, d.symbolic_width as u64 / 8)?;
+            let cfg = shape(batch.ndense, DENSE_ROW_THREADS, d.symbolic_shared())?;
             launch(g, light, "dense_rows_symbolic", cfg, |l| {
                 ops.push_structure(l);
                 l.arg(&row0)
