@@ -1,11 +1,12 @@
-// MCL's expansion and pruning fused, for the dense rows of kernels/dense.cu when a whole row of
-// M² fits one window of shared memory: each block makes one column of M² there (a row of the
+// MCL's expansion and pruning fused, for the dense rows of kernels/dense.cu. When a whole row of
+// M² fits one window of shared memory, each block makes one column of M² there (a row of the
 // transposed matrix gmcl keeps), prunes, inflates and normalises it in place with
 // kernels/mcl.cu's plan_column and write_column, and writes only the entries it keeps, into a
 // pool claimed with an atomic counter. The unpruned column never reaches global memory, and no
 // symbolic pass is needed. The caller has checked that every product is positive, so a 0 in
 // the window is a column without products and needs no presence bit. Products are summed as
 // MCL's order-free sums (integer quanta, then narrowed to T in place), as every engine sums them.
+// Wider rows go to mcl_wide_prune (below), which makes them a window at a time.
 
 // Narrows the block's window of `len` quanta (8 bytes each) in place to their values in T: a
 // round of blockDim entries at a time, all read before any is written. A round's writes reach
@@ -91,6 +92,100 @@ __device__ void mcl_dense_prune(const u64* a_ptr, const u32* a_col, const T* a_v
         plan.bar, plan.kept_mass, plan.isum, inflation, base, pool_col, pool_val, stmp, &total);
 }
 
+// Bytes at the start of mcl_wide_prune's dynamic shared memory before its window: the cursors,
+// then row_entries' list (rounded up to 16 bytes).
+#define MCL_WIDE_HEAD_BYTES 18448
+static_assert(MCL_WIDE_HEAD_BYTES >= DENSE_CURSOR_BYTES + ROW_LIST_WORDS * 4 &&
+                  MCL_WIDE_HEAD_BYTES % 16 == 0,
+              "the head holds the cursors and the list, and keeps the window aligned");
+
+// mcl_dense_prune for columns wider than one window of shared memory: a row of the batch is made
+// a window of `window` columns at a time (its quanta in shared memory; each A entry's place in
+// its B row kept from one window to the next, as the dense-row kernels keep it), and each
+// window's entries are narrowed to T and appended, in column order, to the block's scratch row
+// (scratch_col/scratch_val: ncols entries per block). The whole column is then pruned, inflated
+// and written from there exactly as mcl_dense_prune does it from its window: an entry is a
+// column with products (every product is positive), so the plan sees the same values. Block b
+// takes the listed rows b, b + gridDim.x, ... (nrows of them); the other arguments are
+// mcl_dense_prune's.
+template <typename T>
+__device__ void mcl_wide_prune(const u64* a_ptr, const u32* a_col, const T* a_val,
+                               const u64* b_ptr, const u32* b_col, const T* b_val, u64 row0,
+                               u64 node0, const u32* rows, u64 nrows, u64 ncols, u32 window,
+                               T cutoff, u32 select, u32 recover, double pct, double inflation,
+                               u64 pool_cap, u64* pool_used, u64* fused_len, u64* pool_at,
+                               u32* pool_col, T* pool_val, u64* expanded, u64* chaos_bits,
+                               u32* scratch_col, T* scratch_val, unsigned char* smem) {
+    __shared__ double dtmp[WARP];
+    __shared__ u32 hist[256];
+    __shared__ u64 sel[2];
+    __shared__ u64 stmp[WARP];
+    __shared__ u64 total;
+    __shared__ u64 claim;
+    __shared__ u64 walked;
+    const Cursors cur = {(u32*)smem, &walked};
+    u32* list = (u32*)(smem + DENSE_CURSOR_BYTES);
+    u64* sums = (u64*)(smem + MCL_WIDE_HEAD_BYTES);
+    u32* my_col = scratch_col + (u64)blockIdx.x * ncols;
+    T* my_val = scratch_val + (u64)blockIdx.x * ncols;
+    for (u64 i = blockIdx.x; i < nrows; i += gridDim.x) {
+        const u32 r = rows[i];
+        const u64 a0 = a_ptr[row0 + r], a1 = a_ptr[row0 + r + 1];
+        __syncthreads();  // the last row is done with the shared state
+        if (threadIdx.x == 0) walked = ~0ull;
+        u64 filled = 0;
+        for (u64 c0 = 0; c0 < ncols; c0 += window) {
+            const u32 span = (u32)(c0 + window < ncols ? window : ncols - c0);
+            for (u32 c = threadIdx.x; c < span; c += blockDim.x) sums[c] = 0;
+            // row_entries starts and ends with barriers.
+            row_entries<T, true>(a_col, a_val, a0, a1, b_ptr, b_col, b_val, c0, c0 + span, ncols,
+                                 list, cur, [&](T av, u32 at, T bv) {
+                                     QuantaSum<T>::add(&sums[at], product_rn(av, bv));
+                                 });
+            for (u32 c_base = 0; c_base < span; c_base += blockDim.x) {
+                const u32 c = c_base + threadIdx.x;
+                const u64 q = c < span ? sums[c] : 0;
+                const u64 at = block_exclusive_scan_u64(q != 0 ? 1 : 0, stmp, &total);
+                if (q != 0) {
+                    my_col[filled + at] = (u32)(c0 + c);
+                    my_val[filled + at] = QuantaSum<T>::value(q);
+                }
+                filled += total;
+            }
+        }
+        __syncthreads();  // the scratch row is written
+        const ColumnPlan<T> plan = plan_column<T>(my_val, filled, ValueBits<T>::value(1), cutoff,
+                                                  select, recover, pct, inflation, dtmp, hist,
+                                                  sel);
+        if (threadIdx.x == 0) {
+            if (plan.chaos > 0.0) atomicMax(chaos_bits, (u64)__double_as_longlong(plan.chaos));
+            atomicAdd(expanded, plan.entries);
+            const u64 at = atomicAdd(pool_used, plan.out_len);
+            claim = at + plan.out_len <= pool_cap ? at : NOT_FUSED;
+            fused_len[r] = plan.out_len;
+            pool_at[r] = claim;
+        }
+        __syncthreads();
+        const u64 base = claim;
+        if (base == NOT_FUSED || plan.out_len == 0) continue;  // uniform
+        if (plan.kept_mass < 0.0) {
+            // mcl's emergency loop: the node keeps only itself.
+            if (threadIdx.x == 0) {
+                pool_col[base] = (u32)(node0 + r);
+                pool_val[base] = (T)1;
+            }
+            continue;
+        }
+        write_column<T>(
+            filled,
+            [&](u64 k, u32* col, T* val) {
+                *col = my_col[k];
+                *val = my_val[k];
+            },
+            plan.bar, plan.kept_mass, plan.isum, inflation, base, pool_col, pool_val, stmp, &total);
+    }
+}
+
 #define GMCL_MCL_DENSE_KERNELS(T, S)                                                             \
 extern "C" __global__ void __launch_bounds__(DENSE_ROW_THREADS)                                  \
 mcl_dense_prune_##S(const u64* a_ptr, const u32* a_col, const T* a_val, const u64* b_ptr,        \
@@ -102,6 +197,19 @@ mcl_dense_prune_##S(const u64* a_ptr, const u32* a_col, const T* a_val, const u6
     mcl_dense_prune<T>(a_ptr, a_col, a_val, b_ptr, b_col, b_val, row0, node0, rows, ncols,       \
                        cutoff, select, recover, pct, inflation, pool_cap, pool_used, fused_len,  \
                        pool_at, pool_col, pool_val, expanded, chaos_bits, smem_mcl_dense_##S);   \
+}                                                                                                \
+extern "C" __global__ void __launch_bounds__(DENSE_ROW_THREADS)                                  \
+mcl_wide_prune_##S(const u64* a_ptr, const u32* a_col, const T* a_val, const u64* b_ptr,         \
+                   const u32* b_col, const T* b_val, u64 row0, u64 node0, const u32* rows,       \
+                   u64 nrows, u64 ncols, u32 window, T cutoff, u32 select, u32 recover,          \
+                   double pct, double inflation, u64 pool_cap, u64* pool_used, u64* fused_len,   \
+                   u64* pool_at, u32* pool_col, T* pool_val, u64* expanded, u64* chaos_bits,     \
+                   u32* scratch_col, T* scratch_val) {                                           \
+    extern __shared__ __align__(16) unsigned char smem_mcl_wide_##S[];                           \
+    mcl_wide_prune<T>(a_ptr, a_col, a_val, b_ptr, b_col, b_val, row0, node0, rows, nrows, ncols, \
+                      window, cutoff, select, recover, pct, inflation, pool_cap, pool_used,      \
+                      fused_len, pool_at, pool_col, pool_val, expanded, chaos_bits, scratch_col, \
+                      scratch_val, smem_mcl_wide_##S);                                           \
 }
 
 GMCL_MCL_DENSE_KERNELS(float, f32)

@@ -67,6 +67,7 @@ pub const TYPED: &[&str] = &[
     "mcl_prune_write",
     "dense_rows_numeric",
     "mcl_dense_prune",
+    "mcl_wide_prune",
 ];
 
 /// The typed kernels that sum products: also instantiated with MCL's order-free sums
@@ -111,6 +112,7 @@ pub const LARGE_SHARED: &[&str] = &[
     "dense_rows_symbolic",
     "dense_rows_numeric",
     "mcl_dense_prune",
+    "mcl_wide_prune",
 ];
 
 /// Bytes of the opt-in shared memory left for the static shared variables of the

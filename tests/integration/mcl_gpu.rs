@@ -324,7 +324,10 @@ fn same_iteration<T: Scalar>(m: &Csr<T>, params: &MclParams, what: &str) -> u64 
     let run = |engine| {
         let p = MclParams {
             engine,
-            gpu: poisoned(),
+            gpu: GpuTuning {
+                poison: true,
+                ..params.gpu.clone()
+            },
             ..params.clone()
         };
         mcl::iterate(m, &p, params.inflation).unwrap()
@@ -472,4 +475,64 @@ fn fused_dense_columns_match_the_cpu() {
     .unwrap();
     assert_eq!(it.kept, (n * n) as u64);
     assert!(next.values().iter().all(|&v| v == 1.0 / n as f32));
+}
+
+#[test]
+fn wide_dense_columns_match_the_cpu() {
+    if crate::util::gpu().is_none() {
+        return;
+    }
+    // Columns wider than the fused window are made a window at a time (kernels/mcl_dense.cu's
+    // mcl_wide_prune): windows of 256 and 1024 of the graph's 2048 columns, and of 32 with
+    // batches small enough that each holds a few rows.
+    let g = rmat_graph(11, 16, 5);
+    let g64 = g.cast::<f64>();
+    let (m32, m64) = (iterated(&g, 1), iterated(&g64, 1));
+    let tuned = |window: u32| GpuTuning {
+        dense_window: Some(window),
+        ..Default::default()
+    };
+    for window in [256, 1024] {
+        for (i, prune) in schemes().into_iter().enumerate() {
+            let p = MclParams {
+                prune,
+                gpu: tuned(window),
+                ..Default::default()
+            };
+            let what = format!("rmat s11, windows of {window}, scheme {i}");
+            let fused = same_iteration(&m32, &p, &format!("{what}, f32"));
+            assert!(fused > 0, "{what}: no column was made in windows");
+            same_iteration(&m64, &p, &format!("{what}, f64"));
+        }
+    }
+    let p = MclParams {
+        batch_entries: Some(20_000),
+        gpu: tuned(32),
+        ..Default::default()
+    };
+    assert!(same_iteration(&m32, &p, "rmat s11, windows of 32, small batches") > 0);
+
+    // Ties that overfill the pool (every column of K128's M² is 128 equal values, all kept):
+    // the wide kernel runs again with the pool it found it needs.
+    let n = 128u32;
+    let edges = (0..n)
+        .flat_map(|u| (u + 1..n).map(move |v| (u, v)))
+        .collect::<Vec<_>>();
+    let el = gmcl::edges::EdgeList::square(n as usize, edges, None);
+    let k = mcl::graph_from_edges::<f32>(&el).unwrap().0;
+    let m = mcl::start_matrix(&k, 1.0);
+    let p = MclParams {
+        prune: PruneParams {
+            prune: 10000,
+            select: 10,
+            recover: 20,
+            pct: 90,
+        },
+        gpu: tuned(64),
+        ..Default::default()
+    };
+    assert_eq!(
+        same_iteration(&m, &p, "complete graph K128, windows of 64, ties"),
+        n as u64
+    );
 }

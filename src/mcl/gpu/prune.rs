@@ -11,7 +11,7 @@ use crate::gpu::transfer::{download, upload};
 use crate::gpu::Gpu;
 use crate::mcl::PruneParams;
 use crate::scalar::Scalar;
-use crate::spgemm::gpu::DeferredRows;
+use crate::spgemm::gpu::{DeferredRows, MCL_WIDE_HEAD_BYTES};
 use cudarc::driver::{CudaSlice, PushKernelArg};
 
 /// Threads of the pruning blocks (PRUNE_THREADS in kernels/mcl.cu).
@@ -222,8 +222,11 @@ impl<T: Scalar> Pool<T> {
     }
 }
 
-/// Launches kernels/mcl_dense.cu over the deferred rows (row 0 of the batch is node `node0`): their sizes go to `fused_len`, their
-/// places in `pool` to `pool_at`, the chaos, entries made and pool entries claimed to `figures`.
+/// Launches kernels/mcl_dense.cu over the deferred rows (row 0 of the batch is node `node0`):
+/// `mcl_dense_prune` when a whole row fits one window of shared memory, else `mcl_wide_prune`
+/// with a scratch row in device memory for each of its blocks (one per multiprocessor). Their
+/// sizes go to `fused_len`, their places in `pool` to `pool_at`, the chaos, entries made and pool
+/// entries claimed to `figures`.
 #[allow(clippy::too_many_arguments)]
 fn fused_rows<T: Scalar>(
     gpu: &Gpu,
@@ -240,12 +243,58 @@ fn fused_rows<T: Scalar>(
     let ncols = f.b.ncols as u64;
     let cutoff = T::from_f64(params.cutoff());
     let pct = params.pct as f64 / 100.0;
-    // The window holds the row's sums as quanta, 8 bytes each.
-    let shared = ncols.div_ceil(32) * 32 * 8;
     let rows = f.rows.rows();
     let (mut chaos, mut rest) = figures.split_at_mut(EXPANDED);
     let mut chaos = chaos.slice_mut(CHAOS..CHAOS + 1);
     let (mut expanded, mut used) = rest.split_at_mut(1);
+    let window = f.rows.window();
+    if window > 0 {
+        let blocks = f.rows.count().min(gpu.multiprocessors() as u64);
+        let scratch = (blocks * ncols) as usize;
+        let mut scratch_col = uninit::<u32>(s, scratch, false, "the wide rows' columns")?;
+        let mut scratch_val = uninit::<T>(s, scratch, false, "the wide rows' values")?;
+        // The head (cursors, list), then the window's sums as quanta, 8 bytes each.
+        let shared = MCL_WIDE_HEAD_BYTES + window as u64 * 8;
+        let nrows = f.rows.count();
+        let kernel = format!("mcl_wide_prune_{}", T::NAME);
+        return launch(
+            gpu,
+            s,
+            &kernel,
+            shape(blocks, FUSED_THREADS, shared)?,
+            |l| {
+                l.arg(&f.a.row_ptr)
+                    .arg(&f.a.col_idx)
+                    .arg(&f.a.values)
+                    .arg(&f.b.row_ptr)
+                    .arg(&f.b.col_idx)
+                    .arg(&f.b.values)
+                    .arg(&f.row0)
+                    .arg(&node0)
+                    .arg(&rows)
+                    .arg(&nrows)
+                    .arg(&ncols)
+                    .arg(&window)
+                    .arg(&cutoff)
+                    .arg(&params.select)
+                    .arg(&params.recover)
+                    .arg(&pct)
+                    .arg(&inflation)
+                    .arg(&pool.cap)
+                    .arg(&mut used)
+                    .arg(fused_len)
+                    .arg(pool_at)
+                    .arg(&mut pool.col)
+                    .arg(&mut pool.val)
+                    .arg(&mut expanded)
+                    .arg(&mut chaos)
+                    .arg(&mut scratch_col)
+                    .arg(&mut scratch_val);
+            },
+        );
+    }
+    // The window holds the row's sums as quanta, 8 bytes each.
+    let shared = ncols.div_ceil(32) * 32 * 8;
     let kernel = format!("mcl_dense_prune_{}", T::NAME);
     launch(
         gpu,

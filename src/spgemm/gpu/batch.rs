@@ -157,9 +157,11 @@ impl GpuEngine {
             col_idx: c_col,
             values: c_val,
         };
+        let window = batch.dense.as_ref().map_or(0, |d| d.deferred_window);
         let deferred = batch.deferred.then(|| DeferredRows {
             lists: batch.row_lists,
             bin: batch.bins.len() + 1,
+            window,
         });
         Ok((c, deferred))
     }

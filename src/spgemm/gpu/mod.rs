@@ -31,6 +31,7 @@ mod plan;
 mod setup;
 mod symbolic;
 
+pub(crate) use plan::MCL_WIDE_HEAD_BYTES;
 pub use plan::{DENSE_FRACTION, HASH_LIMIT};
 
 use super::{check_operands, ProductStats, SpgemmOptions};
@@ -97,13 +98,20 @@ pub struct GpuEngine {
 
 /// The dense rows of a batch that [`GpuEngine::square_on_device`] left out of C (they have no
 /// entries there) for its caller to make: MCL makes and prunes them in one kernel
-/// ([`crate::mcl::gpu`]). A whole row of C fits in one window of shared memory.
+/// ([`crate::mcl::gpu`]).
 pub struct DeferredRows {
     lists: BinLists,
     bin: usize,
+    window: u32,
 }
 
 impl DeferredRows {
+    /// The columns of shared memory a row is made in at a time: 0 when a whole row of C fits
+    /// one window.
+    pub fn window(&self) -> u32 {
+        self.window
+    }
+
     /// The rows, numbered from the batch's first row, in no particular order.
     pub fn rows(&self) -> CudaView<'_, u32> {
         self.lists.view(self.bin)

@@ -125,13 +125,19 @@ pub(super) const DENSE_CURSORS: u64 = 4096;
 /// Bytes of dynamic shared memory the dense-row kernels' cursors take ahead of their windows.
 const DENSE_CURSOR_BYTES: u64 = 4 * DENSE_CURSORS;
 
+/// Bytes of dynamic shared memory ahead of the window of MCL's kernel for deferred rows wider
+/// than one window (kernels/mcl_dense.cu's `MCL_WIDE_HEAD_BYTES`).
+pub(crate) const MCL_WIDE_HEAD_BYTES: u64 = 18448;
+
 /// The dense-row path of a product: rows with at least `from` products, the window widths
-/// (columns) of its symbolic and numeric kernels, and whether the rows are left to the caller.
+/// (columns) of its symbolic and numeric kernels, whether the rows are left to the caller, and
+/// the windows the caller makes them in (0: all of C's columns in one).
 pub(super) struct DenseRows {
     pub(super) from: u64,
     pub(super) numeric_width: u32,
     pub(super) symbolic_width: u32,
     pub(super) deferred: bool,
+    pub(super) deferred_window: u32,
 }
 
 impl DenseRows {
@@ -277,16 +283,26 @@ impl GpuEngine {
         let windows = shared.saturating_sub(DENSE_CURSOR_BYTES);
         let numeric_width = fit(windows * 8 / (8 * val_bytes + 1));
         let symbolic_width = fit(windows * 8);
-        // A deferred row is made in one window of sums alone (no presence bits).
-        let fused_cols = match self.tuning.dense_window {
-            Some(t) => t as u64,
-            None => shared / val_bytes,
+        // A deferred row is made in windows of sums alone (no presence bits): all of C's
+        // columns in one when they fit, else windows behind the wide kernel's head.
+        let (fused_cols, wide_cols) = match self.tuning.dense_window {
+            Some(t) => (t as u64, (t as u64).max(32) & !31),
+            None => (
+                shared / val_bytes,
+                (shared.saturating_sub(MCL_WIDE_HEAD_BYTES) / val_bytes) & !1023,
+            ),
         };
+        let one_window = ops.c_cols.div_ceil(32) * 32 <= fused_cols;
         (numeric_width >= 32).then_some(DenseRows {
             from,
             numeric_width,
             symbolic_width,
-            deferred: ops.defer_dense && ops.c_cols.div_ceil(32) * 32 <= fused_cols,
+            deferred: ops.defer_dense && (one_window || wide_cols >= 32),
+            deferred_window: if one_window {
+                0
+            } else {
+                wide_cols.min(1 << 30) as u32
+            },
         })
     }
 }
@@ -300,6 +316,7 @@ mod tests {
     fn launch_sizes_match_the_kernels() {
         assert_eq!(Some(DENSE_ROW_THREADS as u64), defined("DENSE_ROW_THREADS"));
         assert_eq!(Some(DENSE_CURSORS), defined("DENSE_CURSORS"));
+        assert_eq!(Some(MCL_WIDE_HEAD_BYTES), defined("MCL_WIDE_HEAD_BYTES"));
         assert_eq!(Some(SPLIT_THREADS as u64), defined("SPLIT_THREADS"));
         assert_eq!(Some(split_per_thread(4)), defined("MS_PER_THREAD_F32"));
         assert_eq!(Some(split_per_thread(8)), defined("MS_PER_THREAD_F64"));
