@@ -110,8 +110,22 @@ template <typename T> struct PlainSum {
     static __device__ __forceinline__ void add(Acc* a, T p) { atomicAdd(a, p); }
     static __device__ __forceinline__ T value(Acc a) { return a; }
 };
+// A 64-bit add made of two 32-bit ones: a 64-bit atomicAdd in shared memory is a compare-and-
+// swap loop (ATOMS.CAST.SPIN), which spins where many products hit one column; the 32-bit adds
+// are native. The add that carries out of the low word puts the carry into the high one, so the
+// sum is exact (and the order still free) once every add is done.
+__device__ __forceinline__ void atomic_add_u64_split(u64* a, u64 q) {
+    u32* w = (u32*)a;  // little-endian: w[0] is the low word
+    const u32 lo = (u32)q, hi = (u32)(q >> 32);
+    const u32 old = atomicAdd(&w[0], lo);
+    const u32 high = hi + ((u32)(old + lo) < old ? 1u : 0u);
+    if (high != 0) atomicAdd(&w[1], high);
+}
+
 template <typename T> struct QuantaSum {
     typedef u64 Acc;
-    static __device__ __forceinline__ void add(Acc* a, T p) { atomicAdd(a, quanta((double)p)); }
+    static __device__ __forceinline__ void add(Acc* a, T p) {
+        atomic_add_u64_split(a, quanta((double)p));
+    }
     static __device__ __forceinline__ T value(Acc a) { return (T)((double)a * 0x1p-52); }
 };
