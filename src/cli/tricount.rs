@@ -77,6 +77,12 @@ struct TricountReport {
     rank_engine: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     rank_engines: Option<Vec<String>>,
+    /// Across ranks: the longest a rank spent fetching other blocks' rows.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    exchange_seconds: Option<f64>,
+    /// Across ranks: the bytes the ranks received from one another.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    exchanged_bytes: Option<u64>,
 }
 
 pub fn run(a: TricountArgs, ui: Ui, comm: Option<&dyn Comm>) -> Result<()> {
@@ -151,6 +157,8 @@ pub fn run(a: TricountArgs, ui: Ui, comm: Option<&dyn Comm>) -> Result<()> {
         ranks: None,
         rank_engine: None,
         rank_engines: None,
+        exchange_seconds: None,
+        exchanged_bytes: None,
     };
     let how = match t.method {
         tricount::Method::Spgemm => {
@@ -294,7 +302,7 @@ fn run_across_ranks(a: TricountArgs, ui: Ui, comm: &dyn Comm, mut sw: Stopwatch)
         ..Default::default()
     });
     ui.notice(&format!(
-        "{} vertices, {} edges on {} ranks ({} engine); loaded in {:.3} s; counted in {:.4} s ({} rounds of row exchange, {:.3e} edges/s)",
+        "{} vertices, {} edges on {} ranks ({} engine); loaded in {:.3} s; counted in {:.4} s ({} rounds of row exchange{}, {:.3e} edges/s)",
         t.vertices,
         t.edges,
         comm.size(),
@@ -302,6 +310,15 @@ fn run_across_ranks(a: TricountArgs, ui: Ui, comm: &dyn Comm, mut sw: Stopwatch)
         t.load_seconds,
         t.seconds,
         t.rounds,
+        if t.exchanged_bytes > 0 {
+            format!(
+                ", {:.3} s exchanging, {} exchanged",
+                t.exchange_seconds,
+                io::limits::human(t.exchanged_bytes)
+            )
+        } else {
+            String::new()
+        },
         rate(t.edges, t.seconds)
     ));
     if !reports {
@@ -322,6 +339,8 @@ fn run_across_ranks(a: TricountArgs, ui: Ui, comm: &dyn Comm, mut sw: Stopwatch)
         ranks: Some(comm.size()),
         rank_engine: Some(engine),
         rank_engines: Some(engines),
+        exchange_seconds: Some(t.exchange_seconds),
+        exchanged_bytes: Some(t.exchanged_bytes),
     };
     if a.json {
         let parameters = serde_json::json!({

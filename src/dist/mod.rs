@@ -31,6 +31,9 @@ mod words;
 pub use self::mpi::MpiComm;
 
 use crate::error::{Error, Result};
+use rayon::prelude::*;
+use std::ops::Range;
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 
 /// The collectives the distributed algorithms use. Every method is collective: all ranks call it,
 /// in the same order, or the run hangs. Counts and displacements are in elements.
@@ -247,8 +250,62 @@ impl Blocks {
     }
 }
 
+/// The distinct ids outside `mine` among `cols` (ids below `n`), increasing: marked in a bitmap
+/// of the ids by every thread, then read out in order.
+pub(crate) fn distinct_outside(cols: &[u32], n: usize, mine: Range<usize>) -> Vec<u32> {
+    let marks: Vec<AtomicU64> = (0..n.div_ceil(64)).map(|_| AtomicU64::new(0)).collect();
+    cols.par_iter()
+        .with_min_len(1 << 16)
+        .filter(|&&k| !mine.contains(&(k as usize)))
+        .for_each(|&k| {
+            let (word, bit) = (&marks[k as usize / 64], 1u64 << (k % 64));
+            // Popular ids are named often: a read keeps their word shared between cores.
+            if word.load(Relaxed) & bit == 0 {
+                word.fetch_or(bit, Relaxed);
+            }
+        });
+    marks
+        .par_iter()
+        .enumerate()
+        .flat_map_iter(|(i, word)| {
+            let mut w = word.load(Relaxed);
+            std::iter::from_fn(move || {
+                (w != 0).then(|| {
+                    let b = w.trailing_zeros();
+                    w &= w - 1;
+                    (i * 64) as u32 + b
+                })
+            })
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
+    /// The bitmap's ids are the sorted distinct ids outside the block, across words of the
+    /// bitmap and for any block.
+    #[test]
+    fn distinct_outside_is_the_sorted_distinct_ids_outside_the_block() {
+        let n = 300u32;
+        let cols: Vec<u32> = (0..200u32).map(|i| (i * 37 + (i % 7) * 101) % n).collect();
+        for (span, mine) in [
+            (0..200, 100..140),
+            (30..90, 0..40),
+            (0..0, 0..40),
+            (10..200, 260..300),
+        ] {
+            let mut want: Vec<u32> = cols[span.clone()]
+                .iter()
+                .copied()
+                .filter(|&k| !mine.contains(&(k as usize)))
+                .collect();
+            want.sort_unstable();
+            want.dedup();
+            assert!(span.is_empty() || !want.is_empty());
+            assert_eq!(distinct_outside(&cols[span], n as usize, mine), want);
+        }
+    }
+
     use super::*;
 
     #[test]

@@ -70,6 +70,10 @@ pub struct Counted {
     pub seconds: f64,
     /// Rounds of the row exchange.
     pub rounds: u64,
+    /// The longest a rank spent fetching other blocks' rows (0 on one rank).
+    pub exchange_seconds: f64,
+    /// The bytes the ranks received from one another in the row exchange.
+    pub exchanged_bytes: u64,
     /// The engine this rank counted on.
     pub engine: EngineKind,
     /// Why this rank runs on the CPU engine under `auto` when a GPU was wanted (no usable GPU).
@@ -107,166 +111,30 @@ pub fn count_block(comm: &dyn Comm, block: &RowBlock, opts: &Options) -> Result<
     let (degree, _) = comm.all_gather_u32(&degrees);
     drop(degrees);
     let first = block.first();
-    let end = first + block.rows();
     let (engine, notice) = pick_engine(comm, block, opts.engine);
 
     let up = Upper::of(block, &degree);
-    let counts: Option<Vec<AtomicU64>> = opts
-        .per_vertex
-        .then(|| (0..n).map(|_| AtomicU64::new(0)).collect());
-    let local_row = |b: u32| -> &[u32] {
-        (b as usize)
-            .checked_sub(first)
-            .filter(|&i| i < up.rows())
-            .map_or(&[][..], |i| up.row(i))
-    };
-
-    // The edges a → b: those with b in the block are, in U(a) (sorted by id), the run of ids
-    // `first..end`; the others are grouped by b for fetching.
-    let local: Vec<(u32, u32)> = (0..up.rows())
-        .into_par_iter()
-        .map(|i| {
-            let r = up.row(i);
-            let lo = r.partition_point(|&b| (b as usize) < first);
-            (
-                lo as u32,
-                r[lo..].partition_point(|&b| (b as usize) < end) as u32,
-            )
-        })
-        .collect();
-    let local_of = |i: usize| {
-        let (lo, len) = (local[i].0 as usize, local[i].1 as usize);
-        &up.row(i)[lo..lo + len]
-    };
-    let chunks = row_chunks(&up.ptr);
-    let mut total = 0;
-    let mut gpu = match engine {
-        EngineKind::Gpu => {
-            let made = own_rows_on_gpu(&up, first, n, opts.per_vertex).and_then(|mut g| {
-                let ends: Vec<(u32, u32)> = fill_by_rows(
-                    &chunks,
-                    |i| local[i].1 as usize,
-                    |i, out| {
-                        for (o, &b) in out.iter_mut().zip(local_of(i)) {
-                            *o = (i as u32, b - first as u32);
-                        }
-                    },
-                );
-                let (pa, pb): (Vec<u32>, Vec<u32>) = ends.into_par_iter().unzip();
-                g.count(Other::Own, &pa, &pb).map(|()| g)
-            });
-            Some(agree(comm, made)?)
-        }
-        _ => {
-            let group = |i: usize| {
-                let bs = local_of(i);
-                (!bs.is_empty()).then(|| ((first + i) as u32, bs.iter().copied()))
-            };
-            total += count_groups(
-                up.rows(),
-                group,
-                n,
-                &local_row,
-                &local_row,
-                counts.as_deref(),
-            );
-            None
-        }
-    };
-    agree(comm, crate::interrupt::check())?;
-
-    // Remote rows: the distinct b of other blocks, asked for in rounds.
-    let mut remote: Vec<(u32, u32)> = fill_by_rows(
-        &chunks,
-        |i| up.row(i).len() - local[i].1 as usize,
-        |i, out| {
-            let (r, lo, len) = (up.row(i), local[i].0 as usize, local[i].1 as usize);
-            let a = (first + i) as u32;
-            let outside = r[..lo].iter().chain(&r[lo + len..]);
-            for (o, &b) in out.iter_mut().zip(outside) {
-                *o = (b, a);
-            }
-        },
-    );
-    drop(local);
-    remote.par_sort_unstable();
-    let mut needed: Vec<u32> = remote.iter().map(|&(b, _)| b).collect();
-    needed.dedup();
     let budget = opts.stage_entries.clamp(1, asked_entries_bound(comm, 1)) as u64;
-    let batches = cut_batches(&needed, |b| u64::from(degree[b as usize]), budget);
-    let mut rounds = [batches.len() as u64];
-    comm.max_u64(&mut rounds);
-    let mut next_wedge = 0usize;
-    for round in 0..rounds[0] as usize {
-        let asked = batches.get(round).map_or(&[][..], |r| &needed[r.clone()]);
-        let (ids, rows) = fetch_rows(comm, &blocks, asked, local_row);
-        // The wedges of this round's rows are the next run of `remote` (both sorted by b),
-        // regrouped by a.
-        let end = next_wedge
-            + remote[next_wedge..].partition_point(|&(b, _)| asked.last().is_some_and(|&l| b <= l));
-        let mut pairs: Vec<(u32, u32)> = remote[next_wedge..end]
-            .par_iter()
-            .map(|&(b, a)| (a, b))
-            .collect();
-        pairs.par_sort_unstable();
-        let counted = match gpu.as_mut() {
-            Some(g) => {
-                // Every b of this round's pairs was asked for in this round.
-                let ends: Result<(Vec<u32>, Vec<u32>)> = pairs
-                    .par_iter()
-                    .map(|&(a, b)| match ids.binary_search(&b) {
-                        Ok(k) => Ok((a - first as u32, k as u32)),
-                        Err(_) => Err(Error::Invalid(format!(
-                            "vertex {b}'s row was not fetched in its round"
-                        ))),
-                    })
-                    .collect();
-                let fetched = Rows {
-                    ptr: &rows.0,
-                    idx: &rows.1,
-                    ids: &ids,
-                };
-                ends.and_then(|(pa, pb)| g.count(Other::Fetched(fetched), &pa, &pb))
-            }
-            None => {
-                let fetched = |b: u32| -> &[u32] {
-                    ids.binary_search(&b).map_or(&[][..], |k| {
-                        &rows.1[rows.0[k] as usize..rows.0[k + 1] as usize]
-                    })
-                };
-                let starts: Vec<usize> = (0..pairs.len() + 1)
-                    .into_par_iter()
-                    .filter(|&i| i == 0 || i == pairs.len() || pairs[i].0 != pairs[i - 1].0)
-                    .collect();
-                let group = |g: usize| {
-                    let run = &pairs[starts[g]..starts[g + 1]];
-                    Some((run[0].0, run.iter().map(|p| p.1)))
-                };
-                let groups = starts.len().saturating_sub(1).min(pairs.len());
-                total += count_groups(groups, group, n, &local_row, &fetched, counts.as_deref());
-                Ok(())
-            }
-        };
-        next_wedge = end;
-        agree(comm, counted.and_then(|()| crate::interrupt::check()))?;
-    }
-    if let Some(g) = gpu {
-        let finished = g.finish().map(|(t, by_vertex)| {
-            total += t;
-            if let (Some(cs), Some(bv)) = (counts.as_deref(), by_vertex) {
-                for (c, v) in cs.iter().zip(bv) {
-                    c.fetch_add(v, Relaxed);
-                }
-            }
-        });
-        agree(comm, finished)?;
-    }
+    let plan = Rounds {
+        comm,
+        blocks: &blocks,
+        degree: &degree,
+        budget,
+        up: &up,
+        first,
+    };
+    let mut exchange = Exchange::default();
+    let (total, by_vertex, rounds) = match engine {
+        EngineKind::Gpu => count_on_gpu(&plan, n, opts.per_vertex, &mut exchange)?,
+        _ => count_on_cpu(&plan, n, opts.per_vertex, &mut exchange)?,
+    };
 
-    let mut sums = [total, block.adj.len() as u64];
+    let mut sums = [total, block.adj.len() as u64, exchange.bytes];
     comm.sum_u64(&mut sums);
-    let per_vertex = match counts {
-        Some(c) => {
-            let mut c: Vec<u64> = c.into_iter().map(AtomicU64::into_inner).collect();
+    let mut longest = [exchange.seconds];
+    comm.max_f64(&mut longest);
+    let per_vertex = match by_vertex {
+        Some(mut c) => {
             for piece in c.chunks_mut(MAX_MESSAGE) {
                 comm.sum_u64(piece);
             }
@@ -281,11 +149,231 @@ pub fn count_block(comm: &dyn Comm, block: &RowBlock, opts: &Options) -> Result<
         per_vertex,
         load_seconds: 0.0,
         seconds: start.elapsed().as_secs_f64(),
-        rounds: rounds[0],
+        rounds,
+        exchange_seconds: longest[0],
+        exchanged_bytes: sums[2],
         engine,
         notice,
         labels: None,
     })
+}
+
+/// What a count's row exchange took: the time this rank spent in it, the bytes it received.
+#[derive(Default)]
+struct Exchange {
+    seconds: f64,
+    bytes: u64,
+}
+
+/// The row exchange of a count: other blocks' rows `U(b)`, fetched in rounds of at most
+/// `budget` entries (by degree, an upper bound on a row's length), each rank answering from its
+/// rows `up` (row `i` is vertex `first + i`).
+struct Rounds<'a> {
+    comm: &'a dyn Comm,
+    blocks: &'a Blocks,
+    degree: &'a [u32],
+    budget: u64,
+    up: &'a Upper,
+    first: usize,
+}
+
+impl Rounds<'_> {
+    /// The rank's row `U(b)`, empty for a vertex of another block.
+    fn own_row(&self, b: u32) -> &[u32] {
+        own_row(self.up, self.first, b)
+    }
+
+    /// Fetches the rows of `needed` (sorted ids of other blocks) in rounds and hands each
+    /// round's ids and rows to `count`. Collective: every rank takes part in as many rounds as
+    /// the rank needing most, and an error of `count` (or an interrupt) on any rank is every
+    /// rank's. Returns the rounds.
+    fn run(
+        &self,
+        needed: &[u32],
+        exchange: &mut Exchange,
+        mut count: impl FnMut(&[u32], Rows<'_>) -> Result<()>,
+    ) -> Result<u64> {
+        let degree = self.degree;
+        let batches = cut_batches(needed, |b| u64::from(degree[b as usize]), self.budget);
+        let mut rounds = [batches.len() as u64];
+        self.comm.max_u64(&mut rounds);
+        for round in 0..rounds[0] as usize {
+            let asked = batches.get(round).map_or(&[][..], |r| &needed[r.clone()]);
+            let t = Instant::now();
+            let (ptr, idx, received) =
+                fetch_rows(self.comm, self.blocks, asked, |b| self.own_row(b));
+            exchange.seconds += t.elapsed().as_secs_f64();
+            exchange.bytes += received;
+            let rows = Rows {
+                ptr: &ptr,
+                idx: &idx,
+                ids: asked,
+            };
+            let counted = count(asked, rows);
+            agree(self.comm, counted.and_then(|()| crate::interrupt::check()))?;
+        }
+        Ok(rounds[0])
+    }
+}
+
+/// The row `U(b)` of `up` (row `i` is vertex `first + i`), empty for a vertex of another block.
+fn own_row(up: &Upper, first: usize, b: u32) -> &[u32] {
+    (b as usize)
+        .checked_sub(first)
+        .filter(|&i| i < up.rows())
+        .map_or(&[][..], |i| up.row(i))
+}
+
+/// A block's edges `a → b` split for counting: for row `i`, where in `U(a)` (sorted by id) the
+/// run of `b` in the block starts and how long it is; the other edges as pairs `(b, a)` sorted
+/// by `b`; and the distinct remote `b`, increasing.
+struct Edges {
+    local: Vec<(u32, u32)>,
+    remote: Vec<(u32, u32)>,
+    needed: Vec<u32>,
+}
+
+impl Edges {
+    fn of(up: &Upper, first: usize) -> Edges {
+        let end = first + up.rows();
+        let local: Vec<(u32, u32)> = (0..up.rows())
+            .into_par_iter()
+            .map(|i| {
+                let row = up.row(i);
+                let lo = row.partition_point(|&b| (b as usize) < first);
+                (
+                    lo as u32,
+                    row[lo..].partition_point(|&b| (b as usize) < end) as u32,
+                )
+            })
+            .collect();
+        let mut remote: Vec<(u32, u32)> = fill_by_rows(
+            &row_chunks(&up.ptr),
+            |i| up.row(i).len() - local[i].1 as usize,
+            |i, out| {
+                let (row, lo, len) = (up.row(i), local[i].0 as usize, local[i].1 as usize);
+                let a = (first + i) as u32;
+                let outside = row[..lo].iter().chain(&row[lo + len..]);
+                for (o, &b) in out.iter_mut().zip(outside) {
+                    *o = (b, a);
+                }
+            },
+        );
+        remote.par_sort_unstable();
+        let mut needed: Vec<u32> = remote.iter().map(|&(b, _)| b).collect();
+        needed.dedup();
+        Edges {
+            local,
+            remote,
+            needed,
+        }
+    }
+
+    /// Row `i`'s `b` in the block.
+    fn local_of<'u>(&self, up: &'u Upper, i: usize) -> &'u [u32] {
+        let (lo, len) = (self.local[i].0 as usize, self.local[i].1 as usize);
+        &up.row(i)[lo..lo + len]
+    }
+
+    /// The remote edges into the rows `asked` (the round after the one that ended at
+    /// `*next`, both sorted by `b`) as pairs `(a, b)` sorted by `a`; moves `*next` past them.
+    fn round_pairs(&self, next: &mut usize, asked: &[u32]) -> Vec<(u32, u32)> {
+        let rest = &self.remote[*next..];
+        let end = rest.partition_point(|&(b, _)| asked.last().is_some_and(|&l| b <= l));
+        let mut pairs: Vec<(u32, u32)> = rest[..end].par_iter().map(|&(b, a)| (a, b)).collect();
+        *next += end;
+        pairs.par_sort_unstable();
+        pairs
+    }
+}
+
+/// The GPU half: the rank's rows on its GPU (`gpu_pairs`), the edges into its own rows counted
+/// at once, then each round's fetched rows uploaded with the pairs into them. Returns the
+/// rank's triangles, its per-vertex counts when asked for, and the rounds.
+fn count_on_gpu(
+    r: &Rounds<'_>,
+    n: usize,
+    per_vertex: bool,
+    exchange: &mut Exchange,
+) -> Result<(u64, Option<Vec<u64>>, u64)> {
+    let (up, first) = (r.up, r.first);
+    let edges = Edges::of(up, first);
+    let made = own_rows_on_gpu(up, first, n, per_vertex).and_then(|mut g| {
+        let ends: Vec<(u32, u32)> = fill_by_rows(
+            &row_chunks(&up.ptr),
+            |i| edges.local[i].1 as usize,
+            |i, out| {
+                for (o, &b) in out.iter_mut().zip(edges.local_of(up, i)) {
+                    *o = (i as u32, b - first as u32);
+                }
+            },
+        );
+        let (pa, pb): (Vec<u32>, Vec<u32>) = ends.into_par_iter().unzip();
+        g.count(Other::Own, &pa, &pb).map(|()| g)
+    });
+    let mut g = agree(r.comm, made)?;
+    agree(r.comm, crate::interrupt::check())?;
+    let mut next = 0;
+    let rounds = r.run(&edges.needed, exchange, |asked, rows| {
+        // Every b of this round's pairs was asked for in this round.
+        let ends: Result<(Vec<u32>, Vec<u32>)> = edges
+            .round_pairs(&mut next, asked)
+            .par_iter()
+            .map(|&(a, b)| match rows.ids.binary_search(&b) {
+                Ok(k) => Ok((a - first as u32, k as u32)),
+                Err(_) => Err(Error::Invalid(format!(
+                    "vertex {b}'s row was not fetched in its round"
+                ))),
+            })
+            .collect();
+        ends.and_then(|(pa, pb)| g.count(Other::Fetched(rows), &pa, &pb))
+    })?;
+    let (total, by_vertex) = agree(r.comm, g.finish())?;
+    Ok((total, by_vertex, rounds))
+}
+
+/// The CPU half: the edges into the rank's own rows grouped by `a` and counted with a bitmap
+/// of `U(a)` (`count_groups`), then the edges into each round's fetched rows, regrouped by `a`.
+/// Returns as [`count_on_gpu`] does.
+fn count_on_cpu(
+    r: &Rounds<'_>,
+    n: usize,
+    per_vertex: bool,
+    exchange: &mut Exchange,
+) -> Result<(u64, Option<Vec<u64>>, u64)> {
+    let (up, first) = (r.up, r.first);
+    let edges = Edges::of(up, first);
+    let counts: Option<Vec<AtomicU64>> =
+        per_vertex.then(|| (0..n).map(|_| AtomicU64::new(0)).collect());
+    let own_row = |b: u32| own_row(up, first, b);
+    let group = |i: usize| {
+        let bs = edges.local_of(up, i);
+        (!bs.is_empty()).then(|| ((first + i) as u32, bs.iter().copied()))
+    };
+    let mut total = count_groups(up.rows(), group, n, &own_row, &own_row, counts.as_deref());
+    agree(r.comm, crate::interrupt::check())?;
+    let mut next = 0;
+    let rounds = r.run(&edges.needed, exchange, |asked, rows| {
+        let pairs = edges.round_pairs(&mut next, asked);
+        let fetched = |b: u32| -> &[u32] {
+            rows.ids.binary_search(&b).map_or(&[][..], |k| {
+                &rows.idx[rows.ptr[k] as usize..rows.ptr[k + 1] as usize]
+            })
+        };
+        let starts: Vec<usize> = (0..pairs.len() + 1)
+            .into_par_iter()
+            .filter(|&i| i == 0 || i == pairs.len() || pairs[i].0 != pairs[i - 1].0)
+            .collect();
+        let group = |g: usize| {
+            let run = &pairs[starts[g]..starts[g + 1]];
+            Some((run[0].0, run.iter().map(|p| p.1)))
+        };
+        let groups = starts.len().saturating_sub(1).min(pairs.len());
+        total += count_groups(groups, group, n, &own_row, &fetched, counts.as_deref());
+        Ok(())
+    })?;
+    let by_vertex = counts.map(|c| c.into_iter().map(AtomicU64::into_inner).collect());
+    Ok((total, by_vertex, rounds))
 }
 
 /// The rows `U(a)` of a block's vertices (row `i` is vertex `first + i`): the part of `a`'s row
@@ -497,14 +585,14 @@ fn cut_batches(ids: &[u32], cost: impl Fn(u32) -> u64, budget: u64) -> Vec<std::
 }
 
 /// One round of the row exchange: this rank asks for the rows `asked` (sorted ids of other
-/// blocks) and answers the others' requests with `row`. Returns the ids asked for and their
-/// rows (offsets, entries), in the order asked.
+/// blocks) and answers the others' requests with `row`. Returns the rows asked for (offsets,
+/// entries), in the order asked, and the bytes this rank received.
 fn fetch_rows<'a>(
     comm: &dyn Comm,
     blocks: &Blocks,
     asked: &[u32],
     row: impl Fn(u32) -> &'a [u32],
-) -> (Vec<u32>, (Vec<u64>, Vec<u32>)) {
+) -> (Vec<u64>, Vec<u32>, u64) {
     let parts = blocks.parts;
     // Sorted ids are grouped by owner already: blocks are consecutive.
     let mut ask_counts = vec![0usize; parts];
@@ -531,7 +619,8 @@ fn fetch_rows<'a>(
     for &l in &got_lengths {
         offsets.push(offsets[offsets.len() - 1] + u64::from(l));
     }
-    (asked.to_vec(), (offsets, got_entries))
+    let received = 4 * (requests.len() + got_lengths.len() + got_entries.len()) as u64;
+    (offsets, got_entries, received)
 }
 
 #[cfg(test)]
@@ -602,6 +691,11 @@ mod tests {
             assert_eq!(got.per_vertex, want.per_vertex);
             assert_eq!(got.edges, g.edges());
             assert_eq!(got.vertices, n as u64);
+            assert_eq!(
+                (got.rounds, got.exchanged_bytes),
+                (0, 0),
+                "one rank fetches nothing"
+            );
         }
         // Several ranks (threads standing for them), with tiny and default stages.
         for ranks in 2..=4 {
@@ -627,6 +721,8 @@ mod tests {
                     assert_eq!(g.triangles, want.triangles, "{ranks} ranks, stage {stage}");
                     assert_eq!(g.per_vertex, want.per_vertex);
                     assert!(stage > 3 || g.rounds > 1);
+                    // Every rank asks for rows (each block has edges into the others).
+                    assert!(g.exchanged_bytes >= 4 * ranks as u64 * g.rounds.min(1));
                 }
             }
         }

@@ -11,13 +11,12 @@
 //! product of a block row with it is the single-process one (same `k`, in the same order, with
 //! the same accumulator size), with no renumbering.
 
-use super::super::{Comm, MAX_MESSAGE};
+use super::super::{distinct_outside, Comm, MAX_MESSAGE};
 use crate::csr::Csr;
 use crate::scalar::Scalar;
 use rayon::prelude::*;
 use std::borrow::Cow;
 use std::ops::Range;
-use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 
 /// The most entries one exchange carries to a rank: a value travels as at most two 32-bit
 /// words, and a message stays under [`MAX_MESSAGE`] words.
@@ -147,42 +146,11 @@ pub fn needed<T: Scalar>(m: &Csr<T>, rows: Range<usize>, first: usize) -> Vec<u3
     let mine = first..first + m.nrows();
     match mine == (0..m.ncols()) {
         true => Vec::new(),
-        false => remote_nodes(m, rows, mine),
+        false => {
+            let span = m.row_ptr()[rows.start] as usize..m.row_ptr()[rows.end] as usize;
+            distinct_outside(&m.col_idx()[span], m.ncols(), mine)
+        }
     }
-}
-
-/// The distinct nodes outside `mine` that the rows `rows` of `m` name, increasing: marked in a
-/// bitmap of the nodes by every thread, then read out in order.
-fn remote_nodes<T: Scalar>(m: &Csr<T>, rows: Range<usize>, mine: Range<usize>) -> Vec<u32> {
-    let marks: Vec<AtomicU64> = (0..m.ncols().div_ceil(64))
-        .map(|_| AtomicU64::new(0))
-        .collect();
-    let span = m.row_ptr()[rows.start] as usize..m.row_ptr()[rows.end] as usize;
-    m.col_idx()[span]
-        .par_iter()
-        .with_min_len(1 << 16)
-        .filter(|&&k| !mine.contains(&(k as usize)))
-        .for_each(|&k| {
-            let (word, bit) = (&marks[k as usize / 64], 1u64 << (k % 64));
-            // Popular nodes are named often: a read keeps their word shared between cores.
-            if word.load(Relaxed) & bit == 0 {
-                word.fetch_or(bit, Relaxed);
-            }
-        });
-    marks
-        .par_iter()
-        .enumerate()
-        .flat_map_iter(|(i, word)| {
-            let mut w = word.load(Relaxed);
-            std::iter::from_fn(move || {
-                (w != 0).then(|| {
-                    let b = w.trailing_zeros();
-                    w &= w - 1;
-                    (i * 64) as u32 + b
-                })
-            })
-        })
-        .collect()
 }
 
 /// The rows of the nodes `ask` (increasing, none of this rank's block `m`; `lengths`: every
@@ -403,41 +371,6 @@ mod tests {
         let p = plan(&whole.unwrap(), 0..2, &[], 1);
         assert_eq!(p.rounds, std::iter::once(0..2).collect::<Vec<_>>());
         assert_eq!(p.largest, 0);
-    }
-
-    /// The bitmap's remote nodes are the sorted distinct columns outside the block, across
-    /// words of the bitmap and for any rows.
-    #[test]
-    fn remote_nodes_are_the_distinct_columns_outside_the_block() {
-        let n = 300u32;
-        let mut ptr = vec![0u64];
-        let mut cols = Vec::new();
-        for i in 0..40u32 {
-            let mut row: Vec<u32> = (0..i % 7 + 1).map(|j| (i * 37 + j * 101) % n).collect();
-            row.sort_unstable();
-            row.dedup();
-            cols.extend(row);
-            ptr.push(cols.len() as u64);
-        }
-        let vals = vec![1.0f32; cols.len()];
-        let m = Csr::from_parts(40, n as usize, ptr, cols, vals).unwrap();
-        for (rows, mine) in [
-            (0..40, 100..140),
-            (5..17, 0..40),
-            (0..0, 0..40),
-            (3..40, 260..300),
-        ] {
-            let span = m.row_ptr()[rows.start] as usize..m.row_ptr()[rows.end] as usize;
-            let mut want: Vec<u32> = m.col_idx()[span]
-                .iter()
-                .copied()
-                .filter(|&k| !mine.contains(&(k as usize)))
-                .collect();
-            want.sort_unstable();
-            want.dedup();
-            assert!(rows.is_empty() || !want.is_empty());
-            assert_eq!(remote_nodes(&m, rows, mine), want);
-        }
     }
 
     /// Rows fetched in pieces of a few entries are the rows fetched in one exchange, however
