@@ -123,10 +123,11 @@ pub fn count_block(comm: &dyn Comm, block: &RowBlock, opts: &Options) -> Result<
         up: &up,
         first,
     };
+    let edges = Edges::of(&up, first);
     let mut exchange = Exchange::default();
     let (total, by_vertex, rounds) = match engine {
-        EngineKind::Gpu => count_on_gpu(&plan, n, opts.per_vertex, &mut exchange)?,
-        _ => count_on_cpu(&plan, n, opts.per_vertex, &mut exchange)?,
+        EngineKind::Gpu => count_on_gpu(&plan, &edges, n, opts.per_vertex, &mut exchange)?,
+        _ => count_on_cpu(&plan, &edges, n, opts.per_vertex, &mut exchange)?,
     };
 
     let mut sums = [total, block.adj.len() as u64, exchange.bytes];
@@ -292,12 +293,12 @@ impl Edges {
 /// rank's triangles, its per-vertex counts when asked for, and the rounds.
 fn count_on_gpu(
     r: &Rounds<'_>,
+    edges: &Edges,
     n: usize,
     per_vertex: bool,
     exchange: &mut Exchange,
 ) -> Result<(u64, Option<Vec<u64>>, u64)> {
     let (up, first) = (r.up, r.first);
-    let edges = Edges::of(up, first);
     let made = own_rows_on_gpu(up, first, n, per_vertex).and_then(|mut g| {
         let ends: Vec<(u32, u32)> = fill_by_rows(
             &row_chunks(&up.ptr),
@@ -337,12 +338,12 @@ fn count_on_gpu(
 /// Returns as [`count_on_gpu`] does.
 fn count_on_cpu(
     r: &Rounds<'_>,
+    edges: &Edges,
     n: usize,
     per_vertex: bool,
     exchange: &mut Exchange,
 ) -> Result<(u64, Option<Vec<u64>>, u64)> {
     let (up, first) = (r.up, r.first);
-    let edges = Edges::of(up, first);
     let counts: Option<Vec<AtomicU64>> =
         per_vertex.then(|| (0..n).map(|_| AtomicU64::new(0)).collect());
     let own_row = |b: u32| own_row(up, first, b);

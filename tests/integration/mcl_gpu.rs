@@ -444,19 +444,9 @@ fn fused_dense_columns_match_the_cpu() {
     // pool's first guess of max(S, R) per column: the kernel runs again with a pool of the
     // size it found.
     let n = 128u32;
-    let edges = (0..n)
-        .flat_map(|u| (u + 1..n).map(move |v| (u, v)))
-        .collect::<Vec<_>>();
-    let el = gmcl::edges::EdgeList::square(n as usize, edges, None);
-    let k = mcl::graph_from_edges::<f32>(&el).unwrap().0;
-    let m = mcl::start_matrix(&k, 1.0);
+    let m = complete_graph_start(n);
     let p = MclParams {
-        prune: PruneParams {
-            prune: 10000,
-            select: 10,
-            recover: 20,
-            pct: 90,
-        },
+        prune: KEEP_FEW,
         ..Default::default()
     };
     assert_eq!(
@@ -515,19 +505,9 @@ fn wide_dense_columns_match_the_cpu() {
     // Ties that overfill the pool (every column of K128's M² is 128 equal values, all kept):
     // the wide kernel runs again with the pool it found it needs.
     let n = 128u32;
-    let edges = (0..n)
-        .flat_map(|u| (u + 1..n).map(move |v| (u, v)))
-        .collect::<Vec<_>>();
-    let el = gmcl::edges::EdgeList::square(n as usize, edges, None);
-    let k = mcl::graph_from_edges::<f32>(&el).unwrap().0;
-    let m = mcl::start_matrix(&k, 1.0);
+    let m = complete_graph_start(n);
     let p = MclParams {
-        prune: PruneParams {
-            prune: 10000,
-            select: 10,
-            recover: 20,
-            pct: 90,
-        },
+        prune: KEEP_FEW,
         gpu: tuned(64),
         ..Default::default()
     };
@@ -535,4 +515,24 @@ fn wide_dense_columns_match_the_cpu() {
         same_iteration(&m, &p, "complete graph K128, windows of 64, ties"),
         n as u64
     );
+}
+
+/// Pruning that keeps 10 entries a column (20 recovered), far fewer than the ties of a
+/// complete graph's columns.
+const KEEP_FEW: PruneParams = PruneParams {
+    prune: 10000,
+    select: 10,
+    recover: 20,
+    pct: 90,
+};
+
+/// MCL's start matrix of the complete graph on `n` nodes: every column of its square holds `n`
+/// equal values (sums of powers of two, exact in any order).
+fn complete_graph_start(n: u32) -> Csr<f32> {
+    let edges = (0..n)
+        .flat_map(|u| (u + 1..n).map(move |v| (u, v)))
+        .collect::<Vec<_>>();
+    let el = gmcl::edges::EdgeList::square(n as usize, edges, None);
+    let k = mcl::graph_from_edges::<f32>(&el).unwrap().0;
+    mcl::start_matrix(&k, 1.0)
 }
