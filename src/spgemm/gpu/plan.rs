@@ -283,13 +283,15 @@ impl GpuEngine {
         let windows = shared.saturating_sub(DENSE_CURSOR_BYTES);
         let numeric_width = fit(windows * 8 / (8 * val_bytes + 1));
         let symbolic_width = fit(windows * 8);
-        // A deferred row is made in windows of sums alone (no presence bits): all of C's
-        // columns in one when they fit, else windows behind the wide kernel's head.
+        // A deferred row is made in windows of sums alone (no presence bits), MCL's quanta of
+        // 8 bytes whatever the engine's own sums: all of C's columns in one when they fit,
+        // else windows behind the wide kernel's head.
+        let quanta_bytes = 8;
         let (fused_cols, wide_cols) = match self.tuning.dense_window {
             Some(t) => (t as u64, (t as u64).max(32) & !31),
             None => (
-                shared / val_bytes,
-                (shared.saturating_sub(MCL_WIDE_HEAD_BYTES) / val_bytes) & !1023,
+                shared / quanta_bytes,
+                (shared.saturating_sub(MCL_WIDE_HEAD_BYTES) / quanta_bytes) & !1023,
             ),
         };
         let one_window = ops.c_cols.div_ceil(32) * 32 <= fused_cols;
