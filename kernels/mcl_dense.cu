@@ -25,6 +25,39 @@ __device__ void quanta_to_values(unsigned char* window, u64 len) {
     __syncthreads();
 }
 
+// Ends a planned column of both fused kernels: its figures (chaos, entries made), room for its
+// kept entries claimed in the pool (fused_len[r], pool_at[r]; NOT_FUSED when the pool is full),
+// then mcl's emergency loop (node node0 + r keeps only itself) or the kept entries, candidate
+// i of `len` given by entry(i, &col, &val). Every thread must call; claim, stmp and total are
+// shared memory.
+template <typename T, typename Entry>
+__device__ void pool_column(const ColumnPlan<T>& plan, u32 r, u64 node0, u64 len, Entry entry,
+                            double inflation, u64 pool_cap, u64* pool_used, u64* fused_len,
+                            u64* pool_at, u32* pool_col, T* pool_val, u64* expanded,
+                            u64* chaos_bits, u64* claim, u64* stmp, u64* total) {
+    if (threadIdx.x == 0) {
+        if (plan.chaos > 0.0) atomicMax(chaos_bits, (u64)__double_as_longlong(plan.chaos));
+        atomicAdd(expanded, plan.entries);
+        const u64 at = atomicAdd(pool_used, plan.out_len);
+        *claim = at + plan.out_len <= pool_cap ? at : NOT_FUSED;
+        fused_len[r] = plan.out_len;
+        pool_at[r] = *claim;
+    }
+    __syncthreads();
+    const u64 base = *claim;
+    if (base == NOT_FUSED || plan.out_len == 0) return;  // uniform
+    if (plan.kept_mass < 0.0) {
+        // mcl's emergency loop: the node keeps only itself.
+        if (threadIdx.x == 0) {
+            pool_col[base] = (u32)(node0 + r);
+            pool_val[base] = (T)1;
+        }
+        return;
+    }
+    write_column<T>(len, entry, plan.bar, plan.kept_mass, plan.isum, inflation, base, pool_col,
+                    pool_val, stmp, total);
+}
+
 // Makes, prunes and writes rows `rows[blockIdx.x]` of the batch starting at row `row0` of A·B
 // (A: a_ptr, a_col, a_val; B: b_ptr, b_col, b_val; ncols columns; window: ncols quanta of dynamic
 // shared memory); row r of the batch is node `node0 + r` (in one process A = B = M and
@@ -64,32 +97,14 @@ __device__ void mcl_dense_prune(const u64* a_ptr, const u32* a_col, const T* a_v
     const T* acc = (const T*)window;
     const ColumnPlan<T> plan = plan_column<T>(acc, ncols, ValueBits<T>::value(1), cutoff, select,
                                               recover, pct, inflation, dtmp, hist, sel);
-    if (threadIdx.x == 0) {
-        if (plan.chaos > 0.0) atomicMax(chaos_bits, (u64)__double_as_longlong(plan.chaos));
-        atomicAdd(expanded, plan.entries);
-        const u64 at = atomicAdd(pool_used, plan.out_len);
-        claim = at + plan.out_len <= pool_cap ? at : NOT_FUSED;
-        fused_len[r] = plan.out_len;
-        pool_at[r] = claim;
-    }
-    __syncthreads();
-    const u64 base = claim;
-    if (base == NOT_FUSED || plan.out_len == 0) return;
-    if (plan.kept_mass < 0.0) {
-        // mcl's emergency loop: the node keeps only itself.
-        if (threadIdx.x == 0) {
-            pool_col[base] = (u32)(node0 + r);
-            pool_val[base] = (T)1;
-        }
-        return;
-    }
-    write_column<T>(
-        ncols,
+    pool_column<T>(
+        plan, r, node0, ncols,
         [&](u64 i, u32* col, T* val) {
             *col = (u32)i;
             *val = acc[i];
         },
-        plan.bar, plan.kept_mass, plan.isum, inflation, base, pool_col, pool_val, stmp, &total);
+        inflation, pool_cap, pool_used, fused_len, pool_at, pool_col, pool_val, expanded,
+        chaos_bits, &claim, stmp, &total);
 }
 
 // Bytes at the start of mcl_wide_prune's dynamic shared memory before its window: the cursors,
@@ -157,32 +172,14 @@ __device__ void mcl_wide_prune(const u64* a_ptr, const u32* a_col, const T* a_va
         const ColumnPlan<T> plan = plan_column<T>(my_val, filled, ValueBits<T>::value(1), cutoff,
                                                   select, recover, pct, inflation, dtmp, hist,
                                                   sel);
-        if (threadIdx.x == 0) {
-            if (plan.chaos > 0.0) atomicMax(chaos_bits, (u64)__double_as_longlong(plan.chaos));
-            atomicAdd(expanded, plan.entries);
-            const u64 at = atomicAdd(pool_used, plan.out_len);
-            claim = at + plan.out_len <= pool_cap ? at : NOT_FUSED;
-            fused_len[r] = plan.out_len;
-            pool_at[r] = claim;
-        }
-        __syncthreads();
-        const u64 base = claim;
-        if (base == NOT_FUSED || plan.out_len == 0) continue;  // uniform
-        if (plan.kept_mass < 0.0) {
-            // mcl's emergency loop: the node keeps only itself.
-            if (threadIdx.x == 0) {
-                pool_col[base] = (u32)(node0 + r);
-                pool_val[base] = (T)1;
-            }
-            continue;
-        }
-        write_column<T>(
-            filled,
+        pool_column<T>(
+            plan, r, node0, filled,
             [&](u64 k, u32* col, T* val) {
                 *col = my_col[k];
                 *val = my_val[k];
             },
-            plan.bar, plan.kept_mass, plan.isum, inflation, base, pool_col, pool_val, stmp, &total);
+            inflation, pool_cap, pool_used, fused_len, pool_at, pool_col, pool_val, expanded,
+            chaos_bits, &claim, stmp, &total);
     }
 }
 

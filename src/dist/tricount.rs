@@ -179,20 +179,15 @@ struct Rounds<'a> {
 }
 
 impl Rounds<'_> {
-    /// The rank's row `U(b)`, empty for a vertex of another block.
-    fn own_row(&self, b: u32) -> &[u32] {
-        own_row(self.up, self.first, b)
-    }
-
     /// Fetches the rows of `needed` (sorted ids of other blocks) in rounds and hands each
-    /// round's ids and rows to `count`. Collective: every rank takes part in as many rounds as
+    /// round's rows (with their ids) to `count`. Collective: every rank takes part in as many rounds as
     /// the rank needing most, and an error of `count` (or an interrupt) on any rank is every
     /// rank's. Returns the rounds.
     fn run(
         &self,
         needed: &[u32],
         exchange: &mut Exchange,
-        mut count: impl FnMut(&[u32], Rows<'_>) -> Result<()>,
+        mut count: impl FnMut(Rows<'_>) -> Result<()>,
     ) -> Result<u64> {
         let degree = self.degree;
         let batches = cut_batches(needed, |b| u64::from(degree[b as usize]), self.budget);
@@ -201,8 +196,9 @@ impl Rounds<'_> {
         for round in 0..rounds[0] as usize {
             let asked = batches.get(round).map_or(&[][..], |r| &needed[r.clone()]);
             let t = Instant::now();
-            let (ptr, idx, received) =
-                fetch_rows(self.comm, self.blocks, asked, |b| self.own_row(b));
+            let (ptr, idx, received) = fetch_rows(self.comm, self.blocks, asked, |b| {
+                own_row(self.up, self.first, b)
+            });
             exchange.seconds += t.elapsed().as_secs_f64();
             exchange.bytes += received;
             let rows = Rows {
@@ -210,7 +206,7 @@ impl Rounds<'_> {
                 idx: &idx,
                 ids: asked,
             };
-            let counted = count(asked, rows);
+            let counted = count(rows);
             agree(self.comm, counted.and_then(|()| crate::interrupt::check()))?;
         }
         Ok(rounds[0])
@@ -315,10 +311,10 @@ fn count_on_gpu(
     let mut g = agree(r.comm, made)?;
     agree(r.comm, crate::interrupt::check())?;
     let mut next = 0;
-    let rounds = r.run(&edges.needed, exchange, |asked, rows| {
+    let rounds = r.run(&edges.needed, exchange, |rows| {
         // Every b of this round's pairs was asked for in this round.
         let ends: Result<(Vec<u32>, Vec<u32>)> = edges
-            .round_pairs(&mut next, asked)
+            .round_pairs(&mut next, rows.ids)
             .par_iter()
             .map(|&(a, b)| match rows.ids.binary_search(&b) {
                 Ok(k) => Ok((a - first as u32, k as u32)),
@@ -354,8 +350,8 @@ fn count_on_cpu(
     let mut total = count_groups(up.rows(), group, n, &own_row, &own_row, counts.as_deref());
     agree(r.comm, crate::interrupt::check())?;
     let mut next = 0;
-    let rounds = r.run(&edges.needed, exchange, |asked, rows| {
-        let pairs = edges.round_pairs(&mut next, asked);
+    let rounds = r.run(&edges.needed, exchange, |rows| {
+        let pairs = edges.round_pairs(&mut next, rows.ids);
         let fetched = |b: u32| -> &[u32] {
             rows.ids.binary_search(&b).map_or(&[][..], |k| {
                 &rows.idx[rows.ptr[k] as usize..rows.ptr[k + 1] as usize]
