@@ -413,48 +413,81 @@ extern "C" __global__ void gather_by_rank(const u32* rank, u32 n, const u64* by_
     }
 }
 
-// The triangles through listed edges a -> b of a count across ranks (src/dist/tricount.rs):
-// |U(a) ∩ U(b)| for each pair p, U(a) row pair_a[p] of (a_ptr, a_idx) and U(b) row pair_b[p] of
-// (b_ptr, b_idx), both sorted by id. One warp per pair: the lanes take the shorter row's
-// entries in turn and binary-search each in the longer one. The hits are added to *total; with
-// per-vertex counts (counts not null) each hit c counts for c, and the pair's hits for a and
-// b, whose global ids are a_ids[pair_a[p]] and b_ids[pair_b[p]].
+// |s ∩ l| for two rows sorted by id, the lanes of one warp taking the shorter row's entries in
+// turn and binary-searching each in the longer one; with per-vertex counts (counts not null)
+// each common c counts for c. Every lane of the warp must call; every lane gets the sum.
+__device__ __forceinline__ u64 warp_common(const u32* s, u64 ls, const u32* l, u64 ll,
+                                           u32 per_vertex, u64* counts) {
+    if (ll < ls) {
+        const u32* t = s; s = l; l = t;
+        const u64 lt = ls; ls = ll; ll = lt;
+    }
+    u64 found = 0;
+    for (u64 i = threadIdx.x & (WARP - 1); i < ls; i += WARP) {
+        const u32 c = s[i];
+        u64 lo = 0, hi = ll;
+        while (lo < hi) {
+            const u64 mid = (lo + hi) / 2;
+            if (l[mid] < c) lo = mid + 1; else hi = mid;
+        }
+        if (lo < ll && l[lo] == c) {
+            found++;
+            if (per_vertex) atomicAdd(&counts[c], 1ull);
+        }
+    }
+    return warp_sum_u64(found);
+}
+
+// The triangles through the edges a -> b of a rank's own rows in a count across ranks
+// (src/dist/tricount.rs) whose b is among this launch's rows: U(a) is row i of (a_ptr, a_idx)
+// for vertex first + i, sorted by id. With `fetched` 0 the b rows are the own rows (b in
+// [first, first + a_rows), row b - first); else they are the rows fetched in this round
+// (b_ptr, b_idx; b_ids sorted, b found by binary search; a b outside the block and not among
+// them belongs to another round). |U(a) ∩ U(b)| by warp_common. Each warp takes 32 consecutive
+// entries of U at a time, finds the first one's row by binary search and steps on from there,
+// so the work is dealt out by edges, not rows, and no list of pairs is made. The hits are
+// added to *total; with per-vertex counts, each pair's hits count for a and b too.
 extern "C" __global__ void __launch_bounds__(TRI_THREADS)
-triangles_pairs(const u64* a_ptr, const u32* a_idx, const u32* a_ids, const u64* b_ptr,
-                const u32* b_idx, const u32* b_ids, const u32* pair_a, const u32* pair_b,
-                u64 npairs, u32 per_vertex, u64* counts, u64* total) {
+triangles_rows(const u64* a_ptr, const u32* a_idx, u64 a_rows, u32 first, const u64* b_ptr,
+               const u32* b_idx, const u32* b_ids, u64 b_rows, u32 fetched, u32 per_vertex,
+               u64* counts, u64* total) {
     const u32 lane = threadIdx.x & (WARP - 1);
     const u64 warps = (u64)gridDim.x * TRI_WARPS;
+    const u64 nnz = a_ptr[a_rows];
     u64 mine = 0;
-    for (u64 p = (u64)blockIdx.x * TRI_WARPS + threadIdx.x / WARP; p < npairs; p += warps) {
-        const u32 ia = pair_a[p], ib = pair_b[p];
-        const u32* s = a_idx + a_ptr[ia];
-        u64 ls = a_ptr[ia + 1] - a_ptr[ia];
-        const u32* l = b_idx + b_ptr[ib];
-        u64 ll = b_ptr[ib + 1] - b_ptr[ib];
-        if (ll < ls) {
-            const u32* t = s; s = l; l = t;
-            const u64 lt = ls; ls = ll; ll = lt;
+    for (u64 e0 = ((u64)blockIdx.x * TRI_WARPS + threadIdx.x / WARP) * WARP; e0 < nnz;
+         e0 += warps * WARP) {
+        // The row holding entry e0: a_ptr[row] <= e0 < a_ptr[row + 1].
+        u64 row = 0, hi = a_rows;
+        while (hi - row > 1) {
+            const u64 mid = (row + hi) / 2;
+            if (a_ptr[mid] <= e0) row = mid; else hi = mid;
         }
-        u64 found = 0;
-        for (u64 i = lane; i < ls; i += WARP) {
-            const u32 c = s[i];
-            u64 lo = 0, hi = ll;
-            while (lo < hi) {
-                const u64 mid = (lo + hi) / 2;
-                if (l[mid] < c) lo = mid + 1; else hi = mid;
+        const u64 e1 = e0 + WARP < nnz ? e0 + WARP : nnz;
+        for (u64 e = e0; e < e1; ++e) {
+            while (a_ptr[row + 1] <= e) ++row;
+            const u32 b = a_idx[e];
+            const bool own = b >= first && (u64)(b - first) < a_rows;
+            if (own == (fetched != 0)) continue;  // uniform: the warp reads one b
+            u64 ib = b - first;
+            if (fetched) {
+                u64 lo = 0, h = b_rows;
+                while (lo < h) {
+                    const u64 mid = (lo + h) / 2;
+                    if (b_ids[mid] < b) lo = mid + 1; else h = mid;
+                }
+                if (lo == b_rows || b_ids[lo] != b) continue;
+                ib = lo;
             }
-            if (lo < ll && l[lo] == c) {
-                found++;
-                if (per_vertex) atomicAdd(&counts[c], 1ull);
-            }
-        }
-        for (int o = WARP / 2; o > 0; o /= 2) found += __shfl_down_sync(0xffffffffu, found, o);
-        if (lane == 0 && found) {
-            mine += found;
-            if (per_vertex) {
-                atomicAdd(&counts[a_ids[ia]], found);
-                atomicAdd(&counts[b_ids[ib]], found);
+            const u64 found = warp_common(a_idx + a_ptr[row], a_ptr[row + 1] - a_ptr[row],
+                                          b_idx + b_ptr[ib], b_ptr[ib + 1] - b_ptr[ib],
+                                          per_vertex, counts);
+            if (lane == 0 && found) {
+                mine += found;
+                if (per_vertex) {
+                    atomicAdd(&counts[first + row], found);
+                    atomicAdd(&counts[b], found);
+                }
             }
         }
     }

@@ -14,7 +14,7 @@
 
 use super::input::{simple_row_block, RowBlock};
 use super::labels::LabelShare;
-use super::{agree, asked_entries_bound, Blocks, Comm, MAX_MESSAGE};
+use super::{agree, asked_entries_bound, distinct_outside, Blocks, Comm, MAX_MESSAGE};
 use crate::engine::Work;
 use crate::error::{Error, Result};
 use crate::io::Format;
@@ -123,11 +123,13 @@ pub fn count_block(comm: &dyn Comm, block: &RowBlock, opts: &Options) -> Result<
         up: &up,
         first,
     };
-    let edges = Edges::of(&up, first);
     let mut exchange = Exchange::default();
     let (total, by_vertex, rounds) = match engine {
-        EngineKind::Gpu => count_on_gpu(&plan, &edges, n, opts.per_vertex, &mut exchange)?,
-        _ => count_on_cpu(&plan, &edges, n, opts.per_vertex, &mut exchange)?,
+        EngineKind::Gpu => count_on_gpu(&plan, n, opts.per_vertex, &mut exchange)?,
+        _ => {
+            let edges = Edges::of(&up, first);
+            count_on_cpu(&plan, &edges, n, opts.per_vertex, &mut exchange)?
+        }
     };
 
     let mut sums = [total, block.adj.len() as u64, exchange.bytes];
@@ -284,47 +286,22 @@ impl Edges {
     }
 }
 
-/// The GPU half: the rank's rows on its GPU (`gpu_pairs`), the edges into its own rows counted
-/// at once, then each round's fetched rows uploaded with the pairs into them. Returns the
-/// rank's triangles, its per-vertex counts when asked for, and the rounds.
+/// The GPU half: the rank's rows on its GPU, the edges into its own rows counted at once, then
+/// each round's fetched rows uploaded and the edges into them counted (`gpu_pairs`: no pair is
+/// listed; the remote ids come from a bitmap of the block's `U`). Returns the rank's triangles,
+/// its per-vertex counts when asked for, and the rounds.
 fn count_on_gpu(
     r: &Rounds<'_>,
-    edges: &Edges,
     n: usize,
     per_vertex: bool,
     exchange: &mut Exchange,
 ) -> Result<(u64, Option<Vec<u64>>, u64)> {
-    let (up, first) = (r.up, r.first);
-    let made = own_rows_on_gpu(up, first, n, per_vertex).and_then(|mut g| {
-        let ends: Vec<(u32, u32)> = fill_by_rows(
-            &row_chunks(&up.ptr),
-            |i| edges.local[i].1 as usize,
-            |i, out| {
-                for (o, &b) in out.iter_mut().zip(edges.local_of(up, i)) {
-                    *o = (i as u32, b - first as u32);
-                }
-            },
-        );
-        let (pa, pb): (Vec<u32>, Vec<u32>) = ends.into_par_iter().unzip();
-        g.count(Other::Own, &pa, &pb).map(|()| g)
-    });
+    let made = own_rows_on_gpu(r.up, r.first, n, per_vertex)
+        .and_then(|mut g| g.count(Other::Own).map(|()| g));
     let mut g = agree(r.comm, made)?;
     agree(r.comm, crate::interrupt::check())?;
-    let mut next = 0;
-    let rounds = r.run(&edges.needed, exchange, |rows| {
-        // Every b of this round's pairs was asked for in this round.
-        let ends: Result<(Vec<u32>, Vec<u32>)> = edges
-            .round_pairs(&mut next, rows.ids)
-            .par_iter()
-            .map(|&(a, b)| match rows.ids.binary_search(&b) {
-                Ok(k) => Ok((a - first as u32, k as u32)),
-                Err(_) => Err(Error::Invalid(format!(
-                    "vertex {b}'s row was not fetched in its round"
-                ))),
-            })
-            .collect();
-        ends.and_then(|(pa, pb)| g.count(Other::Fetched(rows), &pa, &pb))
-    })?;
+    let needed = distinct_outside(&r.up.idx, n, r.first..r.first + r.up.rows());
+    let rounds = r.run(&needed, exchange, |rows| g.count(Other::Fetched(rows)))?;
     let (total, by_vertex) = agree(r.comm, g.finish())?;
     Ok((total, by_vertex, rounds))
 }

@@ -51,7 +51,7 @@ pub const UNTYPED: &[&str] = &[
     "heavy_items",
     "triangles_heavy",
     "gather_by_rank",
-    "triangles_pairs",
+    "triangles_rows",
     "dense_rows_symbolic",
 ];
 

@@ -1,8 +1,10 @@
-//! The GPU half of the count across ranks (`dist::tricount`): for listed edges `a → b`, the
-//! triangles `c ∈ U(a) ∩ U(b)`, each warp intersecting one pair of sorted rows by binary search
-//! (kernel `triangles_pairs`). The rank's own rows stay on the device for the whole count; each
-//! round's fetched rows and pairs are uploaded, counted and freed. Counts are integers, so the
-//! result equals the CPU engine's exactly.
+//! The GPU half of the count across ranks (`dist::tricount`): for the edges `a → b` of the
+//! rank's own rows, the triangles `c ∈ U(a) ∩ U(b)` (kernel `triangles_rows`: warps deal out
+//! the edges, each intersecting one pair of sorted rows at a time by binary search). The rank's
+//! own rows stay on the device for the whole count; the edges whose `b` is also its own are
+//! counted once, and each round's fetched rows are uploaded, the edges into them counted, and
+//! freed. No list of pairs is made. Counts are integers, so the result equals the CPU
+//! engine's exactly.
 
 use crate::error::{Error, Result};
 use crate::gpu::prims::{check, launch, strided, zeros};
@@ -18,7 +20,7 @@ pub struct Rows<'a> {
     pub ptr: &'a [u64],
     /// Each row's entries, sorted.
     pub idx: &'a [u32],
-    /// The global vertex id of each row.
+    /// The global vertex id of each row, increasing.
     pub ids: &'a [u32],
 }
 
@@ -27,6 +29,7 @@ struct DeviceRows {
     ptr: CudaSlice<u64>,
     idx: CudaSlice<u32>,
     ids: CudaSlice<u32>,
+    rows: usize,
 }
 
 impl DeviceRows {
@@ -43,11 +46,12 @@ impl DeviceRows {
             ptr: upload(gpu, s, rows.ptr, "the rows' offsets")?,
             idx: upload(gpu, s, rows.idx, "the rows' entries")?,
             ids: upload(gpu, s, rows.ids, "the rows' ids")?,
+            rows: rows.ids.len(),
         })
     }
 }
 
-/// Which rows the `b` of a round's pairs index.
+/// Which rows the `b` of the edges counted are in.
 pub enum Other<'a> {
     /// The rank's own rows (the `a` rows).
     Own,
@@ -55,12 +59,14 @@ pub enum Other<'a> {
     Fetched(Rows<'a>),
 }
 
-/// A count in progress on the GPU: the rank's rows `U(a)`, the running total and, when asked
-/// for, the per-vertex counts of all `n` vertices.
+/// A count in progress on the GPU: the rank's rows `U(a)` (vertices `first..`), the running
+/// total and, when asked for, the per-vertex counts of all `n` vertices.
 pub struct PairCounter {
     gpu: Arc<Gpu>,
     own: DeviceRows,
     own_rows: usize,
+    own_entries: u64,
+    first: u32,
     total: CudaSlice<u64>,
     /// Per-vertex counts (`n` of them) when `per_vertex`, else one unused element.
     counts: CudaSlice<u64>,
@@ -69,14 +75,22 @@ pub struct PairCounter {
 }
 
 impl PairCounter {
-    /// Puts the rank's rows `own` on the device, with per-vertex counts of `n` vertices when
-    /// `per_vertex`.
+    /// Puts the rank's rows `own` on the device (their ids must be `first`, `first + 1`, …),
+    /// with per-vertex counts of `n` vertices when `per_vertex`.
     pub fn new(gpu: Arc<Gpu>, own: Rows<'_>, n: usize, per_vertex: bool) -> Result<Self> {
+        let first = own.ids.first().copied().unwrap_or(0);
+        if own.ids.iter().zip(first..).any(|(&id, want)| id != want) {
+            return Err(Error::Invalid(
+                "the own rows' ids are not consecutive".into(),
+            ));
+        }
         let s = &gpu.main;
         let counts = zeros::<u64>(s, if per_vertex { n } else { 1 }, "the per-vertex counts")?;
         Ok(PairCounter {
             own: DeviceRows::upload(&gpu, own)?,
             own_rows: own.ids.len(),
+            own_entries: own.idx.len() as u64,
+            first,
             total: zeros::<u64>(s, 1, "the triangle count")?,
             counts,
             per_vertex,
@@ -85,54 +99,46 @@ impl PairCounter {
         })
     }
 
-    /// Counts the triangles through the pairs `(pair_a[p], pair_b[p])`: an index into the own
-    /// rows and one into `other`'s rows.
-    pub fn count(&mut self, other: Other<'_>, pair_a: &[u32], pair_b: &[u32]) -> Result<()> {
-        if pair_a.len() != pair_b.len() {
-            return Err(Error::Invalid(format!(
-                "{} first ends for {} second ends",
-                pair_a.len(),
-                pair_b.len()
-            )));
-        }
-        let other_rows = match &other {
-            Other::Own => self.own_rows,
-            Other::Fetched(r) => r.ids.len(),
-        };
-        let in_range = |idx: &[u32], rows: usize| idx.iter().all(|&i| (i as usize) < rows);
-        if !in_range(pair_a, self.own_rows) || !in_range(pair_b, other_rows) {
-            return Err(Error::Invalid(
-                "a pair names a row that is not there".into(),
-            ));
-        }
-        if pair_a.is_empty() {
-            return Ok(());
-        }
+    /// Counts the triangles through the edges `a → b` of the own rows whose `b` is in `other`:
+    /// the own rows, or a round's fetched rows (ids outside the own rows, increasing).
+    pub fn count(&mut self, other: Other<'_>) -> Result<()> {
         let g = &*self.gpu;
         let s = &g.main;
         let _busy = g.busy.lock().unwrap_or_else(|e| e.into_inner());
         let fetched = match other {
             Other::Own => None,
-            Other::Fetched(r) => Some(DeviceRows::upload(g, r)?),
+            Other::Fetched(r) => {
+                if r.ids.windows(2).any(|w| w[0] >= w[1]) {
+                    return Err(Error::Invalid(
+                        "the fetched rows' ids are not increasing".into(),
+                    ));
+                }
+                Some(DeviceRows::upload(g, r)?)
+            }
         };
         let b = fetched.as_ref().unwrap_or(&self.own);
-        let pa = upload(g, s, pair_a, "the pairs' first ends")?;
-        let pb = upload(g, s, pair_b, "the pairs' second ends")?;
-        let npairs = pair_a.len() as u64;
+        let b_rows = fetched.as_ref().map_or(self.own_rows, |_| b.rows) as u64;
+        let is_fetched = u32::from(fetched.is_some());
         let a = &self.own;
-        let cfg = strided(g, npairs * 32, 256);
+        let a_rows = self.own_rows as u64;
+        let entries = self.own_entries;
+        if entries == 0 {
+            return Ok(());
+        }
+        // A warp per 32 entries of the own rows.
+        let cfg = strided(g, entries, 256);
         let per_vertex = u32::from(self.per_vertex);
         let (counts, total) = (&mut self.counts, &mut self.total);
-        launch(g, s, "triangles_pairs", cfg, |l| {
+        launch(g, s, "triangles_rows", cfg, |l| {
             l.arg(&a.ptr)
                 .arg(&a.idx)
-                .arg(&a.ids)
+                .arg(&a_rows)
+                .arg(&self.first)
                 .arg(&b.ptr)
                 .arg(&b.idx)
                 .arg(&b.ids)
-                .arg(&pa)
-                .arg(&pb)
-                .arg(&npairs)
+                .arg(&b_rows)
+                .arg(&is_fetched)
                 .arg(&per_vertex)
                 .arg(counts)
                 .arg(total);
