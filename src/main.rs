@@ -77,16 +77,17 @@ fn run(cli: Cli, world: &World) -> Result<(), Error> {
             world.ranks()
         )));
     }
-    match cli.command {
+    let engine = cli.command.engine();
+    world.with_comm(cli.exchange, engine, ui, |comm| match cli.command {
         Command::Generate(a) => cli::generate::run(a, ui),
         Command::Info(a) => cli::info::run(a),
-        Command::Spgemm(a) => cli::spgemm::run(a, ui, world.comm()),
+        Command::Spgemm(a) => cli::spgemm::run(a, ui, comm),
         Command::Bench(a) => cli::bench::run(a, ui),
-        Command::Tricount(a) => cli::tricount::run(a, ui, world.comm()),
-        Command::Cluster(a) => cli::cluster::run(a, ui, world.comm()),
+        Command::Tricount(a) => cli::tricount::run(a, ui, comm),
+        Command::Cluster(a) => cli::cluster::run(a, ui, comm),
         Command::Dist(a) => cli::dist::run(a),
         Command::Convert(a) => cli::convert::run(a, ui),
-    }
+    })
 }
 
 /// Prints the error and exits with its status; see [`report`]. Called only once every value of

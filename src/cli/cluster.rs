@@ -109,6 +109,13 @@ pub struct ClusterArgs {
     extra: Option<PathBuf>,
 }
 
+impl ClusterArgs {
+    /// The engine asked for (`--engine`).
+    pub fn engine(&self) -> EngineKind {
+        self.engine
+    }
+}
+
 #[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum ClusterFormat {
     Labels,
@@ -150,6 +157,9 @@ struct ClusterReport {
     rank_engine: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     rank_engines: Option<Vec<String>>,
+    /// Across ranks: how the rows travelled between them ("mpi" or "nccl").
+    #[serde(skip_serializing_if = "Option::is_none")]
+    exchange: Option<&'static str>,
     /// Most device memory in use at once (GPU engine only).
     #[serde(skip_serializing_if = "Option::is_none")]
     device_peak_bytes: Option<u64>,
@@ -174,9 +184,10 @@ struct Ran<'a> {
     info: &'a ClusterInfo,
     /// The engine that ran (`Gpu` across ranks when any rank ran on its GPU).
     engine: EngineKind,
-    /// Across MPI ranks only: the number of ranks, each rank's engine and one name for them
+    /// Across MPI ranks only: the number of ranks, each rank's engine, one name for them and
+    /// how rows travelled
     /// all ([`dist::rank_engines`]).
-    ranks: Option<(usize, Vec<String>, String)>,
+    ranks: Option<(usize, Vec<String>, String, &'static str)>,
     load_seconds: f64,
     wall: Wall,
 }
@@ -189,7 +200,7 @@ impl ClusterReport {
         parameters["select"] = params.prune.select.into();
         parameters["recover"] = params.prune.recover.into();
         parameters["pct"] = params.prune.pct.into();
-        if let Some((p, _, _)) = &run.ranks {
+        if let Some((p, _, _, _)) = &run.ranks {
             parameters["ranks"] = (*p).into();
         }
         let (result, info) = (run.result, run.info);
@@ -211,6 +222,7 @@ impl ClusterReport {
             rank_engine: run.ranks.as_ref().map(|r| r.2.clone()),
             exchange_seconds: run.ranks.is_some().then_some(result.exchange_seconds),
             exchanged_bytes: run.ranks.is_some().then_some(result.exchanged_bytes),
+            exchange: run.ranks.as_ref().map(|r| r.3),
             rank_engines: run.ranks.map(|r| r.1),
             device_peak_bytes: (run.engine == EngineKind::Gpu).then_some(result.device_peak_bytes),
             setup_seconds: result.setup_seconds,
@@ -534,7 +546,7 @@ fn run_across_ranks<T: Scalar>(a: ClusterArgs, ui: Ui, comm: &dyn Comm) -> Resul
         _ => io::Labels::Identity,
     });
     ui.notice(&format!(
-        "{} of {} ({}, largest {}) in {}, {:.2} s on {} ranks ({} engine); \
+        "{} of {} ({}, largest {}) in {}, {:.2} s on {} ranks ({} engine, rows through {}); \
          efficiency {:.5}, modularity {:.5}, mass fraction {:.5}",
         count(info.clusters as u64, "cluster", "clusters"),
         count(info.nodes as u64, "node", "nodes"),
@@ -544,6 +556,7 @@ fn run_across_ranks<T: Scalar>(a: ClusterArgs, ui: Ui, comm: &dyn Comm) -> Resul
         result.seconds,
         comm.size(),
         engines_named,
+        comm.exchange().name(),
         info.efficiency,
         info.modularity,
         info.mass_fraction
@@ -575,7 +588,7 @@ fn run_across_ranks<T: Scalar>(a: ClusterArgs, ui: Ui, comm: &dyn Comm) -> Resul
                     true => EngineKind::Gpu,
                     false => EngineKind::Cpu,
                 },
-                ranks: Some((comm.size(), engines, engines_named)),
+                ranks: Some((comm.size(), engines, engines_named, comm.exchange().name())),
                 load_seconds,
                 wall,
             };

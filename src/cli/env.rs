@@ -14,6 +14,9 @@
 //! - `GMCL_GPU_FAULT=N`: a test switch, the N-th checked GPU driver call fails;
 //! - `GMCL_DIST_STAGE=N`: a distributed run exchanges at most N edges or row entries per rank
 //!   and round (small values force many rounds, for tests);
+//! - `GMCL_NCCL_MIN_WORDS=N`: exchanges of fewer words go by MPI even where the ranks' GPUs are
+//!   joined by NCCL (default [`gmcl::dist::nccl::MIN_WORDS`]; 0 sends every one through NCCL,
+//!   for tests);
 //! - with the `mpi` feature, the variables an MPI launcher sets for its ranks
 //!   (`OMPI_COMM_WORLD_SIZE`, `PMI_SIZE`, `PMIX_RANK`): gmcl runs across ranks when one is set;
 //! - the rank's place on its host (`OMPI_COMM_WORLD_LOCAL_RANK`, `MPI_LOCALRANKID`,
@@ -125,6 +128,12 @@ pub fn dist_tricount_options(per_vertex: bool) -> gmcl::dist::tricount::Options 
         o.stage_entries = n as usize;
     }
     o
+}
+
+/// The smallest exchange NCCL carries: `GMCL_NCCL_MIN_WORDS`, else the library's default.
+#[cfg(feature = "mpi")]
+pub fn nccl_min_words() -> u64 {
+    number("GMCL_NCCL_MIN_WORDS").unwrap_or(gmcl::dist::nccl::MIN_WORDS)
 }
 
 /// This process's rank among the ranks an MPI launcher started on this host (0 without one):

@@ -36,8 +36,30 @@ pub struct Cli {
     /// Print no progress and no notices on stderr (errors still print).
     #[arg(long, short, global = true)]
     pub quiet: bool,
+    /// Across MPI ranks: how the ranks move rows between them. nccl: GPU to GPU through NCCL
+    /// (a GPU a rank; the GPU engine); mpi: through host memory; auto: nccl where every rank
+    /// has a GPU of its own and the NCCL library loads, else mpi.
+    #[arg(
+        long,
+        global = true,
+        default_value = "auto",
+        value_name = "auto|mpi|nccl"
+    )]
+    pub exchange: gmcl::dist::Exchange,
     #[command(subcommand)]
     pub command: Command,
+}
+
+impl Command {
+    /// The engine a command that runs across ranks asked for (`None`: one that does not).
+    pub fn engine(&self) -> Option<gmcl::spgemm::EngineKind> {
+        match self {
+            Command::Cluster(a) => Some(a.engine()),
+            Command::Tricount(a) => Some(a.engine()),
+            Command::Spgemm(a) => Some(a.engine()),
+            _ => None,
+        }
+    }
 }
 
 #[derive(Subcommand)]

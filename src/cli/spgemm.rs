@@ -46,6 +46,13 @@ pub struct SpgemmArgs {
     #[arg(long)]
     json: bool,
 }
+
+impl SpgemmArgs {
+    /// The engine asked for (`--engine`).
+    pub fn engine(&self) -> EngineKind {
+        self.engine
+    }
+}
 pub fn run(a: SpgemmArgs, ui: Ui, comm: Option<&dyn Comm>) -> Result<()> {
     match (a.precision, comm) {
         (Precision::F32, None) => run_typed::<f32>(a, ui),
@@ -90,6 +97,9 @@ struct SpgemmReport {
     ranks: Option<usize>,
     #[serde(skip_serializing_if = "Option::is_none")]
     rank_engine: Option<&'static str>,
+    /// Across ranks: how the rows travelled between them ("mpi" or "nccl").
+    #[serde(skip_serializing_if = "Option::is_none")]
+    exchange: Option<&'static str>,
     /// The GPU engine's phases (with --engine gpu --json).
     #[serde(skip_serializing_if = "Option::is_none")]
     phases: Option<Vec<PhaseReport>>,
@@ -254,6 +264,7 @@ fn run_typed<T: Scalar>(a: SpgemmArgs, ui: Ui) -> Result<()> {
         runs: a.repeat,
         ranks: None,
         rank_engine: None,
+        exchange: None,
         phases,
         gflops: measure::gflops(stats.intermediate_products, stats.device_seconds),
     };
@@ -427,6 +438,7 @@ fn run_across_ranks<T: Scalar>(a: SpgemmArgs, ui: Ui, comm: &dyn Comm) -> Result
         phases: None,
         ranks: Some(comm.size()),
         rank_engine: Some(rank_engine),
+        exchange: Some(comm.exchange().name()),
     };
     if !reports {
         return Ok(());

@@ -50,6 +50,13 @@ pub struct TricountArgs {
     json: bool,
 }
 
+impl TricountArgs {
+    /// The engine asked for (`--engine`).
+    pub fn engine(&self) -> EngineKind {
+        self.engine
+    }
+}
+
 #[derive(serde::Serialize)]
 struct TricountReport {
     triangles: u64,
@@ -77,6 +84,9 @@ struct TricountReport {
     rank_engine: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     rank_engines: Option<Vec<String>>,
+    /// Across ranks: how the rows travelled between them ("mpi" or "nccl").
+    #[serde(skip_serializing_if = "Option::is_none")]
+    exchange: Option<&'static str>,
     /// Across ranks: the longest a rank spent fetching other blocks' rows.
     #[serde(skip_serializing_if = "Option::is_none")]
     exchange_seconds: Option<f64>,
@@ -157,6 +167,7 @@ pub fn run(a: TricountArgs, ui: Ui, comm: Option<&dyn Comm>) -> Result<()> {
         ranks: None,
         rank_engine: None,
         rank_engines: None,
+        exchange: None,
         exchange_seconds: None,
         exchanged_bytes: None,
     };
@@ -312,9 +323,10 @@ fn run_across_ranks(a: TricountArgs, ui: Ui, comm: &dyn Comm, mut sw: Stopwatch)
         t.rounds,
         if t.exchanged_bytes > 0 {
             format!(
-                ", {:.3} s exchanging, {} exchanged",
+                ", {:.3} s exchanging, {} exchanged through {}",
                 t.exchange_seconds,
-                io::limits::human(t.exchanged_bytes)
+                io::limits::human(t.exchanged_bytes),
+                comm.exchange().name()
             )
         } else {
             String::new()
@@ -339,6 +351,7 @@ fn run_across_ranks(a: TricountArgs, ui: Ui, comm: &dyn Comm, mut sw: Stopwatch)
         ranks: Some(comm.size()),
         rank_engine: Some(engine),
         rank_engines: Some(engines),
+        exchange: Some(comm.exchange().name()),
         exchange_seconds: Some(t.exchange_seconds),
         exchanged_bytes: Some(t.exchanged_bytes),
     };

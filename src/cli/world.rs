@@ -2,7 +2,9 @@
 //! joins the world communicator; otherwise (and in the default build) there is one process and
 //! no communicator. Only rank 0 prints results, notices and errors.
 
-use gmcl::dist::Comm;
+use super::Ui;
+use gmcl::dist::{Comm, Exchange};
+use gmcl::spgemm::EngineKind;
 use gmcl::Result;
 
 /// This process's place among the ranks of the run.
@@ -35,6 +37,40 @@ impl World {
         }
         #[cfg(not(feature = "mpi"))]
         None
+    }
+
+    /// Runs `f` with the run's communicator (`None`: one process): across several ranks whose
+    /// command runs on the GPU engine (`engine`: `gpu` or `auto`), with the rows exchanged
+    /// between the GPUs as `exchange` asks ([`gmcl::dist::nccl::open`]), else MPI's.
+    pub fn with_comm<R>(
+        &self,
+        exchange: Exchange,
+        engine: Option<EngineKind>,
+        ui: Ui,
+        f: impl FnOnce(Option<&dyn Comm>) -> Result<R>,
+    ) -> Result<R> {
+        #[cfg(feature = "mpi")]
+        if let Some(mpi) = self.comm.as_ref().filter(|c| c.size() > 1) {
+            let on_gpus = engine.is_some_and(|e| e != EngineKind::Cpu);
+            if !on_gpus && exchange == Exchange::Nccl {
+                return Err(gmcl::Error::Invalid(
+                    "--exchange nccl moves rows between the ranks' GPUs: it needs --engine gpu \
+                     or auto"
+                        .into(),
+                ));
+            }
+            if on_gpus {
+                let min_words = super::env::nccl_min_words();
+                let nccl = gmcl::dist::nccl::open(mpi, exchange, min_words, &mut |m| ui.notice(m))?;
+                let comm: &dyn Comm = match &nccl {
+                    Some(n) => n,
+                    None => mpi,
+                };
+                return f(Some(comm));
+            }
+        }
+        let _ = (exchange, engine, ui);
+        f(self.comm())
     }
 
     /// The number of ranks (1 without a launcher).

@@ -18,6 +18,8 @@ pub mod matrix;
 pub mod mcl;
 #[cfg(feature = "mpi")]
 mod mpi;
+#[cfg(feature = "mpi")]
+pub mod nccl;
 pub mod npz;
 mod owners;
 pub mod spgemm;
@@ -66,6 +68,46 @@ pub trait Comm {
     /// Ends every rank at once with exit status `code`, after printing `message` once on stderr.
     /// For failures after which the ranks can no longer meet in a collective.
     fn abort(&self, code: i32, message: &str) -> !;
+    /// How the all-to-all exchanges travel (`Mpi` for a communicator with nothing to exchange).
+    fn exchange(&self) -> Exchange;
+}
+
+/// How the ranks of a run move rows between them.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Exchange {
+    /// NCCL where every rank has a GPU of its own and NCCL loads, MPI otherwise (never
+    /// chosen by a communicator: what the command line asks for).
+    #[default]
+    Auto,
+    /// MPI, through host memory.
+    Mpi,
+    /// NCCL, between the ranks' GPUs; an error where it cannot be had.
+    Nccl,
+}
+
+impl Exchange {
+    /// The name used on the command line and in reports.
+    pub fn name(self) -> &'static str {
+        match self {
+            Exchange::Auto => "auto",
+            Exchange::Mpi => "mpi",
+            Exchange::Nccl => "nccl",
+        }
+    }
+}
+
+impl std::str::FromStr for Exchange {
+    type Err = Error;
+    fn from_str(s: &str) -> Result<Self> {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "auto" => Ok(Exchange::Auto),
+            "mpi" => Ok(Exchange::Mpi),
+            "nccl" => Ok(Exchange::Nccl),
+            _ => Err(Error::Invalid(format!(
+                "unknown exchange '{s}': expected auto, mpi or nccl"
+            ))),
+        }
+    }
 }
 
 /// The largest number of elements one rank sends to another in one collective: MPI counts are
@@ -112,6 +154,9 @@ impl Comm for SelfComm {
     fn abort(&self, code: i32, message: &str) -> ! {
         eprintln!("gmcl: error: {message}");
         std::process::exit(code)
+    }
+    fn exchange(&self) -> Exchange {
+        Exchange::Mpi
     }
 }
 

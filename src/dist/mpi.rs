@@ -159,4 +159,14 @@ impl Comm for MpiComm {
         );
         self.world.abort(code)
     }
+    fn exchange(&self) -> super::Exchange {
+        super::Exchange::Mpi
+    }
+}
+
+impl MpiComm {
+    /// The name of this rank's host, as MPI reports it (ranks with the same name share a host).
+    pub fn host(&self) -> String {
+        mpi::environment::processor_name().unwrap_or_default()
+    }
 }

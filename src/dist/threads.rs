@@ -152,6 +152,9 @@ impl Comm for ThreadComm {
     fn abort(&self, code: i32, message: &str) -> ! {
         panic!("rank {} aborted with status {code}: {message}", self.rank)
     }
+    fn exchange(&self) -> super::Exchange {
+        super::Exchange::Mpi
+    }
 }
 
 #[cfg(test)]

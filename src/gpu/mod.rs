@@ -7,6 +7,8 @@
 pub mod fault;
 pub mod kernels;
 pub mod matrix;
+#[cfg(feature = "mpi")]
+pub mod nccl;
 pub(crate) mod prims;
 pub mod profile;
 pub(crate) mod transfer;

@@ -169,6 +169,26 @@ pub(crate) fn upload<T: DeviceRepr + Copy + Send + Sync>(
     }
     // SAFETY: every element is written by the copies below before the buffer is handed out.
     let mut dst = check(&stage, unsafe { s.alloc::<T>(h.len()) })?;
+    upload_into(gpu, s, h, &mut dst, what)?;
+    Ok(dst)
+}
+
+/// Copies a host slice to the start of the device buffer `dst` (at least as long), through the
+/// staging buffers when it is large; queued on `s`, the host's side done when it returns.
+pub(crate) fn upload_into<T: DeviceRepr + Copy + Send + Sync>(
+    gpu: &Gpu,
+    s: &Arc<CudaStream>,
+    h: &[T],
+    dst: &mut CudaSlice<T>,
+    what: &str,
+) -> Result<()> {
+    let stage = format!("upload {what}");
+    if h.is_empty() {
+        return Ok(());
+    }
+    if std::mem::size_of_val(h) <= DIRECT_BYTES {
+        return check(&stage, s.memcpy_htod(h, &mut dst.slice_mut(..h.len())));
+    }
     let mut guard = gpu.staging(&stage)?;
     let Some(staging) = guard.as_mut() else {
         return Err(crate::error::Error::gpu(&stage, "no staging buffers"));
@@ -201,5 +221,5 @@ pub(crate) fn upload<T: DeviceRepr + Copy + Send + Sync>(
         let _ = s.synchronize();
         return Err(e);
     }
-    Ok(dst)
+    Ok(())
 }

@@ -206,6 +206,66 @@ fn tricount_with_the_gpu_engine_on_each_rank() {
     }
 }
 
+/// `--exchange`: how the ranks' rows travel. `mpi` always works and is named in `--json`;
+/// `nccl` needs the GPU engine (a usage error with `--engine cpu`) and a GPU of its own on every
+/// rank: without them one error naming the cause, and no output; with them every exchange,
+/// however small (`GMCL_NCCL_MIN_WORDS=0`), goes GPU to GPU, with the single-process count and
+/// per-vertex file.
+#[test]
+fn rows_travel_through_mpi_or_between_the_gpus_with_nccl() {
+    let dir = tempfile::tempdir().unwrap();
+    let g = untidy_graph(dir.path());
+    let (count, per_vertex) = single(&g, &dir.path().join("single.tsv"));
+    let run = |exchange: &str, engine: &str| {
+        let pv = dir.path().join(format!("pv-{exchange}-{engine}.tsv"));
+        let o = mpirun(
+            2,
+            &[("GMCL_NCCL_MIN_WORDS", "0"), ("GMCL_DIST_STAGE", "5")],
+            &[
+                "tricount",
+                g.to_str().unwrap(),
+                "--engine",
+                engine,
+                "--exchange",
+                exchange,
+                "--per-vertex",
+                pv.to_str().unwrap(),
+                "--json",
+            ],
+        );
+        (o, pv)
+    };
+    let counted = |o: &Output, pv: &Path, exchange: &str| {
+        assert!(o.status.success(), "{exchange}: {}", text(&o.stderr));
+        let v: serde_json::Value = serde_json::from_str(&text(&o.stdout)).unwrap();
+        assert_eq!(v["triangles"].to_string(), count.trim(), "{exchange}");
+        assert_eq!(v["exchange"], exchange);
+        assert!(v["exchanged_bytes"].as_u64().unwrap() > 0);
+        assert_eq!(std::fs::read(pv).unwrap(), per_vertex, "{exchange}");
+    };
+    let (o, pv) = run("mpi", "auto");
+    counted(&o, &pv, "mpi");
+    let (o, pv) = run("nccl", "cpu");
+    let err = text(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert_eq!(err.matches("gmcl: error").count(), 1, "{err}");
+    assert!(err.contains("it needs --engine gpu or auto"), "{err}");
+    assert!(!pv.exists());
+    let (o, pv) = run("nccl", "gpu");
+    if o.status.success() {
+        counted(&o, &pv, "nccl");
+    } else {
+        // No GPU, no NCCL library, or both ranks on one GPU.
+        let err = text(&o.stderr);
+        assert_eq!(o.status.code(), Some(3), "{err}");
+        assert_eq!(err.matches("gmcl: error").count(), 1, "{err}");
+        assert!(err.contains("--exchange nccl: NCCL cannot join the ranks' GPUs: "), "{err}");
+        let no_gpu = crate::util::gpu().is_none();
+        assert!(!no_gpu || err.contains("rank 0 of 2: "), "{err}");
+        assert!(!pv.exists());
+    }
+}
+
 #[test]
 fn json_names_the_ranks_and_their_engine() {
     let o = mpirun(

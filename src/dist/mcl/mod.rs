@@ -724,6 +724,9 @@ mod tests {
         fn abort(&self, code: i32, message: &str) -> ! {
             self.inner.abort(code, message)
         }
+        fn exchange(&self) -> crate::dist::Exchange {
+            self.inner.exchange()
+        }
     }
 
     /// Where every rank's columns need only its own (components within blocks), the ranks

@@ -1,0 +1,208 @@
+//! NCCL between the GPUs of a run across processes: a [`Link`] joins this process's GPU to
+//! the others' and moves 32-bit words between them (over NVLink or PCIe within a host, over
+//! the network between hosts), a personalised exchange at a time. It knows nothing of what
+//! the words mean, nor how the processes found one another (the caller hands it the
+//! unique id every process must share).
+//!
+//! NCCL is loaded at run time, as the CUDA driver is: [`missing`] says why it cannot be used
+//! before anything calls it (a missing library would otherwise abort the process).
+
+use super::transfer::{download, upload_into};
+use super::Gpu;
+use crate::error::{Error, Result};
+use cudarc::driver::{sys as cuda, CudaSlice, CudaStream, DevicePtr, DevicePtrMut};
+use cudarc::nccl::{result, sys};
+use std::ffi::{c_int, c_void, CStr};
+use std::sync::Arc;
+
+/// Bytes of the id every process of one NCCL communicator must share.
+pub const ID_BYTES: usize = 128;
+
+/// Why NCCL cannot be used in this process (its library not found), or `None`.
+pub fn missing() -> Option<String> {
+    // SAFETY: only tries to open the library by its candidate names.
+    match unsafe { sys::is_culib_present() } {
+        true => None,
+        false => Some(
+            "no NCCL library (libnccl.so) on the library path; NCCL's pip wheel ships only \
+             libnccl.so.2: link libnccl.so to it in a folder on LD_LIBRARY_PATH"
+                .into(),
+        ),
+    }
+}
+
+/// NCCL's own words for `e`.
+fn describe(e: &result::NcclError) -> String {
+    // SAFETY: NCCL returns a static, NUL-terminated string for every result code.
+    let text = unsafe { CStr::from_ptr(sys::ncclGetErrorString(e.0)) };
+    text.to_string_lossy().into_owned()
+}
+
+fn nccl<T>(stage: &str, r: std::result::Result<T, result::NcclError>) -> Result<T> {
+    r.map_err(|e| Error::gpu(stage, format!("NCCL: {}", describe(&e))))
+}
+
+/// A new id for one communicator (made by one process, handed to every other).
+pub fn unique_id() -> Result<[u8; ID_BYTES]> {
+    let id = nccl("make an NCCL id", result::get_uniqueid())?;
+    Ok(id.internal.map(|c| c as u8))
+}
+
+/// This process's GPU in an NCCL communicator of `size` processes.
+pub struct Link {
+    comm: sys::ncclComm_t,
+    gpu: Arc<Gpu>,
+    stream: Arc<CudaStream>,
+    rank: usize,
+    size: usize,
+}
+
+/// The device buffers of one exchange: what this process sends, and room for what it receives.
+pub struct Buffers {
+    send: CudaSlice<u32>,
+    recv: CudaSlice<u32>,
+}
+
+impl Link {
+    /// Joins process `rank` of `size` to the communicator of `id`. Collective: every process
+    /// calls it with the same id, and it returns once all have; then it exchanges one word with
+    /// every other process, so that NCCL sets up its connections while the GPU's memory is
+    /// free rather than in the middle of a run.
+    pub fn join(gpu: Arc<Gpu>, rank: usize, size: usize, id: &[u8; ID_BYTES]) -> Result<Link> {
+        let stage = "join the ranks' GPUs (NCCL)";
+        super::prims::check(stage, gpu.ctx.bind_to_thread())?;
+        let stream = super::prims::check(stage, gpu.ctx.new_stream())?;
+        let id = sys::ncclUniqueId {
+            internal: id.map(|b| b as std::ffi::c_char),
+        };
+        let (n, r) = (c_int::try_from(size), c_int::try_from(rank));
+        let (Ok(n), Ok(r)) = (n, r) else {
+            return Err(Error::gpu(
+                stage,
+                format!("{size} ranks are too many for NCCL"),
+            ));
+        };
+        let mut comm = std::ptr::null_mut();
+        // SAFETY: `comm` receives the new communicator; the id is the one every rank shares.
+        nccl(stage, unsafe {
+            result::comm_init_rank(&mut comm, n, id, r)
+        })?;
+        let link = Link {
+            comm,
+            gpu,
+            stream,
+            rank,
+            size,
+        };
+        let ones = vec![1usize; size];
+        let mut warm = link
+            .buffers(size, size)?
+            .ok_or_else(|| Error::gpu(stage, "no device memory for the first exchange"))?;
+        link.exchange(&mut warm, &vec![0u32; size], &ones, &ones)?;
+        Ok(link)
+    }
+
+    /// Device buffers for an exchange that sends `send` words and receives `recv`; `None` when
+    /// the GPU's memory is short (other failures are errors).
+    pub fn buffers(&self, send: usize, recv: usize) -> Result<Option<Buffers>> {
+        let stage = "make room for an exchange between the ranks' GPUs";
+        let alloc = |n: usize| {
+            // SAFETY: an exchange writes every word it later reads.
+            match unsafe { self.stream.alloc::<u32>(n.max(1)) } {
+                Ok(b) => Ok(Some(b)),
+                Err(e) if e.0 == cuda::CUresult::CUDA_ERROR_OUT_OF_MEMORY => Ok(None),
+                Err(e) => Err(Error::gpu(stage, e)),
+            }
+        };
+        let Some(send) = alloc(send)? else {
+            return Ok(None);
+        };
+        Ok(alloc(recv)?.map(|recv| Buffers { send, recv }))
+    }
+
+    /// The personalised exchange: `send` holds, in rank order, `send_counts[q]` words for each
+    /// process `q`; returns what each process sent to this one, in rank order
+    /// (`recv_counts[q]` words from `q`, as the senders' counts say). Collective, with every
+    /// process's counts matching; `bufs` must hold both sides.
+    pub fn exchange(
+        &self,
+        bufs: &mut Buffers,
+        send: &[u32],
+        send_counts: &[usize],
+        recv_counts: &[usize],
+    ) -> Result<Vec<u32>> {
+        let stage = "exchange words between the ranks' GPUs (NCCL)";
+        let s = &self.stream;
+        let at = |counts: &[usize]| -> Vec<usize> {
+            let mut acc = 0;
+            let mut v: Vec<usize> = counts
+                .iter()
+                .map(|&c| {
+                    acc += c;
+                    acc - c
+                })
+                .collect();
+            v.push(acc);
+            v
+        };
+        let (sat, rat) = (at(send_counts), at(recv_counts));
+        upload_into(&self.gpu, s, send, &mut bufs.send, "the words to exchange")?;
+        let me = self.rank;
+        if send_counts[me] > 0 {
+            let from = bufs.send.slice(sat[me]..sat[me + 1]);
+            let mut to = bufs.recv.slice_mut(rat[me]..rat[me + 1]);
+            super::prims::check(stage, s.memcpy_dtod(&from, &mut to))?;
+        }
+        {
+            let (sp, _s) = bufs.send.device_ptr(s);
+            let (rp, _r) = bufs.recv.device_ptr_mut(s);
+            let word = std::mem::size_of::<u32>() as u64;
+            let cs = s.cu_stream() as sys::cudaStream_t;
+            let dt = sys::ncclDataType_t::ncclUint32;
+            nccl(stage, result::group_start())?;
+            let posted = (0..self.size).filter(|&q| q != me).try_for_each(|q| {
+                let peer = q as c_int;
+                if send_counts[q] > 0 {
+                    let p = (sp + word * sat[q] as u64) as *const c_void;
+                    // SAFETY: the words sat[q]..sat[q + 1] of the send buffer, uploaded above.
+                    unsafe { result::send(p, send_counts[q], dt, peer, self.comm, cs) }?;
+                }
+                if recv_counts[q] > 0 {
+                    let p = (rp + word * rat[q] as u64) as *mut c_void;
+                    // SAFETY: the words rat[q]..rat[q + 1] of the receive buffer.
+                    unsafe { result::recv(p, recv_counts[q], dt, peer, self.comm, cs) }?;
+                }
+                Ok(())
+            });
+            // The group is closed whether or not every call was posted.
+            let ended = result::group_end();
+            nccl(stage, posted)?;
+            nccl(stage, ended)?;
+        }
+        let total = rat[self.size];
+        let got = download(&self.gpu, s, &bufs.recv, total, "the exchanged words")?;
+        super::prims::check(stage, s.synchronize())?;
+        Ok(got)
+    }
+}
+
+impl Drop for Link {
+    fn drop(&mut self) {
+        // SAFETY: the communicator is this link's, and nothing uses it after this.
+        let _ = unsafe { result::comm_destroy(self.comm) };
+    }
+}
+
+impl Gpu {
+    /// The GPU's PCI address (domain:bus:device), which names it among the host's GPUs.
+    pub fn pci_address(&self) -> Result<String> {
+        use cuda::CUdevice_attribute as A;
+        let read = |a| super::driver("read the PCI address", self.ctx.attribute(a));
+        Ok(format!(
+            "{:04x}:{:02x}:{:02x}",
+            read(A::CU_DEVICE_ATTRIBUTE_PCI_DOMAIN_ID)?,
+            read(A::CU_DEVICE_ATTRIBUTE_PCI_BUS_ID)?,
+            read(A::CU_DEVICE_ATTRIBUTE_PCI_DEVICE_ID)?
+        ))
+    }
+}
