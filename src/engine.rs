@@ -112,14 +112,19 @@ pub fn run_with_fallback<R>(
 /// early for them.
 const EARLY_OPEN_MIN_BYTES: u64 = 1 << 18;
 
+/// Whether `kind` may run on the GPU: `gpu`, or `auto` with an input of `input_bytes` (`None`:
+/// unknown) not too small for the GPU to pay.
+pub fn gpu_may_pay(kind: EngineKind, input_bytes: Option<u64>) -> bool {
+    kind == EngineKind::Gpu
+        || (kind == EngineKind::Auto && input_bytes.map_or(true, |b| b >= EARLY_OPEN_MIN_BYTES))
+}
+
 /// Starts opening the GPU on a thread of its own when `kind` may use it, so that the driver's
 /// and the context's start-up overlaps loading the input; whoever needs the GPU first waits for
 /// it there ([`crate::gpu::device`] opens it once). Under `auto`, an input of `input_bytes`
 /// (`None`: unknown, as for a pipe) too small for the GPU to pay is left alone.
 pub fn open_gpu_early(kind: EngineKind, input_bytes: Option<u64>) {
-    let may_pay = kind == EngineKind::Gpu
-        || (kind == EngineKind::Auto && input_bytes.map_or(true, |b| b >= EARLY_OPEN_MIN_BYTES));
-    if may_pay {
+    if gpu_may_pay(kind, input_bytes) {
         std::thread::spawn(|| crate::gpu::device().is_ok());
     }
 }

@@ -77,8 +77,8 @@ fn run(cli: Cli, world: &World) -> Result<(), Error> {
             world.ranks()
         )));
     }
-    let engine = cli.command.engine();
-    world.with_comm(cli.exchange, engine, ui, |comm| match cli.command {
+    let on_gpus = cli.command.may_use_gpus();
+    world.with_comm(cli.exchange, on_gpus, ui, |comm| match cli.command {
         Command::Generate(a) => cli::generate::run(a, ui),
         Command::Info(a) => cli::info::run(a),
         Command::Spgemm(a) => cli::spgemm::run(a, ui, comm),

@@ -114,6 +114,10 @@ impl ClusterArgs {
     pub fn engine(&self) -> EngineKind {
         self.engine
     }
+    /// The input file.
+    pub fn input(&self) -> &std::path::Path {
+        &self.input
+    }
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -546,7 +550,7 @@ fn run_across_ranks<T: Scalar>(a: ClusterArgs, ui: Ui, comm: &dyn Comm) -> Resul
         _ => io::Labels::Identity,
     });
     ui.notice(&format!(
-        "{} of {} ({}, largest {}) in {}, {:.2} s on {} ranks ({} engine, rows through {}); \
+        "{} of {} ({}, largest {}) in {}, {:.2} s on {} ranks ({} engine), rows through {}; \
          efficiency {:.5}, modularity {:.5}, mass fraction {:.5}",
         count(info.clusters as u64, "cluster", "clusters"),
         count(info.nodes as u64, "node", "nodes"),

@@ -50,18 +50,6 @@ pub struct Cli {
     pub command: Command,
 }
 
-impl Command {
-    /// The engine a command that runs across ranks asked for (`None`: one that does not).
-    pub fn engine(&self) -> Option<gmcl::spgemm::EngineKind> {
-        match self {
-            Command::Cluster(a) => Some(a.engine()),
-            Command::Tricount(a) => Some(a.engine()),
-            Command::Spgemm(a) => Some(a.engine()),
-            _ => None,
-        }
-    }
-}
-
 #[derive(Subcommand)]
 pub enum Command {
     /// Generate an R-MAT graph (PaRMAT-compatible options), written as .el, .wel, .mtx or .npz.
@@ -80,6 +68,21 @@ pub enum Command {
     Tricount(tricount::TricountArgs),
     /// Write a graph or matrix file in another format (.el, .wel, .mtx, .npz).
     Convert(convert::ConvertArgs),
+}
+
+impl Command {
+    /// Whether a command that runs across ranks may run them on their GPUs: `--engine gpu`, or
+    /// `auto` with inputs large enough for the GPU to pay ([`gmcl::engine::gpu_may_pay`]).
+    pub fn may_use_gpus(&self) -> bool {
+        let (engine, inputs) = match self {
+            Command::Cluster(a) => (a.engine(), vec![a.input()]),
+            Command::Tricount(a) => (a.engine(), vec![a.input()]),
+            Command::Spgemm(a) => (a.engine(), a.inputs()),
+            _ => return false,
+        };
+        let bytes = inputs.into_iter().map(gmcl::engine::file_bytes).sum();
+        gmcl::engine::gpu_may_pay(engine, bytes)
+    }
 }
 
 // The `Args` structs here and in the subcommand modules carry no doc comments: clap may take a

@@ -52,6 +52,12 @@ impl SpgemmArgs {
     pub fn engine(&self) -> EngineKind {
         self.engine
     }
+    /// The input files (A, and B when given).
+    pub fn inputs(&self) -> Vec<&std::path::Path> {
+        std::iter::once(self.a.as_path())
+            .chain(self.b.as_deref())
+            .collect()
+    }
 }
 pub fn run(a: SpgemmArgs, ui: Ui, comm: Option<&dyn Comm>) -> Result<()> {
     match (a.precision, comm) {

@@ -55,6 +55,10 @@ impl TricountArgs {
     pub fn engine(&self) -> EngineKind {
         self.engine
     }
+    /// The input file.
+    pub fn input(&self) -> &std::path::Path {
+        &self.input
+    }
 }
 
 #[derive(serde::Serialize)]

@@ -4,7 +4,6 @@
 
 use super::Ui;
 use gmcl::dist::{Comm, Exchange};
-use gmcl::spgemm::EngineKind;
 use gmcl::Result;
 
 /// This process's place among the ranks of the run.
@@ -40,22 +39,21 @@ impl World {
     }
 
     /// Runs `f` with the run's communicator (`None`: one process): across several ranks whose
-    /// command runs on the GPU engine (`engine`: `gpu` or `auto`), with the rows exchanged
-    /// between the GPUs as `exchange` asks ([`gmcl::dist::nccl::open`]), else MPI's.
+    /// command may run on their GPUs (`on_gpus`), with the rows exchanged between the GPUs as
+    /// `exchange` asks ([`gmcl::dist::nccl::open`]), else MPI's.
     pub fn with_comm<R>(
         &self,
         exchange: Exchange,
-        engine: Option<EngineKind>,
+        on_gpus: bool,
         ui: Ui,
         f: impl FnOnce(Option<&dyn Comm>) -> Result<R>,
     ) -> Result<R> {
         #[cfg(feature = "mpi")]
         if let Some(mpi) = self.comm.as_ref().filter(|c| c.size() > 1) {
-            let on_gpus = engine.is_some_and(|e| e != EngineKind::Cpu);
             if !on_gpus && exchange == Exchange::Nccl {
                 return Err(gmcl::Error::Invalid(
                     "--exchange nccl moves rows between the ranks' GPUs: it needs --engine gpu \
-                     or auto"
+                     (or auto with an input worth a GPU)"
                         .into(),
                 ));
             }
@@ -69,7 +67,7 @@ impl World {
                 return f(Some(comm));
             }
         }
-        let _ = (exchange, engine, ui);
+        let _ = (exchange, on_gpus, ui);
         f(self.comm())
     }
 

@@ -4,8 +4,8 @@
 //! Algorithms never call a message-passing library themselves: they take a [`Comm`], whose
 //! collectives are the only ones they need (reductions, gathers, an all-to-all exchange, a
 //! broadcast, a barrier, and agreement on failure). [`SelfComm`] is the one-rank communicator
-//! (every collective is a copy); with the `mpi` feature, `MpiComm` runs them over MPI. A
-//! device-to-device path (NCCL) would be another implementation of the same trait.
+//! (every collective is a copy); with the `mpi` feature, `MpiComm` runs them over MPI, and
+//! `nccl::NcclComm` sends the large all-to-alls between the ranks' GPUs.
 //!
 //! Failures: a rank that fails must not leave the others waiting in a collective. Every step
 //! that can fail on one rank alone (reading its part of the file) ends in [`agree`], a

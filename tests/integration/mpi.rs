@@ -249,7 +249,7 @@ fn rows_travel_through_mpi_or_between_the_gpus_with_nccl() {
     let err = text(&o.stderr);
     assert_eq!(o.status.code(), Some(2), "{err}");
     assert_eq!(err.matches("gmcl: error").count(), 1, "{err}");
-    assert!(err.contains("it needs --engine gpu or auto"), "{err}");
+    assert!(err.contains("it needs --engine gpu"), "{err}");
     assert!(!pv.exists());
     let (o, pv) = run("nccl", "gpu");
     if o.status.success() {
@@ -259,7 +259,10 @@ fn rows_travel_through_mpi_or_between_the_gpus_with_nccl() {
         let err = text(&o.stderr);
         assert_eq!(o.status.code(), Some(3), "{err}");
         assert_eq!(err.matches("gmcl: error").count(), 1, "{err}");
-        assert!(err.contains("--exchange nccl: NCCL cannot join the ranks' GPUs: "), "{err}");
+        assert!(
+            err.contains("--exchange nccl: NCCL cannot join the ranks' GPUs: "),
+            "{err}"
+        );
         let no_gpu = crate::util::gpu().is_none();
         assert!(!no_gpu || err.contains("rank 0 of 2: "), "{err}");
         assert!(!pv.exists());
