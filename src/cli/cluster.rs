@@ -283,7 +283,12 @@ impl Observer for IterationLines<'_> {
                     String::new()
                 },
                 if it.exchanged_bytes > 0 {
-                    format!(", {:.2} s exchanging", it.exchange_seconds)
+                    let p = &it.exchange_parts;
+                    format!(
+                        ", {:.2} s exchanging: lengths {:.2}, cut {:.2}, plan {:.2}, fetch {:.2}, \
+                         operand {:.2}",
+                        it.exchange_seconds, p.lengths, p.cut, p.plan, p.fetch, p.operand
+                    )
                 } else {
                     String::new()
                 },

@@ -171,6 +171,24 @@ pub struct Iteration {
     /// blocks cut again, the rounds planned, the rows fetched and laid out with the block as
     /// the product's operand (0 in one process).
     pub exchange_seconds: f64,
+    /// Across ranks, the parts of `exchange_seconds` (each the longest of a rank).
+    pub exchange_parts: ExchangeParts,
+}
+
+/// Where an iteration's time on other ranks' rows went, each part the longest of a rank (a
+/// part includes waiting for the other ranks at its collectives).
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct ExchangeParts {
+    /// Every row's length gathered, and each column's products weighed by them.
+    pub lengths: f64,
+    /// The blocks cut again at equal products (rows moved between ranks).
+    pub cut: f64,
+    /// The rounds planned (the remote rows each needs found).
+    pub plan: f64,
+    /// The remote rows asked for, answered and received.
+    pub fetch: f64,
+    /// The fetched rows and the block laid out as the product's operand.
+    pub operand: f64,
 }
 
 /// The result of [`cluster`].

@@ -255,6 +255,7 @@ fn iterate<T: Scalar>(
     } else {
         (Vec::new(), 0)
     };
+    let mut parts = mcl::ExchangeParts::default();
     if comm.size() > 1 {
         let products: Vec<u64> = (0..m.nrows())
             .into_par_iter()
@@ -267,15 +268,18 @@ fn iterate<T: Scalar>(
                     .sum()
             })
             .collect();
+        parts.lengths = t0.elapsed().as_secs_f64();
         let moved = balance::rebalance(comm, &m, &starts, &products, &lengths, REBALANCE_SLACK);
         if let Some(moved) = moved {
             (m, starts, received) = (moved.rows, moved.starts, received + moved.received);
         }
+        parts.cut = t0.elapsed().as_secs_f64() - parts.lengths;
     }
     let m = &m;
     let first = starts[comm.rank()];
     let mine = first..first + m.nrows();
     let entry = 4 + std::mem::size_of::<T>() as u64;
+    let t = Instant::now();
     let room = crate::io::limits::memory_left((m.nnz() as u64).saturating_mul(entry));
     let budget = fetch_budget(opts.stage_entries, room, opts.ranks_on_host, entry);
     let mut plan = fetch::plan(m, mine, &lengths, budget);
@@ -283,9 +287,10 @@ fn iterate<T: Scalar>(
     let mut most = [plan.rounds.len() as u64, plan.largest];
     comm.max_u64(&mut most);
     let exchange = most[1] > 0;
+    parts.plan = t.elapsed().as_secs_f64();
     let mut exchange_seconds = t0.elapsed().as_secs_f64();
     let mut it = Iteration::default();
-    let mut parts: Vec<Csr<T>> = Vec::new();
+    let mut made_rows: Vec<Csr<T>> = Vec::new();
     for round in 0..most[0] as usize {
         let rows = plan
             .rounds
@@ -304,12 +309,15 @@ fn iterate<T: Scalar>(
             fetch::Fetched::none()
         };
         received += got.received;
+        parts.fetch += t.elapsed().as_secs_f64();
         let made = if rows.is_empty() {
             exchange_seconds += t.elapsed().as_secs_f64();
             Ok(None)
         } else {
+            let laid = Instant::now();
             let b = fetch::operand(m, first, got);
             let a = fetch::round_rows(m, rows.clone());
+            parts.operand += laid.elapsed().as_secs_f64();
             exchange_seconds += t.elapsed().as_secs_f64();
             expansion.expand_prune(&a, &b, first + rows.start).map(Some)
         };
@@ -320,16 +328,32 @@ fn iterate<T: Scalar>(
             it.batches += figures.batches;
             it.fused += figures.fused;
             it.expand_seconds += figures.expand_seconds;
-            parts.push(part);
+            made_rows.push(part);
         }
     }
-    let next = match parts.is_empty() {
+    let next = match made_rows.is_empty() {
         true => Csr::empty(m.nrows(), m.ncols()),
-        false => Csr::stack(parts, m.ncols()),
+        false => Csr::stack(made_rows, m.ncols()),
     };
-    let mut most = [it.chaos, exchange_seconds];
+    let mut most = [
+        it.chaos,
+        exchange_seconds,
+        parts.lengths,
+        parts.cut,
+        parts.plan,
+        parts.fetch,
+        parts.operand,
+    ];
     comm.max_f64(&mut most);
-    [it.chaos, it.exchange_seconds] = most;
+    [it.chaos, it.exchange_seconds] = [most[0], most[1]];
+    let [lengths, cut, plan, fetch, operand] = [most[2], most[3], most[4], most[5], most[6]];
+    it.exchange_parts = mcl::ExchangeParts {
+        lengths,
+        cut,
+        plan,
+        fetch,
+        operand,
+    };
     it.kept = next.nnz() as u64;
     let mut sums = [
         it.expanded,
