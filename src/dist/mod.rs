@@ -63,6 +63,17 @@ pub trait Comm {
     /// Personalised exchange: `send` holds, in rank order, `counts[r]` elements for each rank `r`;
     /// returns what every rank sent to this one, in rank order, and the count from each.
     fn all_to_all_u32(&self, send: &[u32], counts: &[usize]) -> (Vec<u32>, Vec<usize>);
+    /// [`Comm::all_to_all_u32`] with what this rank receives appended to `out` (written there
+    /// directly where the transport can: no copy of a large exchange); returns the count from
+    /// each rank.
+    fn all_to_all_append(&self, send: &[u32], counts: &[usize], out: &mut Vec<u32>) -> Vec<usize> {
+        let (got, from) = self.all_to_all_u32(send, counts);
+        match out.is_empty() && out.capacity() < got.len() {
+            true => *out = got,
+            false => out.extend_from_slice(&got),
+        }
+        from
+    }
     /// Rank `root`'s `data` on every rank (other ranks' `data` is replaced).
     fn broadcast_bytes(&self, root: usize, data: &mut Vec<u8>);
     /// Ends every rank at once with exit status `code`, after printing `message` once on stderr.

@@ -127,6 +127,11 @@ impl Comm for MpiComm {
         self.gather(mine)
     }
     fn all_to_all_u32(&self, send: &[u32], counts: &[usize]) -> (Vec<u32>, Vec<usize>) {
+        let mut recv = Vec::new();
+        let from = self.all_to_all_append(send, counts, &mut recv);
+        (recv, from)
+    }
+    fn all_to_all_append(&self, send: &[u32], counts: &[usize], out: &mut Vec<u32>) -> Vec<usize> {
         let send_counts: Vec<Count> = counts.iter().map(|&c| count(self, c)).collect();
         let mut recv_counts = vec![0 as Count; self.size()];
         self.world
@@ -134,13 +139,16 @@ impl Comm for MpiComm {
         let send_displs = displacements(self, &send_counts);
         let recv_displs = displacements(self, &recv_counts);
         let total: usize = recv_counts.iter().map(|&c| c as usize).sum();
-        let mut recv = vec![0u32; total];
+        let base = out.len();
+        // Received in place, after what `out` holds.
+        out.resize(base + total, 0);
         {
             let part = Partition::new(send, &send_counts[..], &send_displs[..]);
-            let mut rpart = PartitionMut::new(&mut recv[..], &recv_counts[..], &recv_displs[..]);
+            let recv = &mut out[base..];
+            let mut rpart = PartitionMut::new(recv, &recv_counts[..], &recv_displs[..]);
             self.world.all_to_all_varcount_into(&part, &mut rpart);
         }
-        (recv, recv_counts.iter().map(|&c| c as usize).collect())
+        recv_counts.iter().map(|&c| c as usize).collect()
     }
     fn broadcast_bytes(&self, root: usize, data: &mut Vec<u8>) {
         let root = self.world.process_at_rank(root as mpi::Rank);

@@ -175,14 +175,16 @@ pub fn open<'a>(
 }
 
 impl NcclComm<'_> {
-    /// The exchange through NCCL, or `None` when it goes by MPI (small, or a rank's GPU short
-    /// of memory). Collective.
+    /// The exchange through NCCL, what this rank receives appended to `out`; `false` (and
+    /// nothing done) when it goes by MPI instead (small, or a rank's GPU short of memory).
+    /// Collective.
     fn through_gpus(
         &self,
         send: &[u32],
         counts: &[usize],
         recv_counts: &[usize],
-    ) -> Result<Option<Vec<u32>>> {
+        out: &mut Vec<u32>,
+    ) -> Result<bool> {
         let received: usize = recv_counts.iter().sum();
         let bufs = self.link.buffers(send.len(), received);
         let words = send.len().max(received) as u64;
@@ -191,11 +193,11 @@ impl NcclComm<'_> {
         self.mpi.max_u64(&mut flags);
         let mut bufs = match bufs? {
             Some(b) if flags[0] == 0 && flags[1] >= self.min_words => b,
-            _ => return Ok(None),
+            _ => return Ok(false),
         };
         self.link
-            .exchange(&mut bufs, send, counts, recv_counts)
-            .map(Some)
+            .exchange(&mut bufs, send, counts, recv_counts, out)?;
+        Ok(true)
     }
 }
 
@@ -231,6 +233,11 @@ impl Comm for NcclComm<'_> {
         self.mpi.all_gather_u64(mine)
     }
     fn all_to_all_u32(&self, send: &[u32], counts: &[usize]) -> (Vec<u32>, Vec<usize>) {
+        let mut recv = Vec::new();
+        let from = self.all_to_all_append(send, counts, &mut recv);
+        (recv, from)
+    }
+    fn all_to_all_append(&self, send: &[u32], counts: &[usize], out: &mut Vec<u32>) -> Vec<usize> {
         // The counts by MPI (each under MAX_MESSAGE, as MPI's path requires too).
         if let Some(&c) = counts.iter().find(|&&c| c > MAX_MESSAGE) {
             self.abort(
@@ -241,9 +248,9 @@ impl Comm for NcclComm<'_> {
         let words: Vec<u32> = counts.iter().map(|&c| c as u32).collect();
         let (got, _) = self.mpi.all_to_all_u32(&words, &vec![1; self.size()]);
         let recv_counts: Vec<usize> = got.iter().map(|&c| c as usize).collect();
-        match self.through_gpus(send, counts, &recv_counts) {
-            Ok(Some(recv)) => (recv, recv_counts),
-            Ok(None) => self.mpi.all_to_all_u32(send, counts),
+        match self.through_gpus(send, counts, &recv_counts, out) {
+            Ok(true) => recv_counts,
+            Ok(false) => self.mpi.all_to_all_append(send, counts, out),
             // The ranks may be inside NCCL's exchange: none can be told but by ending them all.
             Err(e) => self.abort(2, &e.to_string()),
         }

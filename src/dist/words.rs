@@ -40,6 +40,19 @@ pub(crate) fn from_words<T: Scalar>(words: &[u32]) -> Vec<T> {
         .collect()
 }
 
+/// The values of [`to_words`]'s words, taking them over: `f32`'s words are its values' bits,
+/// so their buffer becomes the values' (no copy); `f64`'s are converted.
+pub(crate) fn into_values<T: Scalar>(words: Vec<u32>) -> Vec<T> {
+    if std::any::TypeId::of::<T>() != std::any::TypeId::of::<f32>() {
+        return from_words(&words);
+    }
+    let mut words = std::mem::ManuallyDrop::new(words);
+    let (ptr, len, cap) = (words.as_mut_ptr(), words.len(), words.capacity());
+    // SAFETY: T is f32: the same size and alignment as u32 (so the allocation's layout is the
+    // same), every bit pattern is an f32, and one word is exactly an f32's bits (`put_words`).
+    unsafe { Vec::from_raw_parts(ptr.cast::<T>(), len, cap) }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -52,5 +65,7 @@ mod tests {
         let v64 = [0.0f64, -1.5, f64::MIN_POSITIVE / 3.0, f64::MAX, 1.0 / 3.0];
         assert_eq!(to_words(&v64).len(), 2 * v64.len());
         assert_eq!(from_words::<f64>(&to_words(&v64)), v64);
+        assert_eq!(into_values::<f32>(to_words(&v32)), v32);
+        assert_eq!(into_values::<f64>(to_words(&v64)), v64);
     }
 }

@@ -7,7 +7,7 @@
 //! NCCL is loaded at run time, as the CUDA driver is: [`missing`] says why it cannot be used
 //! before anything calls it (a missing library would otherwise abort the process).
 
-use super::transfer::{download, upload_into};
+use super::transfer::{download_append, upload_into};
 use super::Gpu;
 use crate::error::{Error, Result};
 use cudarc::driver::{sys as cuda, CudaSlice, CudaStream, DevicePtr, DevicePtrMut};
@@ -98,7 +98,7 @@ impl Link {
         let mut warm = link
             .buffers(size, size)?
             .ok_or_else(|| Error::gpu(stage, "no device memory for the first exchange"))?;
-        link.exchange(&mut warm, &vec![0u32; size], &ones, &ones)?;
+        link.exchange(&mut warm, &vec![0u32; size], &ones, &ones, &mut Vec::new())?;
         Ok(link)
     }
 
@@ -121,7 +121,7 @@ impl Link {
     }
 
     /// The personalised exchange: `send` holds, in rank order, `send_counts[q]` words for each
-    /// process `q`; returns what each process sent to this one, in rank order
+    /// process `q`; what each process sent to this one is appended to `out`, in rank order
     /// (`recv_counts[q]` words from `q`, as the senders' counts say). Collective, with every
     /// process's counts matching; `bufs` must hold both sides.
     pub fn exchange(
@@ -130,7 +130,8 @@ impl Link {
         send: &[u32],
         send_counts: &[usize],
         recv_counts: &[usize],
-    ) -> Result<Vec<u32>> {
+        out: &mut Vec<u32>,
+    ) -> Result<()> {
         let stage = "exchange words between the ranks' GPUs (NCCL)";
         let s = &self.stream;
         let at = |counts: &[usize]| -> Vec<usize> {
@@ -180,9 +181,8 @@ impl Link {
             nccl(stage, ended)?;
         }
         let total = rat[self.size];
-        let got = download(&self.gpu, s, &bufs.recv, total, "the exchanged words")?;
-        super::prims::check(stage, s.synchronize())?;
-        Ok(got)
+        download_append(&self.gpu, s, &bufs.recv, total, "the exchanged words", out)?;
+        super::prims::check(stage, s.synchronize())
     }
 }
 

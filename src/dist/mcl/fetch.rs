@@ -111,22 +111,6 @@ pub struct Fetched<T> {
 }
 
 impl<T> Fetched<T> {
-    /// `more`'s rows after these (its nodes all after these nodes).
-    fn append(&mut self, more: Fetched<T>) {
-        if self.nodes.is_empty() {
-            let received = self.received;
-            *self = more;
-            self.received += received;
-            return;
-        }
-        let base = self.cols.len() as u64;
-        self.nodes.extend_from_slice(&more.nodes);
-        self.ptr.extend(more.ptr[1..].iter().map(|&p| base + p));
-        self.cols.extend(more.cols);
-        self.vals.extend(more.vals);
-        self.received += more.received;
-    }
-
     /// No rows.
     pub fn none() -> Self {
         Fetched {
@@ -195,31 +179,68 @@ fn fetch_in_pieces_of<T: Scalar>(
     }
     let mut most = [pieces.len() as u64];
     comm.max_u64(&mut most);
-    let mut all = Fetched::none();
+    // Every piece's answer lands in arrays sized for all of them: no regrowth, no copy.
+    let entries: usize = ask.iter().map(|&v| lengths[v as usize] as usize).sum();
+    let mut got = Received {
+        lens: Vec::with_capacity(ask.len()),
+        cols: Vec::with_capacity(entries),
+        words: Vec::with_capacity(T::WORDS * entries),
+        received: 0,
+    };
     for piece in 0..most[0] as usize {
         let nodes = pieces.get(piece).map_or(&[][..], |r| &ask[r.clone()]);
-        all.append(fetch_nodes(comm, starts, m, nodes.to_vec()));
+        fetch_nodes_into(comm, starts, m, nodes, &mut got);
     }
-    all
+    got.into_fetched(ask.to_vec())
+}
+
+/// What a rank received for the nodes it asked for, piece after piece: each row's length, the
+/// rows' columns, and their values as words.
+struct Received {
+    lens: Vec<u32>,
+    cols: Vec<u32>,
+    words: Vec<u32>,
+    received: u64,
+}
+
+impl Received {
+    /// The rows of `nodes` (the nodes asked for, in order).
+    fn into_fetched<T: Scalar>(self, nodes: Vec<u32>) -> Fetched<T> {
+        let mut ptr = Vec::with_capacity(self.lens.len() + 1);
+        ptr.push(0u64);
+        let mut end = 0u64;
+        for &l in &self.lens {
+            end += u64::from(l);
+            ptr.push(end);
+        }
+        Fetched {
+            nodes,
+            ptr,
+            cols: self.cols,
+            vals: crate::dist::words::into_values(self.words),
+            received: self.received,
+        }
+    }
 }
 
 /// The rows of the nodes `ask` (increasing, none of this rank's block `m`) from their owners
-/// (`starts`: the blocks' first nodes). Collective: every rank answers every other's requests,
-/// whether or not it asks for anything.
-pub fn fetch_nodes<T: Scalar>(
+/// (`starts`: the blocks' first nodes), appended to `got`. Collective: every rank answers every
+/// other's requests, whether or not it asks for anything.
+fn fetch_nodes_into<T: Scalar>(
     comm: &dyn Comm,
     starts: &[usize],
     m: &Csr<T>,
-    ask: Vec<u32>,
-) -> Fetched<T> {
+    ask: &[u32],
+    got: &mut Received,
+) {
     let p = comm.size();
     let first = starts[comm.rank()];
     let owner = |k: usize| starts.partition_point(|&s| s <= k) - 1;
     let mut counts = vec![0usize; p];
-    for &k in &ask {
+    for &k in ask {
         counts[owner(k as usize)] += 1;
     }
-    let (asked, asked_counts) = comm.all_to_all_u32(&ask, &counts);
+    let (asked, asked_counts) = comm.all_to_all_u32(ask, &counts);
     // The answers: lengths, columns, values (`T::WORDS` words each), to each asker in turn,
     // each row copied into its place by the threads.
     let lens: Vec<u32> = asked
@@ -248,27 +269,13 @@ pub fn fetch_nodes<T: Scalar>(
             crate::dist::words::put_words(w, rv);
         });
     drop(asked);
-    let (got_lens, _) = comm.all_to_all_u32(&lens, &asked_counts);
-    let (got_cols, _) = comm.all_to_all_u32(&cols, &entry_counts);
+    let before = got.lens.len() + got.cols.len() + got.words.len();
+    comm.all_to_all_append(&lens, &asked_counts, &mut got.lens);
+    comm.all_to_all_append(&cols, &entry_counts, &mut got.cols);
     let word_counts: Vec<usize> = entry_counts.iter().map(|&c| T::WORDS * c).collect();
-    let (got_words, _) = comm.all_to_all_u32(&words, &word_counts);
-    drop((lens, cols, words));
-    let received = 4 * (ask.len() + got_lens.len() + got_cols.len() + got_words.len()) as u64;
-    let mut ptr = Vec::with_capacity(got_lens.len() + 1);
-    ptr.push(0u64);
-    let mut end = 0u64;
-    for &l in &got_lens {
-        end += u64::from(l);
-        ptr.push(end);
-    }
-    let vals = crate::dist::words::from_words(&got_words);
-    Fetched {
-        nodes: ask,
-        ptr,
-        cols: got_cols,
-        vals,
-        received,
-    }
+    comm.all_to_all_append(&words, &word_counts, &mut got.words);
+    let after = got.lens.len() + got.cols.len() + got.words.len();
+    got.received += 4 * (ask.len() + after - before) as u64;
 }
 
 /// The second operand of a round: `Mᵀ`'s rows by global node (`m.ncols()` rows), the block `m`
