@@ -149,11 +149,34 @@ pub fn fetch_in_pieces<T: Scalar>(
     ask: &[u32],
     lengths: &[u32],
 ) -> Fetched<T> {
-    fetch_in_pieces_of(comm, starts, m, ask, lengths, MAX_ROUND_ENTRIES)
+    fetch_in_pieces_of(comm, starts, m, ask, lengths, MAX_ROUND_ENTRIES, false).into_fetched(ask)
+}
+
+/// The operand of a round ([`operand`]) made as the rows arrive: the rows of `ask` fetched as
+/// [`fetch_in_pieces`] fetches them, the block `m` (whose row 0 is node `first`) laid in among
+/// them where its nodes fall, so that no array is copied again; with the bytes received.
+/// Collective.
+pub fn fetch_operand<'a, T: Scalar>(
+    comm: &dyn Comm,
+    starts: &[usize],
+    m: &'a Csr<T>,
+    ask: &[u32],
+    lengths: &[u32],
+) -> (Cow<'a, Csr<T>>, u64) {
+    let first = starts[comm.rank()];
+    if ask.is_empty() && first == 0 && m.nrows() == m.ncols() {
+        // Every rank takes part in the exchanges all the same.
+        let got = fetch_in_pieces_of(comm, starts, m, ask, lengths, MAX_ROUND_ENTRIES, false);
+        return (Cow::Borrowed(m), got.received);
+    }
+    let got = fetch_in_pieces_of(comm, starts, m, ask, lengths, MAX_ROUND_ENTRIES, true);
+    let received = got.received;
+    (Cow::Owned(got.into_operand(ask, m, first)), received)
 }
 
 /// [`fetch_in_pieces`], each exchange sending and receiving at most `most_entries` entries a
-/// rank (a row alone may be more).
+/// rank (a row alone may be more); with `with_block`, this rank's block `m` is laid into the
+/// received columns and words where its nodes fall among the asked ones.
 fn fetch_in_pieces_of<T: Scalar>(
     comm: &dyn Comm,
     starts: &[usize],
@@ -161,15 +184,21 @@ fn fetch_in_pieces_of<T: Scalar>(
     ask: &[u32],
     lengths: &[u32],
     most_entries: u64,
-) -> Fetched<T> {
+    with_block: bool,
+) -> Received {
     // An owner answers every other rank in the same exchange: each asks for at most its share.
     let most_entries = (most_entries / comm.size().saturating_sub(1).max(1) as u64).max(1);
+    // The asked nodes before the block: a piece ends there, so the block goes in between two.
+    let first = starts[comm.rank()];
+    let split = ask.partition_point(|&k| (k as usize) < first);
     let mut pieces: Vec<Range<usize>> = Vec::new();
     let mut size = u64::MAX;
     for (i, &v) in ask.iter().enumerate() {
         let len = u64::from(lengths[v as usize]);
         match pieces.last_mut() {
-            Some(p) if size.saturating_add(len) <= most_entries => p.end = i + 1,
+            Some(p) if size.saturating_add(len) <= most_entries && (i != split || !with_block) => {
+                p.end = i + 1
+            }
             _ => {
                 pieces.push(i..i + 1);
                 size = 0;
@@ -181,17 +210,27 @@ fn fetch_in_pieces_of<T: Scalar>(
     comm.max_u64(&mut most);
     // Every piece's answer lands in arrays sized for all of them: no regrowth, no copy.
     let entries: usize = ask.iter().map(|&v| lengths[v as usize] as usize).sum();
+    let room = entries + if with_block { m.nnz() } else { 0 };
     let mut got = Received {
         lens: Vec::with_capacity(ask.len()),
-        cols: Vec::with_capacity(entries),
-        words: Vec::with_capacity(T::WORDS * entries),
+        cols: Vec::with_capacity(room),
+        words: Vec::with_capacity(T::WORDS * room),
         received: 0,
     };
+    let mut laid = !with_block;
     for piece in 0..most[0] as usize {
-        let nodes = pieces.get(piece).map_or(&[][..], |r| &ask[r.clone()]);
+        let range = pieces.get(piece);
+        if !laid && range.map_or(true, |r| r.start >= split) {
+            got.lay_block(m);
+            laid = true;
+        }
+        let nodes = range.map_or(&[][..], |r| &ask[r.clone()]);
         fetch_nodes_into(comm, starts, m, nodes, &mut got);
     }
-    got.into_fetched(ask.to_vec())
+    if !laid {
+        got.lay_block(m);
+    }
+    got
 }
 
 /// What a rank received for the nodes it asked for, piece after piece: each row's length, the
@@ -205,7 +244,7 @@ struct Received {
 
 impl Received {
     /// The rows of `nodes` (the nodes asked for, in order).
-    fn into_fetched<T: Scalar>(self, nodes: Vec<u32>) -> Fetched<T> {
+    fn into_fetched<T: Scalar>(self, nodes: &[u32]) -> Fetched<T> {
         let mut ptr = Vec::with_capacity(self.lens.len() + 1);
         ptr.push(0u64);
         let mut end = 0u64;
@@ -214,13 +253,66 @@ impl Received {
             ptr.push(end);
         }
         Fetched {
-            nodes,
+            nodes: nodes.to_vec(),
             ptr,
             cols: self.cols,
             vals: crate::dist::words::into_values(self.words),
             received: self.received,
         }
     }
+
+    /// Appends the block `m`'s columns and values (as words), each array copied by the threads.
+    fn lay_block<T: Scalar>(&mut self, m: &Csr<T>) {
+        append_par(&mut self.cols, m.nnz(), |at, out| {
+            out.copy_from_slice(&m.col_idx()[at..at + out.len()])
+        });
+        let w = T::WORDS;
+        append_par(&mut self.words, w * m.nnz(), |at, out| {
+            crate::dist::words::put_words(out, &m.values()[at / w..(at + out.len()) / w])
+        });
+    }
+
+    /// The operand ([`operand`]) of the block `m` (row 0 is node `first`), laid in by
+    /// [`Received::lay_block`], and the rows of `nodes` around it.
+    fn into_operand<T: Scalar>(self, nodes: &[u32], m: &Csr<T>, first: usize) -> Csr<T> {
+        let n = m.ncols();
+        let end = first + m.nrows();
+        let mut row_ptr = Vec::with_capacity(n + 1);
+        row_ptr.push(0u64);
+        let (mut total, mut next) = (0u64, 0usize);
+        for k in 0..n {
+            if (first..end).contains(&k) {
+                total += m.row_len(k - first) as u64;
+            } else if nodes.get(next) == Some(&(k as u32)) {
+                total += u64::from(self.lens[next]);
+                next += 1;
+            }
+            row_ptr.push(total);
+        }
+        let vals = crate::dist::words::into_values(self.words);
+        Csr::from_parts_unchecked(n, n, row_ptr, self.cols, vals)
+    }
+}
+
+/// Appends `n` items to `out`, written by the threads: `fill(at, part)` fills the part that
+/// starts `at` items into the new ones (parts of whole multiples of 2 items, so that a value's
+/// two words stay together).
+fn append_par<E: Copy + Send + Sync>(
+    out: &mut Vec<E>,
+    n: usize,
+    fill: impl Fn(usize, &mut [E]) + Sync,
+) {
+    const PART: usize = 1 << 18;
+    let base = out.len();
+    out.reserve(n);
+    let spare = crate::mem::SharedSlice::new(&mut out.spare_capacity_mut()[..n]);
+    (0..n.div_ceil(PART)).into_par_iter().for_each(|p| {
+        let (s, e) = (p * PART, ((p + 1) * PART).min(n));
+        // SAFETY: each part is written by one thread only, and nothing reads it meanwhile.
+        fill(s, unsafe { spare.slice_mut(s, e) });
+    });
+    // SAFETY: the parts cover the n new items, each written by `fill`.
+    unsafe { out.set_len(base + n) };
 }
 
 /// The rows of the nodes `ask` (increasing, none of this rank's block `m`) from their owners
@@ -407,10 +499,18 @@ mod tests {
                     let ask: Vec<u32> = (0..n as u32)
                         .filter(|v| !mine.contains(&(*v as usize)))
                         .collect();
-                    let one = fetch_in_pieces_of(c, &starts, &m, &ask, lengths, u64::MAX);
+                    let pieces = |most, with_block| {
+                        fetch_in_pieces_of(c, &starts, &m, &ask, lengths, most, with_block)
+                    };
+                    let one: Fetched<f64> = pieces(u64::MAX, false).into_fetched(&ask);
                     for most in [1, 2, 5, 6, 9] {
+                        // The block laid in as the rows arrive: the operand made afterwards.
+                        let laid = pieces(most, true).into_operand(&ask, &m, mine.start);
+                        let after = pieces(most, false).into_fetched(&ask);
+                        let want = operand(&m, mine.start, after);
+                        assert_eq!(laid, *want, "pieces of {most}");
                         c.take_largest_send();
-                        let got = fetch_in_pieces_of(c, &starts, &m, &ask, lengths, most);
+                        let got: Fetched<f64> = pieces(most, false).into_fetched(&ask);
                         // Values go as two words each; rows are at most 3 entries, so from
                         // 6 entries (3 an asker) every exchange keeps to the bound.
                         if most >= 6 {

@@ -298,24 +298,25 @@ fn iterate<T: Scalar>(
             .cloned()
             .unwrap_or(m.nrows()..m.nrows());
         let t = Instant::now();
-        let got = if exchange {
+        // The round's operand, its fetched rows laid out with the block as they arrive.
+        let b = if exchange {
             // A one-round plan found the round's remote rows already.
             let ask = plan
                 .needed
                 .take()
                 .unwrap_or_else(|| fetch::needed(m, rows.clone(), first));
-            fetch::fetch_in_pieces(comm, &starts, m, &ask, &lengths)
+            let (b, got) = fetch::fetch_operand(comm, &starts, m, &ask, &lengths);
+            received += got;
+            b
         } else {
-            fetch::Fetched::none()
+            fetch::operand(m, first, fetch::Fetched::none())
         };
-        received += got.received;
         parts.fetch += t.elapsed().as_secs_f64();
         let made = if rows.is_empty() {
             exchange_seconds += t.elapsed().as_secs_f64();
             Ok(None)
         } else {
             let laid = Instant::now();
-            let b = fetch::operand(m, first, got);
             let a = fetch::round_rows(m, rows.clone());
             parts.operand += laid.elapsed().as_secs_f64();
             exchange_seconds += t.elapsed().as_secs_f64();
