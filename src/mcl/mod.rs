@@ -185,9 +185,11 @@ pub struct ExchangeParts {
     pub cut: f64,
     /// The rounds planned (the remote rows each needs found).
     pub plan: f64,
-    /// The remote rows asked for, answered and received.
+    /// The remote rows asked for, answered and received, the block laid in among them as the
+    /// product's operand.
     pub fetch: f64,
-    /// The fetched rows and the block laid out as the product's operand.
+    /// The round's rows of the block taken out (a round short of the whole block), and the
+    /// operand laid out where nothing was exchanged.
     pub operand: f64,
 }
 
