@@ -179,11 +179,7 @@ fn run_typed<T: Scalar>(a: SpgemmArgs, ui: Ui) -> Result<()> {
                 .into(),
         ));
     }
-    let input_bytes = [Some(a.a.as_path()), a.b.as_deref()]
-        .into_iter()
-        .flatten()
-        .map(engine::file_bytes)
-        .sum();
+    let input_bytes = a.inputs().into_iter().map(engine::file_bytes).sum();
     engine::open_gpu_early(a.engine, input_bytes);
     let fmt = a.input_args.format;
     let la = load_matrix::<T>(&a.a, fmt, a.symmetrize)?;

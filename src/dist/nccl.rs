@@ -186,13 +186,18 @@ impl NcclComm<'_> {
         out: &mut Vec<u32>,
     ) -> Result<bool> {
         let received: usize = recv_counts.iter().sum();
+        // Every rank learns the largest exchange first: a small one takes no device memory.
+        let mut words = [send.len().max(received) as u64];
+        self.mpi.max_u64(&mut words);
+        if words[0] < self.min_words {
+            return Ok(false);
+        }
+        // Then whether any rank lacks room (or failed) for it.
         let bufs = self.link.buffers(send.len(), received);
-        let words = send.len().max(received) as u64;
-        // Every rank learns whether any lacks room (or failed) and the largest exchange.
-        let mut flags = [u64::from(!matches!(bufs, Ok(Some(_)))), words];
-        self.mpi.max_u64(&mut flags);
+        let mut short = [u64::from(!matches!(bufs, Ok(Some(_))))];
+        self.mpi.max_u64(&mut short);
         let mut bufs = match bufs? {
-            Some(b) if flags[0] == 0 && flags[1] >= self.min_words => b,
+            Some(b) if short[0] == 0 => b,
             _ => return Ok(false),
         };
         self.link

@@ -276,19 +276,7 @@ impl Received {
     /// [`Received::lay_block`], and the rows of `nodes` around it.
     fn into_operand<T: Scalar>(self, nodes: &[u32], m: &Csr<T>, first: usize) -> Csr<T> {
         let n = m.ncols();
-        let end = first + m.nrows();
-        let mut row_ptr = Vec::with_capacity(n + 1);
-        row_ptr.push(0u64);
-        let (mut total, mut next) = (0u64, 0usize);
-        for k in 0..n {
-            if (first..end).contains(&k) {
-                total += m.row_len(k - first) as u64;
-            } else if nodes.get(next) == Some(&(k as u32)) {
-                total += u64::from(self.lens[next]);
-                next += 1;
-            }
-            row_ptr.push(total);
-        }
+        let row_ptr = operand_offsets(m, first, nodes, |i| u64::from(self.lens[i]));
         let vals = crate::dist::words::into_values(self.words);
         Csr::from_parts_unchecked(n, n, row_ptr, self.cols, vals)
     }
@@ -380,25 +368,38 @@ pub fn operand<T: Scalar>(m: &Csr<T>, first: usize, got: Fetched<T>) -> Cow<'_, 
     if got.nodes.is_empty() && first == 0 && m.nrows() == n {
         return Cow::Borrowed(m);
     }
-    let end = first + m.nrows();
-    let mut row_ptr = Vec::with_capacity(n + 1);
-    row_ptr.push(0u64);
-    let (mut total, mut next) = (0u64, 0usize);
-    for k in 0..n {
-        if (first..end).contains(&k) {
-            total += m.row_len(k - first) as u64;
-        } else if got.nodes.get(next) == Some(&(k as u32)) {
-            total += got.ptr[next + 1] - got.ptr[next];
-            next += 1;
-        }
-        row_ptr.push(total);
-    }
+    let row_ptr = operand_offsets(m, first, &got.nodes, |i| got.ptr[i + 1] - got.ptr[i]);
     // The fetched rows before the block, then the block, then the fetched rows after it.
     let split = got.nodes.partition_point(|&k| (k as usize) < first);
     let at = got.ptr[split] as usize;
     let cols = around(&got.cols, at, m.col_idx());
     let vals = around(&got.vals, at, m.values());
     Cow::Owned(Csr::from_parts_unchecked(n, n, row_ptr, cols, vals))
+}
+
+/// The row offsets of an operand: `Mᵀ`'s rows by global node, the block `m` (row 0 is node
+/// `first`) at its nodes, the fetched `nodes` (increasing) at theirs with `len(i)` entries for
+/// the `i`-th, every other row empty.
+fn operand_offsets<T: Scalar>(
+    m: &Csr<T>,
+    first: usize,
+    nodes: &[u32],
+    len: impl Fn(usize) -> u64,
+) -> Vec<u64> {
+    let (n, end) = (m.ncols(), first + m.nrows());
+    let mut row_ptr = Vec::with_capacity(n + 1);
+    row_ptr.push(0u64);
+    let (mut total, mut next) = (0u64, 0usize);
+    for k in 0..n {
+        if (first..end).contains(&k) {
+            total += m.row_len(k - first) as u64;
+        } else if nodes.get(next) == Some(&(k as u32)) {
+            total += len(next);
+            next += 1;
+        }
+        row_ptr.push(total);
+    }
+    row_ptr
 }
 
 /// `v` with `middle` put in at `at`, copied in parallel into an array of the final size.
