@@ -114,6 +114,92 @@ __device__ __forceinline__ void window_entries(const u64* b_ptr, const u32* b_co
                           DENSE_UNROLL * WARP, c0, c1, visit);
 }
 
+// The first j in [lo, hi) with col[j] >= c (hi when none; col sorted): one lane's binary search.
+__device__ __forceinline__ u64 lane_first_at_least(const u32* col, u64 lo, u64 hi, u64 c) {
+    while (lo < hi) {
+        const u64 mid = lo + ((hi - lo) >> 1);
+        if (col[mid] < c) lo = mid + 1; else hi = mid;
+    }
+    return lo;
+}
+
+// Lanes' B rows whose first WARP entries in a window a warp reads at once: each is two loads in
+// flight a lane; more than two rows spill registers under the kernels' 64-register bound.
+#ifndef PROBE
+#define PROBE 2
+#endif
+
+// row_entries' first pass over A's entries [a0, a1) for narrow windows: warp w takes entries w,
+// w + nwarps, ..., WARP of them at a time, one a lane, and reads the first WARP entries in the
+// window of PROBE of its lanes' B rows at once, columns and values together, every load in
+// flight before any is used (one A entry at a time, a warp waited on a chain of loads per
+// entry: its end's search, then the walk). A B row with more entries in the window than that
+// (every probed entry inside, more behind them) gets its end from a warp search and goes to
+// take(offset, row start, j0, j1, a); the others' products go to visit. Keeps the cursors.
+template <typename T, bool VALUES, typename Take, typename Visit>
+__device__ __forceinline__ void entries_probed(const u32* a_col, const T* a_val, u64 a0, u64 a1,
+                                               const u64* b_ptr, const u32* b_col,
+                                               const T* b_val, u64 c0, u64 c1, u64 ncols,
+                                               bool resume, Cursors cur, Take take, Visit visit) {
+    const u32 lane = threadIdx.x & (WARP - 1), warp = threadIdx.x / WARP;
+    const u32 nwarps = blockDim.x / WARP;
+    for (u64 g = 0; a0 + warp + g * nwarps < a1; g += WARP) {
+        const u64 e = a0 + warp + (g + lane) * nwarps;
+        const bool mine = e < a1;
+        const bool kept = e - a0 < DENSE_CURSORS;
+        u64 rb = 0, re = 0, j0 = 0;
+        T av = (T)0;
+        if (mine) {
+            const u32 k = a_col[e];
+            rb = b_ptr[k];
+            re = b_ptr[k + 1];
+            j0 = c0 == 0          ? rb
+                 : resume && kept ? rb + cur.pos[e - a0]
+                                  : lane_first_at_least(b_col, rb, re, c0);
+            if (VALUES) av = a_val[e];
+        }
+        u64 j1 = j0;    // the end of this lane's entries in the window, once known
+        u32 longs = 0;  // lanes whose rows are too long to probe
+        for (u32 s = 0; s < WARP && a0 + warp + (g + s) * nwarps < a1; s += PROBE) {
+            u32 c[PROBE];
+            T v[PROBE];
+            bool in[PROBE];
+            #pragma unroll
+            for (u32 u = 0; u < PROBE; ++u) {
+                const u64 j = __shfl_sync(0xffffffffu, j0, s + u) + lane;
+                in[u] = j < __shfl_sync(0xffffffffu, re, s + u);
+                c[u] = in[u] ? b_col[j] : 0;
+                v[u] = VALUES && in[u] ? b_val[j] : (T)0;
+            }
+            #pragma unroll
+            for (u32 u = 0; u < PROBE; ++u) {
+                in[u] = in[u] && c[u] < c1;
+                const u32 m = __ballot_sync(0xffffffffu, in[u]);
+                const u64 start = __shfl_sync(0xffffffffu, j0, s + u);
+                if (m == 0xffffffffu && start + WARP < __shfl_sync(0xffffffffu, re, s + u)) {
+                    longs |= 1u << (s + u);
+                    in[u] = false;
+                }
+                if (lane == s + u) j1 = start + __popc(m);
+                const T a = VALUES ? __shfl_sync(0xffffffffu, av, s + u) : (T)0;
+                if (in[u]) visit(a, c[u] - (u32)c0, v[u]);
+            }
+        }
+        while (longs != 0) {  // uniform
+            const u32 l = __ffs(longs) - 1;
+            longs &= longs - 1;
+            const u64 start = __shfl_sync(0xffffffffu, j0, l);
+            const u64 end = __shfl_sync(0xffffffffu, re, l);
+            const u64 row = __shfl_sync(0xffffffffu, rb, l);
+            const T a = VALUES ? __shfl_sync(0xffffffffu, av, l) : (T)0;
+            const u64 stop = c1 >= ncols ? end : warp_window_end(b_col, start + WARP, end, c1, lane);
+            if (lane == l) j1 = stop;
+            take(warp + (g + l) * nwarps, row, start, stop, a);
+        }
+        if (mine && kept) cur.pos[e - a0] = (u32)(j1 - rb);
+    }
+}
+
 // B rows longer than this many entries (within the window) are listed and shared out.
 #define LISTED_B_ROW WARP
 // Most B rows a block lists at a time; a warp walks the others itself.
@@ -129,10 +215,12 @@ __device__ __forceinline__ void window_entries(const u64* b_ptr, const u32* b_co
 // the pieces dealt to the warps: in a power-law B a few hub rows hold most products, and a warp
 // walking a hub alone kept the rest of its block waiting at the next barrier. Each B row's
 // entries in the window are found once, not per piece: the start from the row's cursor when
-// the last walk ended at c0 (else a warp search), the end by a warp search from the start, kept
-// as the next walk's start. Starts and ends with the block in step (every thread must call).
-// `list`: ROW_LIST_WORDS words of shared memory.
-template <typename T, bool VALUES, typename Visit>
+// the last walk ended at c0 (else a search), the end by a warp search from the start, kept as
+// the next walk's start. PROBED: for a row made in many narrow windows, where most B rows have
+// only a few entries in each, a warp finds the ends and walks the short rows of PROBE A entries
+// at once (entries_probed) instead of one at a time. Starts and ends with the block in step
+// (every thread must call). `list`: ROW_LIST_WORDS words of shared memory.
+template <typename T, bool VALUES, bool PROBED = false, typename Visit>
 __device__ void row_entries(const u32* a_col, const T* a_val, u64 a0, u64 a1, const u64* b_ptr,
                             const u32* b_col, const T* b_val, u64 c0, u64 c1, u64 ncols,
                             u32* list, Cursors cur, Visit visit) {
@@ -144,37 +232,47 @@ __device__ void row_entries(const u32* a_col, const T* a_val, u64 a0, u64 a1, co
     const u32 lane = threadIdx.x & (WARP - 1), warp = threadIdx.x / WARP;
     const u32 nwarps = blockDim.x / WARP;
     const u64 piece = DENSE_UNROLL * WARP;
-    __syncthreads();
-    if (threadIdx.x == 0) nlisted = 0;
-    const bool resume = *cur.at == c0;
-    __syncthreads();
-    for (u64 e = a0 + warp; e < a1; e += nwarps) {
-        const u32 k = a_col[e];
-        const u64 rb = b_ptr[k], re = b_ptr[k + 1];
-        const bool kept = e - a0 < DENSE_CURSORS;
-        const u64 j0 = c0 == 0          ? rb
-                       : resume && kept ? rb + cur.pos[e - a0]
-                                        : warp_first_at_least(b_col, rb, re, c0, lane);
-        const u64 j1 = c1 >= ncols ? re : warp_window_end(b_col, j0, re, c1, lane);
-        __syncwarp();  // every lane has read the cursor before lane 0 moves it
-        if (kept && lane == 0) cur.pos[e - a0] = (u32)(j1 - rb);
+    // B row [j0, j1) of A entry a0 + at (its row starting at rb) listed for the block to share
+    // out, or walked by the warp when the row is short or the list full. Every lane of the warp
+    // must call, with the same arguments.
+    auto take = [&](u64 at, u64 rb, u64 j0, u64 j1, T av) {
         if (j1 - j0 > LISTED_B_ROW) {
             u32 slot = 0;
             if (lane == 0) slot = atomicAdd(&nlisted, 1u);
             slot = __shfl_sync(0xffffffffu, slot, 0);
             if (slot < ROW_LIST) {
                 if (lane == 0) {
-                    listed[slot] = (u32)(e - a0);
+                    listed[slot] = (u32)at;
                     pieces[slot] = (u32)((j1 - j0 + piece - 1) / piece);
                     first[slot] = (u32)(j0 - rb);
                     span[slot] = (u32)(j1 - j0);
                 }
-                continue;
+                return;
             }
         }
-        const T av = VALUES ? a_val[e] : (T)0;
         walk_b_row<T, VALUES>(b_col, b_val, j0 + lane, j1, piece, c0, c1,
-                              [&](u32 at, T bv) { visit(av, at, bv); });
+                              [&](u32 c, T bv) { visit(av, c, bv); });
+    };
+    __syncthreads();
+    if (threadIdx.x == 0) nlisted = 0;
+    const bool resume = *cur.at == c0;
+    __syncthreads();
+    if constexpr (PROBED) {
+        entries_probed<T, VALUES>(a_col, a_val, a0, a1, b_ptr, b_col, b_val, c0, c1, ncols,
+                                  resume, cur, take, visit);
+    } else {
+        for (u64 e = a0 + warp; e < a1; e += nwarps) {
+            const u32 k = a_col[e];
+            const u64 rb = b_ptr[k], re = b_ptr[k + 1];
+            const bool kept = e - a0 < DENSE_CURSORS;
+            const u64 j0 = c0 == 0          ? rb
+                           : resume && kept ? rb + cur.pos[e - a0]
+                                            : warp_first_at_least(b_col, rb, re, c0, lane);
+            const u64 j1 = c1 >= ncols ? re : warp_window_end(b_col, j0, re, c1, lane);
+            __syncwarp();  // every lane has read the cursor before lane 0 moves it
+            if (kept && lane == 0) cur.pos[e - a0] = (u32)(j1 - rb);
+            take(e - a0, rb, j0, j1, VALUES ? a_val[e] : (T)0);
+        }
     }
     __syncthreads();
     // Every thread has read *cur.at; the next walk's first barrier orders this write.

@@ -141,6 +141,8 @@ __device__ void mcl_wide_prune(const u64* a_ptr, const u32* a_col, const T* a_va
     const Cursors cur = {(u32*)smem, &walked};
     u32* list = (u32*)(smem + DENSE_CURSOR_BYTES);
     u64* sums = (u64*)(smem + MCL_WIDE_HEAD_BYTES);
+    const u32 lane = threadIdx.x & (WARP - 1), warp = threadIdx.x / WARP;
+    const u32 nwarps = blockDim.x / WARP;
     u32* my_col = scratch_col + (u64)blockIdx.x * ncols;
     T* my_val = scratch_val + (u64)blockIdx.x * ncols;
     for (u64 i = blockIdx.x; i < nrows; i += gridDim.x) {
@@ -153,20 +155,33 @@ __device__ void mcl_wide_prune(const u64* a_ptr, const u32* a_col, const T* a_va
             const u32 span = (u32)(c0 + window < ncols ? window : ncols - c0);
             for (u32 c = threadIdx.x; c < span; c += blockDim.x) sums[c] = 0;
             // row_entries starts and ends with barriers.
-            row_entries<T, true>(a_col, a_val, a0, a1, b_ptr, b_col, b_val, c0, c0 + span, ncols,
-                                 list, cur, [&](T av, u32 at, T bv) {
-                                     QuantaSum<T>::add(&sums[at], product_rn(av, bv));
-                                 });
-            for (u32 c_base = 0; c_base < span; c_base += blockDim.x) {
-                const u32 c = c_base + threadIdx.x;
-                const u64 q = c < span ? sums[c] : 0;
-                const u64 at = block_exclusive_scan_u64(q != 0 ? 1 : 0, stmp, &total);
+            row_entries<T, true, true>(a_col, a_val, a0, a1, b_ptr, b_col, b_val, c0, c0 + span,
+                                       ncols, list, cur, [&](T av, u32 at, T bv) {
+                                           QuantaSum<T>::add(&sums[at], product_rn(av, bv));
+                                       });
+            // The window's entries appended in column order: each warp counts a contiguous
+            // stretch of the window, and one scan of the warps' counts places them (a scan of
+            // the block per blockDim columns kept the block at its barriers).
+            const u32 stretch = ((span + nwarps - 1) / nwarps + WARP - 1) / WARP * WARP;
+            const u32 lo = warp * stretch < span ? warp * stretch : span;
+            const u32 hi = lo + stretch < span ? lo + stretch : span;
+            u32 count = 0;
+            for (u32 c = lo + lane; c - lane < hi; c += WARP)
+                count += __popc(__ballot_sync(0xffffffffu, c < hi && sums[c] != 0));
+            u64 at = block_exclusive_scan_u64(lane == 0 ? count : 0, stmp, &total);
+            at = filled + __shfl_sync(0xffffffffu, at, 0);
+            for (u32 c = lo + lane; c - lane < hi; c += WARP) {
+                const u64 q = c < hi ? sums[c] : 0;
+                const u32 m = __ballot_sync(0xffffffffu, q != 0);
                 if (q != 0) {
-                    my_col[filled + at] = (u32)(c0 + c);
-                    my_val[filled + at] = QuantaSum<T>::value(q);
+                    const u64 k = at + __popc(m & ((1u << lane) - 1));
+                    my_col[k] = (u32)(c0 + c);
+                    my_val[k] = QuantaSum<T>::value(q);
                 }
-                filled += total;
+                at += __popc(m);
             }
+            filled += total;
+            __syncthreads();  // every warp has read its stretch before the next window's zeros
         }
         __syncthreads();  // the scratch row is written
         const ColumnPlan<T> plan = plan_column<T>(my_val, filled, ValueBits<T>::value(1), cutoff,
