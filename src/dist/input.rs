@@ -8,7 +8,7 @@
 //! counts). The pairs are grouped by owner in parallel, with the result of one pass in order.
 
 use super::labels::LabelShare;
-use super::owners::PairSource;
+use super::owners::RecordSource;
 use super::{agree, Blocks, Comm, MAX_MESSAGE};
 use crate::error::Result;
 use crate::io::Format;
@@ -112,16 +112,16 @@ fn by_owner(edges: &[(u32, u32)], blocks: &Blocks) -> (Vec<u32>, Vec<usize>) {
 /// Every edge but a self loop, as its two directed pairs.
 struct BothWays<'a>(&'a [(u32, u32)]);
 
-impl PairSource for BothWays<'_> {
+impl RecordSource<2> for BothWays<'_> {
     fn items(&self) -> usize {
         self.0.len()
     }
 
-    fn pairs(&self, range: std::ops::Range<usize>, mut out: impl FnMut(u32, u32)) {
+    fn records(&self, range: std::ops::Range<usize>, mut out: impl FnMut([u32; 2])) {
         for &(u, v) in &self.0[range] {
             if u != v {
-                out(u, v);
-                out(v, u);
+                out([u, v]);
+                out([v, u]);
             }
         }
     }

@@ -1,25 +1,29 @@
-//! Directed pairs grouped by the rank that owns their first vertex, made in parallel: what an
-//! exchange of edges across ranks sends. The input is cut into chunks; each chunk counts its
-//! pairs per owner, and then writes them at its own places, so each owner's pairs come in the
-//! order the input makes them, as one pass in order gives them.
+//! Records (directed pairs, or pairs with a weight) grouped by the rank that owns their first
+//! vertex, made in parallel: what an exchange of edges across ranks sends. The input is cut into
+//! chunks; each chunk counts its records per owner, and then writes them at its own places, so
+//! each owner's records come in the order the input makes them, as one pass in order gives them.
 
 use super::Blocks;
 use crate::mem::SharedSlice;
 use rayon::prelude::*;
 use std::ops::Range;
 
-/// Numbered items that make directed pairs `(a, b)`, the same pairs every time they are asked.
-pub(crate) trait PairSource: Sync {
+/// Numbered items that make records of `W` words whose first word is a vertex (a directed pair
+/// `[a, b]`, or a pair and its weight's bits), the same records every time they are asked.
+pub(crate) trait RecordSource<const W: usize>: Sync {
     /// The number of items.
     fn items(&self) -> usize;
-    /// Calls `out(a, b)` for each pair the items `range` make, in order.
-    fn pairs(&self, range: Range<usize>, out: impl FnMut(u32, u32));
+    /// Calls `out(record)` for each record the items `range` make, in order.
+    fn records(&self, range: Range<usize>, out: impl FnMut([u32; W]));
 }
 
-/// The pairs of `source`, grouped by the owner of `a` in `blocks` and flattened
-/// (`a, b, a, b, ...`), in the order the items make them within each owner, with the number of
-/// u32s for each owner.
-pub(crate) fn by_owner(source: &impl PairSource, blocks: &Blocks) -> (Vec<u32>, Vec<usize>) {
+/// The records of `source`, grouped by the owner of their first word's vertex in `blocks` and
+/// flattened, in the order the items make them within each owner, with the number of u32s for
+/// each owner.
+pub(crate) fn by_owner<const W: usize>(
+    source: &impl RecordSource<W>,
+    blocks: &Blocks,
+) -> (Vec<u32>, Vec<usize>) {
     let parts = blocks.parts;
     let items = source.items();
     let chunk = items
@@ -33,7 +37,7 @@ pub(crate) fn by_owner(source: &impl PairSource, blocks: &Blocks) -> (Vec<u32>, 
         .par_iter()
         .map(|r| {
             let mut c = vec![0usize; parts];
-            source.pairs(r.clone(), |a, _| c[blocks.owner(a as usize)] += 2);
+            source.records(r.clone(), |x| c[blocks.owner(x[0] as usize)] += W);
             c
         })
         .collect();
@@ -55,19 +59,21 @@ pub(crate) fn by_owner(source: &impl PairSource, blocks: &Blocks) -> (Vec<u32>, 
         .zip(counts)
         .for_each(|((r, mut at), count)| {
             let ends: Vec<usize> = at.iter().zip(&count).map(|(s, c)| s + c).collect();
-            source.pairs(r, |a, b| {
-                let o = blocks.owner(a as usize);
-                // A source that made more pairs than it counted would write into another
+            source.records(r, |x| {
+                let o = blocks.owner(x[0] as usize);
+                // A source that made more records than it counted would write into another
                 // chunk's places.
-                assert!(at[o] < ends[o], "a pair source changed between its passes");
-                // SAFETY: the places `starts..ends` of each owner are this chunk's alone.
-                unsafe {
-                    out.write(at[o], a);
-                    out.write(at[o] + 1, b);
+                assert!(
+                    at[o] < ends[o],
+                    "a record source changed between its passes"
+                );
+                for (k, &w) in x.iter().enumerate() {
+                    // SAFETY: the places `starts..ends` of each owner are this chunk's alone.
+                    unsafe { out.write(at[o] + k, w) };
                 }
-                at[o] += 2;
+                at[o] += W;
             });
-            assert!(at == ends, "a pair source changed between its passes");
+            assert!(at == ends, "a record source changed between its passes");
         });
     // SAFETY: every chunk wrote all its places (checked above), and the places cover `0..len`.
     unsafe { send.set_len(len) };
@@ -81,15 +87,15 @@ mod tests {
     /// Every edge but a loop, both ways.
     struct Both<'a>(&'a [(u32, u32)]);
 
-    impl PairSource for Both<'_> {
+    impl RecordSource<2> for Both<'_> {
         fn items(&self) -> usize {
             self.0.len()
         }
-        fn pairs(&self, range: Range<usize>, mut out: impl FnMut(u32, u32)) {
+        fn records(&self, range: Range<usize>, mut out: impl FnMut([u32; 2])) {
             for &(u, v) in &self.0[range] {
                 if u != v {
-                    out(u, v);
-                    out(v, u);
+                    out([u, v]);
+                    out([v, u]);
                 }
             }
         }

@@ -18,7 +18,7 @@
 //! has its mirror. The exchange runs in rounds of at most `stage_edges` pairs per rank.
 
 use super::input::RowBlock;
-use super::owners::{by_owner, PairSource};
+use super::owners::{by_owner, RecordSource};
 use super::{agree, Blocks, Comm, MAX_MESSAGE};
 use crate::error::Result;
 use crate::io::npz::{crc_pieces_match, CrcPiece};
@@ -246,12 +246,12 @@ struct Below<'a> {
     items: usize,
 }
 
-impl PairSource for Below<'_> {
+impl RecordSource<2> for Below<'_> {
     fn items(&self) -> usize {
         self.items
     }
 
-    fn pairs(&self, range: Range<usize>, mut out: impl FnMut(u32, u32)) {
+    fn records(&self, range: Range<usize>, mut out: impl FnMut([u32; 2])) {
         let (lo, hi) = (self.from + range.start as u64, self.from + range.end as u64);
         if lo >= hi {
             return;
@@ -270,7 +270,7 @@ impl PairSource for Below<'_> {
             );
             let i = (self.first + k) as u32;
             for &j in &self.cols[start + from..start + to] {
-                out(j, i);
+                out([j, i]);
             }
             pos = self.at[k] + to as u64;
         }

@@ -2,22 +2,26 @@
 //! one process: only the vertices some edge touches, renumbered in id order; symmetric, the
 //! larger weight kept for a pair given twice (either way round), self loops dropped.
 //!
-//! Each rank reads its part of the file; every edge goes, as a record `(row, column, weight)`,
-//! to the owner of its row in blocks of the file's vertex ids, both ways round (a self loop goes
-//! once, only to mark its vertex as touched). The owner sorts each row as the CSR build does
-//! (by column, ties by value) and keeps the larger of equal columns in that order, so every
-//! value is bitwise the single-process one. One byte per vertex id tells every rank which ids
-//! are touched (a gather of the blocks' flags), from which the compact numbering follows; a
-//! rank's nodes are its block's touched ids, so blocks of nodes stay consecutive.
+//! Each rank reads its part of the file; every edge goes, as a record `(row, column)` and, in a
+//! weighted file, its weight, to the owner of its row in blocks of the file's vertex ids, both
+//! ways round (a self loop goes once, only to mark its vertex as touched); the records are
+//! grouped in parallel ([`super::super::owners`]). The owner builds its rows with the
+//! single-process CSR build ([`Csr::from_edges`]: loops dropped, the larger of equal columns
+//! kept), so every value is bitwise the single-process one. One byte per vertex id tells every
+//! rank which ids are touched (a gather of the blocks' flags), from which the compact numbering
+//! follows; a rank's nodes are its block's touched ids, so blocks of nodes stay consecutive.
 
 use super::super::labels::LabelShare;
+use super::super::owners::{by_owner, RecordSource};
 use super::super::{agree, Blocks, Comm, MAX_MESSAGE};
-use crate::csr::Csr;
+use crate::csr::{BuildOptions, Csr, Duplicates};
+use crate::edges::EdgeList;
 use crate::error::{Error, Result};
 use crate::io::{self, Format};
 use crate::scalar::Scalar;
 use rayon::prelude::*;
 use std::path::Path;
+use std::sync::atomic::{AtomicU8, Ordering};
 
 /// One rank's block of the graph MCL clusters, and what every rank knows of the whole.
 #[derive(Clone, Debug, PartialEq)]
@@ -54,8 +58,9 @@ impl<T: Scalar> GraphBlock<T> {
     }
 }
 
-/// A record: row, column, and the weight's `f64` bits in two words.
-const RECORD: usize = 4;
+/// A weighted record: row, column, and the weight's `f64` bits in two words (an unweighted one
+/// is the row and the column).
+const WEIGHTED: usize = 4;
 
 /// Reads this rank's part of `path` and builds its block of the graph. `stage_edges` bounds the
 /// parsed edges a rank sends in one round. Collective: an error on any rank is every rank's.
@@ -70,29 +75,25 @@ pub fn load_graph<T: Scalar>(
             check_weights::<T>(&l.edges, &l.labels, path)
         })?;
     let el = loaded.edges;
-    let mut n = [el.nrows.max(el.ncols) as u64];
-    comm.max_u64(&mut n);
+    let mut shape = [
+        el.nrows.max(el.ncols) as u64,
+        u64::from(el.weights.is_some()),
+    ];
+    comm.max_u64(&mut shape);
     let blocks = Blocks {
-        n: n[0] as usize,
+        n: shape[0] as usize,
         parts: comm.size(),
     };
-    // Each edge is at most two records.
-    let stage = stage_edges.clamp(1, MAX_MESSAGE / (2 * RECORD));
-    let mut rounds = [el.edges.len().div_ceil(stage) as u64];
-    comm.max_u64(&mut rounds);
-    let mut received: Vec<u32> = Vec::new();
-    for round in 0..rounds[0] as usize {
-        let lo = (round * stage).min(el.edges.len());
-        let hi = (lo + stage).min(el.edges.len());
-        let weights = el.weights.as_ref().map(|w| &w[lo..hi]);
-        let (send, counts) = records_by_owner(&el.edges[lo..hi], weights, &blocks);
-        let (got, _) = comm.all_to_all_u32(&send, &counts);
-        received.extend_from_slice(&got);
-        agree(comm, crate::interrupt::check())?;
-    }
+    let weighted = shape[1] == 1;
+    let received = match weighted {
+        true => exchange::<WEIGHTED>(comm, &el, &blocks, stage_edges)?,
+        false => exchange::<2>(comm, &el, &blocks, stage_edges)?,
+    };
     drop(el);
-    let (rows, touched) = build_rows::<T>(&blocks, comm.rank(), &received);
+    let record = if weighted { WEIGHTED } else { 2 };
+    let (rows, touched) = build_rows::<T>(&blocks, comm.rank(), &received, record);
     drop(received);
+    let rows = agree(comm, rows)?;
     // Every rank learns which ids are touched: one byte per id, gathered in rank order.
     let (flags, _) = comm.all_gather_bytes(&touched);
     let mut new_id = vec![u32::MAX; flags.len()];
@@ -111,20 +112,18 @@ pub fn load_graph<T: Scalar>(
         .collect();
     drop(flags);
     let nodes = ids.len();
-    // The block's touched rows, renumbered (in the same order: the numbering is monotone).
+    // The block's touched rows (an untouched row is empty), renumbered: the numbering is
+    // monotone, so each row stays sorted.
+    let (_, _, old_ptr, mut cols, vals) = rows.into_parts();
     let mut row_ptr = vec![0u64];
-    let mut cols = Vec::new();
-    let mut vals = Vec::new();
-    for (i, row) in rows.iter().enumerate() {
-        if touched[i] == 0 {
-            continue;
-        }
-        for &(c, v) in row {
-            cols.push(new_id[c as usize]);
-            vals.push(v);
-        }
-        row_ptr.push(cols.len() as u64);
-    }
+    row_ptr.extend(
+        (0..touched.len())
+            .filter(|&i| touched[i] != 0)
+            .map(|i| old_ptr[i + 1]),
+    );
+    cols.par_iter_mut()
+        .with_min_len(1 << 14)
+        .for_each(|c| *c = new_id[*c as usize]);
     let local = row_ptr.len() - 1;
     Ok(GraphBlock {
         rank: comm.rank(),
@@ -170,78 +169,165 @@ fn check_weights<T: Scalar>(
     Ok(())
 }
 
-/// The records of `edges` (weights 1 when `None`) grouped by the owner of their row and
-/// flattened, with the number of u32s for each owner: `(u, v)` and `(v, u)`, or `(u, u)` once.
-fn records_by_owner(
-    edges: &[(u32, u32)],
-    weights: Option<&[f64]>,
+/// This rank's records from every rank's edges `el` (records of `W` words: [`WEIGHTED`] or 2),
+/// sent in rounds of at most `stage_edges` edges a rank. Collective.
+fn exchange<const W: usize>(
+    comm: &dyn Comm,
+    el: &EdgeList,
     blocks: &Blocks,
-) -> (Vec<u32>, Vec<usize>) {
-    let mut counts = vec![0usize; blocks.parts];
-    for &(u, v) in edges {
-        counts[blocks.owner(u as usize)] += RECORD;
-        if u != v {
-            counts[blocks.owner(v as usize)] += RECORD;
-        }
-    }
-    let mut at: Vec<usize> = counts
-        .iter()
-        .scan(0, |s, &c| {
-            let start = *s;
-            *s += c;
-            Some(start)
-        })
-        .collect();
-    let mut send = vec![0u32; counts.iter().sum()];
-    for (k, &(u, v)) in edges.iter().enumerate() {
-        let bits = weights.map_or(1.0, |w| w[k]).to_bits();
-        let mut put = |a: u32, b: u32| {
-            let o = blocks.owner(a as usize);
-            send[at[o]..at[o] + RECORD].copy_from_slice(&[a, b, bits as u32, (bits >> 32) as u32]);
-            at[o] += RECORD;
+    stage_edges: usize,
+) -> Result<Vec<u32>> {
+    // Each edge is at most two records.
+    let stage = stage_edges.clamp(1, MAX_MESSAGE / (2 * W));
+    let mut rounds = [el.edges.len().div_ceil(stage) as u64];
+    comm.max_u64(&mut rounds);
+    let mut received: Vec<u32> = Vec::new();
+    for round in 0..rounds[0] as usize {
+        let lo = (round * stage).min(el.edges.len());
+        let hi = (lo + stage).min(el.edges.len());
+        let source = Records {
+            edges: &el.edges[lo..hi],
+            weights: el.weights.as_ref().map(|w| &w[lo..hi]),
         };
-        put(u, v);
-        if u != v {
-            put(v, u);
-        }
+        let (send, counts) = by_owner::<W>(&source, blocks);
+        comm.all_to_all_append(&send, &counts, &mut received);
+        agree(comm, crate::interrupt::check())?;
     }
-    (send, counts)
+    Ok(received)
 }
 
-/// The block's rows from the records it received: each row's entries sorted by column (ties by
-/// value) and equal columns combined by the larger value in that order, self loops dropped;
-/// and one flag byte per row of the block, set when some record named it.
-#[allow(clippy::type_complexity)]
+/// Edges as the records their rows' owners take: `(u, v)` and `(v, u)`, or `(u, u)` once, each
+/// followed by the edge's weight bits (1 when `weights` is `None`) in a record of
+/// [`WEIGHTED`] words.
+struct Records<'a> {
+    edges: &'a [(u32, u32)],
+    weights: Option<&'a [f64]>,
+}
+
+impl<const W: usize> RecordSource<W> for Records<'_> {
+    fn items(&self) -> usize {
+        self.edges.len()
+    }
+
+    fn records(&self, range: std::ops::Range<usize>, mut out: impl FnMut([u32; W])) {
+        for k in range {
+            let (u, v) = self.edges[k];
+            let bits = self.weights.map_or(1.0, |w| w[k]).to_bits();
+            let mut record = [0u32; W];
+            let mut put = |a: u32, b: u32| {
+                record[0] = a;
+                record[1] = b;
+                if W == WEIGHTED {
+                    record[2] = bits as u32;
+                    record[3] = (bits >> 32) as u32;
+                }
+                out(record);
+            };
+            put(u, v);
+            if u != v {
+                put(v, u);
+            }
+        }
+    }
+}
+
+/// The block's rows from the records it received (of `record` words each), built as the single
+/// process builds the graph: each row sorted by column, equal columns combined by the larger
+/// value, self loops dropped; and one flag byte per row of the block, set when some record named
+/// it. The columns are the file's vertex ids.
 fn build_rows<T: Scalar>(
     blocks: &Blocks,
     rank: usize,
     records: &[u32],
-) -> (Vec<Vec<(u32, T)>>, Vec<u8>) {
-    let first = blocks.start(rank);
+    record: usize,
+) -> (Result<Csr<T>>, Vec<u8>) {
+    let first = blocks.start(rank) as u32;
     let len = blocks.range(rank).len();
-    let mut touched = vec![0u8; len];
-    let mut rows: Vec<Vec<(u32, T)>> = vec![Vec::new(); len];
-    for r in records.chunks_exact(RECORD) {
-        let (u, v) = (r[0], r[1]);
-        let i = u as usize - first;
-        touched[i] = 1;
-        if u != v {
-            let w = f64::from_bits(u64::from(r[2]) | (u64::from(r[3]) << 32));
-            rows[i].push((v, T::from_f64(w)));
-        }
-    }
-    rows.par_iter_mut().with_min_len(256).for_each(|row| {
-        row.sort_unstable_by(|a, b| a.0.cmp(&b.0).then_with(|| a.1.total_cmp(&b.1)));
-        let mut w = 0;
-        for r in 1..row.len() {
-            if row[r].0 == row[w].0 {
-                row[w].1 = row[w].1.max_of(row[r].1);
-            } else {
-                w += 1;
-                row[w] = row[r];
+    let touched: Vec<AtomicU8> = (0..len).map(|_| AtomicU8::new(0)).collect();
+    // Rows numbered within the block: a loop is dropped here, where row and column are both
+    // the file's ids.
+    let entries = records
+        .par_chunks_exact(record)
+        .with_min_len(1 << 14)
+        .filter_map(|r| {
+            touched[(r[0] - first) as usize].store(1, Ordering::Relaxed);
+            (r[0] != r[1]).then(|| {
+                let w = match record == WEIGHTED {
+                    true => f64::from_bits(u64::from(r[2]) | (u64::from(r[3]) << 32)),
+                    false => 1.0,
+                };
+                ((r[0] - first, r[1]), w)
+            })
+        });
+    let (edges, weights): (Vec<(u32, u32)>, Vec<f64>) = entries.unzip();
+    let el = EdgeList {
+        nrows: len,
+        ncols: blocks.n,
+        edges,
+        weights: (record == WEIGHTED).then_some(weights),
+    };
+    let rows = Csr::from_edges(
+        &el,
+        &BuildOptions {
+            symmetrize: false,
+            drop_self_loops: false,
+            duplicates: Duplicates::Max,
+        },
+    );
+    (
+        rows,
+        touched.into_iter().map(AtomicU8::into_inner).collect(),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::dist::threads::on_ranks;
+    use crate::generate::rng::SplitMix64;
+
+    /// Every rank's rows are the single-process graph's rows of its nodes, bit for bit, on any
+    /// number of ranks and rounds: loops (dropped, their vertices kept), edges given twice either
+    /// way round (the larger weight kept), hubs.
+    #[test]
+    fn blocks_hold_the_single_process_rows() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut rng = SplitMix64::new(7);
+        let (mut el, mut wel) = (String::new(), String::new());
+        for _ in 0..3000 {
+            let r = rng.next_u64();
+            // Low ids more often: hubs, and rows on every rank.
+            let u = (r % 400) as u32 >> ((r >> 40) % 4);
+            let v = ((r >> 16) % 400) as u32;
+            let w = ((r >> 32) % 1000) as f64 / 7.0;
+            el.push_str(&format!("{u} {v}\n"));
+            wel.push_str(&format!("{u} {v} {w}\n"));
+            if r % 5 == 0 {
+                el.push_str(&format!("{v} {u}\n{u} {u}\n"));
+                wel.push_str(&format!("{v} {u} {}\n", w + 1.0));
             }
         }
-        row.truncate((w + 1).min(row.len()));
-    });
-    (rows, touched)
+        for (name, text) in [("g.el", el), ("g.wel", wel)] {
+            let path = dir.path().join(name);
+            std::fs::write(&path, text).unwrap();
+            let whole = crate::io::load(&path, None).unwrap().edges;
+            let (g, ids) = crate::mcl::graph_from_edges::<f32>(&whole).unwrap();
+            for ranks in [1, 2, 3] {
+                for stage in [1 << 20, 97] {
+                    for b in on_ranks(ranks, |c| load_graph::<f32>(c, &path, None, stage).unwrap())
+                    {
+                        assert_eq!(b.ids, ids, "{name} on {ranks} ranks");
+                        assert_eq!(b.nodes(), g.nrows());
+                        for (i, node) in b.range().enumerate() {
+                            assert_eq!(
+                                b.rows.row(i),
+                                g.row(node),
+                                "{name}, {ranks} ranks, rounds of {stage}: node {node}"
+                            );
+                        }
+                    }
+                }
+            }
+        }
+    }
 }
