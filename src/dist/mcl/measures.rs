@@ -21,25 +21,24 @@ pub fn cluster_info<T: Scalar>(
 ) -> Result<ClusterInfo> {
     let first = graph.first();
     let mine = first..first + graph.rows.nrows();
-    // Who is in which cluster (nodes may be in several), for the test of a member's neighbours.
-    let mut member: Vec<(u32, u32)> = clusters
-        .iter()
-        .enumerate()
-        .flat_map(|(c, m)| m.iter().map(move |&v| (v, c as u32)))
-        .collect();
-    member.sort_unstable();
+    // The cluster whose members are marked (nodes may be in several, so each cluster marks its
+    // members again before its own members' terms), as the single process tests a neighbour.
+    let mut mark = vec![u32::MAX; graph.nodes()];
     let mut words = Vec::new();
     for (c, members) in clusters.iter().enumerate() {
+        for &u in members {
+            mark[u as usize] = c as u32;
+        }
         for &v in members.iter().filter(|&&v| mine.contains(&(v as usize))) {
             let (cols, vals) = graph.rows.row(v as usize - first);
-            let inside = |u: u32| member.binary_search(&(u, c as u32)).is_ok();
+            let inside = |u: u32| mark[u as usize] == c as u32;
             encode(
                 &measures::member_terms(cols, vals, members.len(), inside),
                 &mut words,
             );
         }
     }
-    drop(member);
+    drop(mark);
     let too_large = (words.len() > MAX_MESSAGE).then(|| {
         Error::Invalid(format!(
             "the measures of {} memberships are more than one message carries",
