@@ -9,7 +9,7 @@
 
 use super::labels::LabelShare;
 use super::owners::RecordSource;
-use super::{agree, Blocks, Comm, MAX_MESSAGE};
+use super::{in_rounds, Blocks, Comm, MAX_MESSAGE};
 use crate::error::Result;
 use crate::io::Format;
 use rayon::prelude::*;
@@ -85,17 +85,11 @@ pub(crate) fn parsed_row_block(
     let edges = loaded.edges.edges;
     // Each edge becomes two directed pairs, of two u32s each.
     let stage = stage_edges.clamp(1, MAX_MESSAGE / 4);
-    let mut rounds = [edges.len().div_ceil(stage) as u64];
-    comm.max_u64(&mut rounds);
     let mut received: Vec<u32> = Vec::new();
-    for round in 0..rounds[0] as usize {
-        let lo = (round * stage).min(edges.len());
-        let hi = (lo + stage).min(edges.len());
-        let (send, counts) = by_owner(&edges[lo..hi], &blocks);
-        let (got, _) = comm.all_to_all_u32(&send, &counts);
-        received.extend_from_slice(&got);
-        agree(comm, crate::interrupt::check())?;
-    }
+    in_rounds(comm, edges.len(), stage, |r| {
+        let (send, counts) = by_owner(&edges[r], &blocks);
+        comm.all_to_all_append(&send, &counts, &mut received);
+    })?;
     drop(edges);
     Ok(RowBlock {
         labels,

@@ -9,7 +9,7 @@
 //! buffers stay bounded (and every message below MPI's 32-bit counts).
 
 use super::labels::LabelShare;
-use super::{agree, Blocks, Comm, MAX_MESSAGE};
+use super::{agree, in_rounds, Blocks, Comm, MAX_MESSAGE};
 use crate::csr::{BuildOptions, Csr, Duplicates};
 use crate::edges::EdgeList;
 use crate::error::{Error, Result};
@@ -152,17 +152,11 @@ pub(crate) fn block_of_parts<T: Scalar>(
     // twice when symmetrizing.
     let words = 2 + 2 * usize::from(weighted);
     let stage = stage_edges.clamp(1, MAX_MESSAGE / (2 * words));
-    let mut rounds = [el.edges.len().div_ceil(stage) as u64];
-    comm.max_u64(&mut rounds);
     let mut received: Vec<u32> = Vec::new();
-    for round in 0..rounds[0] as usize {
-        let lo = (round * stage).min(el.edges.len());
-        let hi = (lo + stage).min(el.edges.len());
-        let (send, counts) = by_owner(&el, lo..hi, &blocks, symmetrize, weighted);
-        let (got, _) = comm.all_to_all_u32(&send, &counts);
-        received.extend_from_slice(&got);
-        agree(comm, crate::interrupt::check())?;
-    }
+    in_rounds(comm, el.edges.len(), stage, |r| {
+        let (send, counts) = by_owner(&el, r, &blocks, symmetrize, weighted);
+        comm.all_to_all_append(&send, &counts, &mut received);
+    })?;
     drop(el);
     let rows =
         build_rows::<T>(&blocks, comm.rank(), ncols, &received, weighted).map_err(|e| match e {

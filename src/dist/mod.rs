@@ -171,6 +171,28 @@ impl Comm for SelfComm {
     }
 }
 
+/// Runs `round` over `0..items` in consecutive ranges of at most `stage` items (at least one),
+/// as many rounds on every rank as the rank with the most needs (a rank out of items gets empty
+/// ranges), each round followed by the ranks' agreement on an interrupt: the skeleton of an
+/// exchange whose messages are bounded. `round` must run the same collectives on every rank.
+/// Collective.
+pub(crate) fn in_rounds(
+    comm: &dyn Comm,
+    items: usize,
+    stage: usize,
+    mut round: impl FnMut(Range<usize>),
+) -> Result<()> {
+    let stage = stage.max(1);
+    let mut rounds = [items.div_ceil(stage) as u64];
+    comm.max_u64(&mut rounds);
+    for r in 0..rounds[0] as usize {
+        let lo = r.saturating_mul(stage).min(items);
+        round(lo..(lo + stage).min(items));
+        agree(comm, crate::interrupt::check())?;
+    }
+    Ok(())
+}
+
 /// The same outcome on every rank: `Ok` when every rank's `local` is `Ok`, else the error of the
 /// lowest failing rank, on every rank, with its rank named when there are several. Collective.
 pub fn agree<T>(comm: &dyn Comm, local: Result<T>) -> Result<T> {

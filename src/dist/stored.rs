@@ -19,7 +19,7 @@
 
 use super::input::RowBlock;
 use super::owners::{by_owner, RecordSource};
-use super::{agree, Blocks, Comm, MAX_MESSAGE};
+use super::{agree, in_rounds, Blocks, Comm, MAX_MESSAGE};
 use crate::error::Result;
 use crate::io::npz::{crc_pieces_match, CrcPiece};
 use crate::io::Format;
@@ -147,28 +147,23 @@ fn mirrored_across(
         })
         .sum();
     let total = at[rows];
-    let stage = stage_edges.clamp(1, MAX_MESSAGE / 2) as u64;
-    let mut rounds = [total.div_ceil(stage)];
-    comm.max_u64(&mut rounds);
+    let stage = stage_edges.clamp(1, MAX_MESSAGE / 2);
     let (mut found, mut received) = (true, 0u64);
-    for round in 0..rounds[0] {
-        let lo = (round * stage).min(total);
-        let hi = (lo + stage).min(total);
+    in_rounds(comm, total as usize, stage, |r| {
         let source = Below {
             first,
             ptr,
             cols,
             at: &at,
-            from: lo,
-            items: (hi - lo) as usize,
+            from: r.start as u64,
+            items: r.len(),
         };
         let (send, counts) = by_owner(&source, blocks);
         let (got, _) = comm.all_to_all_u32(&send, &counts);
         drop(send);
         received += got.len() as u64 / 2;
         found = found && all_found(first, (ptr, cols), &got, BUCKET);
-        agree(comm, crate::interrupt::check())?;
-    }
+    })?;
     Ok(found && received == past)
 }
 

@@ -13,7 +13,7 @@
 
 use super::super::labels::LabelShare;
 use super::super::owners::{by_owner, RecordSource};
-use super::super::{agree, Blocks, Comm, MAX_MESSAGE};
+use super::super::{agree, in_rounds, Blocks, Comm, MAX_MESSAGE};
 use crate::csr::{BuildOptions, Csr, Duplicates};
 use crate::edges::EdgeList;
 use crate::error::{Error, Result};
@@ -179,20 +179,15 @@ fn exchange<const W: usize>(
 ) -> Result<Vec<u32>> {
     // Each edge is at most two records.
     let stage = stage_edges.clamp(1, MAX_MESSAGE / (2 * W));
-    let mut rounds = [el.edges.len().div_ceil(stage) as u64];
-    comm.max_u64(&mut rounds);
     let mut received: Vec<u32> = Vec::new();
-    for round in 0..rounds[0] as usize {
-        let lo = (round * stage).min(el.edges.len());
-        let hi = (lo + stage).min(el.edges.len());
+    in_rounds(comm, el.edges.len(), stage, |r| {
         let source = Records {
-            edges: &el.edges[lo..hi],
-            weights: el.weights.as_ref().map(|w| &w[lo..hi]),
+            edges: &el.edges[r.clone()],
+            weights: el.weights.as_ref().map(|w| &w[r]),
         };
         let (send, counts) = by_owner::<W>(&source, blocks);
         comm.all_to_all_append(&send, &counts, &mut received);
-        agree(comm, crate::interrupt::check())?;
-    }
+    })?;
     Ok(received)
 }
 
