@@ -16,16 +16,20 @@
 #define DENSE_UNROLL 8
 #endif
 
-// The first entry of B's row k at column >= c (b_ptr[k + 1] when none); a binary search, skipped
-// for the first window.
-__device__ __forceinline__ u64 window_start(const u64* b_ptr, const u32* b_col, u32 k, u64 c) {
-    u64 lo = b_ptr[k], hi = b_ptr[k + 1];
-    if (c == 0) return lo;
+// The first j in [lo, hi) with col[j] >= c (hi when none; col sorted): one lane's binary search.
+__device__ __forceinline__ u64 lane_first_at_least(const u32* col, u64 lo, u64 hi, u64 c) {
     while (lo < hi) {
-        u64 mid = lo + ((hi - lo) >> 1);
-        if (b_col[mid] < c) lo = mid + 1; else hi = mid;
+        const u64 mid = lo + ((hi - lo) >> 1);
+        if (col[mid] < c) lo = mid + 1; else hi = mid;
     }
     return lo;
+}
+
+// The first entry of B's row k at column >= c (b_ptr[k + 1] when none); the search is skipped
+// for the first window.
+__device__ __forceinline__ u64 window_start(const u64* b_ptr, const u32* b_col, u32 k, u64 c) {
+    const u64 lo = b_ptr[k];
+    return c == 0 ? lo : lane_first_at_least(b_col, lo, b_ptr[k + 1], c);
 }
 
 // The entries of a B row from index j (the lane's first) to `end` whose column is below c1, in
@@ -114,15 +118,6 @@ __device__ __forceinline__ void window_entries(const u64* b_ptr, const u32* b_co
                           DENSE_UNROLL * WARP, c0, c1, visit);
 }
 
-// The first j in [lo, hi) with col[j] >= c (hi when none; col sorted): one lane's binary search.
-__device__ __forceinline__ u64 lane_first_at_least(const u32* col, u64 lo, u64 hi, u64 c) {
-    while (lo < hi) {
-        const u64 mid = lo + ((hi - lo) >> 1);
-        if (col[mid] < c) lo = mid + 1; else hi = mid;
-    }
-    return lo;
-}
-
 // Lanes' B rows whose first WARP entries in a window a warp reads at once: each is two loads in
 // flight a lane; more than two rows spill registers under the kernels' 64-register bound.
 #ifndef PROBE
@@ -171,6 +166,7 @@ __device__ __forceinline__ void entries_probed(const u32* a_col, const T* a_val,
                 c[u] = in[u] ? b_col[j] : 0;
                 v[u] = VALUES && in[u] ? b_val[j] : (T)0;
             }
+            // The rows' starts and ends are shuffled again, not kept from above: registers.
             #pragma unroll
             for (u32 u = 0; u < PROBE; ++u) {
                 in[u] = in[u] && c[u] < c1;

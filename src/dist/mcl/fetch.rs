@@ -164,7 +164,7 @@ pub fn fetch_operand<'a, T: Scalar>(
     lengths: &[u32],
 ) -> (Cow<'a, Csr<T>>, u64) {
     let first = starts[comm.rank()];
-    if ask.is_empty() && first == 0 && m.nrows() == m.ncols() {
+    if is_whole(m, first, ask) {
         // Every rank takes part in the exchanges all the same.
         let got = fetch_in_pieces_of(comm, starts, m, ask, lengths, MAX_ROUND_ENTRIES, false);
         return (Cow::Borrowed(m), got.received);
@@ -365,7 +365,7 @@ fn fetch_nodes_into<T: Scalar>(
 /// twice.
 pub fn operand<T: Scalar>(m: &Csr<T>, first: usize, got: Fetched<T>) -> Cow<'_, Csr<T>> {
     let n = m.ncols();
-    if got.nodes.is_empty() && first == 0 && m.nrows() == n {
+    if is_whole(m, first, &got.nodes) {
         return Cow::Borrowed(m);
     }
     let row_ptr = operand_offsets(m, first, &got.nodes, |i| got.ptr[i + 1] - got.ptr[i]);
@@ -375,6 +375,12 @@ pub fn operand<T: Scalar>(m: &Csr<T>, first: usize, got: Fetched<T>) -> Cow<'_, 
     let cols = around(&got.cols, at, m.col_idx());
     let vals = around(&got.vals, at, m.values());
     Cow::Owned(Csr::from_parts_unchecked(n, n, row_ptr, cols, vals))
+}
+
+/// Whether the block `m` (row 0 is node `first`) with nothing fetched (`nodes` empty) is the
+/// whole operand already: every node's row, in order.
+fn is_whole<T: Scalar>(m: &Csr<T>, first: usize, nodes: &[u32]) -> bool {
+    nodes.is_empty() && first == 0 && m.nrows() == m.ncols()
 }
 
 /// The row offsets of an operand: `Mᵀ`'s rows by global node, the block `m` (row 0 is node

@@ -241,25 +241,30 @@ fn build_rows<T: Scalar>(
     let touched: Vec<AtomicU8> = (0..len).map(|_| AtomicU8::new(0)).collect();
     // Rows numbered within the block: a loop is dropped here, where row and column are both
     // the file's ids.
-    let entries = records
+    let kept = records
         .par_chunks_exact(record)
         .with_min_len(1 << 14)
-        .filter_map(|r| {
+        .filter(|r| {
             touched[(r[0] - first) as usize].store(1, Ordering::Relaxed);
-            (r[0] != r[1]).then(|| {
-                let w = match record == WEIGHTED {
-                    true => f64::from_bits(u64::from(r[2]) | (u64::from(r[3]) << 32)),
-                    false => 1.0,
-                };
-                ((r[0] - first, r[1]), w)
-            })
+            r[0] != r[1]
         });
-    let (edges, weights): (Vec<(u32, u32)>, Vec<f64>) = entries.unzip();
+    let (edges, weights) = match record == WEIGHTED {
+        true => {
+            let (edges, weights) = kept
+                .map(|r| {
+                    let w = f64::from_bits(u64::from(r[2]) | (u64::from(r[3]) << 32));
+                    ((r[0] - first, r[1]), w)
+                })
+                .unzip();
+            (edges, Some(weights))
+        }
+        false => (kept.map(|r| (r[0] - first, r[1])).collect(), None),
+    };
     let el = EdgeList {
         nrows: len,
         ncols: blocks.n,
         edges,
-        weights: (record == WEIGHTED).then_some(weights),
+        weights,
     };
     let rows = Csr::from_edges(
         &el,
