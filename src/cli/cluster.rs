@@ -164,6 +164,10 @@ struct ClusterReport {
     /// Across ranks: how the rows travelled between them ("mpi" or "nccl").
     #[serde(skip_serializing_if = "Option::is_none")]
     exchange: Option<&'static str>,
+    /// Across ranks: where the ranks' blocks were kept between iterations ("gpu": on each
+    /// rank's GPU, the rows moving GPU to GPU; "host").
+    #[serde(skip_serializing_if = "Option::is_none")]
+    blocks: Option<&'static str>,
     /// Most device memory in use at once (GPU engine only).
     #[serde(skip_serializing_if = "Option::is_none")]
     device_peak_bytes: Option<u64>,
@@ -192,6 +196,8 @@ struct Ran<'a> {
     /// how rows travelled
     /// all ([`dist::rank_engines`]).
     ranks: Option<(usize, Vec<String>, String, &'static str)>,
+    /// Across MPI ranks only: where the blocks were kept ("gpu" or "host").
+    blocks: Option<&'static str>,
     load_seconds: f64,
     wall: Wall,
 }
@@ -227,6 +233,7 @@ impl ClusterReport {
             exchange_seconds: run.ranks.is_some().then_some(result.exchange_seconds),
             exchanged_bytes: run.ranks.is_some().then_some(result.exchanged_bytes),
             exchange: run.ranks.as_ref().map(|r| r.3),
+            blocks: run.blocks,
             rank_engines: run.ranks.map(|r| r.1),
             device_peak_bytes: (run.engine == EngineKind::Gpu).then_some(result.device_peak_bytes),
             setup_seconds: result.setup_seconds,
@@ -445,6 +452,7 @@ fn run_typed<T: Scalar>(a: ClusterArgs, ui: Ui) -> Result<()> {
             info: &info,
             engine,
             ranks: None,
+            blocks: None,
             load_seconds,
             wall,
         };
@@ -537,6 +545,10 @@ fn run_across_ranks<T: Scalar>(a: ClusterArgs, ui: Ui, comm: &dyn Comm) -> Resul
         ui.notice(why);
     }
     let (engines, engines_named) = dist::rank_engines(comm, engine.kind);
+    let blocks = match engine.blocks_on_gpus {
+        true => "gpu",
+        false => "host",
+    };
     report_outcome(ui, &result, params.overlap);
     let info = dist::mcl::cluster_info(comm, &graph, &result.clusters)?;
     let compute = sw.lap();
@@ -555,7 +567,7 @@ fn run_across_ranks<T: Scalar>(a: ClusterArgs, ui: Ui, comm: &dyn Comm) -> Resul
         _ => io::Labels::Identity,
     });
     ui.notice(&format!(
-        "{} of {} ({}, largest {}) in {}, {:.2} s on {} ranks ({} engine), rows through {}; \
+        "{} of {} ({}, largest {}) in {}, {:.2} s on {} ranks ({} engine), rows through {}{}; \
          efficiency {:.5}, modularity {:.5}, mass fraction {:.5}",
         count(info.clusters as u64, "cluster", "clusters"),
         count(info.nodes as u64, "node", "nodes"),
@@ -566,6 +578,10 @@ fn run_across_ranks<T: Scalar>(a: ClusterArgs, ui: Ui, comm: &dyn Comm) -> Resul
         comm.size(),
         engines_named,
         comm.exchange().name(),
+        match engine.blocks_on_gpus {
+            true => " (blocks kept on the GPUs)",
+            false => "",
+        },
         info.efficiency,
         info.modularity,
         info.mass_fraction
@@ -598,6 +614,7 @@ fn run_across_ranks<T: Scalar>(a: ClusterArgs, ui: Ui, comm: &dyn Comm) -> Resul
                     false => EngineKind::Cpu,
                 },
                 ranks: Some((comm.size(), engines, engines_named, comm.exchange().name())),
+                blocks: Some(blocks),
                 load_seconds,
                 wall,
             };

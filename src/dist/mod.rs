@@ -12,6 +12,8 @@
 //! collective that turns one rank's error into the same error on every rank; rank 0 alone
 //! reports it. [`Comm::abort`] is the last resort where ranks can no longer agree.
 
+#[cfg(feature = "mpi")]
+pub(crate) mod device_rows;
 pub mod input;
 pub mod labels;
 pub mod matrix;
@@ -81,6 +83,12 @@ pub trait Comm {
     fn abort(&self, code: i32, message: &str) -> !;
     /// How the all-to-all exchanges travel (`Mpi` for a communicator with nothing to exchange).
     fn exchange(&self) -> Exchange;
+    /// The ranks' GPUs joined by NCCL, where blocks kept on the GPUs can travel between them
+    /// ([`device_rows`]); `None` for communicators through host memory.
+    #[cfg(feature = "mpi")]
+    fn gpu_link(&self) -> Option<&crate::gpu::nccl::Link> {
+        None
+    }
 }
 
 /// How the ranks of a run move rows between them.

@@ -269,6 +269,9 @@ impl Comm for NcclComm<'_> {
     fn exchange(&self) -> Exchange {
         Exchange::Nccl
     }
+    fn gpu_link(&self) -> Option<&Link> {
+        Some(&self.link)
+    }
 }
 
 #[cfg(test)]

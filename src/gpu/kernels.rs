@@ -7,7 +7,7 @@ use crate::error::{Error, Result};
 use cudarc::nvrtc::{CompileOptions, Ptx};
 
 /// The kernel files, in the order they are concatenated.
-const SOURCES: [(&str, &str); 10] = [
+const SOURCES: [(&str, &str); 11] = [
     ("common.cuh", include_str!("../../kernels/common.cuh")),
     ("scan.cu", include_str!("../../kernels/scan.cu")),
     ("setup.cu", include_str!("../../kernels/setup.cu")),
@@ -18,6 +18,7 @@ const SOURCES: [(&str, &str); 10] = [
     ("mcl.cu", include_str!("../../kernels/mcl.cu")),
     ("dense.cu", include_str!("../../kernels/dense.cu")),
     ("mcl_dense.cu", include_str!("../../kernels/mcl_dense.cu")),
+    ("rows.cu", include_str!("../../kernels/rows.cu")),
 ];
 
 /// Every entry point gmcl launches; a typed kernel `k` exists as `k_f32` and `k_f64`.
@@ -53,6 +54,7 @@ pub const UNTYPED: &[&str] = &[
     "gather_by_rank",
     "triangles_rows",
     "dense_rows_symbolic",
+    "flag_columns",
 ];
 
 /// Kernels instantiated once per value type (suffix `_f32` / `_f64`).
@@ -68,6 +70,7 @@ pub const TYPED: &[&str] = &[
     "dense_rows_numeric",
     "mcl_dense_prune",
     "mcl_wide_prune",
+    "gather_rows",
 ];
 
 /// The typed kernels that sum products: also instantiated with MCL's order-free sums

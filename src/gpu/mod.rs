@@ -11,6 +11,8 @@ pub mod matrix;
 pub mod nccl;
 pub(crate) mod prims;
 pub mod profile;
+#[cfg(feature = "mpi")]
+mod rows;
 pub(crate) mod transfer;
 
 use crate::error::{Error, Result};

@@ -10,9 +10,10 @@
 use super::transfer::{download_append, upload_into};
 use super::Gpu;
 use crate::error::{Error, Result};
-use cudarc::driver::{sys as cuda, CudaSlice, CudaStream, DevicePtr, DevicePtrMut};
+use cudarc::driver::{sys as cuda, CudaSlice, CudaStream, DevicePtr, DevicePtrMut, DeviceRepr};
 use cudarc::nccl::{result, sys};
 use std::ffi::{c_int, c_void, CStr};
+use std::ops::Range;
 use std::sync::Arc;
 
 /// Bytes of the id every process of one NCCL communicator must share.
@@ -182,6 +183,54 @@ impl Link {
         }
         let total = rat[self.size];
         download_append(&self.gpu, s, &bufs.recv, total, "the exchanged words", out)?;
+        super::prims::check(stage, s.synchronize())
+    }
+}
+
+impl Link {
+    /// Moves spans of device buffers between the processes: span `send[q]` of `from` goes to
+    /// process `q`, which receives it into its span `recv[p]` of `into` (`p` this process; the
+    /// span lengths of a pair match). This process's own spans are left alone (the caller copies
+    /// them). Waits for every stream of the GPU first (the kernels that wrote `from`) and
+    /// returns once `into` holds what arrived. Collective, with matching spans on every process.
+    pub fn send_recv<T: DeviceRepr>(
+        &self,
+        from: &CudaSlice<T>,
+        send: &[Range<usize>],
+        into: &mut CudaSlice<T>,
+        recv: &[Range<usize>],
+    ) -> Result<()> {
+        let stage = "move rows between the ranks' GPUs (NCCL)";
+        let s = &self.stream;
+        super::prims::check(stage, self.gpu.ctx.synchronize())?;
+        let size = std::mem::size_of::<T>();
+        {
+            let (sp, _s) = from.device_ptr(s);
+            let (rp, _r) = into.device_ptr_mut(s);
+            let cs = s.cu_stream() as sys::cudaStream_t;
+            let dt = sys::ncclDataType_t::ncclUint8;
+            nccl(stage, result::group_start())?;
+            let posted = (0..self.size)
+                .filter(|&q| q != self.rank)
+                .try_for_each(|q| {
+                    let peer = q as c_int;
+                    if !send[q].is_empty() {
+                        let p = (sp + (size * send[q].start) as u64) as *const c_void;
+                        // SAFETY: span send[q] of `from`, written before the wait above.
+                        unsafe { result::send(p, size * send[q].len(), dt, peer, self.comm, cs) }?;
+                    }
+                    if !recv[q].is_empty() {
+                        let p = (rp + (size * recv[q].start) as u64) as *mut c_void;
+                        // SAFETY: span recv[q] of `into`, which the caller sized to hold it.
+                        unsafe { result::recv(p, size * recv[q].len(), dt, peer, self.comm, cs) }?;
+                    }
+                    Ok(())
+                });
+            // The group is closed whether or not every call was posted.
+            let ended = result::group_end();
+            nccl(stage, posted)?;
+            nccl(stage, ended)?;
+        }
         super::prims::check(stage, s.synchronize())
     }
 }

@@ -39,6 +39,24 @@ pub fn rebalance<T: Scalar>(
     lengths: &[u32],
     slack: f64,
 ) -> Option<Moved<T>> {
+    let new = new_starts(comm, starts, work, slack)?;
+    let (rows, received) = moved(comm, rows, starts, &new, lengths);
+    Some(Moved {
+        starts: new,
+        rows,
+        received,
+    })
+}
+
+/// The blocks (`starts`: their first nodes) cut again at equal shares of `work` (this rank's,
+/// per row of its block), or `None` when the heaviest block is within `slack` times the mean or
+/// the cut stays where it is (every rank takes the same decision). Collective.
+pub fn new_starts(
+    comm: &dyn Comm,
+    starts: &[usize],
+    work: &[u64],
+    slack: f64,
+) -> Option<Vec<usize>> {
     let n = *starts.last()?;
     let (totals, _) = comm.all_gather_u64(&[work.iter().sum()]);
     let all: u64 = totals.iter().sum();
@@ -47,15 +65,7 @@ pub fn rebalance<T: Scalar>(
         return None;
     }
     let new = cut(comm, starts[comm.rank()], work, &totals, n);
-    if new == starts {
-        return None;
-    }
-    let (rows, received) = moved(comm, rows, starts, &new, lengths);
-    Some(Moved {
-        starts: new,
-        rows,
-        received,
-    })
+    (new != starts).then_some(new)
 }
 
 /// The blocks' first nodes (ranks + 1 values, the last the node count `n`) at equal shares of

@@ -21,6 +21,8 @@ pub mod balance;
 pub mod fetch;
 pub mod graph;
 pub mod measures;
+#[cfg(feature = "mpi")]
+mod resident;
 
 pub use graph::{load_graph, GraphBlock};
 pub use measures::cluster_info;
@@ -91,24 +93,55 @@ pub fn cluster<T: Scalar>(
     };
     let interrupted = || agree(comm, crate::interrupt::check());
     let (mut exchange_seconds, mut exchanged_bytes) = (0.0, 0);
-    let (block, iterations, converged) = mcl::run_iterations(
-        block,
-        params,
-        &mut timed,
-        &interrupted,
-        |block, inflation, progress| {
-            let expansion = Expansion {
-                gpu: gpu.as_ref(),
+    #[cfg(feature = "mpi")]
+    let link = resident::link(comm, gpu.as_ref());
+    #[cfg(not(feature = "mpi"))]
+    let link: Option<std::convert::Infallible> = None;
+    let blocks_on_gpus = link.is_some() && gpu.is_some();
+    let (block, iterations, converged) = match (link, &gpu) {
+        // Every rank on its GPU, the GPUs joined: the blocks stay on the GPUs.
+        #[cfg(feature = "mpi")]
+        (Some(link), Some(g)) => {
+            let on_gpu = resident::DeviceBlock::upload(comm, g, block)?;
+            let (on_gpu, iterations, converged) = mcl::run_iterations(
+                on_gpu,
                 params,
-                inflation,
-                progress,
-            };
-            let (block, it) = iterate(comm, block, &expansion, opts)?;
-            exchange_seconds += it.exchange_seconds;
-            exchanged_bytes += it.exchanged_bytes;
-            Ok((block, it))
-        },
-    )?;
+                &mut timed,
+                &interrupted,
+                |block, inflation, progress| {
+                    let expansion = Expansion {
+                        gpu: Some(g),
+                        params,
+                        inflation,
+                        progress,
+                    };
+                    let (block, it) = resident::iterate(comm, link, g, block, &expansion, opts)?;
+                    exchange_seconds += it.exchange_seconds;
+                    exchanged_bytes += it.exchanged_bytes;
+                    Ok((block, it))
+                },
+            )?;
+            (on_gpu.download(comm, g)?, iterations, converged)
+        }
+        _ => mcl::run_iterations(
+            block,
+            params,
+            &mut timed,
+            &interrupted,
+            |block, inflation, progress| {
+                let expansion = Expansion {
+                    gpu: gpu.as_ref(),
+                    params,
+                    inflation,
+                    progress,
+                };
+                let (block, it) = iterate(comm, block, &expansion, opts)?;
+                exchange_seconds += it.exchange_seconds;
+                exchanged_bytes += it.exchanged_bytes;
+                Ok((block, it))
+            },
+        )?,
+    };
     let (setup_seconds, last_end) = (timed.setup_seconds, timed.last_end);
     let mut peak = [match &gpu {
         Some(g) => agree(comm, g.gpu().pool_peak())?,
@@ -132,6 +165,10 @@ pub fn cluster<T: Scalar>(
         exchange_seconds,
         exchanged_bytes,
     };
+    let engine = RankEngine {
+        blocks_on_gpus,
+        ..engine
+    };
     Ok((result, engine))
 }
 
@@ -142,6 +179,9 @@ pub struct RankEngine {
     pub kind: EngineKind,
     /// Why this rank runs on the CPU engine under `auto` although a GPU was wanted.
     pub notice: Option<String>,
+    /// Whether every rank kept its block on its GPU, the rows moving GPU to GPU (the same on
+    /// every rank).
+    pub blocks_on_gpus: bool,
 }
 
 /// Opens this rank's engine: `Cpu`; `Gpu` (every rank opens its GPU; a rank that cannot
@@ -179,7 +219,12 @@ fn open_engine<T: Scalar>(
         Some(_) => EngineKind::Gpu,
         None => EngineKind::Cpu,
     };
-    Ok((gpu, RankEngine { kind, notice }))
+    let engine = RankEngine {
+        kind,
+        notice,
+        blocks_on_gpus: false,
+    };
+    Ok((gpu, engine))
 }
 
 /// What every round of an iteration's expansion shares: the rank's GPU engine (`None`: the CPU engine),
@@ -323,12 +368,7 @@ fn iterate<T: Scalar>(
             expansion.expand_prune(&a, &b, first + rows.start).map(Some)
         };
         if let Some((part, figures)) = agree(comm, made)? {
-            it.chaos = it.chaos.max(figures.chaos);
-            it.expanded += figures.expanded;
-            it.products += figures.products;
-            it.batches += figures.batches;
-            it.fused += figures.fused;
-            it.expand_seconds += figures.expand_seconds;
+            add_round(&mut it, &figures);
             made_rows.push(part);
         }
     }
@@ -336,6 +376,40 @@ fn iterate<T: Scalar>(
         true => Csr::empty(m.nrows(), m.ncols()),
         false => Csr::stack(made_rows, m.ncols()),
     };
+    let it = all_ranks(
+        comm,
+        it,
+        &parts,
+        exchange_seconds,
+        received,
+        next.nnz() as u64,
+        t0,
+    );
+    Ok((Block { m: next, starts }, it))
+}
+
+/// A round's figures added to the iteration's.
+fn add_round(it: &mut Iteration, figures: &Iteration) {
+    it.chaos = it.chaos.max(figures.chaos);
+    it.expanded += figures.expanded;
+    it.products += figures.products;
+    it.batches += figures.batches;
+    it.fused += figures.fused;
+    it.expand_seconds += figures.expand_seconds;
+}
+
+/// The iteration's figures over all ranks, from this rank's (`it`, the exchange's `parts` and
+/// seconds, the bytes `received`, the entries `kept`; timed from `t0`): the chaos and the
+/// seconds the largest, the counts summed. Collective.
+fn all_ranks(
+    comm: &dyn Comm,
+    mut it: Iteration,
+    parts: &mcl::ExchangeParts,
+    exchange_seconds: f64,
+    received: u64,
+    kept: u64,
+    t0: Instant,
+) -> Iteration {
     let mut most = [
         it.chaos,
         exchange_seconds,
@@ -355,7 +429,7 @@ fn iterate<T: Scalar>(
         fetch,
         operand,
     };
-    it.kept = next.nnz() as u64;
+    it.kept = kept;
     let mut sums = [
         it.expanded,
         it.kept,
@@ -370,7 +444,7 @@ fn iterate<T: Scalar>(
     it.batches = sums[3] as usize;
     it.fused = sums[4];
     it.seconds = t0.elapsed().as_secs_f64();
-    Ok((Block { m: next, starts }, it))
+    it
 }
 
 /// Of a rank's share of the memory left, the part (1 in this many) the rows fetched in a round

@@ -98,21 +98,97 @@ pub(crate) fn expand_prune<T: Scalar>(
     inflation: f64,
     progress: &IterationProgress,
 ) -> Result<(Csr<T>, Iteration)> {
-    let start = Instant::now();
-    progress.set_totals(a.nrows() as u64, a.nrows() as u64);
-    let mut made = Made::new(engine, params, inflation, progress);
     let fuse = params.fused && crate::spgemm::cpu::rows::products_are_positive(a, b);
-    let stats = engine.multiply_deferred(a, b, fuse, |rows, c, deferred, da, db| {
-        let fused = deferred.as_ref().map(|d| FusedRows {
-            a: da,
-            b: db,
-            row0: rows.start as u64,
-            rows: d,
-        });
-        made.absorb(rows.clone(), c, fused, (first + rows.start) as u64)
+    let expansion = Expansion::new(engine, params, inflation, progress, first);
+    let (next, it, _) = expansion.run(a.nrows(), b.ncols(), |consume| {
+        engine.multiply_deferred(a, b, fuse, consume)
     })?;
-    let (next, it, _) = made.finish(b.ncols(), &stats, start)?;
     Ok((next.download(engine.gpu())?, it))
+}
+
+/// [`expand_prune`] of operands on the device, the rows made staying there. `positive`: every
+/// product of `a·b` is positive (its dense rows are then made and pruned in one kernel).
+/// Returns the rows, the figures and the smallest value kept.
+#[cfg(feature = "mpi")]
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn expand_prune_resident<T: Scalar>(
+    engine: &GpuEngine,
+    a: DeviceCsr<T>,
+    b: DeviceCsr<T>,
+    positive: bool,
+    first: usize,
+    params: &MclParams,
+    inflation: f64,
+    progress: &IterationProgress,
+) -> Result<(DeviceCsr<T>, Iteration, f64)> {
+    let fuse = params.fused && positive;
+    let expansion = Expansion::new(engine, params, inflation, progress, first);
+    let (nrows, ncols) = (a.nrows(), b.ncols());
+    expansion.run(nrows, ncols, |consume| {
+        engine.multiply_resident(a, b, fuse, consume)
+    })
+}
+
+/// What a product's batches need to be pruned as rows of `M²` from node `first` on.
+struct Expansion<'a> {
+    engine: &'a GpuEngine,
+    params: &'a MclParams,
+    inflation: f64,
+    progress: &'a IterationProgress,
+    first: usize,
+}
+
+/// The callback a product hands each batch to: its rows, the batch, its deferred dense rows,
+/// and the operands.
+type Consume<'c, T> = dyn FnMut(
+        std::ops::Range<usize>,
+        DeviceCsr<T>,
+        Option<crate::spgemm::gpu::DeferredRows>,
+        &DeviceCsr<T>,
+        &DeviceCsr<T>,
+    ) -> Result<()>
+    + 'c;
+
+impl<'a> Expansion<'a> {
+    fn new(
+        engine: &'a GpuEngine,
+        params: &'a MclParams,
+        inflation: f64,
+        progress: &'a IterationProgress,
+        first: usize,
+    ) -> Self {
+        Expansion {
+            engine,
+            params,
+            inflation,
+            progress,
+            first,
+        }
+    }
+
+    /// The rows of a product of `nrows` rows and `ncols` columns that `multiply` makes,
+    /// handing each batch to the callback it is given, pruned as they come and stacked.
+    fn run<T: Scalar>(
+        self,
+        nrows: usize,
+        ncols: usize,
+        multiply: impl FnOnce(&mut Consume<'_, T>) -> Result<crate::spgemm::ProductStats>,
+    ) -> Result<(DeviceCsr<T>, Iteration, f64)> {
+        let start = Instant::now();
+        self.progress.set_totals(nrows as u64, nrows as u64);
+        let first = self.first;
+        let mut made = Made::new(self.engine, self.params, self.inflation, self.progress);
+        let stats = multiply(&mut |rows, c, deferred, da, db| {
+            let fused = deferred.as_ref().map(|d| FusedRows {
+                a: da,
+                b: db,
+                row0: rows.start as u64,
+                rows: d,
+            });
+            made.absorb(rows.clone(), c, fused, (first + rows.start) as u64)
+        })?;
+        made.finish(ncols, &stats, start)
+    }
 }
 
 /// An iteration's pruned batches as they come from the engine, with their figures.

@@ -307,6 +307,45 @@ impl GpuEngine {
         })
     }
 
+    /// [`Self::multiply_deferred`] of operands already on the device (dropped once the product
+    /// is made).
+    pub fn multiply_resident<T: Scalar>(
+        &self,
+        a: DeviceCsr<T>,
+        b: DeviceCsr<T>,
+        defer_dense: bool,
+        mut consume: impl FnMut(
+            Range<usize>,
+            DeviceCsr<T>,
+            Option<DeferredRows>,
+            &DeviceCsr<T>,
+            &DeviceCsr<T>,
+        ) -> Result<()>,
+    ) -> Result<ProductStats> {
+        if a.ncols != b.nrows {
+            return Err(Error::Invalid(format!(
+                "cannot multiply a {} x {} matrix by a {} x {} matrix",
+                a.nrows, a.ncols, b.nrows, b.ncols
+            )));
+        }
+        check_columns(b.ncols)?;
+        let _busy = self.gpu.busy.lock().unwrap_or_else(|p| p.into_inner());
+        let s = &self.gpu.main;
+        let ops = Operands {
+            k_cols: a.ncols as u64,
+            c_cols: b.ncols as u64,
+            a,
+            b: Some(b),
+            m_ptr: zeros(s, 1, "an empty mask")?,
+            m_col: zeros(s, 1, "an empty mask")?,
+            has_mask: 0,
+            defer_dense,
+        };
+        self.batches_on_device(&ops, |batch, c, deferred, ops| {
+            consume(batch, c, deferred, &ops.a, ops.b())
+        })
+    }
+
     /// Runs every row batch of `ops` (the caller holds the GPU), products per row counted on
     /// the device, each batch handed to `consume` with the operands.
     fn batches_on_device<T: Scalar>(

@@ -120,6 +120,38 @@ impl GpuEngine {
         download(g, &g.main, &prod, n as usize + 1, "products per row")
     }
 
+    /// The intermediate products of each row of `a` times a matrix whose rows hold
+    /// `b_lengths` entries (its columns never read).
+    pub fn products_per_row<T: Scalar>(
+        &self,
+        a: &DeviceCsr<T>,
+        b_lengths: &[u32],
+    ) -> Result<Vec<u64>> {
+        let g = &*self.gpu;
+        let s = &g.main;
+        let n = a.nrows as u64;
+        let mut b_ptr = Vec::with_capacity(b_lengths.len() + 1);
+        b_ptr.push(0u64);
+        let mut run = 0u64;
+        b_ptr.extend(b_lengths.iter().map(|&l| {
+            run += u64::from(l);
+            run
+        }));
+        let b_ptr = upload(g, s, &b_ptr, "the row offsets products are counted with")?;
+        let mut prod = zeros::<u64>(s, n as usize, "products per row")?;
+        if n > 0 {
+            launch(g, s, "row_products", strided(g, n, 256), |l| {
+                l.arg(&a.row_ptr)
+                    .arg(&a.col_idx)
+                    .arg(&b_ptr)
+                    .arg(&0u64)
+                    .arg(&n)
+                    .arg(&mut prod);
+            })?;
+        }
+        download(g, s, &prod, n as usize, "products per row")
+    }
+
     /// On the main stream: the prefix of the intermediate products of rows `row0..row0 + n`
     /// (`n + 1` values from 0; Ĉ's row offsets).
     pub(super) fn products_prefix<T: Scalar>(

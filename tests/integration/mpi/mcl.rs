@@ -65,6 +65,8 @@ fn json_names_the_ranks_and_their_engine() {
     assert_eq!(v["ranks"], 3);
     assert_eq!(v["rank_engine"], "cpu");
     assert_eq!(v["engine"], "cpu");
+    assert_eq!(v["blocks"], "host");
+    assert!(one.get("blocks").is_none());
     for k in [
         "clusters",
         "iterations",
@@ -163,6 +165,54 @@ fn clusters_with_the_gpu_engine_on_each_rank_are_the_cpu_bytes() {
                 assert_eq!(o.status.code(), Some(3), "{what}: {err}");
                 assert_eq!(err.matches("gmcl: error").count(), 1, "{err}");
                 assert!(err.contains("the GPU engine cannot run"), "{err}");
+                assert!(!out.exists(), "{what}");
+            }
+        }
+    }
+}
+
+/// With a GPU a rank and NCCL joining them, every rank keeps its block on its GPU and the rows
+/// move GPU to GPU: the clusters are the CPU engine's bytes, with the rows fetched in one round
+/// or in many (stages of a few entries), on graphs whose blocks are cut again as the work
+/// moves. Where NCCL cannot join the ranks' GPUs, `--exchange nccl` is refused clearly.
+#[test]
+fn clusters_with_the_blocks_on_the_gpus_are_the_cpu_bytes() {
+    let dir = tempfile::tempdir().unwrap();
+    let rmat = rmat(dir.path());
+    let untidy = untidy_graph(dir.path());
+    let karate = repo("graphs/karate.el");
+    let cases: [(&Path, &[&str]); 3] = [
+        (&rmat, &[]),
+        (&karate, &["-I", "1.4"]),
+        (&untidy, &["-c", "2", "--precision", "f64"]),
+    ];
+    for (g, extra) in cases {
+        let want = dir.path().join("cpu.txt");
+        let mut args = vec!["cluster", s(g), "-o", s(&want), "-q", "--engine", "cpu"];
+        args.extend_from_slice(extra);
+        let o = crate::util::gmcl(&args);
+        assert!(o.status.success(), "{}", text(&o.stderr));
+        let want = std::fs::read(&want).unwrap();
+        for stage in ["", "40"] {
+            let out = dir.path().join(format!("gpus-{stage}.txt"));
+            let mut args = vec!["cluster", s(g), "-o", s(&out), "--engine", "gpu"];
+            args.extend_from_slice(&["--exchange", "nccl", "--json"]);
+            args.extend_from_slice(extra);
+            let o = mpirun(2, &[("GMCL_DIST_STAGE", stage)], &args);
+            let err = text(&o.stderr);
+            let what = format!("{} (stage {stage:?})", g.display());
+            if o.status.success() {
+                assert!(std::fs::read(&out).unwrap() == want, "{what}");
+                let v: serde_json::Value = serde_json::from_str(&text(&o.stdout)).unwrap();
+                assert_eq!(v["exchange"], "nccl", "{what}");
+                assert_eq!(v["blocks"], "gpu", "{what}");
+                assert!(err.contains("(blocks kept on the GPUs)"), "{err}");
+            } else {
+                // No GPU, no NCCL library, or both ranks on one GPU.
+                assert_eq!(o.status.code(), Some(3), "{what}: {err}");
+                assert_eq!(err.matches("gmcl: error").count(), 1, "{err}");
+                let refused = "--exchange nccl: NCCL cannot join the ranks' GPUs: ";
+                assert!(err.contains(refused), "{err}");
                 assert!(!out.exists(), "{what}");
             }
         }

@@ -1,0 +1,181 @@
+//! Rows of blocks kept on the ranks' GPUs, moved GPU to GPU through NCCL: a matrix made of
+//! rows other ranks own and rows of this rank's block ([`assemble`]) is laid out on the device
+//! with every row at its final place, each owner gathering the asked rows into one buffer with
+//! a kernel and each rank receiving them straight into the matrix's arrays. Nothing crosses
+//! the bus but the row ids asked for and the new matrix's row offsets.
+
+use super::{agree, Comm, MAX_MESSAGE};
+use crate::error::{Error, Result};
+use crate::gpu::matrix::DeviceCsr;
+use crate::gpu::nccl::Link;
+use crate::gpu::Gpu;
+use crate::scalar::Scalar;
+use std::ops::Range;
+
+/// Where the rows of a matrix over a range of nodes lie and come from.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Layout {
+    /// The matrix's row offsets (one row per node of the range; rows nobody asked for empty).
+    pub row_ptr: Vec<u64>,
+    /// The entries each rank's rows take in the matrix's arrays (this rank's: its own rows).
+    pub from: Vec<Range<usize>>,
+}
+
+/// The layout of a matrix over the nodes `dest` that holds the rows `ask` (increasing, owned by
+/// other ranks: `starts` are the blocks' first nodes) and this rank's (`me`) rows `own`
+/// (increasing), every node's row holding `lengths[node]` entries. A rank's rows are
+/// consecutive nodes among those held, so what it sends lands in one span.
+pub(crate) fn layout(
+    dest: Range<usize>,
+    starts: &[usize],
+    me: usize,
+    ask: &[u32],
+    own: &[u32],
+    lengths: &[u32],
+) -> Layout {
+    let mut len = vec![0u64; dest.len()];
+    for &v in ask.iter().chain(own) {
+        len[v as usize - dest.start] = u64::from(lengths[v as usize]);
+    }
+    let mut row_ptr = Vec::with_capacity(dest.len() + 1);
+    row_ptr.push(0u64);
+    let mut run = 0u64;
+    row_ptr.extend(len.iter().map(|&l| {
+        run += l;
+        run
+    }));
+    // The entries of the held nodes nodes[0], ..., nodes[last].
+    let span = |nodes: &[u32]| -> Range<usize> {
+        match (nodes.first(), nodes.last()) {
+            (Some(&lo), Some(&hi)) => {
+                row_ptr[lo as usize - dest.start] as usize
+                    ..row_ptr[hi as usize + 1 - dest.start] as usize
+            }
+            _ => 0..0,
+        }
+    };
+    let from = (0..starts.len() - 1)
+        .map(|q| match q == me {
+            true => span(own),
+            false => span(&ask[owned_by(ask, starts, q)]),
+        })
+        .collect();
+    Layout { row_ptr, from }
+}
+
+/// The positions in `nodes` (increasing) of the nodes rank `q`'s block holds.
+fn owned_by(nodes: &[u32], starts: &[usize], q: usize) -> Range<usize> {
+    let lo = nodes.partition_point(|&v| (v as usize) < starts[q]);
+    let hi = nodes.partition_point(|&v| (v as usize) < starts[q + 1]);
+    lo..hi
+}
+
+/// The prefix of the lengths of the rows of `nodes`: where each starts when they are laid one
+/// after another (one more value than `nodes`, from 0).
+fn offsets(nodes: &[u32], lengths: &[u32]) -> Vec<u64> {
+    let mut at = Vec::with_capacity(nodes.len() + 1);
+    at.push(0u64);
+    let mut run = 0u64;
+    at.extend(nodes.iter().map(|&v| {
+        run += u64::from(lengths[v as usize]);
+        run
+    }));
+    at
+}
+
+/// A matrix over the nodes `dest` holding the rows `ask` (increasing, none of this rank's)
+/// fetched from their owners' GPUs and the rows `own` (increasing, this rank's) gathered from
+/// its `block`, the other rows empty (see [`layout`]); with the matrix's row offsets (the
+/// host's copy) and the bytes received. Every rank's block is on its GPU (`gpu`, joined to the
+/// others by `link`); `starts` are the blocks' first nodes, `lengths` every node's row length.
+/// Collective.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn assemble<T: Scalar>(
+    comm: &dyn Comm,
+    link: &Link,
+    gpu: &Gpu,
+    starts: &[usize],
+    block: &DeviceCsr<T>,
+    lengths: &[u32],
+    ask: &[u32],
+    own: &[u32],
+    dest: Range<usize>,
+    poison: bool,
+) -> Result<(DeviceCsr<T>, Vec<u64>, u64)> {
+    let (me, p) = (comm.rank(), comm.size());
+    let first = starts[me] as u32;
+    // The ids asked of each owner travel by MPI (one message an owner).
+    let counts: Vec<usize> = (0..p).map(|q| owned_by(ask, starts, q).len()).collect();
+    let too_many = counts.iter().any(|&c| c > MAX_MESSAGE).then(|| {
+        Error::Invalid(format!(
+            "a rank asks another for more than {MAX_MESSAGE} rows at once; run on more ranks"
+        ))
+    });
+    agree(comm, too_many.map_or(Ok(()), Err))?;
+    let (asked, asked_counts) = comm.all_to_all_u32(ask, &counts);
+    // What this rank sends: the asked rows one after another, in the askers' order.
+    let local = |nodes: &[u32]| -> Vec<u32> { nodes.iter().map(|&v| v - first).collect() };
+    let at = offsets(&asked, lengths);
+    let mut send = Vec::with_capacity(p);
+    let mut from = 0usize;
+    for &c in &asked_counts {
+        send.push(at[from] as usize..at[from + c] as usize);
+        from += c;
+    }
+    let plan = layout(dest, starts, me, ask, own, lengths);
+    // Every buffer made (or every rank told of one rank's failure) before any rank enters NCCL.
+    let made = (|| {
+        let (cols, vals) = block.gather_rows(gpu, &local(&asked), &at, poison)?;
+        let mut m = DeviceCsr::with_offsets(gpu, starts[p], &plan.row_ptr, poison)?;
+        let mine = plan.from[me].clone();
+        block.gather_rows_into(
+            gpu,
+            &local(own),
+            &offsets(own, lengths),
+            &mut m.col_idx.slice_mut(mine.clone()),
+            &mut m.values.slice_mut(mine),
+        )?;
+        Ok((cols, vals, m))
+    })();
+    let (cols, vals, mut m) = agree(comm, made)?;
+    let moved = link
+        .send_recv(&cols, &send, &mut m.col_idx, &plan.from)
+        .and_then(|()| link.send_recv(&vals, &send, &mut m.values, &plan.from));
+    if let Err(e) = moved {
+        // The other ranks may be inside the exchange: none can be told but by ending them all.
+        comm.abort(2, &format!("rank {me} of {p}: {e}"));
+    }
+    let entry = (4 + std::mem::size_of::<T>()) as u64;
+    let received: usize = (0..p)
+        .filter(|&q| q != me)
+        .map(|q| plan.from[q].len())
+        .sum();
+    Ok((m, plan.row_ptr, received as u64 * entry))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rows_from_each_rank_land_in_one_span_each() {
+        // Three ranks of nodes 0..3, 3..6, 6..9; rank 1 holds its node 4 and asks 1, 2, 7.
+        let starts = [0, 3, 6, 9];
+        let lengths = [5, 1, 2, 4, 3, 7, 1, 6, 2];
+        let l = layout(0..9, &starts, 1, &[1, 2, 7], &[4], &lengths);
+        assert_eq!(l.row_ptr, vec![0, 0, 1, 3, 3, 6, 6, 6, 12, 12]);
+        assert_eq!(l.from, vec![0..3, 3..6, 6..12]);
+        // A block moving: rank 2's new rows 2..7, 6 kept from its old block, the rest asked.
+        let l = layout(2..7, &starts, 2, &[2, 3, 4, 5], &[6], &lengths);
+        assert_eq!(l.row_ptr, vec![0, 2, 6, 9, 16, 17]);
+        assert_eq!(l.from, vec![0..2, 2..16, 16..17]);
+        // Nothing asked of rank 0, nothing of its own.
+        let l = layout(0..9, &starts, 1, &[8], &[], &lengths);
+        assert_eq!(l.from, vec![0..0, 0..0, 0..2]);
+        // Rank 1's own rows 3 and 5 (not 4): one span, the empty row between them included.
+        let l = layout(0..9, &starts, 1, &[0], &[3, 5], &lengths);
+        assert_eq!(l.row_ptr, vec![0, 5, 5, 5, 9, 9, 16, 16, 16, 16]);
+        assert_eq!(l.from, vec![0..5, 5..16, 0..0]);
+        assert_eq!(offsets(&[3, 5], &lengths), vec![0, 4, 11]);
+    }
+}
