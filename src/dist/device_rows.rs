@@ -63,6 +63,43 @@ pub(crate) fn layout(
     Layout { row_ptr, from }
 }
 
+/// A rank asks another for its whole block once it needs at least this share (1 in this many)
+/// of the block's entries: the owner then sends straight from the block's arrays, with no copy
+/// gathered for this rank, for the price of the rows not needed (in MCL's dense iterations,
+/// few; and the owner's memory holds no second copy of its block per asker).
+const WHOLE_BLOCK_SHARE: u64 = 2;
+
+/// `ask` (increasing, other ranks' nodes) with every owner's nodes replaced by its whole block
+/// where `dest` holds the block and the asked rows take [`WHOLE_BLOCK_SHARE`] of its entries.
+fn widened(
+    ask: &[u32],
+    starts: &[usize],
+    me: usize,
+    dest: &Range<usize>,
+    lengths: &[u32],
+) -> Vec<u32> {
+    let entries = |nodes: &mut dyn Iterator<Item = usize>| -> u64 {
+        nodes.map(|v| u64::from(lengths[v])).sum()
+    };
+    let mut out = Vec::with_capacity(ask.len());
+    for q in 0..starts.len() - 1 {
+        let part = &ask[owned_by(ask, starts, q)];
+        let block = starts[q]..starts[q + 1];
+        let held = dest.start <= block.start && block.end <= dest.end;
+        let wanted = entries(&mut part.iter().map(|&v| v as usize));
+        let whole = q != me
+            && held
+            && wanted > 0
+            && part.len() < block.len()
+            && wanted * WHOLE_BLOCK_SHARE >= entries(&mut block.clone());
+        match whole {
+            true => out.extend(block.map(|v| v as u32)),
+            false => out.extend_from_slice(part),
+        }
+    }
+    out
+}
+
 /// The positions in `nodes` (increasing) of the nodes rank `q`'s block holds.
 fn owned_by(nodes: &[u32], starts: &[usize], q: usize) -> Range<usize> {
     let lo = nodes.partition_point(|&v| (v as usize) < starts[q]);
@@ -104,28 +141,41 @@ pub(crate) fn assemble<T: Scalar>(
 ) -> Result<(DeviceCsr<T>, Vec<u64>, u64)> {
     let (me, p) = (comm.rank(), comm.size());
     let first = starts[me] as u32;
+    let ask = widened(ask, starts, me, &dest, lengths);
     // The ids asked of each owner travel by MPI (one message an owner).
-    let counts: Vec<usize> = (0..p).map(|q| owned_by(ask, starts, q).len()).collect();
+    let counts: Vec<usize> = (0..p).map(|q| owned_by(&ask, starts, q).len()).collect();
     let too_many = counts.iter().any(|&c| c > MAX_MESSAGE).then(|| {
         Error::Invalid(format!(
             "a rank asks another for more than {MAX_MESSAGE} rows at once; run on more ranks"
         ))
     });
     agree(comm, too_many.map_or(Ok(()), Err))?;
-    let (asked, asked_counts) = comm.all_to_all_u32(ask, &counts);
-    // What this rank sends: the asked rows one after another, in the askers' order.
+    let (asked, asked_counts) = comm.all_to_all_u32(&ask, &counts);
+    // What this rank sends: the block itself to a rank that asked for all of it, the asked rows
+    // gathered one after another (in the askers' order) to the others.
     let local = |nodes: &[u32]| -> Vec<u32> { nodes.iter().map(|&v| v - first).collect() };
-    let at = offsets(&asked, lengths);
-    let mut send = Vec::with_capacity(p);
+    let nrows = block.nrows();
+    let mut gathered: Vec<u32> = Vec::new();
+    let mut spans = Vec::with_capacity(p);
     let mut from = 0usize;
     for &c in &asked_counts {
-        send.push(at[from] as usize..at[from + c] as usize);
+        let whole = c == nrows && nrows > 0;
+        spans.push(match whole {
+            true => None,
+            false => {
+                let lo = gathered.len();
+                gathered.extend_from_slice(&asked[from..from + c]);
+                Some(lo..gathered.len())
+            }
+        });
         from += c;
     }
-    let plan = layout(dest, starts, me, ask, own, lengths);
+    drop(asked);
+    let at = offsets(&gathered, lengths);
+    let plan = layout(dest, starts, me, &ask, own, lengths);
     // Every buffer made (or every rank told of one rank's failure) before any rank enters NCCL.
     let made = (|| {
-        let (cols, vals) = block.gather_rows(gpu, &local(&asked), &at, poison)?;
+        let (cols, vals) = block.gather_rows(gpu, &local(&gathered), &at, poison)?;
         let mut m = DeviceCsr::with_offsets(gpu, starts[p], &plan.row_ptr, poison)?;
         let mine = plan.from[me].clone();
         block.gather_rows_into(
@@ -138,9 +188,21 @@ pub(crate) fn assemble<T: Scalar>(
         Ok((cols, vals, m))
     })();
     let (cols, vals, mut m) = agree(comm, made)?;
+    let span = |s: &Option<Range<usize>>| match s {
+        Some(r) => at[r.start] as usize..at[r.end] as usize,
+        None => 0..block.nnz() as usize,
+    };
+    let send_cols: Vec<_> = spans
+        .iter()
+        .map(|s| (if s.is_some() { &cols } else { &block.col_idx }, span(s)))
+        .collect();
+    let send_vals: Vec<_> = spans
+        .iter()
+        .map(|s| (if s.is_some() { &vals } else { &block.values }, span(s)))
+        .collect();
     let moved = link
-        .send_recv(&cols, &send, &mut m.col_idx, &plan.from)
-        .and_then(|()| link.send_recv(&vals, &send, &mut m.values, &plan.from));
+        .send_recv(&send_cols, &mut m.col_idx, &plan.from)
+        .and_then(|()| link.send_recv(&send_vals, &mut m.values, &plan.from));
     if let Err(e) = moved {
         // The other ranks may be inside the exchange: none can be told but by ending them all.
         comm.abort(2, &format!("rank {me} of {p}: {e}"));
@@ -177,5 +239,26 @@ mod tests {
         assert_eq!(l.row_ptr, vec![0, 5, 5, 5, 9, 9, 16, 16, 16, 16]);
         assert_eq!(l.from, vec![0..5, 5..16, 0..0]);
         assert_eq!(offsets(&[3, 5], &lengths), vec![0, 4, 11]);
+    }
+
+    #[test]
+    fn a_rank_needing_half_a_block_asks_for_all_of_it() {
+        let starts = [0, 3, 6, 9];
+        let lengths = [5, 1, 2, 4, 3, 7, 1, 6, 2];
+        // Of rank 0's 8 entries 5 are needed (all of it asked), of rank 2's 9 only 2 (as asked).
+        assert_eq!(
+            widened(&[0, 8], &starts, 1, &(0..9), &lengths),
+            vec![0, 1, 2, 8]
+        );
+        // Half exactly is enough (7 of rank 1's 14); a block the matrix does not hold whole is
+        // never widened; less than half is asked as it is.
+        assert_eq!(widened(&[5], &starts, 0, &(0..9), &lengths), vec![3, 4, 5]);
+        assert_eq!(widened(&[5], &starts, 0, &(4..9), &lengths), vec![5]);
+        assert_eq!(widened(&[1, 2], &starts, 2, &(0..9), &lengths), vec![1, 2]);
+        // Nothing asked of a rank stays nothing.
+        assert_eq!(
+            widened(&[], &starts, 0, &(0..9), &lengths),
+            Vec::<u32>::new()
+        );
     }
 }

@@ -188,15 +188,15 @@ impl Link {
 }
 
 impl Link {
-    /// Moves spans of device buffers between the processes: span `send[q]` of `from` goes to
-    /// process `q`, which receives it into its span `recv[p]` of `into` (`p` this process; the
-    /// span lengths of a pair match). This process's own spans are left alone (the caller copies
-    /// them). Waits for every stream of the GPU first (the kernels that wrote `from`) and
-    /// returns once `into` holds what arrived. Collective, with matching spans on every process.
+    /// Moves spans of device buffers between the processes: `send[q]` (a buffer and a span of
+    /// it) goes to process `q`, which receives it into its span `recv[p]` of `into` (`p` this
+    /// process; the span lengths of a pair match). This process's own spans are left alone (the
+    /// caller copies them). Waits for every stream of the GPU first (the kernels that wrote the
+    /// buffers) and returns once `into` holds what arrived. Collective, with matching spans on
+    /// every process.
     pub fn send_recv<T: DeviceRepr>(
         &self,
-        from: &CudaSlice<T>,
-        send: &[Range<usize>],
+        send: &[(&CudaSlice<T>, Range<usize>)],
         into: &mut CudaSlice<T>,
         recv: &[Range<usize>],
     ) -> Result<()> {
@@ -205,7 +205,7 @@ impl Link {
         super::prims::check(stage, self.gpu.ctx.synchronize())?;
         let size = std::mem::size_of::<T>();
         {
-            let (sp, _s) = from.device_ptr(s);
+            let from: Vec<_> = send.iter().map(|(b, _)| b.device_ptr(s)).collect();
             let (rp, _r) = into.device_ptr_mut(s);
             let cs = s.cu_stream() as sys::cudaStream_t;
             let dt = sys::ncclDataType_t::ncclUint8;
@@ -214,10 +214,11 @@ impl Link {
                 .filter(|&q| q != self.rank)
                 .try_for_each(|q| {
                     let peer = q as c_int;
-                    if !send[q].is_empty() {
-                        let p = (sp + (size * send[q].start) as u64) as *const c_void;
-                        // SAFETY: span send[q] of `from`, written before the wait above.
-                        unsafe { result::send(p, size * send[q].len(), dt, peer, self.comm, cs) }?;
+                    let span = &send[q].1;
+                    if !span.is_empty() {
+                        let p = (from[q].0 + (size * span.start) as u64) as *const c_void;
+                        // SAFETY: a span of buffer send[q].0, written before the wait above.
+                        unsafe { result::send(p, size * span.len(), dt, peer, self.comm, cs) }?;
                     }
                     if !recv[q].is_empty() {
                         let p = (rp + (size * recv[q].start) as u64) as *mut c_void;

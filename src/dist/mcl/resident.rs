@@ -28,10 +28,11 @@ pub(super) struct DeviceBlock<T: Scalar> {
     least: f64,
 }
 
-/// Of the device memory free, the part (1 in this many) the rows a round fetches may take:
-/// they are held twice (the rows this rank receives, about as many sent) beside the block and
-/// its copy in the operand, and the product's batches need the rest.
-const DEVICE_FETCH_SHARE: u64 = 4;
+/// Of the device memory free, the part (1 in this many) the rows a round fetches may take
+/// (beside the block and its copy in the operand); the product's batches, and the rows gathered
+/// for ranks that ask for part of the block, take the rest. More rounds fetch the hub rows
+/// again in each.
+const DEVICE_FETCH_SHARE: u64 = 2;
 
 impl<T: Scalar> DeviceBlock<T> {
     /// Uploads the host block. Collective.
