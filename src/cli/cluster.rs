@@ -291,9 +291,13 @@ impl Observer for IterationLines<'_> {
                 },
                 if it.exchanged_bytes > 0 {
                     let p = &it.exchange_parts;
+                    let rounds = match it.rounds > 1 {
+                        true => format!(" in {} rounds", it.rounds),
+                        false => String::new(),
+                    };
                     format!(
-                        ", {:.2} s exchanging: lengths {:.2}, cut {:.2}, plan {:.2}, fetch {:.2}, \
-                         operand {:.2}",
+                        ", {:.2} s exchanging{rounds}: lengths {:.2}, cut {:.2}, plan {:.2}, \
+                         fetch {:.2}, operand {:.2}",
                         it.exchange_seconds, p.lengths, p.cut, p.plan, p.fetch, p.operand
                     )
                 } else {

@@ -173,6 +173,9 @@ pub struct Iteration {
     pub exchange_seconds: f64,
     /// Across ranks, the parts of `exchange_seconds` (each the longest of a rank).
     pub exchange_parts: ExchangeParts,
+    /// Across ranks, the rounds every rank took part in (rows fetched anew in each; 1 where
+    /// every rank's remote rows fitted its memory at once; 0 in one process).
+    pub rounds: usize,
 }
 
 /// Where an iteration's time on other ranks' rows went, each part the longest of a rank (a

@@ -334,7 +334,10 @@ fn iterate<T: Scalar>(
     let exchange = most[1] > 0;
     parts.plan = t.elapsed().as_secs_f64();
     let mut exchange_seconds = t0.elapsed().as_secs_f64();
-    let mut it = Iteration::default();
+    let mut it = Iteration {
+        rounds: most[0] as usize,
+        ..Default::default()
+    };
     let mut made_rows: Vec<Csr<T>> = Vec::new();
     for round in 0..most[0] as usize {
         let rows = plan

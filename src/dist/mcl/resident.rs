@@ -147,7 +147,10 @@ pub(super) fn iterate<T: Scalar>(
         let l = T::from_f64(least.min(1.0));
         l * l > T::ZERO
     };
-    let mut it = Iteration::default();
+    let mut it = Iteration {
+        rounds: most[0] as usize,
+        ..Default::default()
+    };
     let mut made_rows: Vec<DeviceCsr<T>> = Vec::new();
     let mut smallest = f64::INFINITY;
     let mut block = Some(m);

@@ -58,6 +58,21 @@ fn json_names_the_ranks_and_their_engine() {
     assert_eq!(err.matches("iteration   1 ").count(), 1, "{err}");
     assert!(err.contains(" exchanged)"), "{err}");
     assert!(err.contains("on 3 ranks (cpu engine)"), "{err}");
+    // Karate's rows fit one round each iteration; stages of a few entries take several.
+    assert!(!err.contains(" rounds: "), "{err}");
+    let staged = mpirun(
+        3,
+        &[("GMCL_DIST_STAGE", "40")],
+        &["cluster", s(&karate), "-o", s(&out)],
+    );
+    let staged_err = text(&staged.stderr);
+    assert!(staged.status.success(), "{staged_err}");
+    let rounds = |line: &str| -> Option<usize> {
+        let (_, after) = line.split_once(" s exchanging in ")?;
+        after.split_once(" rounds: ")?.0.parse().ok()
+    };
+    let most = staged_err.lines().filter_map(rounds).max();
+    assert!(most.is_some_and(|r| r > 1), "{staged_err}");
     let printed = text(&o.stdout);
     assert_eq!(printed.lines().count(), 1, "{printed}");
     let v: serde_json::Value = serde_json::from_str(&printed).unwrap();
