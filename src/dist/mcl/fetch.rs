@@ -28,18 +28,33 @@ pub const MAX_ROUND_ENTRIES: u64 = (MAX_MESSAGE / 2) as u64;
 pub struct Plan {
     /// The rounds, covering `0..m.nrows()` in order (none for an empty block).
     pub rounds: Vec<Range<usize>>,
-    /// Remote entries of the largest round.
+    /// Remote entries of the largest round (the shared rows' included).
     pub largest: u64,
     /// When the block is one round (or none), its remote nodes ([`needed`]), found while
     /// planning; `None` when there are several rounds.
     pub needed: Option<Vec<u32>>,
+    /// Remote nodes (increasing) fetched once for every round (see [`plan`]); each round
+    /// fetches only its other remote rows.
+    pub shared: Vec<u32>,
 }
 
 /// The block `m` (nodes `mine`) cut into consecutive rounds whose distinct remote needed rows
 /// (`lengths`: every row's entries, by node; only remote nodes are read) hold at most `budget`
 /// entries; a row whose remote needs alone exceed the budget makes a round of its own (fetched
 /// in several exchanges when it needs more than one carries: [`fetch_in_pieces`]).
-pub fn plan<T: Scalar>(m: &Csr<T>, mine: Range<usize>, lengths: &[u32], budget: u64) -> Plan {
+///
+/// With `share`, the rows that would be fetched again round after round are fetched once: on
+/// graphs with hubs nearly every column names the hub rows, so rounds of consecutive columns
+/// would each fetch them anew (and, when they alone fill the budget, make a round of nearly
+/// every column). The remote nodes named by the most rows (at least two) go into
+/// [`Plan::shared`] up to half the budget, and the rounds share the rest.
+pub fn plan<T: Scalar>(
+    m: &Csr<T>,
+    mine: Range<usize>,
+    lengths: &[u32],
+    budget: u64,
+    share: bool,
+) -> Plan {
     // Most often every remote row a block needs fits one round.
     let needed = needed(m, 0..m.nrows(), mine.start);
     let whole: u64 = needed
@@ -54,15 +69,26 @@ pub fn plan<T: Scalar>(m: &Csr<T>, mine: Range<usize>, lengths: &[u32], budget: 
                 .collect(),
             largest: whole,
             needed: Some(needed),
+            shared: Vec::new(),
         };
     }
-    // The round each remote node was last counted in (1-based; 0: never).
+    let shared = match share {
+        true => shared_rows(m, &needed, lengths, budget / 2),
+        false => Vec::new(),
+    };
+    let held: u64 = shared.iter().map(|&k| u64::from(lengths[k as usize])).sum();
+    let budget = (budget - held).max(1);
+    // The round each remote node was last counted in (1-based; 0: never; u32::MAX: shared).
     let mut seen = vec![0u32; m.ncols()];
+    for &k in &shared {
+        seen[k as usize] = u32::MAX;
+    }
     let mut round = 1u32;
     let mut out = Plan {
         rounds: Vec::new(),
         largest: 0,
         needed: None,
+        shared,
     };
     let (mut start, mut acc) = (0usize, 0u64);
     for i in 0..m.nrows() {
@@ -71,26 +97,99 @@ pub fn plan<T: Scalar>(m: &Csr<T>, mine: Range<usize>, lengths: &[u32], budget: 
         let cost = |seen: &[u32], round: u32| -> u64 {
             cols.iter()
                 .filter(remote)
-                .filter(|&&k| seen[k as usize] != round)
+                .filter(|&&k| seen[k as usize] != round && seen[k as usize] != u32::MAX)
                 .map(|&k| u64::from(lengths[k as usize]))
                 .sum()
         };
         let c = cost(&seen, round);
         if acc > 0 && acc + c > budget {
             out.rounds.push(start..i);
-            out.largest = out.largest.max(acc);
+            out.largest = out.largest.max(acc + held);
             start = i;
             acc = 0;
             round += 1;
         }
         acc += cost(&seen, round);
         for &k in cols.iter().filter(remote) {
-            seen[k as usize] = round;
+            if seen[k as usize] != u32::MAX {
+                seen[k as usize] = round;
+            }
         }
     }
     if start < m.nrows() {
         out.rounds.push(start..m.nrows());
-        out.largest = out.largest.max(acc);
+        out.largest = out.largest.max(acc + held);
+    }
+    out
+}
+
+/// Of the remote nodes `needed` (increasing), those named by the most rows of `m` (at least
+/// two), taken while their rows hold at most `budget` entries; increasing.
+fn shared_rows<T: Scalar>(m: &Csr<T>, needed: &[u32], lengths: &[u32], budget: u64) -> Vec<u32> {
+    use std::sync::atomic::{AtomicU32, Ordering::Relaxed};
+    let uses: Vec<AtomicU32> = (0..m.ncols()).map(|_| AtomicU32::new(0)).collect();
+    m.col_idx().par_iter().with_min_len(1 << 14).for_each(|&k| {
+        uses[k as usize].fetch_add(1, Relaxed);
+    });
+    let mut by_use: Vec<(u32, u32)> = needed
+        .iter()
+        .map(|&k| (uses[k as usize].load(Relaxed), k))
+        .filter(|&(u, _)| u >= 2)
+        .collect();
+    by_use.par_sort_unstable_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
+    let mut held = 0u64;
+    let mut shared: Vec<u32> = by_use
+        .into_iter()
+        .map(|(_, k)| k)
+        .take_while(|&k| {
+            held += u64::from(lengths[k as usize]);
+            held <= budget
+        })
+        .collect();
+    shared.sort_unstable();
+    shared
+}
+
+/// The nodes of `a` (increasing) that are not in `b` (increasing).
+pub fn without(a: &[u32], b: &[u32]) -> Vec<u32> {
+    let mut j = 0;
+    a.iter()
+        .copied()
+        .filter(|&v| {
+            while j < b.len() && b[j] < v {
+                j += 1;
+            }
+            b.get(j) != Some(&v)
+        })
+        .collect()
+}
+
+/// The rows of `a` and `b` (no node in both) as one set of rows in node order.
+pub fn merged<T: Scalar>(a: &Fetched<T>, b: Fetched<T>) -> Fetched<T> {
+    if a.nodes.is_empty() {
+        return b;
+    }
+    let mut out = Fetched {
+        nodes: Vec::with_capacity(a.nodes.len() + b.nodes.len()),
+        ptr: Vec::with_capacity(a.nodes.len() + b.nodes.len() + 1),
+        cols: Vec::with_capacity(a.cols.len() + b.cols.len()),
+        vals: Vec::with_capacity(a.vals.len() + b.vals.len()),
+        received: b.received,
+    };
+    out.ptr.push(0);
+    let (mut i, mut j) = (0, 0);
+    while i < a.nodes.len() || j < b.nodes.len() {
+        let from_a = j == b.nodes.len() || (i < a.nodes.len() && a.nodes[i] < b.nodes[j]);
+        let (src, at) = match from_a {
+            true => (a, &mut i),
+            false => (&b, &mut j),
+        };
+        let span = src.ptr[*at] as usize..src.ptr[*at + 1] as usize;
+        out.nodes.push(src.nodes[*at]);
+        out.cols.extend_from_slice(&src.cols[span.clone()]);
+        out.vals.extend_from_slice(&src.vals[span]);
+        out.ptr.push(out.cols.len() as u64);
+        *at += 1;
     }
     out
 }
@@ -466,17 +565,71 @@ mod tests {
         let (m, lengths) = block();
         // Remote needs: row 0 (node 2) names 0, 1 (1 + 2 entries); rows 1 and 2 add none but
         // 0, 1 again, and own nodes cost nothing.
-        let p = plan(&m, 2..5, &lengths, 3);
+        let p = plan(&m, 2..5, &lengths, 3, false);
         assert_eq!(p.rounds, std::iter::once(0..3).collect::<Vec<_>>());
         assert_eq!(p.largest, 3);
         // A budget under one row's needs: every row a round of its own.
-        let p = plan(&m, 2..5, &lengths, 2);
+        let p = plan(&m, 2..5, &lengths, 2, false);
         assert_eq!(p.rounds, vec![0..1, 1..2, 2..3]);
         // The whole matrix on one rank: nothing remote, one round, no lengths read.
         let whole = Csr::from_parts(2, 2, vec![0, 2, 4], vec![0, 1, 0, 1], vec![0.5f32; 4]);
-        let p = plan(&whole.unwrap(), 0..2, &[], 1);
+        let p = plan(&whole.unwrap(), 0..2, &[], 1, false);
         assert_eq!(p.rounds, std::iter::once(0..2).collect::<Vec<_>>());
         assert_eq!(p.largest, 0);
+    }
+
+    #[test]
+    fn rows_every_round_needs_are_fetched_once() {
+        // Nodes 0..4 remote, 4..10 this rank's; node 0 is a hub of 4 entries named by every
+        // row, each row also names one remote node of 2 entries (rows 0-1: node 1, 2-3: node 2,
+        // 4-5: node 3).
+        let lengths = [4u32, 2, 2, 2, 1, 1, 1, 1, 1, 1];
+        let mut ptr = vec![0u64];
+        let mut cols = Vec::new();
+        for i in 0..6u32 {
+            cols.extend([0, 1 + i / 2, 4 + i]);
+            ptr.push(cols.len() as u64);
+        }
+        let vals = vec![0.5f32; cols.len()];
+        let m = Csr::from_parts(6, 10, ptr, cols, vals).unwrap();
+        // Without sharing, the hub fills each round: a round a row.
+        let p = plan(&m, 4..10, &lengths, 5, false);
+        assert_eq!(p.rounds.len(), 6);
+        assert!(p.shared.is_empty());
+        // Shared, the hub (4 entries, half the budget of 8) is fetched once and the rounds
+        // share the other 4: two nodes' rows (2 + 2) at a time.
+        let p = plan(&m, 4..10, &lengths, 8, true);
+        assert_eq!(p.shared, vec![0]);
+        assert_eq!(p.rounds, vec![0..4, 4..6]);
+        assert_eq!(p.largest, 4 + 4);
+        // Within the budget: one round, nothing shared.
+        let p = plan(&m, 4..10, &lengths, 10, true);
+        assert_eq!((p.rounds.len(), p.shared.len()), (1, 0));
+        assert_eq!(without(&[1, 3, 5, 7], &[0, 3, 7, 9]), vec![1, 5]);
+    }
+
+    #[test]
+    fn shared_rows_merge_with_a_rounds_rows_in_node_order() {
+        let a = Fetched {
+            nodes: vec![1, 6],
+            ptr: vec![0, 2, 3],
+            cols: vec![7, 8, 9],
+            vals: vec![1.0f32, 2.0, 3.0],
+            received: 10,
+        };
+        let b = Fetched {
+            nodes: vec![0, 4, 9],
+            ptr: vec![0, 1, 1, 2],
+            cols: vec![5, 6],
+            vals: vec![4.0f32, 5.0],
+            received: 20,
+        };
+        let m = merged(&a, b);
+        assert_eq!(m.nodes, vec![0, 1, 4, 6, 9]);
+        assert_eq!(m.ptr, vec![0, 1, 3, 3, 4, 5]);
+        assert_eq!(m.cols, vec![5, 7, 8, 9, 6]);
+        assert_eq!(m.vals, vec![4.0, 1.0, 2.0, 3.0, 5.0]);
+        assert_eq!(m.received, 20);
     }
 
     /// Rows fetched in pieces of a few entries are the rows fetched in one exchange, however

@@ -327,12 +327,28 @@ fn iterate<T: Scalar>(
     let t = Instant::now();
     let room = crate::io::limits::memory_left((m.nnz() as u64).saturating_mul(entry));
     let budget = fetch_budget(opts.stage_entries, room, opts.ranks_on_host, entry);
-    let mut plan = fetch::plan(m, mine, &lengths, budget);
-    // The most rounds of a rank, and whether any rank needs another's rows at all.
-    let mut most = [plan.rounds.len() as u64, plan.largest];
+    let mut plan = fetch::plan(m, mine, &lengths, budget, true);
+    // The most rounds of a rank, whether any rank needs another's rows at all, and whether any
+    // fetches rows once for all its rounds.
+    let mut most = [
+        plan.rounds.len() as u64,
+        plan.largest,
+        plan.shared.len() as u64,
+    ];
     comm.max_u64(&mut most);
     let exchange = most[1] > 0;
     parts.plan = t.elapsed().as_secs_f64();
+    // Every rank takes part in the shared rows' exchange when one rank has some.
+    let shared = match most[2] > 0 {
+        true => {
+            let t = Instant::now();
+            let got = fetch::fetch_in_pieces(comm, &starts, m, &plan.shared, &lengths);
+            received += got.received;
+            parts.fetch += t.elapsed().as_secs_f64();
+            got
+        }
+        false => fetch::Fetched::none(),
+    };
     let mut exchange_seconds = t0.elapsed().as_secs_f64();
     let mut it = Iteration {
         rounds: most[0] as usize,
@@ -353,9 +369,20 @@ fn iterate<T: Scalar>(
                 .needed
                 .take()
                 .unwrap_or_else(|| fetch::needed(m, rows.clone(), first));
-            let (b, got) = fetch::fetch_operand(comm, &starts, m, &ask, &lengths);
-            received += got;
-            b
+            match most[2] > 0 {
+                // The round's own rows fetched, the shared ones laid in among them.
+                true => {
+                    let ask = fetch::without(&ask, &shared.nodes);
+                    let got = fetch::fetch_in_pieces(comm, &starts, m, &ask, &lengths);
+                    received += got.received;
+                    fetch::operand(m, first, fetch::merged(&shared, got))
+                }
+                false => {
+                    let (b, got) = fetch::fetch_operand(comm, &starts, m, &ask, &lengths);
+                    received += got;
+                    b
+                }
+            }
         } else {
             fetch::operand(m, first, fetch::Fetched::none())
         };

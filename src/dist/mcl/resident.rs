@@ -133,7 +133,7 @@ pub(super) fn iterate<T: Scalar>(
             // Rounds are planned on the host's copy of the block (when memory is short).
             false => {
                 let host = m.download(gpu)?;
-                let plan = fetch::plan(&host, mine.clone(), &lengths, budget.max(1));
+                let plan = fetch::plan(&host, mine.clone(), &lengths, budget.max(1), false);
                 Ok((plan.rounds, None))
             }
         }
