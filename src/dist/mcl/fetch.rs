@@ -72,31 +72,68 @@ pub fn plan<T: Scalar>(
             shared: Vec::new(),
         };
     }
-    let shared = match share {
-        true => shared_rows(m, &needed, lengths, budget / 2),
-        false => Vec::new(),
-    };
+    let alone = rounds_of(m, &mine, lengths, budget, &[]);
+    if !share {
+        return alone.into_plan(Vec::new(), 0);
+    }
+    let shared = shared_rows(m, &needed, lengths, budget / 2);
     let held: u64 = shared.iter().map(|&k| u64::from(lengths[k as usize])).sum();
-    let budget = (budget - held).max(1);
+    let with = rounds_of(m, &mine, lengths, (budget - held).max(1), &shared);
+    // Sharing copies the shared rows into every round's operand: worth it where it saves a
+    // third of the entries fetched (it does not where one column's needs fill a round alone).
+    match 3 * (held + with.fetched) <= 2 * alone.fetched {
+        true => with.into_plan(shared, held),
+        false => alone.into_plan(Vec::new(), 0),
+    }
+}
+
+/// Rounds of consecutive rows and what they fetch.
+struct Rounds {
+    rounds: Vec<Range<usize>>,
+    /// Remote entries of the largest round.
+    largest: u64,
+    /// Remote entries of all rounds.
+    fetched: u64,
+}
+
+impl Rounds {
+    /// The plan of these rounds with `shared` (of `held` entries) fetched once.
+    fn into_plan(self, shared: Vec<u32>, held: u64) -> Plan {
+        Plan {
+            rounds: self.rounds,
+            largest: self.largest + held,
+            needed: None,
+            shared,
+        }
+    }
+}
+
+/// The rows of `m` cut into consecutive rounds whose remote needs, other than the nodes
+/// `shared` (increasing), hold at most `budget` entries (a row needing more is a round alone).
+fn rounds_of<T: Scalar>(
+    m: &Csr<T>,
+    mine: &Range<usize>,
+    lengths: &[u32],
+    budget: u64,
+    shared: &[u32],
+) -> Rounds {
     // The round each remote node was last counted in (1-based; 0: never; u32::MAX: shared).
     let mut seen = vec![0u32; m.ncols()];
-    for &k in &shared {
+    for &k in shared {
         seen[k as usize] = u32::MAX;
     }
     let mut round = 1u32;
-    let mut out = Plan {
+    let mut out = Rounds {
         rounds: Vec::new(),
         largest: 0,
-        needed: None,
-        shared,
+        fetched: 0,
     };
     let (mut start, mut acc) = (0usize, 0u64);
     for i in 0..m.nrows() {
         let cols = m.row(i).0;
-        let remote = |k: &&u32| !mine.contains(&(**k as usize));
         let cost = |seen: &[u32], round: u32| -> u64 {
             cols.iter()
-                .filter(remote)
+                .filter(|k| !mine.contains(&(**k as usize)))
                 .filter(|&&k| seen[k as usize] != round && seen[k as usize] != u32::MAX)
                 .map(|&k| u64::from(lengths[k as usize]))
                 .sum()
@@ -104,21 +141,24 @@ pub fn plan<T: Scalar>(
         let c = cost(&seen, round);
         if acc > 0 && acc + c > budget {
             out.rounds.push(start..i);
-            out.largest = out.largest.max(acc + held);
+            out.largest = out.largest.max(acc);
+            out.fetched += acc;
             start = i;
             acc = 0;
             round += 1;
         }
         acc += cost(&seen, round);
-        for &k in cols.iter().filter(remote) {
-            if seen[k as usize] != u32::MAX {
-                seen[k as usize] = round;
+        for &k in cols {
+            let k = k as usize;
+            if !mine.contains(&k) && seen[k] != u32::MAX {
+                seen[k] = round;
             }
         }
     }
     if start < m.nrows() {
         out.rounds.push(start..m.nrows());
-        out.largest = out.largest.max(acc + held);
+        out.largest = out.largest.max(acc);
+        out.fetched += acc;
     }
     out
 }
@@ -164,34 +204,59 @@ pub fn without(a: &[u32], b: &[u32]) -> Vec<u32> {
         .collect()
 }
 
-/// The rows of `a` and `b` (no node in both) as one set of rows in node order.
+/// The rows of `a` and `b` (no node in both) as one set of rows in node order, each row
+/// copied into its place by the threads.
 pub fn merged<T: Scalar>(a: &Fetched<T>, b: Fetched<T>) -> Fetched<T> {
     if a.nodes.is_empty() {
         return b;
     }
-    let mut out = Fetched {
-        nodes: Vec::with_capacity(a.nodes.len() + b.nodes.len()),
-        ptr: Vec::with_capacity(a.nodes.len() + b.nodes.len() + 1),
-        cols: Vec::with_capacity(a.cols.len() + b.cols.len()),
-        vals: Vec::with_capacity(a.vals.len() + b.vals.len()),
-        received: b.received,
-    };
-    out.ptr.push(0);
+    // Each output row's source (`true`: `a`) and index there, in node order.
+    let mut from = Vec::with_capacity(a.nodes.len() + b.nodes.len());
     let (mut i, mut j) = (0, 0);
     while i < a.nodes.len() || j < b.nodes.len() {
-        let from_a = j == b.nodes.len() || (i < a.nodes.len() && a.nodes[i] < b.nodes[j]);
-        let (src, at) = match from_a {
-            true => (a, &mut i),
-            false => (&b, &mut j),
-        };
-        let span = src.ptr[*at] as usize..src.ptr[*at + 1] as usize;
-        out.nodes.push(src.nodes[*at]);
-        out.cols.extend_from_slice(&src.cols[span.clone()]);
-        out.vals.extend_from_slice(&src.vals[span]);
-        out.ptr.push(out.cols.len() as u64);
-        *at += 1;
+        let take_a = j == b.nodes.len() || (i < a.nodes.len() && a.nodes[i] < b.nodes[j]);
+        match take_a {
+            true => from.push((true, i)),
+            false => from.push((false, j)),
+        }
+        *(if take_a { &mut i } else { &mut j }) += 1;
     }
-    out
+    let src = |(in_a, k): (bool, usize)| if in_a { (a, k) } else { (&b, k) };
+    let sizes: Vec<usize> = from
+        .iter()
+        .map(|&f| {
+            let (s, k) = src(f);
+            (s.ptr[k + 1] - s.ptr[k]) as usize
+        })
+        .collect();
+    let mut ptr = Vec::with_capacity(from.len() + 1);
+    ptr.push(0u64);
+    let mut end = 0u64;
+    ptr.extend(sizes.iter().map(|&l| {
+        end += l as u64;
+        end
+    }));
+    let mut cols = vec![0u32; end as usize];
+    let mut vals = vec![T::ZERO; end as usize];
+    crate::mem::split_by_lengths(&mut cols, &sizes)
+        .into_par_iter()
+        .zip(crate::mem::split_by_lengths(&mut vals, &sizes))
+        .zip(from.par_iter())
+        .with_min_len(64)
+        .for_each(|((c, v), &f)| {
+            let (s, k) = src(f);
+            let span = s.ptr[k] as usize..s.ptr[k + 1] as usize;
+            c.copy_from_slice(&s.cols[span.clone()]);
+            v.copy_from_slice(&s.vals[span]);
+        });
+    let nodes = from.iter().map(|&f| src(f).0.nodes[f.1]).collect();
+    Fetched {
+        nodes,
+        ptr,
+        cols,
+        vals,
+        received: b.received,
+    }
 }
 
 /// The remote rows of one round, in node order.
@@ -580,30 +645,35 @@ mod tests {
 
     #[test]
     fn rows_every_round_needs_are_fetched_once() {
-        // Nodes 0..4 remote, 4..10 this rank's; node 0 is a hub of 4 entries named by every
-        // row, each row also names one remote node of 2 entries (rows 0-1: node 1, 2-3: node 2,
-        // 4-5: node 3).
-        let lengths = [4u32, 2, 2, 2, 1, 1, 1, 1, 1, 1];
+        // Nodes 0..7 remote, 7..19 this rank's; node 0 is a hub of 4 entries named by every
+        // row, each pair of rows also names one remote node of 2 entries (rows 0-1: node 1,
+        // 2-3: node 2, ...).
+        let mut lengths = vec![4u32, 2, 2, 2, 2, 2, 2];
+        lengths.extend([1; 12]);
         let mut ptr = vec![0u64];
         let mut cols = Vec::new();
-        for i in 0..6u32 {
-            cols.extend([0, 1 + i / 2, 4 + i]);
+        for i in 0..12u32 {
+            cols.extend([0, 1 + i / 2, 7 + i]);
             ptr.push(cols.len() as u64);
         }
         let vals = vec![0.5f32; cols.len()];
-        let m = Csr::from_parts(6, 10, ptr, cols, vals).unwrap();
-        // Without sharing, the hub fills each round: a round a row.
-        let p = plan(&m, 4..10, &lengths, 5, false);
-        assert_eq!(p.rounds.len(), 6);
+        let m = Csr::from_parts(12, 19, ptr, cols, vals).unwrap();
+        // Every round of four rows fetches the hub again: 3 x 8 entries.
+        let p = plan(&m, 7..19, &lengths, 8, false);
+        assert_eq!(p.rounds, vec![0..4, 4..8, 8..12]);
         assert!(p.shared.is_empty());
-        // Shared, the hub (4 entries, half the budget of 8) is fetched once and the rounds
-        // share the other 4: two nodes' rows (2 + 2) at a time.
-        let p = plan(&m, 4..10, &lengths, 8, true);
+        // Shared, the hub (4 entries, half the budget of 8) is fetched once and each round its
+        // other 4: 4 + 3 x 4 entries, two thirds of 24.
+        let p = plan(&m, 7..19, &lengths, 8, true);
         assert_eq!(p.shared, vec![0]);
-        assert_eq!(p.rounds, vec![0..4, 4..6]);
+        assert_eq!(p.rounds, vec![0..4, 4..8, 8..12]);
         assert_eq!(p.largest, 4 + 4);
+        // Saving less than a third, nothing is shared: with a budget of 10, two rounds of six
+        // rows fetch 2 x 10 alone, 4 + 2 x 6 with the hub shared.
+        let p = plan(&m, 7..19, &lengths, 10, true);
+        assert!(p.shared.is_empty(), "{p:?}");
         // Within the budget: one round, nothing shared.
-        let p = plan(&m, 4..10, &lengths, 10, true);
+        let p = plan(&m, 7..19, &lengths, 16, true);
         assert_eq!((p.rounds.len(), p.shared.len()), (1, 0));
         assert_eq!(without(&[1, 3, 5, 7], &[0, 3, 7, 9]), vec![1, 5]);
     }
