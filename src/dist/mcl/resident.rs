@@ -153,13 +153,11 @@ pub(super) fn iterate<T: Scalar>(
     };
     let mut made_rows: Vec<DeviceCsr<T>> = Vec::new();
     let mut smallest = f64::INFINITY;
-    let mut block = Some(m);
+    let mut block = m;
     for round in 0..most[0] as usize {
         let rows = rounds.get(round).cloned().unwrap_or(nrows..nrows);
         let t = Instant::now();
-        let held = block
-            .as_ref()
-            .expect("the block is kept until its last round");
+        let held = &block;
         let needed = match whole_block.take() {
             Some(needed) => Ok(needed),
             None => named(gpu, held, &ptr, rows.clone(), &mine),
@@ -187,15 +185,11 @@ pub(super) fn iterate<T: Scalar>(
             let laid = Instant::now();
             // Where every rank makes its block in one round, the round's rows are the block
             // itself (no rank asks for its rows again).
-            let a = match (rows == (0..nrows) && most[0] == 1, block.take()) {
-                (true, Some(whole)) => Ok(whole),
-                (_, whole) => {
-                    block = whole;
-                    let held = block
-                        .as_ref()
-                        .expect("the block is kept until its last round");
-                    held.row_slice(gpu, rows.clone(), ptr[rows.start]..ptr[rows.end])
-                }
+            // (an empty matrix stands in for it until the iteration ends).
+            let a = match rows == (0..nrows) && most[0] == 1 {
+                true => DeviceCsr::with_offsets(gpu, n, &[0], false)
+                    .map(|empty| std::mem::replace(&mut block, empty)),
+                false => block.row_slice(gpu, rows.clone(), ptr[rows.start]..ptr[rows.end]),
             };
             parts.operand += laid.elapsed().as_secs_f64();
             exchange_seconds += t.elapsed().as_secs_f64();

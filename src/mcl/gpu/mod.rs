@@ -10,7 +10,7 @@ use crate::gpu::matrix::DeviceCsr;
 mod prune;
 
 use crate::scalar::Scalar;
-use crate::spgemm::gpu::{GpuEngine, GpuTuning};
+use crate::spgemm::gpu::{DeferredConsumer, GpuEngine, GpuTuning};
 pub use prune::{prune_batch, prune_expansion, FusedRows, Pruned};
 use std::time::Instant;
 
@@ -138,17 +138,6 @@ struct Expansion<'a> {
     first: usize,
 }
 
-/// The callback a product hands each batch to: its rows, the batch, its deferred dense rows,
-/// and the operands.
-type Consume<'c, T> = dyn FnMut(
-        std::ops::Range<usize>,
-        DeviceCsr<T>,
-        Option<crate::spgemm::gpu::DeferredRows>,
-        &DeviceCsr<T>,
-        &DeviceCsr<T>,
-    ) -> Result<()>
-    + 'c;
-
 impl<'a> Expansion<'a> {
     fn new(
         engine: &'a GpuEngine,
@@ -172,7 +161,7 @@ impl<'a> Expansion<'a> {
         self,
         nrows: usize,
         ncols: usize,
-        multiply: impl FnOnce(&mut Consume<'_, T>) -> Result<crate::spgemm::ProductStats>,
+        multiply: impl FnOnce(&mut DeferredConsumer<'_, T>) -> Result<crate::spgemm::ProductStats>,
     ) -> Result<(DeviceCsr<T>, Iteration, f64)> {
         let start = Instant::now();
         self.progress.set_totals(nrows as u64, nrows as u64);

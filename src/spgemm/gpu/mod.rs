@@ -105,6 +105,18 @@ pub struct DeferredRows {
     window: u32,
 }
 
+/// What receives each row batch of a product whose dense rows are deferred
+/// ([`GpuEngine::multiply_deferred`]): the batch's rows, its rows of C, the deferred rows, and
+/// A and B on the device.
+pub type DeferredConsumer<'c, T> = dyn FnMut(
+        Range<usize>,
+        DeviceCsr<T>,
+        Option<DeferredRows>,
+        &DeviceCsr<T>,
+        &DeviceCsr<T>,
+    ) -> Result<()>
+    + 'c;
+
 impl DeferredRows {
     /// The columns of shared memory a row is made in at a time: 0 when a whole row of C fits
     /// one window.
@@ -287,13 +299,7 @@ impl GpuEngine {
         a: &Csr<T>,
         b: &Csr<T>,
         defer_dense: bool,
-        mut consume: impl FnMut(
-            Range<usize>,
-            DeviceCsr<T>,
-            Option<DeferredRows>,
-            &DeviceCsr<T>,
-            &DeviceCsr<T>,
-        ) -> Result<()>,
+        consume: &mut DeferredConsumer<'_, T>,
     ) -> Result<ProductStats> {
         check_operands(a, b, &SpgemmOptions::default())?;
         check_columns(b.ncols())?;
@@ -302,9 +308,7 @@ impl GpuEngine {
             defer_dense,
             ..self.upload_operands(a, b, None)?
         };
-        self.batches_on_device(&ops, |batch, c, deferred, ops| {
-            consume(batch, c, deferred, &ops.a, ops.b())
-        })
+        self.deferred_batches(&ops, consume)
     }
 
     /// [`Self::multiply_deferred`] of operands already on the device (dropped once the product
@@ -314,13 +318,7 @@ impl GpuEngine {
         a: DeviceCsr<T>,
         b: DeviceCsr<T>,
         defer_dense: bool,
-        mut consume: impl FnMut(
-            Range<usize>,
-            DeviceCsr<T>,
-            Option<DeferredRows>,
-            &DeviceCsr<T>,
-            &DeviceCsr<T>,
-        ) -> Result<()>,
+        consume: &mut DeferredConsumer<'_, T>,
     ) -> Result<ProductStats> {
         if a.ncols != b.nrows {
             return Err(Error::Invalid(format!(
@@ -341,7 +339,16 @@ impl GpuEngine {
             has_mask: 0,
             defer_dense,
         };
-        self.batches_on_device(&ops, |batch, c, deferred, ops| {
+        self.deferred_batches(&ops, consume)
+    }
+
+    /// Every row batch of `ops` handed to `consume` with A and B (the caller holds the GPU).
+    fn deferred_batches<T: Scalar>(
+        &self,
+        ops: &Operands<T>,
+        consume: &mut DeferredConsumer<'_, T>,
+    ) -> Result<ProductStats> {
+        self.batches_on_device(ops, |batch, c, deferred, ops| {
             consume(batch, c, deferred, &ops.a, ops.b())
         })
     }
