@@ -66,15 +66,18 @@ degree_ranks(const u64* ptr, u32 n, u64* starts, u32* rank) {
     }
 }
 
-// For each vertex u (one warp each), with r = rank[u]: out_lens[r] = its neighbours ranked
-// above it, in_lens[r] = those below; *max_out = the longest out-row. Each adjacency entry is
-// replaced by its rank, so that orient_fill reads ranks in order instead of looking them up. Rows with both are
-// counted: light ones as items[r] items of triangles_light, heavy ones (more entries than half
-// a warp's table) listed in heavy_rows for triangles_heavy.
+// For each row u of a block of n rows (one warp each), the vertex first + u (in one process the
+// whole graph: first 0), with r = its rank: out_lens[r] = its neighbours ranked above it,
+// in_lens[r] = those below; *max_out = the longest out-row. Each adjacency entry is replaced by
+// its rank, so that orient_fill reads ranks in order instead of looking them up. Rows with both
+// are counted: light ones as items[r] items of triangles_light, heavy ones (more entries than
+// half a warp's table) listed in heavy_rows for triangles_heavy. Across ranks (else null):
+// block_lens[u] = the out-row's length, and needed[v] = 1 for every neighbour v outside the
+// block ranked below its row (the tails of in-edges, whose rows U(v) the rank fetches).
 extern "C" __global__ void __launch_bounds__(TRI_THREADS)
-orient_counts(const u64* ptr, u32* adj, u32 n, const u32* rank, u64* out_lens,
+orient_counts(const u64* ptr, u32* adj, u32 n, u32 first, const u32* rank, u64* out_lens,
               u64* in_lens, unsigned long long* max_out, u64* items, u32* heavy_rows,
-              u32* heavy_count) {
+              u32* heavy_count, u32* block_lens, unsigned char* needed) {
     const u32 lane = threadIdx.x & (WARP - 1);
     const u64 warps = (u64)gridDim.x * (blockDim.x / WARP);
     // The warp's longest row, published once at the end: an atomic per row on one address
@@ -82,19 +85,22 @@ orient_counts(const u64* ptr, u32* adj, u32 n, const u32* rank, u64* out_lens,
     u64 longest = 0;
     for (u64 u = ((u64)blockIdx.x * blockDim.x + threadIdx.x) / WARP; u < n; u += warps) {
         const u64 lo = ptr[u], hi = ptr[u + 1];
-        const u32 r = rank[u];
+        const u32 r = rank[first + u];
         u64 kept = 0;
         for (u64 base = lo; base < hi; base += WARP) {
             bool keep = false;
             if (base + lane < hi) {
-                const u32 rv = rank[adj[base + lane]];
+                const u32 v = adj[base + lane];
+                const u32 rv = rank[v];
                 adj[base + lane] = rv;
                 keep = rv > r;
+                if (!keep && needed && (v < first || v - first >= n)) needed[v] = 1;
             }
             kept += __popc(__ballot_sync(0xffffffffu, keep));
         }
         if (lane == 0) {
             const u64 in = hi - lo - kept;
+            if (block_lens) block_lens[u] = (u32)kept;
             out_lens[r] = kept;
             in_lens[r] = in;
             longest = max(longest, kept);
@@ -106,17 +112,19 @@ orient_counts(const u64* ptr, u32* adj, u32 n, const u32* rank, u64* out_lens,
     if (lane == 0 && longest > 0) atomicMax(max_out, (unsigned long long)longest);
 }
 
-// Writes U(rank[u]) at optr[rank[u]], in the order of u's adjacency row (which orient_counts
+// Writes U(r), r the rank of row u's vertex first + u, at optr[r] (at optr[u] with by_row: a
+// block's rows one after another), in the order of u's adjacency row (which orient_counts
 // turned into ranks).
 extern "C" __global__ void __launch_bounds__(TRI_THREADS)
-orient_fill(const u64* ptr, const u32* radj, u32 n, const u32* rank, const u64* optr, u32* oadj) {
+orient_fill(const u64* ptr, const u32* radj, u32 n, u32 first, const u32* rank, const u64* optr,
+            u32 by_row, u32* oadj) {
     const u32 lane = threadIdx.x & (WARP - 1);
     const u32 below = (1u << lane) - 1;
     const u64 warps = (u64)gridDim.x * (blockDim.x / WARP);
     for (u64 u = ((u64)blockIdx.x * blockDim.x + threadIdx.x) / WARP; u < n; u += warps) {
         const u64 lo = ptr[u], hi = ptr[u + 1];
-        const u32 r = rank[u];
-        u64 at = optr[r];
+        const u32 r = rank[first + u];
+        u64 at = optr[by_row ? u : r];
         for (u64 base = lo; base < hi; base += WARP) {
             u32 rv = 0;
             bool keep = false;
@@ -185,16 +193,20 @@ sort_rows(const u64* optr, u32* oadj, u32 n) {
 
 // The rows of L: for each edge a -> c of U, a joins L(c) at the next free place of cursor[c]
 // (which starts as iptr), with where U(a) may hold vertices above c: past c when U(a) is
-// sorted, else from its start. One warp per row a.
+// sorted, else from its start. One warp per row a. With `filtered` (a rank's part of U across
+// ranks), only the vertices c with a row of L in iptr take their in-edges.
 extern "C" __global__ void __launch_bounds__(TRI_THREADS)
-transpose_fill(const u64* optr, const u32* oadj, u32 n, u64* cursor, u32* iadj, u32* ifrom) {
+transpose_fill(const u64* optr, const u32* oadj, u32 n, const u64* iptr, u32 filtered,
+               u64* cursor, u32* iadj, u32* ifrom) {
     const u32 lane = threadIdx.x & (WARP - 1);
     const u64 warps = (u64)gridDim.x * (blockDim.x / WARP);
     for (u64 a = ((u64)blockIdx.x * blockDim.x + threadIdx.x) / WARP; a < n; a += warps) {
         const u64 lo = optr[a], hi = optr[a + 1];
         const bool sorted = hi - lo <= TRI_SORT_MAX;
         for (u64 i = lo + lane; i < hi; i += WARP) {
-            const u64 at = atomicAdd(&cursor[oadj[i]], 1ull);
+            const u32 c = oadj[i];
+            if (filtered && iptr[c + 1] == iptr[c]) continue;
+            const u64 at = atomicAdd(&cursor[c], 1ull);
             iadj[at] = (u32)a;
             ifrom[at] = sorted ? (u32)(i - lo + 1) : 0;
         }

@@ -71,7 +71,6 @@ impl<E> SharedSlice<E> {
         }
     }
     /// Over an initialised slice.
-    #[allow(dead_code)] // for engines that fill rows in place
     pub(crate) fn new_init(s: &mut [E]) -> Self {
         SharedSlice {
             ptr: s.as_mut_ptr(),

@@ -317,13 +317,14 @@ fn run_across_ranks(a: TricountArgs, ui: Ui, comm: &dyn Comm, mut sw: Stopwatch)
         ..Default::default()
     });
     ui.notice(&format!(
-        "{} vertices, {} edges on {} ranks ({} engine); loaded in {:.3} s; counted in {:.4} s ({} rounds of row exchange{}, {:.3e} edges/s)",
+        "{} vertices, {} edges on {} ranks ({} engine); loaded in {:.3} s; counted in {:.4} s ({} method, {} rounds of row exchange{}, {:.3e} edges/s)",
         t.vertices,
         t.edges,
         comm.size(),
         engine,
         t.load_seconds,
         t.seconds,
+        t.method.name(),
         t.rounds,
         if t.exchanged_bytes > 0 {
             format!(
@@ -346,7 +347,7 @@ fn run_across_ranks(a: TricountArgs, ui: Ui, comm: &dyn Comm, mut sw: Stopwatch)
         edges: t.edges,
         seconds: t.seconds,
         edges_per_second: rate(t.edges, t.seconds),
-        method: tricount::Method::Merge.name(),
+        method: t.method.name(),
         runs: 1,
         load_seconds: t.load_seconds,
         orient_seconds: 0.0,

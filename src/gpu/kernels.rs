@@ -55,6 +55,9 @@ pub const UNTYPED: &[&str] = &[
     "triangles_rows",
     "dense_rows_symbolic",
     "flag_columns",
+    "gather_pattern",
+    "place_pattern",
+    "scatter_lengths",
 ];
 
 /// Kernels instantiated once per value type (suffix `_f32` / `_f64`).

@@ -13,11 +13,13 @@ use crate::spgemm::EngineKind;
 use cudarc::driver::{CudaSlice, LaunchConfig, PushKernelArg};
 use std::time::Instant;
 
+/// A null device pointer, for the kernels' optional arguments.
+pub(super) const NULL: u64 = 0;
 /// Threads of the setup and light-row kernels (TRI_THREADS in kernels/triangles.cu).
 const THREADS: u32 = 256;
 /// Hash slots of one warp of the light kernel (TRI_WARP_SLOTS): rows of more than half as
 /// many entries are heavy.
-const WARP_SLOTS: u64 = 1024;
+pub(super) const WARP_SLOTS: u64 = 1024;
 /// Threads of the heavy-row kernel (TRI_HEAVY_THREADS).
 const HEAVY_THREADS: u32 = 512;
 /// Static shared memory of the heavy-row kernel: one `WedgeSlots` (32 × 20 bytes) per warp and
@@ -116,35 +118,35 @@ pub fn count(
 
 /// What every step of one count shares: the GPU, the vertex count, poisoning and the launch
 /// shapes.
-struct Job<'a> {
-    gpu: &'a Gpu,
-    n: usize,
-    poison: bool,
+pub(super) struct Job<'a> {
+    pub(super) gpu: &'a Gpu,
+    pub(super) n: usize,
+    pub(super) poison: bool,
     /// A warp per row, the grid capped.
-    per_row: LaunchConfig,
+    pub(super) per_row: LaunchConfig,
     /// A thread per vertex, grid-stride.
-    per_vertex: LaunchConfig,
+    pub(super) per_vertex: LaunchConfig,
 }
 
 /// The oriented graph on the device, renumbered by rank: `U` (`optr`, `oadj`), its transpose `L`
 /// (`iptr`, `iadj`, with `ifrom` the offset of each in-edge in `oadj`), the light rows' items and
 /// the heavy rows, as the counting kernels read them.
-struct DeviceDag {
-    optr: CudaSlice<u64>,
-    oadj: CudaSlice<u32>,
-    iptr: CudaSlice<u64>,
-    iadj: CudaSlice<u32>,
-    ifrom: CudaSlice<u32>,
-    item_ptr: CudaSlice<u64>,
-    heavy_rows: CudaSlice<u32>,
+pub(super) struct DeviceDag {
+    pub(super) optr: CudaSlice<u64>,
+    pub(super) oadj: CudaSlice<u32>,
+    pub(super) iptr: CudaSlice<u64>,
+    pub(super) iadj: CudaSlice<u32>,
+    pub(super) ifrom: CudaSlice<u32>,
+    pub(super) item_ptr: CudaSlice<u64>,
+    pub(super) heavy_rows: CudaSlice<u32>,
     /// How many rows `heavy_rows` lists.
-    heavy_count: u32,
-    /// The longest row of U.
-    longest: u64,
+    pub(super) heavy_count: u32,
+    /// The longest row of U with in-edges (the heavy rows' tables are sized by it).
+    pub(super) longest: u64,
 }
 
 impl Job<'_> {
-    fn new(gpu: &Gpu, n: usize, poison: bool) -> Result<Job<'_>> {
+    pub(super) fn new(gpu: &Gpu, n: usize, poison: bool) -> Result<Job<'_>> {
         let per_row = shape(
             (n as u64 * 32)
                 .div_ceil(THREADS as u64)
@@ -209,13 +211,16 @@ impl Job<'_> {
             l.arg(&ptr)
                 .arg(&mut adj)
                 .arg(&n32)
+                .arg(&0u32)
                 .arg(rank)
                 .arg(&mut optr)
                 .arg(&mut iptr)
                 .arg(&mut max_out)
                 .arg(&mut item_ptr)
                 .arg(&mut heavy_rows)
-                .arg(&mut heavy_count);
+                .arg(&mut heavy_count)
+                .arg(&NULL)
+                .arg(&NULL);
         })?;
         exclusive_scan(gpu, s, &mut optr, n1, "the oriented row lengths")?;
         exclusive_scan(gpu, s, &mut iptr, n1, "the in-edge row lengths")?;
@@ -232,8 +237,10 @@ impl Job<'_> {
             l.arg(&ptr)
                 .arg(&adj)
                 .arg(&n32)
+                .arg(&0u32)
                 .arg(rank)
                 .arg(&optr)
+                .arg(&0u32)
                 .arg(&mut oadj);
         })?;
         drop((ptr, adj));
@@ -242,18 +249,7 @@ impl Job<'_> {
             l.arg(&optr).arg(&mut oadj).arg(&n32);
         })?;
         prof.mark("orient: sort rows")?;
-        let mut cursor = check("copy the in-edge offsets", s.clone_dtod(&iptr))?;
-        let mut iadj = uninit::<u32>(s, oriented as usize, poison, "the in-edges")?;
-        let mut ifrom = uninit::<u32>(s, oriented as usize, poison, "the in-edges' offsets")?;
-        launch(gpu, s, "transpose_fill", per_row, |l| {
-            l.arg(&optr)
-                .arg(&oadj)
-                .arg(&n32)
-                .arg(&mut cursor)
-                .arg(&mut iadj)
-                .arg(&mut ifrom);
-        })?;
-        drop(cursor);
+        let (iadj, ifrom) = self.transpose(&optr, &oadj, &iptr, oriented, false)?;
         prof.mark("transpose")?;
         let longest = read_at(s, &max_out, 0, "the longest oriented row")?;
         let heavy_count = check(
@@ -273,9 +269,39 @@ impl Job<'_> {
         })
     }
 
+    /// The rows of L (`in_edges` of them, laid out by `iptr`) from U: the in-edges and where
+    /// each sits in its tail's row. With `filtered`, only the vertices with a row in `iptr`
+    /// take their in-edges (a rank's part of U across ranks holds others' too).
+    pub(super) fn transpose(
+        &self,
+        optr: &CudaSlice<u64>,
+        oadj: &CudaSlice<u32>,
+        iptr: &CudaSlice<u64>,
+        in_edges: u64,
+        filtered: bool,
+    ) -> Result<(CudaSlice<u32>, CudaSlice<u32>)> {
+        let (gpu, s, poison) = (self.gpu, &self.gpu.main, self.poison);
+        let n32 = self.n as u32;
+        let mut cursor = check("copy the in-edge offsets", s.clone_dtod(iptr))?;
+        let mut iadj = uninit::<u32>(s, in_edges as usize, poison, "the in-edges")?;
+        let mut ifrom = uninit::<u32>(s, in_edges as usize, poison, "the in-edges' offsets")?;
+        let filtered = u32::from(filtered);
+        launch(gpu, s, "transpose_fill", self.per_row, |l| {
+            l.arg(optr)
+                .arg(oadj)
+                .arg(&n32)
+                .arg(iptr)
+                .arg(&filtered)
+                .arg(&mut cursor)
+                .arg(&mut iadj)
+                .arg(&mut ifrom);
+        })?;
+        Ok((iadj, ifrom))
+    }
+
     /// The count: light rows, then heavy rows. Returns the total and the per-vertex counts by
     /// rank (one unused slot when not asked for), on the device.
-    fn count_oriented(
+    pub(super) fn count_oriented(
         &self,
         tuning: &TriangleTuning,
         dag: &DeviceDag,
@@ -313,7 +339,11 @@ impl Job<'_> {
     }
 
     /// The per-vertex counts by rank, moved to vertex ids and copied to the host.
-    fn gather_by_rank(&self, rank: &CudaSlice<u32>, by_rank: CudaSlice<u64>) -> Result<Vec<u64>> {
+    pub(super) fn gather_by_rank(
+        &self,
+        rank: &CudaSlice<u32>,
+        by_rank: CudaSlice<u64>,
+    ) -> Result<Vec<u64>> {
         let (gpu, s, n) = (self.gpu, &self.gpu.main, self.n);
         let n32 = n as u32;
         let mut by_vertex = uninit::<u64>(s, n, self.poison, "the per-vertex counts")?;

@@ -33,9 +33,10 @@ use std::time::Instant;
 
 mod cpu;
 pub mod gpu;
+pub mod gpu_block;
 pub mod gpu_pairs;
 mod masked;
-mod orient;
+pub(crate) mod orient;
 
 pub use orient::worth_relabelling;
 

@@ -40,6 +40,25 @@ pub fn worth_relabelling(g: &SimpleGraph) -> bool {
     mean / 1.3 > median
 }
 
+/// Every vertex's rank in the order of (degree, id), high-degree vertices last, and the vertex
+/// of each rank: the order a count orients by (in one process, and on every rank of a count
+/// across ranks, which must all agree on it).
+pub(crate) fn degree_ranks(n: usize, degree: impl Fn(usize) -> u64 + Sync) -> (Vec<u32>, Vec<u32>) {
+    let mut keys: Vec<u64> = (0..n)
+        .into_par_iter()
+        .map(|v| (degree(v) << 32) | v as u64)
+        .collect();
+    keys.par_sort_unstable();
+    let order: Vec<u32> = keys.into_par_iter().map(|k| k as u32).collect();
+    let mut rank = vec![0u32; n];
+    let out = crate::mem::SharedSlice::new_init(&mut rank);
+    order.par_iter().enumerate().for_each(|(r, &v)| {
+        // SAFETY: `order` is a permutation: every position is written once.
+        unsafe { out.write(v as usize, r as u32) }
+    });
+    (rank, order)
+}
+
 /// The oriented graph: row `r` holds the neighbours of rank higher than `r`, sorted. Rows are
 /// ranks; `order[r]` is the original vertex of rank `r` when relabelled.
 pub(super) struct Oriented {
@@ -80,17 +99,7 @@ impl Oriented {
                 order: None,
             };
         }
-        // Ranks in order of (degree, id): high-degree vertices last.
-        let mut keys: Vec<u64> = (0..n)
-            .into_par_iter()
-            .map(|v| ((g.degree(v) as u64) << 32) | v as u64)
-            .collect();
-        keys.par_sort_unstable();
-        let order: Vec<u32> = keys.into_par_iter().map(|k| k as u32).collect();
-        let mut rank = vec![0u32; n];
-        for (r, &v) in order.iter().enumerate() {
-            rank[v as usize] = r as u32;
-        }
+        let (rank, order) = degree_ranks(n, |v| g.degree(v) as u64);
         let lens: Vec<u64> = (0..n)
             .into_par_iter()
             .with_min_len(1024)

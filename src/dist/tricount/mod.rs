@@ -11,6 +11,12 @@
 //!
 //! Per-vertex counts are kept for every vertex on every rank and summed across ranks at the end
 //! (a vertex's triangles are found on the ranks owning their lowest vertex).
+//!
+//! Where every rank counts on its GPU and the rows it needs fit one exchange and its GPU, the
+//! ranks count with the one-process kernels instead ([`gpu_blocks`]): each the triangles whose
+//! middle vertex it owns, from its own rows and the fetched rows of its in-edges' tails.
+
+mod gpu_blocks;
 
 use super::input::{simple_row_block, RowBlock};
 use super::labels::LabelShare;
@@ -20,6 +26,7 @@ use crate::error::{Error, Result};
 use crate::io::Format;
 use crate::spgemm::EngineKind;
 use crate::tricount::gpu_pairs::{Other, PairCounter, Rows};
+use crate::tricount::Method;
 use rayon::prelude::*;
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
@@ -74,6 +81,9 @@ pub struct Counted {
     pub exchange_seconds: f64,
     /// The bytes the ranks received from one another in the row exchange.
     pub exchanged_bytes: u64,
+    /// How the ranks counted: [`Method::Fused`] where every rank ran the one-process kernels
+    /// on its block on its GPU, else [`Method::Merge`] (rows intersected in rounds).
+    pub method: Method,
     /// The engine this rank counted on.
     pub engine: EngineKind,
     /// Why this rank runs on the CPU engine under `auto` when a GPU was wanted (no usable GPU).
@@ -113,22 +123,47 @@ pub fn count_block(comm: &dyn Comm, block: &RowBlock, opts: &Options) -> Result<
     let first = block.first();
     let (engine, notice) = pick_engine(comm, block, opts.engine);
 
-    let up = Upper::of(block, &degree);
-    let budget = opts.stage_entries.clamp(1, asked_entries_bound(comm, 1)) as u64;
-    let plan = Rounds {
-        comm,
-        blocks: &blocks,
-        degree: &degree,
-        budget,
-        up: &up,
-        first,
-    };
     let mut exchange = Exchange::default();
-    let (total, by_vertex, rounds) = match engine {
-        EngineKind::Gpu => count_on_gpu(&plan, n, opts.per_vertex, &mut exchange)?,
-        _ => {
-            let edges = Edges::of(&up, first);
-            count_on_cpu(&plan, &edges, n, opts.per_vertex, &mut exchange)?
+    // Every rank on its GPU: the one-process kernels on each rank's block, where it fits.
+    let mut elsewhere = [u64::from(engine != EngineKind::Gpu)];
+    comm.max_u64(&mut elsewhere);
+    let fused = match elsewhere[0] {
+        0 => {
+            let gpu = agree(comm, rank_gpu())?;
+            let b = gpu_blocks::Block {
+                ptr: &block.ptr,
+                adj: &block.adj,
+                first,
+                blocks: &blocks,
+            };
+            gpu_blocks::count(comm, gpu, &b, &degree, opts, &mut exchange)?
+        }
+        _ => None,
+    };
+    let method = match fused {
+        Some(_) => Method::Fused,
+        None => Method::Merge,
+    };
+    let (total, by_vertex, rounds) = match fused {
+        Some(counted) => counted,
+        None => {
+            let up = Upper::of(block, &degree);
+            let budget = opts.stage_entries.clamp(1, asked_entries_bound(comm, 1)) as u64;
+            let plan = Rounds {
+                comm,
+                blocks: &blocks,
+                degree: &degree,
+                budget,
+                up: &up,
+                first,
+            };
+            match engine {
+                EngineKind::Gpu => count_on_gpu(&plan, n, opts.per_vertex, &mut exchange)?,
+                _ => {
+                    let edges = Edges::of(&up, first);
+                    count_on_cpu(&plan, &edges, n, opts.per_vertex, &mut exchange)?
+                }
+            }
         }
     };
 
@@ -155,6 +190,7 @@ pub fn count_block(comm: &dyn Comm, block: &RowBlock, opts: &Options) -> Result<
         rounds,
         exchange_seconds: longest[0],
         exchanged_bytes: sums[2],
+        method,
         engine,
         notice,
         labels: None,
@@ -465,15 +501,20 @@ fn pick_engine(
     (engine, notice)
 }
 
-/// The rank's rows `U(a)` (row `i` is vertex `first + i`) on its GPU, ready to count.
-fn own_rows_on_gpu(up: &Upper, first: usize, n: usize, per_vertex: bool) -> Result<PairCounter> {
-    let gpu = crate::gpu::device().map_err(|e| match e {
+/// The rank's GPU, or why the GPU engine cannot run here.
+fn rank_gpu() -> Result<std::sync::Arc<crate::gpu::Gpu>> {
+    crate::gpu::device().map_err(|e| match e {
         Error::EngineUnavailable(why) => Error::EngineUnavailable(format!(
             "the GPU engine cannot run: {why}; use --engine cpu (or auto, which falls back to \
              the CPU)"
         )),
         other => other,
-    })?;
+    })
+}
+
+/// The rank's rows `U(a)` (row `i` is vertex `first + i`) on its GPU, ready to count.
+fn own_rows_on_gpu(up: &Upper, first: usize, n: usize, per_vertex: bool) -> Result<PairCounter> {
+    let gpu = rank_gpu()?;
     let ids: Vec<u32> = (first..first + up.rows()).map(|v| v as u32).collect();
     PairCounter::new(
         gpu,

@@ -1,0 +1,187 @@
+//! The count across ranks with every rank's block on its GPU, counted by the one-process
+//! kernels ([`BlockCount`]): every rank ranks the vertices by (degree, id) from the gathered
+//! degrees, orients its block on its GPU, learns which rows of other blocks its rows' in-edges
+//! come from, fetches them in one exchange (GPU to GPU through NCCL where the ranks' GPUs are
+//! joined, else through host memory by MPI) and counts the triangles whose middle vertex it
+//! owns. Taken only where every rank counts on its GPU and the whole fetch fits one exchange
+//! and the device's memory on every rank; otherwise the caller counts in rounds.
+
+use super::{Exchange, Options};
+use crate::dist::{agree, asked_entries_bound, Blocks, Comm, MAX_MESSAGE};
+use crate::error::Result;
+use crate::gpu::prims::{check, uninit};
+use crate::gpu::transfer::{download, upload_into};
+use crate::gpu::Gpu;
+use crate::tricount::gpu_block::BlockCount;
+use cudarc::driver::CudaSlice;
+use rayon::prelude::*;
+use std::ops::Range;
+use std::sync::Arc;
+use std::time::Instant;
+
+/// The block's rows: offsets (from 0) and the symmetric adjacency, rows of vertices `first..`.
+pub(super) struct Block<'a> {
+    pub ptr: &'a [u64],
+    pub adj: &'a [u32],
+    pub first: usize,
+    pub blocks: &'a Blocks,
+}
+
+/// A rank's triangles, its per-vertex counts when asked for, and the rounds of the exchange.
+pub(super) type RankCount = (u64, Option<Vec<u64>>, u64);
+
+/// The rank's triangles (those whose middle vertex it owns), its per-vertex counts when asked
+/// for, and the rounds of the exchange (1 where any rank fetched rows, else 0); `None` where the
+/// fetch does not fit (on any rank): nothing was counted and the GPU holds nothing of it.
+/// Collective; every rank must count on its GPU.
+pub(super) fn count(
+    comm: &dyn Comm,
+    gpu: Arc<Gpu>,
+    block: &Block<'_>,
+    degree: &[u32],
+    opts: &Options,
+    exchange: &mut Exchange,
+) -> Result<Option<RankCount>> {
+    let (rank, _) = crate::tricount::orient::degree_ranks(degree.len(), |v| u64::from(degree[v]));
+    let made = BlockCount::orient(
+        Arc::clone(&gpu),
+        block.ptr,
+        block.adj,
+        block.first,
+        &rank,
+        false,
+    );
+    let b = agree(comm, made)?;
+    let t = Instant::now();
+    // The ids asked of each owner, and the lengths of their rows, travel by MPI.
+    let p = comm.size();
+    let counts = owner_counts(b.needed(), block.blocks, p);
+    let (asked, asked_counts) = match counts.iter().all(|&c| c <= MAX_MESSAGE) {
+        true => comm.all_to_all_u32(b.needed(), &counts),
+        false => (Vec::new(), vec![0; p]),
+    };
+    let lengths: Vec<u32> = asked
+        .par_iter()
+        .map(|&v| b.lengths()[v as usize - block.first])
+        .collect();
+    let (lens, _) = comm.all_to_all_u32(&lengths, &asked_counts);
+    let fetched: u64 = lens.iter().map(|&l| u64::from(l)).sum();
+    let sent: u64 = lengths.iter().map(|&l| u64::from(l)).sum();
+
+    #[cfg(feature = "mpi")]
+    let link = comm.gpu_link();
+    #[cfg(not(feature = "mpi"))]
+    let link: Option<&()> = None;
+    let bound = match link {
+        Some(_) => opts.stage_entries,
+        None => opts.stage_entries.min(asked_entries_bound(comm, 1)),
+    } as u64;
+    let room = gpu.memory().map(|(free, _)| free).unwrap_or(0);
+    let want = b.count_bytes(fetched, opts.per_vertex) + 4 * (fetched + sent);
+    let fits =
+        counts.iter().all(|&c| c <= MAX_MESSAGE) && fetched.max(sent) <= bound && want <= room;
+    let mut short = [u64::from(!fits)];
+    comm.max_u64(&mut short);
+    if short[0] != 0 {
+        return Ok(None);
+    }
+
+    // The rows: each owner gathers the asked ones (in the askers' order) into one buffer, each
+    // asker receives them in the order it asked, one span per owner.
+    let made = (|| {
+        let (send, at) = b.gather(&asked)?;
+        let s = &gpu.main;
+        let recv = uninit::<u32>(s, fetched as usize, false, "the fetched rows")?;
+        Ok((send, at, recv))
+    })();
+    let (send, at, mut recv) = agree(comm, made)?;
+    let send_spans = spans(&asked_counts, |k| at[k] as usize);
+    #[cfg(feature = "mpi")]
+    if let Some(link) = link {
+        let mut at = Vec::with_capacity(lens.len() + 1);
+        at.push(0usize);
+        at.extend(lens.iter().scan(0usize, |run, &l| {
+            *run += l as usize;
+            Some(*run)
+        }));
+        let recv_spans = spans(&counts, |k| at[k]);
+        let send: Vec<_> = send_spans.iter().map(|r| (&send, r.clone())).collect();
+        if let Err(e) = link.send_recv(&send, &mut recv, &recv_spans) {
+            // The other ranks may be inside the exchange: none can be told but by ending them all.
+            comm.abort(2, &format!("rank {} of {p}: {e}", comm.rank()));
+        }
+    }
+    if link.is_none() {
+        through_host(comm, &gpu, &send, &send_spans, &mut recv)?;
+    }
+    drop(send);
+    exchange.seconds += t.elapsed().as_secs_f64();
+    exchange.bytes += 4 * (asked.len() + lens.len()) as u64 + 4 * fetched;
+    let counted = b.count(&recv, &lens, &rank, opts.per_vertex);
+    let (total, by_vertex) = agree(comm, counted)?;
+    let mut rounds = [u64::from(!lens.is_empty())];
+    comm.max_u64(&mut rounds);
+    Ok(Some((total, by_vertex, rounds[0])))
+}
+
+/// How many of `ids` (increasing) each of the `p` blocks holds.
+fn owner_counts(ids: &[u32], blocks: &Blocks, p: usize) -> Vec<usize> {
+    (0..p)
+        .map(|q| {
+            let r = blocks.range(q);
+            ids.partition_point(|&v| (v as usize) < r.end)
+                - ids.partition_point(|&v| (v as usize) < r.start)
+        })
+        .collect()
+}
+
+/// The spans of consecutive runs of `counts[q]` items, `at(k)` where item `k` starts (and
+/// `at(total)` where the last ends).
+fn spans(counts: &[usize], at: impl Fn(usize) -> usize) -> Vec<Range<usize>> {
+    let mut k = 0;
+    counts
+        .iter()
+        .map(|&c| {
+            let r = at(k)..at(k + c);
+            k += c;
+            r
+        })
+        .collect()
+}
+
+/// The rows moved through host memory: each rank's buffer `send` (span `send_spans[q]` for
+/// rank `q`) copied to the host, exchanged by the communicator, and what arrived copied into
+/// `recv` (the spans from each rank one after another, in rank order). Collective.
+fn through_host(
+    comm: &dyn Comm,
+    gpu: &Gpu,
+    send: &CudaSlice<u32>,
+    send_spans: &[Range<usize>],
+    recv: &mut CudaSlice<u32>,
+) -> Result<()> {
+    let s = &gpu.main;
+    let total = send_spans.last().map_or(0, |r| r.end);
+    let host = agree(comm, download(gpu, s, send, total, "the rows to send"))?;
+    let counts: Vec<usize> = send_spans.iter().map(|r| r.len()).collect();
+    let (got, _) = comm.all_to_all_u32(&host, &counts);
+    drop(host);
+    let copied = upload_into(gpu, s, &got, recv, "the fetched rows")
+        .and_then(|()| check("copy the fetched rows to the GPU", s.synchronize()));
+    agree(comm, copied)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn spans_follow_the_counts() {
+        let at = [0usize, 3, 5, 9, 10];
+        assert_eq!(spans(&[2, 0, 2], |k| at[k]), vec![0..5, 5..5, 5..10]);
+        assert_eq!(spans(&[], |k| at[k]), Vec::<Range<usize>>::new());
+        let blocks = Blocks { n: 9, parts: 3 };
+        let starts: Vec<usize> = (0..=3).map(|q| blocks.start(q)).collect();
+        let ids = [starts[0] as u32, starts[2] as u32, 8];
+        assert_eq!(owner_counts(&ids, &blocks, 3), vec![1, 0, 2]);
+    }
+}
