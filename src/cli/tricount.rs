@@ -97,6 +97,9 @@ struct TricountReport {
     /// Across ranks: the bytes the ranks received from one another.
     #[serde(skip_serializing_if = "Option::is_none")]
     exchanged_bytes: Option<u64>,
+    /// Across ranks with the fused method: each step's slowest and fastest rank.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    steps: Option<Vec<gmcl::dist::tricount::Step>>,
 }
 
 pub fn run(a: TricountArgs, ui: Ui, comm: Option<&dyn Comm>) -> Result<()> {
@@ -174,6 +177,7 @@ pub fn run(a: TricountArgs, ui: Ui, comm: Option<&dyn Comm>) -> Result<()> {
         exchange: None,
         exchange_seconds: None,
         exchanged_bytes: None,
+        steps: None,
     };
     let how = match t.method {
         tricount::Method::Spgemm => {
@@ -359,6 +363,7 @@ fn run_across_ranks(a: TricountArgs, ui: Ui, comm: &dyn Comm, mut sw: Stopwatch)
         exchange: Some(comm.exchange().name()),
         exchange_seconds: Some(t.exchange_seconds),
         exchanged_bytes: Some(t.exchanged_bytes),
+        steps: (!t.steps.is_empty()).then(|| t.steps.clone()),
     };
     if a.json {
         let parameters = serde_json::json!({

@@ -16,6 +16,7 @@ use crate::gpu::Gpu;
 use cudarc::driver::{CudaSlice, PushKernelArg};
 use rayon::prelude::*;
 use std::sync::Arc;
+use std::time::Instant;
 
 /// A rank's block oriented on its GPU, waiting for the fetched rows.
 pub struct BlockCount {
@@ -46,6 +47,29 @@ pub struct BlockCount {
     needed: Vec<u32>,
     /// The in-edges of the block's rows.
     in_edges: u64,
+    /// The steps taken so far and their seconds (the device waited for at each).
+    steps: Vec<(&'static str, f64)>,
+}
+
+/// The count of a block: its triangles, the triangles through each vertex when asked for, and
+/// the steps from the orientation on with their seconds.
+pub type BlockCounted = (u64, Option<Vec<u64>>, Vec<(&'static str, f64)>);
+
+/// Times steps, waiting for the device at the end of each.
+struct Clock(Instant);
+
+impl Clock {
+    fn lap(
+        &mut self,
+        gpu: &Gpu,
+        name: &'static str,
+        steps: &mut Vec<(&'static str, f64)>,
+    ) -> Result<()> {
+        check("wait for the device", gpu.main.synchronize())?;
+        steps.push((name, self.0.elapsed().as_secs_f64()));
+        self.0 = Instant::now();
+        Ok(())
+    }
 }
 
 impl BlockCount {
@@ -72,10 +96,12 @@ impl BlockCount {
         let g = &*held;
         let _busy = g.busy.lock().unwrap_or_else(|e| e.into_inner());
         let s = &g.main;
+        let (mut clock, mut steps) = (Clock(Instant::now()), Vec::new());
         let job = Job::new(g, n, poison)?;
         let d_ptr = upload(g, s, ptr, "the block's row offsets")?;
         let mut d_adj = upload(g, s, adj, "the block's columns")?;
         let d_rank = upload(g, s, rank, "the vertices' ranks")?;
+        clock.lap(g, "upload", &mut steps)?;
         let mut out_lens = zeros::<u64>(s, n + 1, "the oriented row lengths")?;
         let mut in_lens = zeros::<u64>(s, n + 1, "the in-edge row lengths")?;
         let mut items = zeros::<u64>(s, n + 1, "the light rows' items")?;
@@ -133,7 +159,9 @@ impl BlockCount {
             "read the heavy row count",
             s.clone_dtoh(&heavy_count.slice(0..1)),
         )?[0];
+        clock.lap(g, "orient", &mut steps)?;
         Ok(BlockCount {
+            steps,
             n,
             first,
             rows,
@@ -217,7 +245,7 @@ impl BlockCount {
         lens: &[u32],
         rank: &[u32],
         per_vertex: bool,
-    ) -> Result<(u64, Option<Vec<u64>>)> {
+    ) -> Result<BlockCounted> {
         if lens.len() != self.needed.len() {
             return Err(Error::Invalid(format!(
                 "{} fetched rows for {} needed",
@@ -241,11 +269,13 @@ impl BlockCount {
             own_ptr,
             own,
             needed,
+            mut steps,
             ..
         } = self;
         let g = &*gpu;
         let s = &g.main;
         let _busy = g.busy.lock().unwrap_or_else(|e| e.into_inner());
+        let mut clock = Clock(Instant::now());
         let job = Job::new(g, n, poison)?;
         let n1 = n as u64 + 1;
         let at_rank: Vec<u32> = needed.par_iter().map(|&v| rank[v as usize]).collect();
@@ -295,6 +325,7 @@ impl BlockCount {
         }
         let in_edges = read_at(s, &iptr, n, "the in-edge count")?;
         let (iadj, ifrom) = job.transpose(&optr, &oadj, &iptr, in_edges, true)?;
+        clock.lap(g, "lay out", &mut steps)?;
         let dag = DeviceDag {
             optr,
             oadj,
@@ -318,7 +349,8 @@ impl BlockCount {
             true => Some(job.gather_by_rank(&d_rank, by_rank)?),
             false => None,
         };
-        Ok((triangles, by_vertex))
+        clock.lap(g, "count", &mut steps)?;
+        Ok((triangles, by_vertex, steps))
     }
 }
 
@@ -418,7 +450,8 @@ mod tests {
             let (mut total, mut per_vertex) = (0, vec![0u64; n]);
             for (b, (rows, lens)) in blocks.into_iter().zip(fetched) {
                 let d = upload(&gpu, &gpu.main, &rows, "the fetched rows").unwrap();
-                let (t, pv) = b.count(&d, &lens, &rank, true).unwrap();
+                let (t, pv, steps) = b.count(&d, &lens, &rank, true).unwrap();
+                assert_eq!(steps.len(), 4);
                 total += t;
                 for (s, x) in per_vertex.iter_mut().zip(pv.unwrap()) {
                     *s += x;

@@ -27,8 +27,17 @@ pub(super) struct Block<'a> {
     pub blocks: &'a Blocks,
 }
 
-/// A rank's triangles, its per-vertex counts when asked for, and the rounds of the exchange.
-pub(super) type RankCount = (u64, Option<Vec<u64>>, u64);
+/// What a rank's count found, and how long its steps took.
+pub(super) struct RankCount {
+    /// The triangles the rank counted.
+    pub triangles: u64,
+    /// The triangles through each vertex it found, when asked for.
+    pub per_vertex: Option<Vec<u64>>,
+    /// Rounds of the row exchange.
+    pub rounds: u64,
+    /// Each step's name and seconds, in order.
+    pub steps: Vec<(&'static str, f64)>,
+}
 
 /// The rank's triangles (those whose middle vertex it owns), its per-vertex counts when asked
 /// for, and the rounds of the exchange (1 where any rank fetched rows, else 0); `None` where the
@@ -42,7 +51,9 @@ pub(super) fn count(
     opts: &Options,
     exchange: &mut Exchange,
 ) -> Result<Option<RankCount>> {
+    let clock = Instant::now();
     let (rank, _) = crate::tricount::orient::degree_ranks(degree.len(), |v| u64::from(degree[v]));
+    let ranked = ("rank", clock.elapsed().as_secs_f64());
     let made = BlockCount::orient(
         Arc::clone(&gpu),
         block.ptr,
@@ -117,11 +128,23 @@ pub(super) fn count(
     drop(send);
     exchange.seconds += t.elapsed().as_secs_f64();
     exchange.bytes += 4 * (asked.len() + lens.len()) as u64 + 4 * fetched;
+    let exchanged = ("exchange", t.elapsed().as_secs_f64());
     let counted = b.count(&recv, &lens, &rank, opts.per_vertex);
-    let (total, by_vertex) = agree(comm, counted)?;
+    let (triangles, per_vertex, block_steps) = agree(comm, counted)?;
+    // In the order taken: the ranking, the block's upload and orientation, the exchange, the
+    // block's layout and count.
+    let mut steps = vec![ranked];
+    steps.extend_from_slice(&block_steps[..2.min(block_steps.len())]);
+    steps.push(exchanged);
+    steps.extend_from_slice(&block_steps[2.min(block_steps.len())..]);
     let mut rounds = [u64::from(!lens.is_empty())];
     comm.max_u64(&mut rounds);
-    Ok(Some((total, by_vertex, rounds[0])))
+    Ok(Some(RankCount {
+        triangles,
+        per_vertex,
+        rounds: rounds[0],
+        steps,
+    }))
 }
 
 /// How many of `ids` (increasing) each of the `p` blocks holds.

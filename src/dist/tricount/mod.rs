@@ -84,6 +84,8 @@ pub struct Counted {
     /// How the ranks counted: [`Method::Fused`] where every rank ran the one-process kernels
     /// on its block on its GPU, else [`Method::Merge`] (rows intersected in rounds).
     pub method: Method,
+    /// The steps of a count with the one-process kernels ([`Method::Fused`]; none otherwise).
+    pub steps: Vec<Step>,
     /// The engine this rank counted on.
     pub engine: EngineKind,
     /// Why this rank runs on the CPU engine under `auto` when a GPU was wanted (no usable GPU).
@@ -144,8 +146,8 @@ pub fn count_block(comm: &dyn Comm, block: &RowBlock, opts: &Options) -> Result<
         Some(_) => Method::Fused,
         None => Method::Merge,
     };
-    let (total, by_vertex, rounds) = match fused {
-        Some(counted) => counted,
+    let (total, by_vertex, rounds, steps) = match fused {
+        Some(c) => (c.triangles, c.per_vertex, c.rounds, c.steps),
         None => {
             let up = Upper::of(block, &degree);
             let budget = opts.stage_entries.clamp(1, asked_entries_bound(comm, 1)) as u64;
@@ -157,15 +159,32 @@ pub fn count_block(comm: &dyn Comm, block: &RowBlock, opts: &Options) -> Result<
                 up: &up,
                 first,
             };
-            match engine {
+            let (total, by_vertex, rounds) = match engine {
                 EngineKind::Gpu => count_on_gpu(&plan, n, opts.per_vertex, &mut exchange)?,
                 _ => {
                     let edges = Edges::of(&up, first);
                     count_on_cpu(&plan, &edges, n, opts.per_vertex, &mut exchange)?
                 }
-            }
+            };
+            (total, by_vertex, rounds, Vec::new())
         }
     };
+    // Every rank took the same steps (or none): the slowest and fastest rank's time of each.
+    let mut slowest: Vec<f64> = steps.iter().map(|s| s.1).collect();
+    let mut fastest: Vec<f64> = steps.iter().map(|s| -s.1).collect();
+    if !steps.is_empty() {
+        comm.max_f64(&mut slowest);
+        comm.max_f64(&mut fastest);
+    }
+    let steps = steps
+        .iter()
+        .zip(slowest.into_iter().zip(fastest))
+        .map(|(&(name, _), (slowest, fastest))| Step {
+            name,
+            slowest,
+            fastest: -fastest,
+        })
+        .collect();
 
     let mut sums = [total, block.adj.len() as u64, exchange.bytes];
     comm.sum_u64(&mut sums);
@@ -191,10 +210,24 @@ pub fn count_block(comm: &dyn Comm, block: &RowBlock, opts: &Options) -> Result<
         exchange_seconds: longest[0],
         exchanged_bytes: sums[2],
         method,
+        steps,
         engine,
         notice,
         labels: None,
     })
+}
+
+/// A step of the count across ranks, timed on every rank.
+#[derive(Clone, Copy, Debug, PartialEq, serde::Serialize)]
+pub struct Step {
+    /// What the step does: "rank" (the vertices ranked by degree, on the host), "upload" (the
+    /// block to the GPU), "orient" (its rows oriented), "exchange" (the rows fetched), "lay
+    /// out" (the rank's part of the oriented graph and its in-edges), "count".
+    pub name: &'static str,
+    /// The slowest rank's seconds.
+    pub slowest: f64,
+    /// The fastest rank's seconds.
+    pub fastest: f64,
 }
 
 /// What a count's row exchange took: the time this rank spent in it, the bytes it received.
