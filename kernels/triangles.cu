@@ -72,12 +72,11 @@ degree_ranks(const u64* ptr, u32 n, u64* starts, u32* rank) {
 // its rank, so that orient_fill reads ranks in order instead of looking them up. Rows with both
 // are counted: light ones as items[r] items of triangles_light, heavy ones (more entries than
 // half a warp's table) listed in heavy_rows for triangles_heavy. Across ranks (else null):
-// block_lens[u] = the out-row's length, and needed[v] = 1 for every neighbour v outside the
-// block ranked below its row (the tails of in-edges, whose rows U(v) the rank fetches).
+// block_lens[u] = the out-row's length.
 extern "C" __global__ void __launch_bounds__(TRI_THREADS)
 orient_counts(const u64* ptr, u32* adj, u32 n, u32 first, const u32* rank, u64* out_lens,
               u64* in_lens, unsigned long long* max_out, u64* items, u32* heavy_rows,
-              u32* heavy_count, u32* block_lens, unsigned char* needed) {
+              u32* heavy_count, u32* block_lens) {
     const u32 lane = threadIdx.x & (WARP - 1);
     const u64 warps = (u64)gridDim.x * (blockDim.x / WARP);
     // The warp's longest row, published once at the end: an atomic per row on one address
@@ -90,11 +89,9 @@ orient_counts(const u64* ptr, u32* adj, u32 n, u32 first, const u32* rank, u64* 
         for (u64 base = lo; base < hi; base += WARP) {
             bool keep = false;
             if (base + lane < hi) {
-                const u32 v = adj[base + lane];
-                const u32 rv = rank[v];
+                const u32 rv = rank[adj[base + lane]];
                 adj[base + lane] = rv;
                 keep = rv > r;
-                if (!keep && needed && (v < first || v - first >= n)) needed[v] = 1;
             }
             kept += __popc(__ballot_sync(0xffffffffu, keep));
         }
@@ -188,6 +185,62 @@ sort_rows(const u64* optr, u32* oadj, u32 n) {
         }
         for (u32 i = lane; i < len; i += WARP) oadj[lo + i] = buf[i];
         __syncwarp();
+    }
+}
+
+// Across ranks, the triangles a < b < c are counted by the rank owning the middle vertex b
+// (the pivot): rank q of `parts` owns the pivots whose rank ids are q modulo parts, so that
+// every degree's vertices, hubs included, are dealt out evenly.
+
+// masks[i] = the ranks that need row i of a block's rows U(a) (ptr, idx; a = first + i): a
+// bit for the owner of each pivot b in U(a) (they count the in-edge a -> b) and one for the
+// owner of a as a pivot (which hashes U(a)). One warp per row.
+extern "C" __global__ void __launch_bounds__(TRI_THREADS)
+pivot_owners(const u64* ptr, const u32* idx, u32 rows, u32 first, const u32* rank, u32 parts,
+             u64* masks) {
+    const u32 lane = threadIdx.x & (WARP - 1);
+    const u64 warps = (u64)gridDim.x * (blockDim.x / WARP);
+    for (u64 i = ((u64)blockIdx.x * blockDim.x + threadIdx.x) / WARP; i < rows; i += warps) {
+        u64 m = 0;
+        for (u64 e = ptr[i] + lane; e < ptr[i + 1]; e += WARP) m |= 1ull << (idx[e] % parts);
+        for (u32 d = WARP / 2; d > 0; d >>= 1) m |= __shfl_xor_sync(0xffffffffu, m, d);
+        if (lane == 0) masks[i] = m | (1ull << (rank[first + i] % parts));
+    }
+}
+
+// in_lens[b] = the in-edges a -> b of the rank's pivots b (b % parts == me) among the rows of
+// U held (optr, oadj over all n rank ids; rows not held are empty). One warp per row, the
+// increments of equal b within a warp added at once (hubs take many).
+extern "C" __global__ void __launch_bounds__(TRI_THREADS)
+pivot_in_lens(const u64* optr, const u32* oadj, u32 n, u32 parts, u32 me, u64* in_lens) {
+    const u32 lane = threadIdx.x & (WARP - 1);
+    const u64 warps = (u64)gridDim.x * (blockDim.x / WARP);
+    for (u64 a = ((u64)blockIdx.x * blockDim.x + threadIdx.x) / WARP; a < n; a += warps) {
+        const u64 lo = optr[a], hi = optr[a + 1];
+        for (u64 base = lo; base < hi; base += WARP) {
+            const u32 b = base + lane < hi ? oadj[base + lane] : TRI_EMPTY;
+            const bool mine = b != TRI_EMPTY && b % parts == me;
+            const u32 same = __match_any_sync(0xffffffffu, mine ? b : TRI_EMPTY);
+            if (mine && lane == (u32)(__ffs(same) - 1)) atomicAdd(&in_lens[b], (u64)__popc(same));
+        }
+    }
+}
+
+// For each pivot b of the rank (b % parts == me) with in-edges: items[b] as orient_counts
+// makes them for a light row, or b listed in heavy_rows; *max_out = the longest heavy row.
+extern "C" __global__ void __launch_bounds__(TRI_THREADS)
+pivot_items(const u64* optr, const u64* in_lens, u32 n, u32 parts, u32 me, u64* items,
+            u32* heavy_rows, u32* heavy_count, unsigned long long* max_out) {
+    const u64 stride = (u64)gridDim.x * blockDim.x;
+    for (u64 k = (u64)blockIdx.x * blockDim.x + threadIdx.x; k * parts + me < n; k += stride) {
+        const u64 b = k * parts + me;
+        const u64 kept = optr[b + 1] - optr[b], in = in_lens[b];
+        const bool heavy = 2 * kept > TRI_WARP_SLOTS;
+        items[b] = kept > 0 && !heavy ? (in + TRI_ITEM - 1) / TRI_ITEM : 0;
+        if (heavy && in > 0) {
+            heavy_rows[atomicAdd(heavy_count, 1u)] = (u32)b;
+            atomicMax(max_out, (unsigned long long)kept);
+        }
     }
 }
 

@@ -219,7 +219,6 @@ impl Job<'_> {
                 .arg(&mut item_ptr)
                 .arg(&mut heavy_rows)
                 .arg(&mut heavy_count)
-                .arg(&NULL)
                 .arg(&NULL);
         })?;
         exclusive_scan(gpu, s, &mut optr, n1, "the oriented row lengths")?;

@@ -1,13 +1,14 @@
 //! The fused count ([`super::gpu`]) for one rank's block of rows in a count across ranks
-//! (`dist::tricount`). Every rank ranks the vertices in the same order; a rank orients its
-//! block's rows `U(a)` on its GPU and keeps them there for the others to fetch, then lays out
-//! its part of the oriented graph by rank as one process lays out the whole graph: its own rows
-//! and the fetched rows of the tails of its rows' in-edges, and `L` only for its own rows. The
-//! one-process kernels then count exactly the triangles `a < b < c` whose middle vertex `b` the
-//! rank owns: `U(b)` is its own row, every `U(a)` of an in-edge `a → b` is own or fetched. Which
-//! rows travel, and how, is the caller's.
+//! (`dist::tricount`). Every rank ranks the vertices in the same order and orients its block's
+//! rows `U(a)` on its GPU. The triangles `a < b < c` are counted by the rank owning the middle
+//! vertex `b` (the pivot), the pivots dealt out by rank id modulo the ranks, so that every
+//! degree's vertices (hubs included) are shared evenly whatever the blocks hold. Each row goes
+//! to the ranks that need it ([`BlockCount::destinations`]: the owners of the pivots it holds,
+//! and of its own vertex as a pivot); a rank lays out what it holds by rank as one process lays
+//! out the whole graph, with `L` for its pivots only, and the one-process kernels count its
+//! pivots' triangles. How the rows travel is the caller's.
 
-use super::gpu::{DeviceDag, Job, WARP_SLOTS};
+use super::gpu::{DeviceDag, Job};
 use crate::error::{Error, Result};
 use crate::gpu::prims::{check, exclusive_scan, launch, read_at, strided, uninit, zeros};
 use crate::gpu::profile::Profile;
@@ -18,7 +19,11 @@ use rayon::prelude::*;
 use std::sync::Arc;
 use std::time::Instant;
 
-/// A rank's block oriented on its GPU, waiting for the fetched rows.
+/// The most ranks a count with the one-process kernels takes (a row's destinations are the
+/// bits of a word).
+pub const MAX_PARTS: usize = 64;
+
+/// A rank's block oriented on its GPU, waiting for the other ranks' rows.
 pub struct BlockCount {
     gpu: Arc<Gpu>,
     /// All vertices.
@@ -26,27 +31,20 @@ pub struct BlockCount {
     /// The block's first vertex and its rows.
     first: usize,
     rows: usize,
+    /// The ranks, and this one.
+    parts: usize,
+    me: usize,
     poison: bool,
     /// Every vertex's rank.
     rank: CudaSlice<u32>,
-    /// By rank: the rows of U's lengths (the block's, then the fetched ones too), of L's, and
-    /// the light rows' items (`n + 1` each, scanned into offsets when counting).
+    /// By rank id, `n + 1` long: the lengths of the rows of U held (the block's so far).
     out_lens: CudaSlice<u64>,
-    in_lens: CudaSlice<u64>,
-    items: CudaSlice<u64>,
-    heavy_rows: CudaSlice<u32>,
-    heavy_count: u32,
-    longest: u64,
     /// The block's rows `U(a)` one after another (rank ids, sorted as one process sorts them).
     own_ptr: CudaSlice<u64>,
     own: CudaSlice<u32>,
-    /// The same rows' lengths and offsets on the host.
+    /// The same rows' lengths on the host, and the ranks that need each (bit `q`: rank `q`).
     lengths: Vec<u32>,
-    offsets: Vec<u64>,
-    /// The vertices outside the block whose rows the count needs, increasing.
-    needed: Vec<u32>,
-    /// The in-edges of the block's rows.
-    in_edges: u64,
+    masks: Vec<u64>,
     /// The steps taken so far and their seconds (the device waited for at each).
     steps: Vec<(&'static str, f64)>,
 }
@@ -74,13 +72,17 @@ impl Clock {
 
 impl BlockCount {
     /// Orients the block of rows `first..` (the symmetric adjacency `ptr`, `adj`: rows sorted,
-    /// no loops) by `rank`, every vertex's place in the order all ranks share.
+    /// no loops) of rank `me` of `parts` by `rank`, every vertex's place in the order all ranks
+    /// share.
+    #[allow(clippy::too_many_arguments)]
     pub fn orient(
         gpu: Arc<Gpu>,
         ptr: &[u64],
         adj: &[u32],
         first: usize,
         rank: &[u32],
+        parts: usize,
+        me: usize,
         poison: bool,
     ) -> Result<BlockCount> {
         let n = rank.len();
@@ -92,136 +94,143 @@ impl BlockCount {
                 first + rows
             )));
         }
+        if parts == 0 || parts > MAX_PARTS || me >= parts {
+            return Err(Error::Invalid(format!(
+                "rank {me} of {parts}: the one-process kernels count on 1 to {MAX_PARTS} ranks"
+            )));
+        }
         let held = Arc::clone(&gpu);
         let g = &*held;
         let _busy = g.busy.lock().unwrap_or_else(|e| e.into_inner());
         let s = &g.main;
         let (mut clock, mut steps) = (Clock(Instant::now()), Vec::new());
         let job = Job::new(g, n, poison)?;
+        let (rows32, first32, parts32) = (rows as u32, first as u32, parts as u32);
         let d_ptr = upload(g, s, ptr, "the block's row offsets")?;
         let mut d_adj = upload(g, s, adj, "the block's columns")?;
         let d_rank = upload(g, s, rank, "the vertices' ranks")?;
         clock.lap(g, "upload", &mut steps)?;
         let mut out_lens = zeros::<u64>(s, n + 1, "the oriented row lengths")?;
-        let mut in_lens = zeros::<u64>(s, n + 1, "the in-edge row lengths")?;
-        let mut items = zeros::<u64>(s, n + 1, "the light rows' items")?;
-        let mut max_out = zeros::<u64>(s, 1, "the longest oriented row")?;
-        let mut heavy_count = zeros::<u32>(s, 1, "the heavy row count")?;
-        let heavy_bound = (adj.len() as u64 / (WARP_SLOTS / 2 + 1) + 1).min(rows as u64);
-        let mut heavy_rows = uninit::<u32>(s, heavy_bound as usize, poison, "the heavy rows")?;
-        let mut block_lens = uninit::<u32>(s, rows.max(1), poison, "the block's row lengths")?;
-        let mut needed = zeros::<u8>(s, n.max(1), "the vertices needed")?;
-        let (rows32, first32) = (rows as u32, first as u32);
-        launch(g, s, "orient_counts", job.per_row, |l| {
-            l.arg(&d_ptr)
-                .arg(&mut d_adj)
-                .arg(&rows32)
-                .arg(&first32)
-                .arg(&d_rank)
-                .arg(&mut out_lens)
-                .arg(&mut in_lens)
-                .arg(&mut max_out)
-                .arg(&mut items)
-                .arg(&mut heavy_rows)
-                .arg(&mut heavy_count)
-                .arg(&mut block_lens)
-                .arg(&mut needed);
-        })?;
-        let lengths = download(g, s, &block_lens, rows, "the block's row lengths")?;
-        drop(block_lens);
-        let flags = download(g, s, &needed, n, "the vertices needed")?;
-        drop(needed);
-        let needed: Vec<u32> = (0..n as u32)
-            .into_par_iter()
-            .filter(|&v| flags[v as usize] != 0)
-            .collect();
-        drop(flags);
-        let offsets = prefix(&lengths);
-        let total = offsets[rows];
-        let own_ptr = upload(g, s, &offsets, "the block's oriented row offsets")?;
-        let mut own = uninit::<u32>(s, total as usize, poison, "the block's oriented rows")?;
-        launch(g, s, "orient_fill", job.per_row, |l| {
-            l.arg(&d_ptr)
-                .arg(&d_adj)
-                .arg(&rows32)
-                .arg(&first32)
-                .arg(&d_rank)
-                .arg(&own_ptr)
-                .arg(&1u32)
-                .arg(&mut own);
-        })?;
-        drop((d_ptr, d_adj));
-        launch(g, s, "sort_rows", job.per_row, |l| {
-            l.arg(&own_ptr).arg(&mut own).arg(&rows32);
-        })?;
-        let longest = read_at(s, &max_out, 0, "the longest oriented row")?;
-        let heavy_count = check(
-            "read the heavy row count",
-            s.clone_dtoh(&heavy_count.slice(0..1)),
-        )?[0];
-        clock.lap(g, "orient", &mut steps)?;
-        Ok(BlockCount {
-            steps,
-            n,
-            first,
-            rows,
-            poison,
-            rank: d_rank,
-            out_lens,
-            in_lens,
-            items,
-            heavy_rows,
-            heavy_count,
-            longest,
-            own_ptr,
-            own,
-            lengths,
-            offsets,
-            needed,
-            in_edges: adj.len() as u64 - total,
-            gpu,
-        })
+        {
+            // The one-process orientation's other figures are the pivots' business here.
+            let mut in_lens = zeros::<u64>(s, n + 1, "the in-edge row lengths")?;
+            let mut items = zeros::<u64>(s, n + 1, "the light rows' items")?;
+            let mut max_out = zeros::<u64>(s, 1, "the longest oriented row")?;
+            let mut heavy_count = zeros::<u32>(s, 1, "the heavy row count")?;
+            let mut heavy_rows = uninit::<u32>(s, rows.max(1), poison, "the heavy rows")?;
+            let mut block_lens = uninit::<u32>(s, rows, poison, "the block's row lengths")?;
+            launch(g, s, "orient_counts", job.per_row, |l| {
+                l.arg(&d_ptr)
+                    .arg(&mut d_adj)
+                    .arg(&rows32)
+                    .arg(&first32)
+                    .arg(&d_rank)
+                    .arg(&mut out_lens)
+                    .arg(&mut in_lens)
+                    .arg(&mut max_out)
+                    .arg(&mut items)
+                    .arg(&mut heavy_rows)
+                    .arg(&mut heavy_count)
+                    .arg(&mut block_lens);
+            })?;
+            let lengths = download(g, s, &block_lens, rows, "the block's row lengths")?;
+            let offsets = prefix(&lengths);
+            let own_ptr = upload(g, s, &offsets, "the block's oriented row offsets")?;
+            let mut own = uninit::<u32>(s, offsets[rows] as usize, poison, "the block's rows")?;
+            launch(g, s, "orient_fill", job.per_row, |l| {
+                l.arg(&d_ptr)
+                    .arg(&d_adj)
+                    .arg(&rows32)
+                    .arg(&first32)
+                    .arg(&d_rank)
+                    .arg(&own_ptr)
+                    .arg(&1u32)
+                    .arg(&mut own);
+            })?;
+            drop((d_ptr, d_adj));
+            launch(g, s, "sort_rows", job.per_row, |l| {
+                l.arg(&own_ptr).arg(&mut own).arg(&rows32);
+            })?;
+            let mut d_masks = uninit::<u64>(s, rows, poison, "the rows' destinations")?;
+            launch(g, s, "pivot_owners", job.per_row, |l| {
+                l.arg(&own_ptr)
+                    .arg(&own)
+                    .arg(&rows32)
+                    .arg(&first32)
+                    .arg(&d_rank)
+                    .arg(&parts32)
+                    .arg(&mut d_masks);
+            })?;
+            let masks = download(g, s, &d_masks, rows, "the rows' destinations")?;
+            clock.lap(g, "orient", &mut steps)?;
+            Ok(BlockCount {
+                n,
+                first,
+                rows,
+                parts,
+                me,
+                poison,
+                rank: d_rank,
+                out_lens,
+                own_ptr,
+                own,
+                lengths,
+                masks,
+                steps,
+                gpu,
+            })
+        }
     }
 
-    /// The lengths of the block's rows `U(a)`.
+    /// The lengths of the block's rows `U(a)` (row `i` is vertex `first + i`).
     pub fn lengths(&self) -> &[u32] {
         &self.lengths
     }
 
-    /// The vertices of other blocks whose rows `U(a)` the count needs (the tails of the
-    /// in-edges of the block's rows), increasing.
-    pub fn needed(&self) -> &[u32] {
-        &self.needed
+    /// For each rank, the block's rows (indices from 0) it needs, increasing; none for this
+    /// rank, which holds them.
+    pub fn destinations(&self) -> Vec<Vec<u32>> {
+        (0..self.parts)
+            .map(|q| match q == self.me {
+                true => Vec::new(),
+                false => (0..self.rows as u32)
+                    .into_par_iter()
+                    .filter(|&i| self.masks[i as usize] >> q & 1 != 0)
+                    .collect(),
+            })
+            .collect()
     }
 
-    /// Device memory [`Self::count`] takes beyond what is held now, with `fetched` entries in
-    /// the needed rows: the oriented graph's rows, `L`'s, the per-vertex counts when asked
-    /// for, and a margin for the heavy rows' tables and the scans.
-    pub fn count_bytes(&self, fetched: u64, per_vertex: bool) -> u64 {
-        let rows_u = 4 * (self.offsets[self.rows] + fetched);
-        let rows_l = 8 * self.in_edges;
-        let offsets = 8 * (self.needed.len() as u64 + 1);
+    /// Device memory [`Self::count`] takes beyond what is held now, with `received` entries
+    /// in `rows` rows from the other ranks: the rows of U and L held, their offsets, the items
+    /// and the per-vertex counts when asked for, and a margin for the heavy rows' tables.
+    pub fn count_bytes(&self, received: u64, rows: u64, per_vertex: bool) -> u64 {
+        let held = self.own.len() as u64 + received;
+        // U's rows, L's (a vertex and an offset each, at most one per entry held), the
+        // received rows' offsets and ranks, the in-edge and item offsets.
+        let rows_u = 4 * held;
+        let rows_l = 8 * held;
+        let offsets = 12 * (rows + 1) + 16 * (self.n as u64 + 1);
         let counts = if per_vertex { 16 * self.n as u64 } else { 0 };
         rows_u + rows_l + offsets + counts + (256 << 20)
     }
 
-    /// The block's rows `U(v)` of the vertices `ids` (of this block, in any order), one after
-    /// another in a new buffer, and where each starts (`ids.len() + 1` offsets from 0).
-    pub fn gather(&self, ids: &[u32]) -> Result<(CudaSlice<u32>, Vec<u64>)> {
+    /// The block's rows `rows` (indices from 0, in any order), one after another in a new
+    /// buffer, and where each starts (`rows.len() + 1` offsets from 0).
+    pub fn gather(&self, rows: &[u32]) -> Result<(CudaSlice<u32>, Vec<u64>)> {
         let g = &*self.gpu;
         let s = &g.main;
         let _busy = g.busy.lock().unwrap_or_else(|e| e.into_inner());
-        let local: Vec<u32> = ids.iter().map(|&v| v - self.first as u32).collect();
         let at = {
-            let lens: Vec<u32> = local.iter().map(|&i| self.lengths[i as usize]).collect();
+            let lens: Vec<u32> = rows.iter().map(|&i| self.lengths[i as usize]).collect();
             prefix(&lens)
         };
-        let total = at[ids.len()] as usize;
+        let total = at[rows.len()] as usize;
         let mut out = uninit::<u32>(s, total, self.poison, "the rows to send")?;
-        if !ids.is_empty() {
-            let d_rows = upload(g, s, &local, "the rows to send")?;
+        if !rows.is_empty() {
+            let d_rows = upload(g, s, rows, "the rows to send")?;
             let d_at = upload(g, s, &at, "where the rows to send go")?;
-            let k = ids.len() as u64;
+            let k = rows.len() as u64;
             launch(g, s, "gather_pattern", strided(g, k * 32, 256), |l| {
                 l.arg(&self.own_ptr)
                     .arg(&self.own)
@@ -235,22 +244,21 @@ impl BlockCount {
         Ok((out, at))
     }
 
-    /// Counts the triangles whose middle vertex is in the block, given the needed rows
-    /// `fetched` (one after another in [`Self::needed`]'s order, `lens` long each, as their
-    /// owners made them) and every vertex's `rank` (as given to [`Self::orient`]). Returns the
-    /// count and, when asked for, the triangles through each vertex found here.
+    /// Counts the triangles of this rank's pivots, given the rows the other ranks sent
+    /// (`received`: one after another, `lens` long each, of the vertices of rank ids `ids`).
+    /// Returns the count and, when asked for, the triangles through each vertex found here.
     pub fn count(
         self,
-        fetched: &CudaSlice<u32>,
+        received: &CudaSlice<u32>,
+        ids: &[u32],
         lens: &[u32],
-        rank: &[u32],
         per_vertex: bool,
     ) -> Result<BlockCounted> {
-        if lens.len() != self.needed.len() {
+        if lens.len() != ids.len() {
             return Err(Error::Invalid(format!(
-                "{} fetched rows for {} needed",
+                "{} lengths for {} received rows",
                 lens.len(),
-                self.needed.len()
+                ids.len()
             )));
         }
         let BlockCount {
@@ -258,17 +266,13 @@ impl BlockCount {
             n,
             first,
             rows,
+            parts,
+            me,
             poison,
             rank: d_rank,
             mut out_lens,
-            mut in_lens,
-            mut items,
-            heavy_rows,
-            heavy_count,
-            longest,
             own_ptr,
             own,
-            needed,
             mut steps,
             ..
         } = self;
@@ -278,24 +282,22 @@ impl BlockCount {
         let mut clock = Clock(Instant::now());
         let job = Job::new(g, n, poison)?;
         let n1 = n as u64 + 1;
-        let at_rank: Vec<u32> = needed.par_iter().map(|&v| rank[v as usize]).collect();
-        let (d_at, d_lens) = match needed.is_empty() {
+        let (n32, parts32, me32) = (n as u32, parts as u32, me as u32);
+        let (d_ids, d_lens) = match ids.is_empty() {
             true => (None, None),
             false => (
-                Some(upload(g, s, &at_rank, "the fetched rows' ranks")?),
-                Some(upload(g, s, lens, "the fetched rows' lengths")?),
+                Some(upload(g, s, ids, "the received rows' ranks")?),
+                Some(upload(g, s, lens, "the received rows' lengths")?),
             ),
         };
-        if let (Some(at), Some(l)) = (&d_at, &d_lens) {
-            let k = needed.len() as u64;
+        if let (Some(at), Some(l)) = (&d_ids, &d_lens) {
+            let k = ids.len() as u64;
             launch(g, s, "scatter_lengths", strided(g, k, 256), |b| {
                 b.arg(at).arg(l).arg(&k).arg(&mut out_lens);
             })?;
         }
         exclusive_scan(g, s, &mut out_lens, n1, "the oriented row lengths")?;
-        exclusive_scan(g, s, &mut in_lens, n1, "the in-edge row lengths")?;
-        exclusive_scan(g, s, &mut items, n1, "the light rows' items")?;
-        let (optr, iptr, item_ptr) = (out_lens, in_lens, items);
+        let optr = out_lens;
         let entries = read_at(s, &optr, n, "the oriented edge count")?;
         let mut oadj = uninit::<u32>(s, entries as usize, poison, "the oriented adjacency")?;
         if rows > 0 {
@@ -311,20 +313,55 @@ impl BlockCount {
             })?;
         }
         drop((own_ptr, own));
-        if let Some(at) = &d_at {
-            let fetched_ptr = upload(g, s, &prefix(lens), "the fetched rows' offsets")?;
-            let k = needed.len() as u64;
+        if let Some(at) = &d_ids {
+            let received_ptr = upload(g, s, &prefix(lens), "the received rows' offsets")?;
+            let k = ids.len() as u64;
             launch(g, s, "place_pattern", strided(g, k * 32, 256), |l| {
-                l.arg(&fetched_ptr)
-                    .arg(fetched)
+                l.arg(&received_ptr)
+                    .arg(received)
                     .arg(at)
                     .arg(&k)
                     .arg(&optr)
                     .arg(&mut oadj);
             })?;
         }
+        // L, the items and the heavy rows of this rank's pivots.
+        let mut iptr = zeros::<u64>(s, n + 1, "the in-edge row lengths")?;
+        launch(g, s, "pivot_in_lens", job.per_row, |l| {
+            l.arg(&optr)
+                .arg(&oadj)
+                .arg(&n32)
+                .arg(&parts32)
+                .arg(&me32)
+                .arg(&mut iptr);
+        })?;
+        let pivots = n.saturating_sub(me).div_ceil(parts);
+        let mut item_ptr = zeros::<u64>(s, n + 1, "the light rows' items")?;
+        let mut heavy_rows = uninit::<u32>(s, pivots, poison, "the heavy rows")?;
+        let mut heavy_count = zeros::<u32>(s, 1, "the heavy row count")?;
+        let mut longest = zeros::<u64>(s, 1, "the longest heavy row")?;
+        if pivots > 0 {
+            launch(g, s, "pivot_items", strided(g, pivots as u64, 256), |l| {
+                l.arg(&optr)
+                    .arg(&iptr)
+                    .arg(&n32)
+                    .arg(&parts32)
+                    .arg(&me32)
+                    .arg(&mut item_ptr)
+                    .arg(&mut heavy_rows)
+                    .arg(&mut heavy_count)
+                    .arg(&mut longest);
+            })?;
+        }
+        exclusive_scan(g, s, &mut iptr, n1, "the in-edge row lengths")?;
+        exclusive_scan(g, s, &mut item_ptr, n1, "the light rows' items")?;
         let in_edges = read_at(s, &iptr, n, "the in-edge count")?;
         let (iadj, ifrom) = job.transpose(&optr, &oadj, &iptr, in_edges, true)?;
+        let heavy_count = check(
+            "read the heavy row count",
+            s.clone_dtoh(&heavy_count.slice(0..1)),
+        )?[0];
+        let longest = read_at(s, &longest, 0, "the longest heavy row")?;
         clock.lap(g, "lay out", &mut steps)?;
         let dag = DeviceDag {
             optr,
@@ -426,31 +463,39 @@ mod tests {
                         .iter()
                         .map(|&x| x - lo as u64)
                         .collect();
-                    BlockCount::orient(gpu.clone(), &local, &adj[lo..hi], rows.start, &rank, true)
+                    let adj = &adj[lo..hi];
+                    BlockCount::orient(gpu.clone(), &local, adj, rows.start, &rank, parts, p, true)
                         .unwrap()
                 })
                 .collect();
-            // Each block's needed rows gathered from their owners, through the host.
-            let fetched: Vec<(Vec<u32>, Vec<u32>)> = blocks
-                .iter()
-                .map(|b| {
-                    let (mut rows, mut lens) = (Vec::new(), Vec::new());
-                    for &v in b.needed() {
-                        let owner = (0..parts).find(|&q| (v as usize) < cut(q + 1)).unwrap();
-                        assert_ne!(cut(owner), b.first, "a block needs none of its own rows");
-                        let (buf, at) = blocks[owner].gather(&[v]).unwrap();
-                        let s = &gpu.main;
-                        let got = download(&gpu, s, &buf, at[1] as usize, "a row").unwrap();
-                        lens.push(got.len() as u32);
+            // The rows each rank needs, from every other block, through the host.
+            let dest: Vec<Vec<Vec<u32>>> = blocks.iter().map(|b| b.destinations()).collect();
+            let received: Vec<(Vec<u32>, Vec<u32>, Vec<u32>)> = (0..parts)
+                .map(|q| {
+                    let (mut ids, mut lens, mut rows) = (Vec::new(), Vec::new(), Vec::new());
+                    for (p, b) in blocks.iter().enumerate() {
+                        let mine = &dest[p][q];
+                        if p == q {
+                            assert!(mine.is_empty(), "a block sends nothing to itself");
+                            continue;
+                        }
+                        let (buf, at) = b.gather(mine).unwrap();
+                        let got = download(&gpu, &gpu.main, &buf, at[mine.len()] as usize, "rows")
+                            .unwrap();
                         rows.extend(got);
+                        for (k, &i) in mine.iter().enumerate() {
+                            ids.push(rank[cut(p) + i as usize]);
+                            lens.push((at[k + 1] - at[k]) as u32);
+                            assert_eq!(lens[lens.len() - 1], b.lengths()[i as usize]);
+                        }
                     }
-                    (rows, lens)
+                    (ids, lens, rows)
                 })
                 .collect();
             let (mut total, mut per_vertex) = (0, vec![0u64; n]);
-            for (b, (rows, lens)) in blocks.into_iter().zip(fetched) {
-                let d = upload(&gpu, &gpu.main, &rows, "the fetched rows").unwrap();
-                let (t, pv, steps) = b.count(&d, &lens, &rank, true).unwrap();
+            for (b, (ids, lens, rows)) in blocks.into_iter().zip(received) {
+                let d = upload(&gpu, &gpu.main, &rows, "the received rows").unwrap();
+                let (t, pv, steps) = b.count(&d, &ids, &lens, true).unwrap();
                 assert_eq!(steps.len(), 4);
                 total += t;
                 for (s, x) in per_vertex.iter_mut().zip(pv.unwrap()) {

@@ -42,22 +42,79 @@ pub fn worth_relabelling(g: &SimpleGraph) -> bool {
 
 /// Every vertex's rank in the order of (degree, id), high-degree vertices last, and the vertex
 /// of each rank: the order a count orients by (in one process, and on every rank of a count
-/// across ranks, which must all agree on it).
+/// across ranks, which must all agree on it). A stable counting sort by degree: each chunk of
+/// vertices counts its degrees below [`COUNTED_DEGREES`], then places its vertices in id order
+/// at its share of each degree's places; the few vertices of higher degree are sorted after.
 pub(crate) fn degree_ranks(n: usize, degree: impl Fn(usize) -> u64 + Sync) -> (Vec<u32>, Vec<u32>) {
-    let mut keys: Vec<u64> = (0..n)
+    let top = (0..n).into_par_iter().map(&degree).max().unwrap_or(0);
+    let small = (top + 1).min(COUNTED_DEGREES as u64) as usize;
+    let chunks = (rayon::current_num_threads() * 4)
+        .clamp(1, 64)
+        .min(n.max(1));
+    let size = n.div_ceil(chunks).max(1);
+    let span = |c: usize| c * size..((c + 1) * size).min(n);
+    let hist: Vec<Vec<u32>> = (0..chunks)
         .into_par_iter()
-        .map(|v| (degree(v) << 32) | v as u64)
+        .map(|c| {
+            let mut h = vec![0u32; small];
+            for v in span(c) {
+                if let Some(x) = h.get_mut(degree(v) as usize) {
+                    *x += 1;
+                }
+            }
+            h
+        })
         .collect();
-    keys.par_sort_unstable();
-    let order: Vec<u32> = keys.into_par_iter().map(|k| k as u32).collect();
-    let mut rank = vec![0u32; n];
-    let out = crate::mem::SharedSlice::new_init(&mut rank);
-    order.par_iter().enumerate().for_each(|(r, &v)| {
-        // SAFETY: `order` is a permutation: every position is written once.
-        unsafe { out.write(v as usize, r as u32) }
+    // Where each chunk's vertices of each degree start: degree-major, chunk-minor.
+    let mut next = vec![vec![0u32; small]; chunks];
+    let mut at = 0u32;
+    for d in 0..small {
+        for c in 0..chunks {
+            next[c][d] = at;
+            at += hist[c][d];
+        }
+    }
+    drop(hist);
+    let counted = at as usize;
+    let mut high: Vec<u64> = (0..n)
+        .into_par_iter()
+        .filter_map(|v| {
+            let d = degree(v);
+            (d >= small as u64).then_some((d << 32) | v as u64)
+        })
+        .collect();
+    high.par_sort_unstable();
+    let (mut rank, mut order) = (vec![0u32; n], vec![0u32; n]);
+    let (rank_out, order_out) = (
+        crate::mem::SharedSlice::new_init(&mut rank),
+        crate::mem::SharedSlice::new_init(&mut order),
+    );
+    next.into_par_iter().enumerate().for_each(|(c, mut next)| {
+        for v in span(c) {
+            if let Some(r) = next.get_mut(degree(v) as usize) {
+                // SAFETY: the places of chunk c's vertices of each degree are its own, each
+                // taken once, and every vertex is in one chunk.
+                unsafe {
+                    rank_out.write(v, *r);
+                    order_out.write(*r as usize, v as u32);
+                }
+                *r += 1;
+            }
+        }
+    });
+    high.par_iter().enumerate().for_each(|(k, &key)| {
+        let (v, r) = (key as u32, (counted + k) as u32);
+        // SAFETY: the vertices of high degree and their places are distinct from the others.
+        unsafe {
+            rank_out.write(v as usize, r);
+            order_out.write(r as usize, v);
+        }
     });
     (rank, order)
 }
+
+/// Degrees counted by [`degree_ranks`]'s histograms; higher ones are sorted.
+const COUNTED_DEGREES: usize = 1 << 16;
 
 /// The oriented graph: row `r` holds the neighbours of rank higher than `r`, sorted. Rows are
 /// ranks; `order[r]` is the original vertex of rank `r` when relabelled.
@@ -202,6 +259,27 @@ fn fill_rows(ptr: &[u64], fill: impl Fn(usize, &mut [u32]) + Sync) -> Vec<u32> {
 mod tests {
     use super::*;
     use crate::tricount::tests::graph;
+
+    #[test]
+    fn ranks_follow_degree_then_id() {
+        let mut rng = SplitMix64::new(5);
+        for n in [0usize, 1, 7, 1000, 70_000] {
+            let degree: Vec<u64> = (0..n)
+                .map(|_| match rng.next_u64() % 10 {
+                    0 => 65_536 + rng.next_u64() % 3,
+                    1 => 65_535,
+                    _ => rng.next_u64() % 40,
+                })
+                .collect();
+            let (rank, order) = degree_ranks(n, |v| degree[v]);
+            let mut want: Vec<u32> = (0..n as u32).collect();
+            want.sort_by_key(|&v| (degree[v as usize], v));
+            assert_eq!(order, want, "{n} vertices");
+            for (r, &v) in order.iter().enumerate() {
+                assert_eq!(rank[v as usize], r as u32);
+            }
+        }
+    }
 
     #[test]
     fn relabelling_rule() {

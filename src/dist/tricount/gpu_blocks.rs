@@ -1,18 +1,19 @@
 //! The count across ranks with every rank's block on its GPU, counted by the one-process
 //! kernels ([`BlockCount`]): every rank ranks the vertices by (degree, id) from the gathered
-//! degrees, orients its block on its GPU, learns which rows of other blocks its rows' in-edges
-//! come from, fetches them in one exchange (GPU to GPU through NCCL where the ranks' GPUs are
-//! joined, else through host memory by MPI) and counts the triangles whose middle vertex it
-//! owns. Taken only where every rank counts on its GPU and the whole fetch fits one exchange
-//! and the device's memory on every rank; otherwise the caller counts in rounds.
+//! degrees and orients its block on its GPU; each row goes to the ranks that count triangles
+//! with it (the owners of the pivots it holds: pivots are dealt out by rank id modulo the
+//! ranks), in one exchange (GPU to GPU through NCCL where the ranks' GPUs are joined, else
+//! through host memory by MPI); each rank counts the triangles of its pivots. Taken where every
+//! rank counts on its GPU and the rows fit one exchange and every rank's device memory;
+//! otherwise the caller counts in rounds.
 
 use super::{Exchange, Options};
-use crate::dist::{agree, asked_entries_bound, Blocks, Comm, MAX_MESSAGE};
+use crate::dist::{agree, asked_entries_bound, Comm, MAX_MESSAGE};
 use crate::error::Result;
 use crate::gpu::prims::{check, uninit};
 use crate::gpu::transfer::{download, upload_into};
 use crate::gpu::Gpu;
-use crate::tricount::gpu_block::BlockCount;
+use crate::tricount::gpu_block::{BlockCount, MAX_PARTS};
 use cudarc::driver::CudaSlice;
 use rayon::prelude::*;
 use std::ops::Range;
@@ -24,7 +25,6 @@ pub(super) struct Block<'a> {
     pub ptr: &'a [u64],
     pub adj: &'a [u32],
     pub first: usize,
-    pub blocks: &'a Blocks,
 }
 
 /// What a rank's count found, and how long its steps took.
@@ -54,29 +54,43 @@ pub(super) fn count(
     let clock = Instant::now();
     let (rank, _) = crate::tricount::orient::degree_ranks(degree.len(), |v| u64::from(degree[v]));
     let ranked = ("rank", clock.elapsed().as_secs_f64());
+    let (me, p) = (comm.rank(), comm.size());
+    if p > MAX_PARTS {
+        return Ok(None);
+    }
     let made = BlockCount::orient(
         Arc::clone(&gpu),
         block.ptr,
         block.adj,
         block.first,
         &rank,
+        p,
+        me,
         false,
     );
     let b = agree(comm, made)?;
     let t = Instant::now();
-    // The ids asked of each owner, and the lengths of their rows, travel by MPI.
-    let p = comm.size();
-    let counts = owner_counts(b.needed(), block.blocks, p);
-    let (asked, asked_counts) = match counts.iter().all(|&c| c <= MAX_MESSAGE) {
-        true => comm.all_to_all_u32(b.needed(), &counts),
-        false => (Vec::new(), vec![0; p]),
-    };
-    let lengths: Vec<u32> = asked
+    // Each row to the ranks that need it: their rank ids and lengths by MPI, in the order sent.
+    let dest = b.destinations();
+    let send_rows: Vec<u32> = dest.concat();
+    let counts: Vec<usize> = dest.iter().map(Vec::len).collect();
+    let ids: Vec<u32> = send_rows
         .par_iter()
-        .map(|&v| b.lengths()[v as usize - block.first])
+        .map(|&i| rank[block.first + i as usize])
         .collect();
-    let (lens, _) = comm.all_to_all_u32(&lengths, &asked_counts);
-    let fetched: u64 = lens.iter().map(|&l| u64::from(l)).sum();
+    let lengths: Vec<u32> = send_rows
+        .par_iter()
+        .map(|&i| b.lengths()[i as usize])
+        .collect();
+    let listed = counts.iter().all(|&c| c <= MAX_MESSAGE);
+    let mut unlisted = [u64::from(!listed)];
+    comm.max_u64(&mut unlisted);
+    if unlisted[0] != 0 {
+        return Ok(None);
+    }
+    let (got_ids, got_counts) = comm.all_to_all_u32(&ids, &counts);
+    let (got_lens, _) = comm.all_to_all_u32(&lengths, &counts);
+    let received: u64 = got_lens.iter().map(|&l| u64::from(l)).sum();
     let sent: u64 = lengths.iter().map(|&l| u64::from(l)).sum();
 
     #[cfg(feature = "mpi")]
@@ -88,38 +102,37 @@ pub(super) fn count(
         None => opts.stage_entries.min(asked_entries_bound(comm, 1)),
     } as u64;
     let room = gpu.memory().map(|(free, _)| free).unwrap_or(0);
-    let want = b.count_bytes(fetched, opts.per_vertex) + 4 * (fetched + sent);
-    let fits =
-        counts.iter().all(|&c| c <= MAX_MESSAGE) && fetched.max(sent) <= bound && want <= room;
+    let want = b.count_bytes(received, got_ids.len() as u64, opts.per_vertex) + 4 * sent;
+    let fits = received.max(sent) <= bound && want <= room;
     let mut short = [u64::from(!fits)];
     comm.max_u64(&mut short);
     if short[0] != 0 {
         return Ok(None);
     }
 
-    // The rows: each owner gathers the asked ones (in the askers' order) into one buffer, each
-    // asker receives them in the order it asked, one span per owner.
+    // The rows: each rank gathers what it sends (in rank order) into one buffer, and receives
+    // into one, a span from each rank in rank order.
     let made = (|| {
-        let (send, at) = b.gather(&asked)?;
+        let (send, at) = b.gather(&send_rows)?;
         let s = &gpu.main;
-        let recv = uninit::<u32>(s, fetched as usize, false, "the fetched rows")?;
+        let recv = uninit::<u32>(s, received as usize, false, "the received rows")?;
         Ok((send, at, recv))
     })();
     let (send, at, mut recv) = agree(comm, made)?;
-    let send_spans = spans(&asked_counts, |k| at[k] as usize);
+    let send_spans = spans(&counts, |k| at[k] as usize);
     #[cfg(feature = "mpi")]
     if let Some(link) = link {
-        let mut at = Vec::with_capacity(lens.len() + 1);
+        let mut at = Vec::with_capacity(got_lens.len() + 1);
         at.push(0usize);
-        at.extend(lens.iter().scan(0usize, |run, &l| {
+        at.extend(got_lens.iter().scan(0usize, |run, &l| {
             *run += l as usize;
             Some(*run)
         }));
-        let recv_spans = spans(&counts, |k| at[k]);
+        let recv_spans = spans(&got_counts, |k| at[k]);
         let send: Vec<_> = send_spans.iter().map(|r| (&send, r.clone())).collect();
         if let Err(e) = link.send_recv(&send, &mut recv, &recv_spans) {
             // The other ranks may be inside the exchange: none can be told but by ending them all.
-            comm.abort(2, &format!("rank {} of {p}: {e}", comm.rank()));
+            comm.abort(2, &format!("rank {me} of {p}: {e}"));
         }
     }
     if link.is_none() {
@@ -127,9 +140,9 @@ pub(super) fn count(
     }
     drop(send);
     exchange.seconds += t.elapsed().as_secs_f64();
-    exchange.bytes += 4 * (asked.len() + lens.len()) as u64 + 4 * fetched;
+    exchange.bytes += 8 * got_ids.len() as u64 + 4 * received;
     let exchanged = ("exchange", t.elapsed().as_secs_f64());
-    let counted = b.count(&recv, &lens, &rank, opts.per_vertex);
+    let counted = b.count(&recv, &got_ids, &got_lens, opts.per_vertex);
     let (triangles, per_vertex, block_steps) = agree(comm, counted)?;
     // In the order taken: the ranking, the block's upload and orientation, the exchange, the
     // block's layout and count.
@@ -137,7 +150,7 @@ pub(super) fn count(
     steps.extend_from_slice(&block_steps[..2.min(block_steps.len())]);
     steps.push(exchanged);
     steps.extend_from_slice(&block_steps[2.min(block_steps.len())..]);
-    let mut rounds = [u64::from(!lens.is_empty())];
+    let mut rounds = [u64::from(!got_ids.is_empty())];
     comm.max_u64(&mut rounds);
     Ok(Some(RankCount {
         triangles,
@@ -145,17 +158,6 @@ pub(super) fn count(
         rounds: rounds[0],
         steps,
     }))
-}
-
-/// How many of `ids` (increasing) each of the `p` blocks holds.
-fn owner_counts(ids: &[u32], blocks: &Blocks, p: usize) -> Vec<usize> {
-    (0..p)
-        .map(|q| {
-            let r = blocks.range(q);
-            ids.partition_point(|&v| (v as usize) < r.end)
-                - ids.partition_point(|&v| (v as usize) < r.start)
-        })
-        .collect()
 }
 
 /// The spans of consecutive runs of `counts[q]` items, `at(k)` where item `k` starts (and
@@ -202,9 +204,5 @@ mod tests {
         let at = [0usize, 3, 5, 9, 10];
         assert_eq!(spans(&[2, 0, 2], |k| at[k]), vec![0..5, 5..5, 5..10]);
         assert_eq!(spans(&[], |k| at[k]), Vec::<Range<usize>>::new());
-        let blocks = Blocks { n: 9, parts: 3 };
-        let starts: Vec<usize> = (0..=3).map(|q| blocks.start(q)).collect();
-        let ids = [starts[0] as u32, starts[2] as u32, 8];
-        assert_eq!(owner_counts(&ids, &blocks, 3), vec![1, 0, 2]);
     }
 }

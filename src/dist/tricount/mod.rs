@@ -14,7 +14,8 @@
 //!
 //! Where every rank counts on its GPU and the rows it needs fit one exchange and its GPU, the
 //! ranks count with the one-process kernels instead ([`gpu_blocks`]): each the triangles whose
-//! middle vertex it owns, from its own rows and the fetched rows of its in-edges' tails.
+//! middle vertex is one of its pivots (dealt out by degree rank, so evenly whatever the blocks
+//! hold), from the rows of every block that hold its pivots.
 
 mod gpu_blocks;
 
@@ -136,7 +137,6 @@ pub fn count_block(comm: &dyn Comm, block: &RowBlock, opts: &Options) -> Result<
                 ptr: &block.ptr,
                 adj: &block.adj,
                 first,
-                blocks: &blocks,
             };
             gpu_blocks::count(comm, gpu, &b, &degree, opts, &mut exchange)?
         }
