@@ -29,7 +29,8 @@ pub struct TricountArgs {
     engine: EngineKind,
     /// auto (the merge kernel on the CPU, the fused kernel on the GPU), spgemm (a masked
     /// product on the engine), merge (the dedicated CPU kernel) or fused (the GPU kernel: the
-    /// masked product C<U> = U·U summed as it is formed).
+    /// masked product C<U> = U·U summed as it is formed). Across MPI ranks: auto (fused where
+    /// every rank is on its GPU and the rows fit), merge (rows intersected in rounds) or fused.
     #[arg(long, default_value = "auto", value_name = "auto|spgemm|merge|fused")]
     method: tricount::Method,
     /// Renumber vertices by degree first: auto (GAP's rule: when degrees are skewed), always,
@@ -255,11 +256,10 @@ fn write_per_vertex(
 /// local rank names); rank 0 prints and writes `--per-vertex`. Options the distributed count
 /// does not have yet are refused on every rank alike.
 fn run_across_ranks(a: TricountArgs, ui: Ui, comm: &dyn Comm, mut sw: Stopwatch) -> Result<()> {
-    if !matches!(a.method, tricount::Method::Auto | tricount::Method::Merge) {
-        return Err(Error::Invalid(format!(
-            "--method {} does not run across MPI ranks yet: use auto or merge",
-            a.method.name()
-        )));
+    if a.method == tricount::Method::Spgemm {
+        return Err(Error::Invalid(
+            "--method spgemm does not run across MPI ranks yet: use auto, merge or fused".into(),
+        ));
     }
     if a.repeat != 1 {
         return Err(Error::Invalid(
@@ -280,6 +280,7 @@ fn run_across_ranks(a: TricountArgs, ui: Ui, comm: &dyn Comm, mut sw: Stopwatch)
     )?;
     let opts = gmcl::dist::tricount::Options {
         engine: a.engine,
+        method: a.method,
         ..super::env::dist_tricount_options(a.per_vertex.is_some())
     };
     let t = dist::tricount::count_file(comm, &a.input, a.input_args.format, &opts)?;

@@ -170,8 +170,19 @@ fn tricount_with_the_gpu_engine_on_each_rank() {
     let g = untidy_graph(dir.path());
     let (count, per_vertex) = single(&g, &dir.path().join("single.tsv"));
     let has_gpu = crate::util::gpu().is_some();
-    for (ranks, stage) in [(1, "16777216"), (2, "16777216"), (2, "5"), (3, "40")] {
-        let pv = dir.path().join(format!("pv-{ranks}-{stage}.tsv"));
+    // (ranks, GMCL_DIST_STAGE, --method, the method that runs: none where it cannot).
+    let cases = [
+        (1, "16777216", "auto", Some("fused")),
+        (2, "16777216", "auto", Some("fused")),
+        // Rounds of 5 entries cannot hold the rows a rank needs: intersected in rounds.
+        (2, "5", "auto", Some("merge")),
+        (3, "40", "auto", None),
+        (2, "16777216", "merge", Some("merge")),
+        (3, "16777216", "fused", Some("fused")),
+        (2, "5", "fused", None),
+    ];
+    for (ranks, stage, method, runs) in cases {
+        let pv = dir.path().join(format!("pv-{ranks}-{stage}-{method}.tsv"));
         let o = mpirun(
             ranks,
             &[("GMCL_DIST_STAGE", stage)],
@@ -180,25 +191,36 @@ fn tricount_with_the_gpu_engine_on_each_rank() {
                 g.to_str().unwrap(),
                 "--engine",
                 "gpu",
+                "--method",
+                method,
                 "--per-vertex",
                 pv.to_str().unwrap(),
                 "--json",
             ],
         );
         let err = text(&o.stderr);
-        let what = format!("{ranks} ranks, stage {stage}");
-        if has_gpu {
+        let what = format!("{ranks} ranks, stage {stage}, --method {method}");
+        if has_gpu && (stage, method) == ("5", "fused") {
+            // Asked for and impossible: one error, no output.
+            assert_eq!(o.status.code(), Some(2), "{what}: {err}");
+            assert_eq!(err.matches("gmcl: error").count(), 1, "{err}");
+            assert!(err.contains("do not fit one exchange"), "{err}");
+            assert!(!pv.exists(), "{what}");
+        } else if has_gpu {
             assert!(o.status.success(), "{what}: {err}");
             let v: serde_json::Value = serde_json::from_str(&text(&o.stdout)).unwrap();
             assert_eq!(v["triangles"].to_string(), count.trim(), "{what}");
             assert_eq!(v["rank_engine"], "gpu", "{what}");
             assert_eq!(v["rank_engines"].as_array().unwrap().len(), ranks, "{what}");
-            // Rounds of 5 entries cannot hold the whole fetch: rows intersected in rounds;
-            // with room for it, every rank runs the one-process kernels on its block.
-            match stage {
-                "5" => assert_eq!(v["method"], "merge", "{what}"),
-                "16777216" => assert_eq!(v["method"], "fused", "{what}"),
-                _ => {}
+            if let Some(m) = runs {
+                assert_eq!(v["method"], m, "{what}");
+            }
+            if v["method"] == "fused" {
+                let steps = v["steps"].as_array().unwrap();
+                assert_eq!(steps.len(), 6, "{what}");
+                assert!(steps
+                    .iter()
+                    .all(|s| s["slowest"].as_f64() >= s["fastest"].as_f64()));
             }
             assert_eq!(std::fs::read(&pv).unwrap(), per_vertex, "{what}");
         } else {
@@ -345,7 +367,19 @@ fn a_bad_line_on_one_rank_stops_every_rank_with_one_message() {
 
 #[test]
 fn what_does_not_run_across_ranks_yet_is_refused_once() {
-    let cases: [(&[&str], &str, i32); 3] = [
+    let cases: [(&[&str], &str, i32); 4] = [
+        (
+            &[
+                "tricount",
+                "graphs/karate.el",
+                "--method",
+                "fused",
+                "--engine",
+                "cpu",
+            ],
+            "--method fused across ranks runs on every rank's GPU",
+            3,
+        ),
         (
             &[
                 "tricount",

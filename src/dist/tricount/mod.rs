@@ -47,6 +47,10 @@ pub struct Options {
     /// may share one) or `Auto` (the GPU when the rank's share of the edges makes it pay and a
     /// GPU is usable).
     pub engine: EngineKind,
+    /// How the ranks count: `Fused` (the one-process GPU kernels on every rank's GPU; an error
+    /// where a rank is not on its GPU or the rows do not fit), `Merge` (rows intersected in
+    /// rounds) or `Auto` (fused where it can run, else merge). `Spgemm` is refused.
+    pub method: Method,
 }
 
 impl Default for Options {
@@ -57,6 +61,7 @@ impl Default for Options {
             // As many as one exchange carries: every round uploads its rows and counts apart.
             stage_entries: usize::MAX,
             engine: EngineKind::Cpu,
+            method: Method::Auto,
         }
     }
 }
@@ -126,19 +131,39 @@ pub fn count_block(comm: &dyn Comm, block: &RowBlock, opts: &Options) -> Result<
     let first = block.first();
     let (engine, notice) = pick_engine(comm, block, opts.engine);
 
+    if opts.method == Method::Spgemm {
+        return Err(Error::Invalid(
+            "--method spgemm does not run across MPI ranks: use auto, merge or fused".into(),
+        ));
+    }
     let mut exchange = Exchange::default();
     // Every rank on its GPU: the one-process kernels on each rank's block, where it fits.
     let mut elsewhere = [u64::from(engine != EngineKind::Gpu)];
     comm.max_u64(&mut elsewhere);
-    let fused = match elsewhere[0] {
-        0 => {
+    if opts.method == Method::Fused && elsewhere[0] != 0 {
+        return Err(Error::EngineUnavailable(
+            "--method fused across ranks runs on every rank's GPU, and a rank counts on the \
+             CPU: use --engine gpu on a GPU machine, or --method merge"
+                .into(),
+        ));
+    }
+    let fused = match (elsewhere[0], opts.method) {
+        (0, Method::Auto | Method::Fused) => {
             let gpu = agree(comm, rank_gpu())?;
             let b = gpu_blocks::Block {
                 ptr: &block.ptr,
                 adj: &block.adj,
                 first,
             };
-            gpu_blocks::count(comm, gpu, &b, &degree, opts, &mut exchange)?
+            let counted = gpu_blocks::count(comm, gpu, &b, &degree, opts, &mut exchange)?;
+            if counted.is_none() && opts.method == Method::Fused {
+                return Err(Error::Invalid(
+                    "--method fused: a rank's rows do not fit one exchange and its GPU's memory; \
+                     use --method merge (rows fetched in rounds)"
+                        .into(),
+                ));
+            }
+            counted
         }
         _ => None,
     };
@@ -733,6 +758,7 @@ mod tests {
                 stage_edges: stage,
                 stage_entries: stage,
                 engine,
+                method: Method::Auto,
             };
             let got = count_file(&SelfComm, &f, None, &opts).unwrap();
             assert_eq!(got.triangles, want.triangles);
@@ -756,6 +782,7 @@ mod tests {
                     stage_edges: stage,
                     stage_entries: stage,
                     engine,
+                    method: Method::Auto,
                 };
                 let group = crate::dist::threads::ThreadComm::group(ranks);
                 let got: Vec<Counted> = std::thread::scope(|s| {
