@@ -22,6 +22,7 @@ use crate::error::{Error, Result};
 use crate::scalar::Scalar;
 use crate::spgemm::cpu::CpuEngine;
 use crate::spgemm::{EngineKind, SpgemmOptions};
+use rayon::prelude::*;
 use std::ops::Range;
 use std::time::Instant;
 
@@ -162,6 +163,13 @@ pub fn products<T: Scalar>(comm: &dyn Comm, a: &MatrixBlock<T>, b: &MatrixBlock<
 /// Consecutive runs of A's rows whose distinct needed rows of B hold at most `budget` entries
 /// (`b_len`: every row of B's length); a run holds at least one row.
 fn plan_rounds<T: Scalar>(a: &Csr<T>, b_len: &[u64], budget: u64) -> Vec<Range<usize>> {
+    // All of B fits: one round, whatever the rows need.
+    if b_len.iter().sum::<u64>() <= budget {
+        return match a.nrows() {
+            0 => Vec::new(),
+            rows => std::iter::once(0..rows).collect(),
+        };
+    }
     // The round that last counted each row of B.
     let mut seen = vec![usize::MAX; b_len.len()];
     let mut out = Vec::new();
@@ -191,13 +199,12 @@ fn plan_rounds<T: Scalar>(a: &Csr<T>, b_len: &[u64], budget: u64) -> Vec<Range<u
     out
 }
 
-/// The distinct columns of A's `rows`, sorted: the rows of B they need.
+/// The distinct columns of A's `rows`, sorted: the rows of B they need (marked in a bitmap of
+/// the columns by every thread).
 fn needed_rows<T: Scalar>(a: &Csr<T>, rows: Range<usize>) -> Vec<u32> {
     let ptr = a.row_ptr();
-    let mut ks = a.col_idx()[ptr[rows.start] as usize..ptr[rows.end] as usize].to_vec();
-    ks.sort_unstable();
-    ks.dedup();
-    ks
+    let cols = &a.col_idx()[ptr[rows.start] as usize..ptr[rows.end] as usize];
+    super::distinct_outside(cols, a.ncols(), 0..0)
 }
 
 /// Rows of B fetched from other ranks: offsets, columns, values, in the order asked.
@@ -280,19 +287,34 @@ fn gather_needed<T: Scalar>(
 fn renumbered<T: Scalar>(a: &Csr<T>, rows: Range<usize>, needed: &[u32]) -> Csr<T> {
     let ptr = a.row_ptr();
     let span = ptr[rows.start] as usize..ptr[rows.end] as usize;
+    // Each needed column's position, looked up by every thread.
+    let mut at = vec![0u32; a.ncols()];
+    {
+        let out = crate::mem::SharedSlice::new_init(&mut at);
+        needed.par_iter().enumerate().for_each(|(i, &k)| {
+            // SAFETY: the needed columns are distinct: each place is written once.
+            unsafe { out.write(k as usize, i as u32) }
+        });
+    }
     let cols = a.col_idx()[span.clone()]
-        .iter()
-        .map(|k| needed.partition_point(|x| x < k) as u32)
+        .par_iter()
+        .with_min_len(1 << 14)
+        .map(|&k| at[k as usize])
+        .collect();
+    let values = a.values()[span.clone()]
+        .par_iter()
+        .with_min_len(1 << 14)
+        .copied()
         .collect();
     Csr::from_parts_unchecked(
         rows.len(),
         needed.len(),
         ptr[rows.start..=rows.end]
-            .iter()
+            .par_iter()
             .map(|&p| p - span.start as u64)
             .collect(),
         cols,
-        a.values()[span].to_vec(),
+        values,
     )
 }
 
