@@ -20,8 +20,12 @@ use std::path::Path;
 /// One rank's block of rows of a matrix.
 #[derive(Clone, Debug, PartialEq)]
 pub struct MatrixBlock<T> {
-    /// How rows are cut among the ranks (`blocks.n` is the matrix's row count).
+    /// How rows are cut among the ranks (`blocks.n` is the matrix's row count), unless `cut`
+    /// says otherwise.
     pub blocks: Blocks,
+    /// The blocks' first rows, then the row count (ranks + 1 values), where they were cut
+    /// otherwise than `blocks` (a product's blocks of equal work).
+    pub cut: Option<std::sync::Arc<[usize]>>,
     /// The matrix's column count.
     pub ncols: usize,
     /// This rank's block.
@@ -33,7 +37,24 @@ pub struct MatrixBlock<T> {
 impl<T: Scalar> MatrixBlock<T> {
     /// The block's first row.
     pub fn first(&self) -> usize {
-        self.blocks.start(self.rank)
+        self.start(self.rank)
+    }
+
+    /// The first row of rank `p`'s block (the row count for `p` = the ranks).
+    pub fn start(&self, p: usize) -> usize {
+        match &self.cut {
+            Some(cut) => cut[p],
+            None => self.blocks.start(p),
+        }
+    }
+
+    /// The rank whose block holds row `v`.
+    pub fn owner(&self, v: usize) -> usize {
+        match &self.cut {
+            // The last block starting at or before v (empty blocks start where the next does).
+            Some(cut) => cut[1..cut.len() - 1].partition_point(|&s| s <= v),
+            None => self.blocks.owner(v),
+        }
     }
 
     /// Cuts a whole matrix into `comm`'s blocks and keeps this rank's (for tests and for
@@ -58,6 +79,7 @@ impl<T: Scalar> MatrixBlock<T> {
         );
         MatrixBlock {
             blocks,
+            cut: None,
             ncols: m.ncols(),
             rank: comm.rank(),
             rows,
@@ -166,6 +188,7 @@ pub(crate) fn block_of_parts<T: Scalar>(
     let rows = agree(comm, rows)?;
     Ok(MatrixBlock {
         blocks,
+        cut: None,
         ncols,
         rank: comm.rank(),
         rows,

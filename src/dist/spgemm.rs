@@ -9,6 +9,10 @@
 //! columns are renumbered to the needed rows' positions, which keeps their order, so each entry
 //! of C sums the same products in the same order as the single-process run, bitwise.
 //!
+//! Before the rounds, A's rows move to blocks of equal products where the blocks of equal row
+//! counts differ by more than 10% (`mcl::balance::rebalance`, shared with MCL): C's block of a
+//! rank is then `MatrixBlock::cut`'s rows, not `blocks`'s.
+//!
 //! [`send_to_root`] then hands C's blocks to rank 0 in rank order, in pieces of at most
 //! `stage_entries` entries and rows, for a writer that streams them: rank 0 never holds more of
 //! C than its own block and one piece. (`.npz`, whose arrays come one after another, is written
@@ -84,6 +88,8 @@ pub fn multiply<T: Scalar>(
         .map(|i| b.rows.row_len(i) as u64)
         .collect();
     let (b_len, _) = comm.all_gather_u64(&lengths);
+    let balanced = balanced(comm, a, &b_len);
+    let a = balanced.as_ref().unwrap_or(a);
     let budget = opts.stage_entries.clamp(1, asked_entries_bound(comm, 2)) as u64;
     let plan = plan_rounds(&a.rows, &b_len, budget);
     let mut rounds = [plan.len() as u64];
@@ -101,7 +107,7 @@ pub fn multiply<T: Scalar>(
         let remote: Vec<u32> = needed
             .iter()
             .copied()
-            .filter(|&k| b.blocks.owner(k as usize) != b.rank)
+            .filter(|&k| b.owner(k as usize) != b.rank)
             .collect();
         let fetched = fetch_rows(comm, b, &remote);
         let made = (|| {
@@ -139,11 +145,43 @@ pub fn multiply<T: Scalar>(
     };
     let block = MatrixBlock {
         blocks: a.blocks,
+        cut: a.cut.clone(),
         ncols: b.ncols,
         rank: a.rank,
         rows: c,
     };
     Ok((block, stats))
+}
+
+/// A's blocks differing in work by more than this factor from the mean are cut again.
+const BALANCE_SLACK: f64 = 1.1;
+
+/// A's rows moved to blocks of equal products (each row's products from `b_len`, every row of
+/// B's length), or `None` where the blocks are within [`BALANCE_SLACK`] of it: R-MAT puts its
+/// hubs at low ids, and blocks of equal row counts would give the first rank of two most of C.
+/// The rows of C do not depend on the rank that makes them. Collective.
+fn balanced<T: Scalar>(
+    comm: &dyn Comm,
+    a: &MatrixBlock<T>,
+    b_len: &[u64],
+) -> Option<MatrixBlock<T>> {
+    let rows = a.rows.nrows();
+    let work: Vec<u64> = (0..rows)
+        .into_par_iter()
+        .map(|i| a.rows.row(i).0.iter().map(|&k| b_len[k as usize]).sum())
+        .collect();
+    let own: Vec<u32> = (0..rows).map(|i| a.rows.row_len(i) as u32).collect();
+    let (lengths, _) = comm.all_gather_u32(&own);
+    let starts: Vec<usize> = (0..=comm.size()).map(|p| a.start(p)).collect();
+    let moved =
+        super::mcl::balance::rebalance(comm, &a.rows, &starts, &work, &lengths, BALANCE_SLACK)?;
+    Some(MatrixBlock {
+        blocks: a.blocks,
+        cut: Some(moved.starts.into()),
+        ncols: a.ncols,
+        rank: a.rank,
+        rows: moved.rows,
+    })
 }
 
 /// This rank's intermediate products (the work `auto` weighs for the rank's engine).
@@ -222,7 +260,7 @@ fn fetch_rows<T: Scalar>(comm: &dyn Comm, b: &MatrixBlock<T>, asked: &[u32]) -> 
     // Sorted ids are grouped by owner already: blocks are consecutive.
     let mut ask_counts = vec![0usize; parts];
     for &k in asked {
-        ask_counts[b.blocks.owner(k as usize)] += 1;
+        ask_counts[b.owner(k as usize)] += 1;
     }
     let (requests, req_counts) = comm.all_to_all_u32(asked, &ask_counts);
     let row = |k: u32| b.rows.row(k as usize - first);
@@ -343,7 +381,7 @@ pub fn send_to_root<T: Scalar>(
             };
             let piece = send_piece(comm, &c.rows, rows);
             if let (true, Ok(()), Some((offset, piece))) = (root, &written, piece) {
-                written = sink(c.blocks.start(sender) + offset, &piece);
+                written = sink(c.start(sender) + offset, &piece);
             }
             agree(comm, crate::interrupt::check())?;
         }
@@ -522,6 +560,37 @@ mod tests {
                     }
                 }
             }
+        }
+    }
+
+    #[test]
+    fn a_front_heavy_matrix_is_cut_at_equal_products() {
+        // Rows 0..4 name every column, the other 60 one column each: equal row counts would
+        // give the first rank nearly all of C.
+        let (n, m) = (64, 32);
+        let mut dense = vec![0.0; n * m];
+        for i in 0..n {
+            for j in 0..m {
+                if i < 4 || j == i % m {
+                    dense[i * m + j] = (i * m + j + 1) as f64;
+                }
+            }
+        }
+        let a = Csr::from_dense(n, m, &dense);
+        let b = random(m, 40, 6, 5);
+        let (want, _) = CpuEngine::default()
+            .multiply_counted(&a, &b, &SpgemmOptions::default())
+            .unwrap();
+        for ranks in 2..=3 {
+            let (got, _, firsts) = on_ranks(ranks, &a, &b, 1 << 20);
+            assert_eq!(got.row_ptr(), want.row_ptr(), "{ranks} ranks");
+            assert_eq!(got.col_idx(), want.col_idx(), "{ranks} ranks");
+            assert_eq!(bits(&got), bits(&want), "{ranks} ranks");
+            assert_eq!(firsts.len(), ranks);
+            assert!(
+                firsts[1] <= 4,
+                "rank 1 starts among the heavy rows: {firsts:?}"
+            );
         }
     }
 
