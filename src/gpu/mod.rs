@@ -101,6 +101,23 @@ pub fn device() -> Result<Arc<Gpu>> {
         .map_err(Error::EngineUnavailable)
 }
 
+/// For tests that run on the GPU where there is one: the GPU, or `None` where none is usable —
+/// a failure when `GMCL_REQUIRE_GPU=1` (as the GPU machine runs the tests), so that a GPU run
+/// cannot pass by skipping.
+#[cfg(test)]
+pub(crate) fn for_tests() -> Option<Arc<Gpu>> {
+    match device() {
+        Ok(g) => Some(g),
+        Err(why) => {
+            assert!(
+                std::env::var("GMCL_REQUIRE_GPU").map_or(true, |v| v != "1"),
+                "GMCL_REQUIRE_GPU=1 but no GPU is usable: {why}"
+            );
+            None
+        }
+    }
+}
+
 /// Why no GPU can be used here, or `None` when one can (opens it as a side effect).
 pub fn unavailable_reason() -> Option<String> {
     device().err().map(|e| e.to_string())

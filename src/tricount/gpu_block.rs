@@ -409,20 +409,6 @@ mod tests {
     use crate::gpu::transfer::upload;
     use crate::tricount::{self, SimpleGraph};
 
-    /// The GPU where one is usable (required with `GMCL_REQUIRE_GPU=1`, as on the GPU machine).
-    fn gpu() -> Option<Arc<Gpu>> {
-        match crate::gpu::device() {
-            Ok(g) => Some(g),
-            Err(why) => {
-                assert!(
-                    std::env::var("GMCL_REQUIRE_GPU").map_or(true, |v| v != "1"),
-                    "GMCL_REQUIRE_GPU=1 but no GPU is usable: {why}"
-                );
-                None
-            }
-        }
-    }
-
     /// A power-law-ish graph with hubs heavy enough for the block-wide kernel.
     fn graph() -> SimpleGraph<'static> {
         let mut rng = crate::generate::rng::SplitMix64::new(11);
@@ -442,7 +428,9 @@ mod tests {
 
     #[test]
     fn blocks_counted_apart_sum_to_the_one_process_count() {
-        let Some(gpu) = gpu() else { return };
+        let Some(gpu) = crate::gpu::for_tests() else {
+            return;
+        };
         let g = graph();
         let opts = tricount::Options {
             per_vertex: true,

@@ -705,15 +705,9 @@ mod tests {
     /// The CPU engine, and the GPU engine where a GPU is usable (required with
     /// `GMCL_REQUIRE_GPU=1`, as on the GPU machine).
     fn engines() -> Vec<EngineKind> {
-        match crate::gpu::device() {
-            Ok(_) => vec![EngineKind::Cpu, EngineKind::Gpu],
-            Err(why) => {
-                assert!(
-                    std::env::var("GMCL_REQUIRE_GPU").map_or(true, |v| v != "1"),
-                    "GMCL_REQUIRE_GPU=1 but no GPU is usable: {why}"
-                );
-                vec![EngineKind::Cpu]
-            }
+        match crate::gpu::for_tests() {
+            Some(_) => vec![EngineKind::Cpu, EngineKind::Gpu],
+            None => vec![EngineKind::Cpu],
         }
     }
 
