@@ -106,6 +106,10 @@ struct SpgemmReport {
     /// Across ranks: how the rows travelled between them ("mpi" or "nccl").
     #[serde(skip_serializing_if = "Option::is_none")]
     exchange: Option<&'static str>,
+    /// Across ranks: each step's slowest and fastest rank (balance, prepare, multiply, and
+    /// of that the transfers to and from the GPU).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    steps: Option<Vec<gmcl::dist::Step>>,
     /// The GPU engine's phases (with --engine gpu --json).
     #[serde(skip_serializing_if = "Option::is_none")]
     phases: Option<Vec<PhaseReport>>,
@@ -267,6 +271,7 @@ fn run_typed<T: Scalar>(a: SpgemmArgs, ui: Ui) -> Result<()> {
         ranks: None,
         rank_engine: None,
         exchange: None,
+        steps: None,
         phases,
         gflops: measure::gflops(stats.intermediate_products, stats.device_seconds),
     };
@@ -441,6 +446,7 @@ fn run_across_ranks<T: Scalar>(a: SpgemmArgs, ui: Ui, comm: &dyn Comm) -> Result
         ranks: Some(comm.size()),
         rank_engine: Some(rank_engine),
         exchange: Some(comm.exchange().name()),
+        steps: Some(stats.steps.clone()),
     };
     if !reports {
         return Ok(());

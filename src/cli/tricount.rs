@@ -100,7 +100,7 @@ struct TricountReport {
     exchanged_bytes: Option<u64>,
     /// Across ranks with the fused method: each step's slowest and fastest rank.
     #[serde(skip_serializing_if = "Option::is_none")]
-    steps: Option<Vec<gmcl::dist::tricount::Step>>,
+    steps: Option<Vec<gmcl::dist::Step>>,
 }
 
 pub fn run(a: TricountArgs, ui: Ui, comm: Option<&dyn Comm>) -> Result<()> {

@@ -129,6 +129,37 @@ impl std::str::FromStr for Exchange {
     }
 }
 
+/// A step of a run across ranks, timed on every rank.
+#[derive(Clone, Copy, Debug, PartialEq, serde::Serialize)]
+pub struct Step {
+    /// What the step does (each command's report lists its steps).
+    pub name: &'static str,
+    /// The slowest rank's seconds.
+    pub slowest: f64,
+    /// The fastest rank's seconds.
+    pub fastest: f64,
+}
+
+/// The slowest and fastest rank's seconds of each of `steps` (this rank's, in order), which
+/// every rank took alike (or none of). Collective.
+pub fn timed_steps(comm: &dyn Comm, steps: &[(&'static str, f64)]) -> Vec<Step> {
+    let mut slowest: Vec<f64> = steps.iter().map(|s| s.1).collect();
+    let mut fastest: Vec<f64> = steps.iter().map(|s| -s.1).collect();
+    if !steps.is_empty() {
+        comm.max_f64(&mut slowest);
+        comm.max_f64(&mut fastest);
+    }
+    steps
+        .iter()
+        .zip(slowest.into_iter().zip(fastest))
+        .map(|(&(name, _), (slowest, fastest))| Step {
+            name,
+            slowest,
+            fastest: -fastest,
+        })
+        .collect()
+}
+
 /// The largest number of elements one rank sends to another in one collective: MPI counts are
 /// 32-bit, and the distributed algorithms stage their exchanges below this.
 pub const MAX_MESSAGE: usize = 1 << 28;

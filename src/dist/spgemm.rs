@@ -55,7 +55,7 @@ impl Default for Options {
 }
 
 /// Figures of a distributed product, the same on every rank.
-#[derive(Clone, Copy, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq)]
 pub struct Stats {
     /// Intermediate products `A[i,k]·B[k,j]`, over all ranks.
     pub intermediate_products: u64,
@@ -67,6 +67,10 @@ pub struct Stats {
     pub rounds: u64,
     /// Ranks whose rows the GPU engine made.
     pub gpu_ranks: u64,
+    /// Each step's slowest and fastest rank: "balance" (A's rows moved to blocks of equal
+    /// work), "prepare" (the rounds' rows of B fetched, the operands made), "multiply" (on the
+    /// rank's engine) and, of that, "transfers" (the copies to and from the GPU; 0 on the CPU).
+    pub steps: Vec<super::Step>,
 }
 
 /// Computes this rank's block of rows of `C = A·B`, A and B given as every rank's block of rows.
@@ -88,7 +92,9 @@ pub fn multiply<T: Scalar>(
         .map(|i| b.rows.row_len(i) as u64)
         .collect();
     let (b_len, _) = comm.all_gather_u64(&lengths);
+    let clock = Instant::now();
     let balanced = balanced(comm, a, &b_len);
+    let balancing = clock.elapsed().as_secs_f64();
     let a = balanced.as_ref().unwrap_or(a);
     let budget = opts.stage_entries.clamp(1, asked_entries_bound(comm, 2)) as u64;
     let plan = plan_rounds(&a.rows, &b_len, budget);
@@ -101,7 +107,11 @@ pub fn multiply<T: Scalar>(
     };
     let mut parts = Vec::new();
     let mut products = 0u64;
+    // This rank's seconds making the rounds' operands, multiplying, and of that copying to
+    // and from its GPU.
+    let (mut prepare, mut multiplying, mut transfers) = (0.0, 0.0, 0.0);
     for round in 0..rounds[0] as usize {
+        let clock = Instant::now();
         let rows = plan.get(round).cloned().unwrap_or(0..0);
         let needed = needed_rows(&a.rows, rows.clone());
         let remote: Vec<u32> = needed
@@ -110,16 +120,22 @@ pub fn multiply<T: Scalar>(
             .filter(|&k| b.owner(k as usize) != b.rank)
             .collect();
         let fetched = fetch_rows(comm, b, &remote);
-        let made = (|| {
-            let bn = gather_needed(b, &needed, &remote, &fetched)?;
+        let made = gather_needed(b, &needed, &remote, &fetched).and_then(|bn| {
             let an = renumbered(&a.rows, rows, &needed);
-            match &gpu {
+            prepare += clock.elapsed().as_secs_f64();
+            let clock = Instant::now();
+            let made = match &gpu {
                 Some(g) => g
                     .multiply(&an, &bn, &SpgemmOptions::default())
-                    .map(|(c, st)| (c, st.intermediate_products)),
+                    .map(|(c, st)| {
+                        transfers += (st.seconds - st.device_seconds).max(0.0);
+                        (c, st.intermediate_products)
+                    }),
                 None => cpu.multiply_counted(&an, &bn, &SpgemmOptions::default()),
-            }
-        })();
+            };
+            multiplying += clock.elapsed().as_secs_f64();
+            made
+        });
         let (c, p) = agree(comm, made)?;
         products += p;
         if c.nrows() > 0 {
@@ -136,12 +152,19 @@ pub fn multiply<T: Scalar>(
     comm.sum_u64(&mut sums);
     let mut seconds = [start.elapsed().as_secs_f64()];
     comm.max_f64(&mut seconds);
+    let steps = [
+        ("balance", balancing),
+        ("prepare", prepare),
+        ("multiply", multiplying),
+        ("transfers", transfers),
+    ];
     let stats = Stats {
         intermediate_products: sums[0],
         nnz: sums[1],
         seconds: seconds[0],
         rounds: rounds[0],
         gpu_ranks: sums[2],
+        steps: super::timed_steps(comm, &steps),
     };
     let block = MatrixBlock {
         blocks: a.blocks,

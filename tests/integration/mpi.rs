@@ -572,6 +572,14 @@ fn spgemm_json_names_the_ranks_and_failures_are_reported_once() {
     assert_eq!(v["ranks"], 3);
     assert_eq!(v["parameters"]["ranks"], 3);
     assert_eq!(v["rank_engine"], "cpu");
+    // Each step's slowest and fastest rank; nothing crosses to a GPU on the CPU engine.
+    let steps = v["steps"].as_array().unwrap();
+    let names: Vec<&str> = steps.iter().map(|s| s["name"].as_str().unwrap()).collect();
+    assert_eq!(names, ["balance", "prepare", "multiply", "transfers"]);
+    assert!(steps
+        .iter()
+        .all(|s| s["slowest"].as_f64() >= s["fastest"].as_f64()));
+    assert_eq!(steps[3]["slowest"], 0.0);
 
     let cases: [(Vec<&str>, &str, i32); 2] = [
         (

@@ -21,7 +21,7 @@ mod gpu_blocks;
 
 use super::input::{simple_row_block, RowBlock};
 use super::labels::LabelShare;
-use super::{agree, asked_entries_bound, distinct_outside, Blocks, Comm, MAX_MESSAGE};
+use super::{agree, asked_entries_bound, distinct_outside, Blocks, Comm, Step, MAX_MESSAGE};
 use crate::engine::Work;
 use crate::error::{Error, Result};
 use crate::io::Format;
@@ -90,7 +90,10 @@ pub struct Counted {
     /// How the ranks counted: [`Method::Fused`] where every rank ran the one-process kernels
     /// on its block on its GPU, else [`Method::Merge`] (rows intersected in rounds).
     pub method: Method,
-    /// The steps of a count with the one-process kernels ([`Method::Fused`]; none otherwise).
+    /// The steps of a count with the one-process kernels ([`Method::Fused`]; none otherwise):
+    /// "rank" (the vertices ranked by degree, on the host), "upload" (the block to the GPU),
+    /// "orient" (its rows oriented), "exchange" (the rows moved), "lay out" (the rank's part
+    /// of the oriented graph and its in-edges), "count".
     pub steps: Vec<Step>,
     /// The engine this rank counted on.
     pub engine: EngineKind,
@@ -194,22 +197,7 @@ pub fn count_block(comm: &dyn Comm, block: &RowBlock, opts: &Options) -> Result<
             (total, by_vertex, rounds, Vec::new())
         }
     };
-    // Every rank took the same steps (or none): the slowest and fastest rank's time of each.
-    let mut slowest: Vec<f64> = steps.iter().map(|s| s.1).collect();
-    let mut fastest: Vec<f64> = steps.iter().map(|s| -s.1).collect();
-    if !steps.is_empty() {
-        comm.max_f64(&mut slowest);
-        comm.max_f64(&mut fastest);
-    }
-    let steps = steps
-        .iter()
-        .zip(slowest.into_iter().zip(fastest))
-        .map(|(&(name, _), (slowest, fastest))| Step {
-            name,
-            slowest,
-            fastest: -fastest,
-        })
-        .collect();
+    let steps = super::timed_steps(comm, &steps);
 
     let mut sums = [total, block.adj.len() as u64, exchange.bytes];
     comm.sum_u64(&mut sums);
@@ -240,19 +228,6 @@ pub fn count_block(comm: &dyn Comm, block: &RowBlock, opts: &Options) -> Result<
         notice,
         labels: None,
     })
-}
-
-/// A step of the count across ranks, timed on every rank.
-#[derive(Clone, Copy, Debug, PartialEq, serde::Serialize)]
-pub struct Step {
-    /// What the step does: "rank" (the vertices ranked by degree, on the host), "upload" (the
-    /// block to the GPU), "orient" (its rows oriented), "exchange" (the rows fetched), "lay
-    /// out" (the rank's part of the oriented graph and its in-edges), "count".
-    pub name: &'static str,
-    /// The slowest rank's seconds.
-    pub slowest: f64,
-    /// The fastest rank's seconds.
-    pub fastest: f64,
 }
 
 /// What a count's row exchange took: the time this rank spent in it, the bytes it received.
