@@ -110,6 +110,8 @@ pub fn multiply<T: Scalar>(
     // This rank's seconds making the rounds' operands, multiplying, and of that copying to
     // and from its GPU.
     let (mut prepare, mut multiplying, mut transfers) = (0.0, 0.0, 0.0);
+    // Each needed column's position in its round (`renumbered`'s map, made once).
+    let mut positions = vec![0u32; a.ncols];
     for round in 0..rounds[0] as usize {
         let clock = Instant::now();
         let rows = plan.get(round).cloned().unwrap_or(0..0);
@@ -121,7 +123,7 @@ pub fn multiply<T: Scalar>(
             .collect();
         let fetched = fetch_rows(comm, b, &remote);
         let made = gather_needed(b, &needed, &remote, &fetched).and_then(|bn| {
-            let an = renumbered(&a.rows, rows, &needed);
+            let an = renumbered(&a.rows, rows, &needed, &mut positions);
             prepare += clock.elapsed().as_secs_f64();
             let clock = Instant::now();
             let made = match &gpu {
@@ -261,10 +263,17 @@ fn plan_rounds<T: Scalar>(a: &Csr<T>, b_len: &[u64], budget: u64) -> Vec<Range<u
 }
 
 /// The distinct columns of A's `rows`, sorted: the rows of B they need (marked in a bitmap of
-/// the columns by every thread).
+/// the columns by every thread; a round of fewer entries than the bitmap's words sorts them
+/// instead, so that many small rounds do not each clear a bitmap of every column).
 fn needed_rows<T: Scalar>(a: &Csr<T>, rows: Range<usize>) -> Vec<u32> {
     let ptr = a.row_ptr();
     let cols = &a.col_idx()[ptr[rows.start] as usize..ptr[rows.end] as usize];
+    if cols.len() < a.ncols().div_ceil(64) {
+        let mut ks = cols.to_vec();
+        ks.sort_unstable();
+        ks.dedup();
+        return ks;
+    }
     super::distinct_outside(cols, a.ncols(), 0..0)
 }
 
@@ -344,14 +353,14 @@ fn gather_needed<T: Scalar>(
 }
 
 /// A's `rows`, their columns renumbered to positions in `needed` (sorted, holding every column
-/// of those rows): the order of each row's columns, and so of its products, is kept.
-fn renumbered<T: Scalar>(a: &Csr<T>, rows: Range<usize>, needed: &[u32]) -> Csr<T> {
+/// of those rows): the order of each row's columns, and so of its products, is kept. `at` (one
+/// slot per column of A, kept across rounds: only the needed columns' slots are written, and
+/// only they are read) takes each needed column's position, looked up by every thread.
+fn renumbered<T: Scalar>(a: &Csr<T>, rows: Range<usize>, needed: &[u32], at: &mut [u32]) -> Csr<T> {
     let ptr = a.row_ptr();
     let span = ptr[rows.start] as usize..ptr[rows.end] as usize;
-    // Each needed column's position, looked up by every thread.
-    let mut at = vec![0u32; a.ncols()];
     {
-        let out = crate::mem::SharedSlice::new_init(&mut at);
+        let out = crate::mem::SharedSlice::new_init(at);
         needed.par_iter().enumerate().for_each(|(i, &k)| {
             // SAFETY: the needed columns are distinct: each place is written once.
             unsafe { out.write(k as usize, i as u32) }
@@ -583,6 +592,19 @@ mod tests {
                     }
                 }
             }
+        }
+    }
+
+    #[test]
+    fn needed_rows_are_the_sorted_distinct_columns_of_small_and_large_rounds() {
+        // 1000 columns: a round of fewer than 16 entries sorts, a larger one marks a bitmap.
+        let a = random(40, 1000, 5, 7);
+        for rows in [0..1, 0..3, 0..40, 10..30] {
+            let ptr = a.row_ptr();
+            let mut want = a.col_idx()[ptr[rows.start] as usize..ptr[rows.end] as usize].to_vec();
+            want.sort_unstable();
+            want.dedup();
+            assert_eq!(needed_rows(&a, rows.clone()), want, "{rows:?}");
         }
     }
 

@@ -9,6 +9,7 @@
 //! pivots' triangles. How the rows travel is the caller's.
 
 use super::gpu::{DeviceDag, Job};
+use super::orient::prefix;
 use crate::error::{Error, Result};
 use crate::gpu::prims::{check, exclusive_scan, launch, read_at, strided, uninit, zeros};
 use crate::gpu::profile::Profile;
@@ -111,75 +112,75 @@ impl BlockCount {
         let d_rank = upload(g, s, rank, "the vertices' ranks")?;
         clock.lap(g, "upload", &mut steps)?;
         let mut out_lens = zeros::<u64>(s, n + 1, "the oriented row lengths")?;
-        {
-            // The one-process orientation's other figures are the pivots' business here.
-            let mut in_lens = zeros::<u64>(s, n + 1, "the in-edge row lengths")?;
-            let mut items = zeros::<u64>(s, n + 1, "the light rows' items")?;
-            let mut max_out = zeros::<u64>(s, 1, "the longest oriented row")?;
-            let mut heavy_count = zeros::<u32>(s, 1, "the heavy row count")?;
-            let mut heavy_rows = uninit::<u32>(s, rows.max(1), poison, "the heavy rows")?;
-            let mut block_lens = uninit::<u32>(s, rows, poison, "the block's row lengths")?;
-            launch(g, s, "orient_counts", job.per_row, |l| {
-                l.arg(&d_ptr)
-                    .arg(&mut d_adj)
-                    .arg(&rows32)
-                    .arg(&first32)
-                    .arg(&d_rank)
-                    .arg(&mut out_lens)
-                    .arg(&mut in_lens)
-                    .arg(&mut max_out)
-                    .arg(&mut items)
-                    .arg(&mut heavy_rows)
-                    .arg(&mut heavy_count)
-                    .arg(&mut block_lens);
-            })?;
-            let lengths = download(g, s, &block_lens, rows, "the block's row lengths")?;
-            let offsets = prefix(&lengths);
-            let own_ptr = upload(g, s, &offsets, "the block's oriented row offsets")?;
-            let mut own = uninit::<u32>(s, offsets[rows] as usize, poison, "the block's rows")?;
-            launch(g, s, "orient_fill", job.per_row, |l| {
-                l.arg(&d_ptr)
-                    .arg(&d_adj)
-                    .arg(&rows32)
-                    .arg(&first32)
-                    .arg(&d_rank)
-                    .arg(&own_ptr)
-                    .arg(&1u32)
-                    .arg(&mut own);
-            })?;
-            drop((d_ptr, d_adj));
-            launch(g, s, "sort_rows", job.per_row, |l| {
-                l.arg(&own_ptr).arg(&mut own).arg(&rows32);
-            })?;
-            let mut d_masks = uninit::<u64>(s, rows, poison, "the rows' destinations")?;
-            launch(g, s, "pivot_owners", job.per_row, |l| {
-                l.arg(&own_ptr)
-                    .arg(&own)
-                    .arg(&rows32)
-                    .arg(&first32)
-                    .arg(&d_rank)
-                    .arg(&parts32)
-                    .arg(&mut d_masks);
-            })?;
-            let masks = download(g, s, &d_masks, rows, "the rows' destinations")?;
-            clock.lap(g, "orient", &mut steps)?;
-            Ok(BlockCount {
-                n,
-                first,
-                rows,
-                parts,
-                me,
-                poison,
-                rank: d_rank,
-                out_lens,
-                own_ptr,
-                own,
-                lengths,
-                masks,
-                steps,
-                gpu,
-            })
-        }
+        // The one-process orientation's other figures are the pivots' business here: freed
+        // once written.
+        let mut in_lens = zeros::<u64>(s, n + 1, "the in-edge row lengths")?;
+        let mut items = zeros::<u64>(s, n + 1, "the light rows' items")?;
+        let mut max_out = zeros::<u64>(s, 1, "the longest oriented row")?;
+        let mut heavy_count = zeros::<u32>(s, 1, "the heavy row count")?;
+        let mut heavy_rows = uninit::<u32>(s, rows.max(1), poison, "the heavy rows")?;
+        let mut block_lens = uninit::<u32>(s, rows, poison, "the block's row lengths")?;
+        launch(g, s, "orient_counts", job.per_row, |l| {
+            l.arg(&d_ptr)
+                .arg(&mut d_adj)
+                .arg(&rows32)
+                .arg(&first32)
+                .arg(&d_rank)
+                .arg(&mut out_lens)
+                .arg(&mut in_lens)
+                .arg(&mut max_out)
+                .arg(&mut items)
+                .arg(&mut heavy_rows)
+                .arg(&mut heavy_count)
+                .arg(&mut block_lens);
+        })?;
+        drop((in_lens, items, max_out, heavy_count, heavy_rows));
+        let lengths = download(g, s, &block_lens, rows, "the block's row lengths")?;
+        let offsets = prefix(&lengths);
+        let own_ptr = upload(g, s, &offsets, "the block's oriented row offsets")?;
+        let mut own = uninit::<u32>(s, offsets[rows] as usize, poison, "the block's rows")?;
+        launch(g, s, "orient_fill", job.per_row, |l| {
+            l.arg(&d_ptr)
+                .arg(&d_adj)
+                .arg(&rows32)
+                .arg(&first32)
+                .arg(&d_rank)
+                .arg(&own_ptr)
+                .arg(&1u32)
+                .arg(&mut own);
+        })?;
+        drop((d_ptr, d_adj));
+        launch(g, s, "sort_rows", job.per_row, |l| {
+            l.arg(&own_ptr).arg(&mut own).arg(&rows32);
+        })?;
+        let mut d_masks = uninit::<u64>(s, rows, poison, "the rows' destinations")?;
+        launch(g, s, "pivot_owners", job.per_row, |l| {
+            l.arg(&own_ptr)
+                .arg(&own)
+                .arg(&rows32)
+                .arg(&first32)
+                .arg(&d_rank)
+                .arg(&parts32)
+                .arg(&mut d_masks);
+        })?;
+        let masks = download(g, s, &d_masks, rows, "the rows' destinations")?;
+        clock.lap(g, "orient", &mut steps)?;
+        Ok(BlockCount {
+            n,
+            first,
+            rows,
+            parts,
+            me,
+            poison,
+            rank: d_rank,
+            out_lens,
+            own_ptr,
+            own,
+            lengths,
+            masks,
+            steps,
+            gpu,
+        })
     }
 
     /// The lengths of the block's rows `U(a)` (row `i` is vertex `first + i`).
@@ -283,17 +284,16 @@ impl BlockCount {
         let job = Job::new(g, n, poison)?;
         let n1 = n as u64 + 1;
         let (n32, parts32, me32) = (n as u32, parts as u32, me as u32);
-        let (d_ids, d_lens) = match ids.is_empty() {
-            true => (None, None),
-            false => (
-                Some(upload(g, s, ids, "the received rows' ranks")?),
-                Some(upload(g, s, lens, "the received rows' lengths")?),
-            ),
+        // The received rows' ranks, where there are any.
+        let d_ids = match ids.is_empty() {
+            true => None,
+            false => Some(upload(g, s, ids, "the received rows' ranks")?),
         };
-        if let (Some(at), Some(l)) = (&d_ids, &d_lens) {
+        if let Some(at) = &d_ids {
+            let d_lens = upload(g, s, lens, "the received rows' lengths")?;
             let k = ids.len() as u64;
             launch(g, s, "scatter_lengths", strided(g, k, 256), |b| {
-                b.arg(at).arg(l).arg(&k).arg(&mut out_lens);
+                b.arg(at).arg(&d_lens).arg(&k).arg(&mut out_lens);
             })?;
         }
         exclusive_scan(g, s, &mut out_lens, n1, "the oriented row lengths")?;
@@ -389,18 +389,6 @@ impl BlockCount {
         clock.lap(g, "count", &mut steps)?;
         Ok((triangles, by_vertex, steps))
     }
-}
-
-/// Offsets from 0 of rows of `lens` entries laid one after another.
-fn prefix(lens: &[u32]) -> Vec<u64> {
-    let mut at = Vec::with_capacity(lens.len() + 1);
-    at.push(0u64);
-    let mut run = 0u64;
-    at.extend(lens.iter().map(|&l| {
-        run += u64::from(l);
-        run
-    }));
-    at
 }
 
 #[cfg(test)]

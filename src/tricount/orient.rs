@@ -221,12 +221,12 @@ impl Oriented {
 }
 
 /// Offsets from lengths: `[0, l0, l0 + l1, ...]`.
-pub(super) fn prefix(lens: &[u64]) -> Vec<u64> {
+pub(crate) fn prefix<L: Copy + Into<u64>>(lens: &[L]) -> Vec<u64> {
     let mut ptr = Vec::with_capacity(lens.len() + 1);
     let mut acc = 0u64;
     ptr.push(0);
     for &l in lens {
-        acc += l;
+        acc += l.into();
         ptr.push(acc);
     }
     ptr

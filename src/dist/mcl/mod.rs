@@ -952,16 +952,11 @@ mod tests {
     /// The GPU engine MCL opens, or `None` where no GPU is usable (a failure under
     /// `GMCL_REQUIRE_GPU=1`, as the GPU machine runs the tests).
     fn gpu_engine(params: &MclParams) -> Option<crate::spgemm::gpu::GpuEngine> {
-        match crate::mcl::gpu::engine(params) {
-            Ok(g) => Some(g),
-            Err(why) => {
-                assert!(
-                    std::env::var("GMCL_REQUIRE_GPU").map_or(true, |v| v != "1"),
-                    "GMCL_REQUIRE_GPU=1 but no GPU is usable: {why}"
-                );
-                None
-            }
-        }
+        crate::gpu::for_tests()?;
+        // The GPU is usable: its engine must open.
+        Some(crate::mcl::gpu::engine(params).unwrap_or_else(|why| {
+            panic!("a GPU is usable but MCL's engine does not open on it: {why}")
+        }))
     }
 
     /// Ranks on the GPU engine make every iteration's block bitwise the single-process CPU

@@ -51,13 +51,13 @@ pub(super) fn count(
     opts: &Options,
     exchange: &mut Exchange,
 ) -> Result<Option<RankCount>> {
-    let clock = Instant::now();
-    let (rank, _) = crate::tricount::orient::degree_ranks(degree.len(), |v| u64::from(degree[v]));
-    let ranked = ("rank", clock.elapsed().as_secs_f64());
     let (me, p) = (comm.rank(), comm.size());
     if p > MAX_PARTS {
         return Ok(None);
     }
+    let clock = Instant::now();
+    let (rank, _) = crate::tricount::orient::degree_ranks(degree.len(), |v| u64::from(degree[v]));
+    let ranked = ("rank", clock.elapsed().as_secs_f64());
     let made = BlockCount::orient(
         Arc::clone(&gpu),
         block.ptr,
@@ -123,13 +123,8 @@ pub(super) fn count(
     let send_spans = spans(&counts, |k| at[k] as usize);
     #[cfg(feature = "mpi")]
     if let Some(link) = link {
-        let mut at = Vec::with_capacity(got_lens.len() + 1);
-        at.push(0usize);
-        at.extend(got_lens.iter().scan(0usize, |run, &l| {
-            *run += l as usize;
-            Some(*run)
-        }));
-        let recv_spans = spans(&got_counts, |k| at[k]);
+        let at = crate::tricount::orient::prefix(&got_lens);
+        let recv_spans = spans(&got_counts, |k| at[k] as usize);
         let send: Vec<_> = send_spans.iter().map(|r| (&send, r.clone())).collect();
         if let Err(e) = link.send_recv(&send, &mut recv, &recv_spans) {
             // The other ranks may be inside the exchange: none can be told but by ending them all.
@@ -147,10 +142,8 @@ pub(super) fn count(
     let (triangles, per_vertex, block_steps) = agree(comm, counted)?;
     // In the order taken: the ranking, the block's upload and orientation, the exchange, the
     // block's layout and count.
-    let mut steps = vec![ranked];
-    steps.extend_from_slice(&block_steps[..2.min(block_steps.len())]);
-    steps.push(exchanged);
-    steps.extend_from_slice(&block_steps[2.min(block_steps.len())..]);
+    let (oriented, counted) = block_steps.split_at(2.min(block_steps.len()));
+    let steps = [&[ranked][..], oriented, &[exchanged], counted].concat();
     let mut rounds = [u64::from(!got_ids.is_empty())];
     comm.max_u64(&mut rounds);
     Ok(Some(RankCount {
