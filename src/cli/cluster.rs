@@ -265,6 +265,17 @@ fn emit_report(
     Ok(())
 }
 
+/// What a progress bar or line shows of a run: the work done, its total, and the iteration's
+/// columns.
+fn reading(counters: &IterationProgress) -> (u64, u64, String) {
+    let r = counters.read();
+    let msg = match r.iteration {
+        0 => "starting".to_string(),
+        i => format!("iteration {i}: {}/{} columns", r.columns, r.columns_total),
+    };
+    (r.work, r.work_total, msg)
+}
+
 /// One line per iteration on stderr, above the bar of the running iteration (when there is one).
 struct IterationLines<'a> {
     ui: Ui,
@@ -394,14 +405,7 @@ fn run_typed<T: Scalar>(a: ClusterArgs, ui: Ui) -> Result<()> {
     let resolved = engine::resolve(a.engine, work, notice);
     let counters = IterationProgress::default();
     let (result, engine) = ui.watch(
-        || {
-            let r = counters.read();
-            let msg = match r.iteration {
-                0 => "starting".to_string(),
-                i => format!("iteration {i}: {}/{} columns", r.columns, r.columns_total),
-            };
-            (r.work, r.work_total, msg)
-        },
+        || reading(&counters),
         |bar| {
             engine::run_with_fallback(a.engine, resolved, notice, |engine| {
                 let params = MclParams {
@@ -538,13 +542,18 @@ fn run_across_ranks<T: Scalar>(a: ClusterArgs, ui: Ui, comm: &dyn Comm) -> Resul
     let load_seconds = start.elapsed().as_secs_f64();
     let load = sw.lap();
     let counters = IterationProgress::default();
-    let bar = ProgressBar::hidden();
-    let mut lines = IterationLines {
-        ui,
-        bar: &bar,
-        counters: &counters,
-    };
-    let (result, engine) = dist::mcl::cluster(comm, &graph, &params, &opts, &mut lines)?;
+    // Rank 0's counters: its block of the columns.
+    let (result, engine) = ui.watch(
+        || reading(&counters),
+        |bar| {
+            let mut lines = IterationLines {
+                ui,
+                bar,
+                counters: &counters,
+            };
+            dist::mcl::cluster(comm, &graph, &params, &opts, &mut lines)
+        },
+    )?;
     if let Some(why) = &engine.notice {
         ui.notice(why);
     }

@@ -5,7 +5,7 @@ use gmcl::{Error, Result};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use std::io::IsTerminal;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// Writes to stdout like `print!`, but a failed write (a closed pipe, a full disk) is an error
 /// naming `<stdout>` instead of a panic.
@@ -63,15 +63,19 @@ impl Ui {
 impl Ui {
     /// Runs `work` with a progress bar that a thread of its own redraws every tenth of a second
     /// from `read` (position, length, message): for work whose counters other threads advance.
-    /// Without a terminal on stderr, or under --quiet, the bar is hidden and no thread starts.
+    /// Without a terminal on stderr (a log, a batch job, mpirun) the thread prints a line of
+    /// the same reading every [`PROGRESS_LINE_EVERY`] instead; under --quiet no thread starts.
     /// `work` gets the bar to print notices above it ([`ProgressBar::suspend`]).
     pub fn watch<R>(
         &self,
         read: impl Fn() -> (u64, u64, String) + Sync,
         work: impl FnOnce(&ProgressBar) -> R,
     ) -> R {
-        if !self.shows_bars() {
+        if self.quiet {
             return work(&ProgressBar::hidden());
+        }
+        if !self.shows_bars() {
+            return self.watch_in_lines(read, work);
         }
         // Drawn once there is something to show.
         let bar = ProgressBar::with_draw_target(Some(0), ProgressDrawTarget::hidden());
@@ -110,6 +114,57 @@ impl Ui {
         bar.finish_and_clear();
         r
     }
+
+    /// [`Ui::watch`] without a terminal: a line of `read`'s reading every
+    /// [`PROGRESS_LINE_EVERY`], so that a long step in a log shows how far it has got.
+    fn watch_in_lines<R>(
+        &self,
+        read: impl Fn() -> (u64, u64, String) + Sync,
+        work: impl FnOnce(&ProgressBar) -> R,
+    ) -> R {
+        let done = AtomicBool::new(false);
+        struct Stop<'a>(&'a AtomicBool);
+        impl Drop for Stop<'_> {
+            fn drop(&mut self) {
+                self.0.store(true, Ordering::Relaxed);
+            }
+        }
+        let start = Instant::now();
+        std::thread::scope(|s| {
+            s.spawn(|| {
+                let mut next = PROGRESS_LINE_EVERY;
+                while !done.load(Ordering::Relaxed) {
+                    std::thread::sleep(Duration::from_millis(100));
+                    let elapsed = start.elapsed();
+                    if elapsed < next || done.load(Ordering::Relaxed) {
+                        continue;
+                    }
+                    next += PROGRESS_LINE_EVERY;
+                    let (pos, len, msg) = read();
+                    self.notice(&progress_line(&msg, pos, len, elapsed));
+                }
+            });
+            let _stop = Stop(&done);
+            work(&ProgressBar::hidden())
+        })
+    }
+}
+
+/// How often [`Ui::watch`] prints a line of progress where it draws no bar.
+pub const PROGRESS_LINE_EVERY: Duration = Duration::from_secs(60);
+
+/// A line of progress: the message, the share of the work done where its total is known, and
+/// the time since the work began.
+fn progress_line(msg: &str, pos: u64, len: u64, elapsed: Duration) -> String {
+    let secs = elapsed.as_secs();
+    let at = format!("{}:{:02}", secs / 60, secs % 60);
+    match len {
+        0 => format!("{msg} (at {at})"),
+        _ => format!(
+            "{msg}, {:.1}% (at {at})",
+            100.0 * pos.min(len) as f64 / len as f64
+        ),
+    }
 }
 
 /// `n` and the noun, singular for one: "1 cluster", "2 clusters", "0 clusters".
@@ -142,4 +197,19 @@ pub fn report_json<S: serde::Serialize>(
 
 pub fn to_json<S: serde::Serialize>(v: &S) -> Result<String> {
     serde_json::to_string(v).map_err(|e| Error::Invalid(format!("cannot format JSON: {e}")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_progress_line_names_the_share_done_and_the_time() {
+        let line = progress_line("iteration 2: 5/20 columns", 1, 4, Duration::from_secs(125));
+        assert_eq!(line, "iteration 2: 5/20 columns, 25.0% (at 2:05)");
+        let line = progress_line("starting", 0, 0, Duration::from_secs(60));
+        assert_eq!(line, "starting (at 1:00)");
+        // Counters read while they move may pass their total: never over 100%.
+        assert!(progress_line("x", 9, 4, Duration::ZERO).ends_with("100.0% (at 0:00)"));
+    }
 }
