@@ -153,6 +153,7 @@ impl BlockCount {
         launch(g, s, "sort_rows", job.per_row, |l| {
             l.arg(&own_ptr).arg(&mut own).arg(&rows32);
         })?;
+        clock.lap(g, "orient", &mut steps)?;
         let mut d_masks = uninit::<u64>(s, rows, poison, "the rows' destinations")?;
         launch(g, s, "pivot_owners", job.per_row, |l| {
             l.arg(&own_ptr)
@@ -164,7 +165,7 @@ impl BlockCount {
                 .arg(&mut d_masks);
         })?;
         let masks = download(g, s, &d_masks, rows, "the rows' destinations")?;
-        clock.lap(g, "orient", &mut steps)?;
+        clock.lap(g, "destinations", &mut steps)?;
         Ok(BlockCount {
             n,
             first,
@@ -181,6 +182,11 @@ impl BlockCount {
             steps,
             gpu,
         })
+    }
+
+    /// How many steps the orientation took (the first of those [`Self::count`] returns).
+    pub fn oriented_steps(&self) -> usize {
+        self.steps.len()
     }
 
     /// The lengths of the block's rows `U(a)` (row `i` is vertex `first + i`).
@@ -472,7 +478,7 @@ mod tests {
             for (b, (ids, lens, rows)) in blocks.into_iter().zip(received) {
                 let d = upload(&gpu, &gpu.main, &rows, "the received rows").unwrap();
                 let (t, pv, steps) = b.count(&d, &ids, &lens, true).unwrap();
-                assert_eq!(steps.len(), 4);
+                assert_eq!(steps.len(), 5);
                 total += t;
                 for (s, x) in per_vertex.iter_mut().zip(pv.unwrap()) {
                     *s += x;

@@ -93,6 +93,8 @@ pub(super) fn count(
     let (got_lens, _) = comm.all_to_all_u32(&lengths, &counts);
     let received: u64 = got_lens.iter().map(|&l| u64::from(l)).sum();
     let sent: u64 = lengths.iter().map(|&l| u64::from(l)).sum();
+    let lists_step = ("exchange lists", t.elapsed().as_secs_f64());
+    let rows_clock = Instant::now();
 
     #[cfg(feature = "mpi")]
     let link = comm.gpu_link();
@@ -137,13 +139,17 @@ pub(super) fn count(
     drop(send);
     exchange.seconds += t.elapsed().as_secs_f64();
     exchange.bytes += 8 * got_ids.len() as u64 + 4 * received;
-    let exchanged = ("exchange", t.elapsed().as_secs_f64());
+    let exchanged = [
+        lists_step,
+        ("exchange rows", rows_clock.elapsed().as_secs_f64()),
+    ];
+    let oriented_steps = b.oriented_steps();
     let counted = b.count(&recv, &got_ids, &got_lens, opts.per_vertex);
     let (triangles, per_vertex, block_steps) = agree(comm, counted)?;
     // In the order taken: the ranking, the block's upload and orientation, the exchange, the
     // block's layout and count.
-    let (oriented, counted) = block_steps.split_at(2.min(block_steps.len()));
-    let steps = [&[ranked][..], oriented, &[exchanged], counted].concat();
+    let (oriented, counted) = block_steps.split_at(oriented_steps.min(block_steps.len()));
+    let steps = [&[ranked][..], oriented, &exchanged, counted].concat();
     let mut rounds = [u64::from(!got_ids.is_empty())];
     comm.max_u64(&mut rounds);
     Ok(Some(RankCount {

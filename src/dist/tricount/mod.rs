@@ -92,7 +92,9 @@ pub struct Counted {
     pub method: Method,
     /// The steps of a count with the one-process kernels ([`Method::Fused`]; none otherwise):
     /// "rank" (the vertices ranked by degree, on the host), "upload" (the block to the GPU),
-    /// "orient" (its rows oriented), "exchange" (the rows moved), "lay out" (the rank's part
+    /// "orient" (its rows oriented), "destinations" (the ranks each row goes to, read back),
+    /// "exchange lists" (which rows go to which rank, their rank
+    /// ids and lengths by MPI), "exchange rows" (the rows moved), "lay out" (the rank's part
     /// of the oriented graph and its in-edges), "count".
     pub steps: Vec<Step>,
     /// The engine this rank counted on.
