@@ -83,9 +83,6 @@ pub(crate) fn download_append<T: DeviceRepr + Copy + Send + Sync>(
     out.try_reserve_exact(n).map_err(|_| {
         crate::io::limits::out_of_memory(&format!("{what} on the host"), bytes as u64)
     })?;
-    // Huge pages behind the new memory: the drain below maps it with a fraction of the page
-    // operations (ranks downloading at once contend in the kernel for each page).
-    crate::mem::advise_huge_pages(out);
     if bytes <= DIRECT_BYTES {
         let v = check(&stage, s.clone_dtoh(&src.slice(..n)))?;
         out.extend_from_slice(&v);
