@@ -6,10 +6,8 @@
 use super::prims::check;
 use super::Gpu;
 use crate::error::Result;
-use cudarc::driver::{sys, CudaSlice, CudaStream, DevicePtr, DeviceRepr, PinnedHostSlice};
+use cudarc::driver::{CudaSlice, CudaStream, DeviceRepr, PinnedHostSlice};
 use rayon::prelude::*;
-use std::ffi::c_void;
-use std::mem::MaybeUninit;
 use std::sync::{Arc, MutexGuard};
 
 /// Bytes of each of the two staging buffers.
@@ -18,10 +16,6 @@ const STAGING_BYTES: usize = 64 << 20;
 /// Copies of at most this many bytes go straight to or from pageable memory: staging them would
 /// cost more than it saves.
 const DIRECT_BYTES: usize = 4 << 20;
-
-/// Copies of at least this many bytes to the host land straight in the caller's memory,
-/// page-locked for the copy ([`download_locked`]).
-const LOCKED_BYTES: usize = 256 << 20;
 
 /// Elements one host thread moves between the staging buffer and the caller's memory at a time.
 const HOST_PIECE: usize = 1 << 18;
@@ -94,20 +88,13 @@ pub(crate) fn download_append<T: DeviceRepr + Copy + Send + Sync>(
         out.extend_from_slice(&v);
         return Ok(());
     }
-    let base = out.len();
-    if bytes >= LOCKED_BYTES
-        && download_locked(gpu, s, src, &mut out.spare_capacity_mut()[..n], &stage)?
-    {
-        // SAFETY: the device wrote every element of out[base..base + n].
-        unsafe { out.set_len(base + n) };
-        return Ok(());
-    }
     let mut guard = gpu.staging(&stage)?;
     let Some(staging) = guard.as_mut() else {
         return Err(crate::error::Error::gpu(&stage, "no staging buffers"));
     };
     let mut buffers = typed::<T>(staging, &stage)?;
     let chunk = buffers[0].len();
+    let base = out.len();
     let spare = &mut out.spare_capacity_mut()[..n];
     let pieces = n.div_ceil(chunk);
     let range = |j: usize| j * chunk..((j + 1) * chunk).min(n);
@@ -150,48 +137,6 @@ pub(crate) fn download_append<T: DeviceRepr + Copy + Send + Sync>(
     // SAFETY: every element of out[base..base + n] was written above.
     unsafe { out.set_len(base + n) };
     Ok(())
-}
-
-/// `src` copied by the device straight into `spare` (as long as the copy), which host threads
-/// map first and the driver page-locks for the copy: one pass over host memory where the
-/// staging buffers take three (the device's write, the host's read and write). `Ok(false)`
-/// where the driver does not lock it: nothing was copied, the caller stages the copy instead.
-fn download_locked<T: DeviceRepr + Send>(
-    gpu: &Gpu,
-    s: &Arc<CudaStream>,
-    src: &CudaSlice<T>,
-    spare: &mut [MaybeUninit<T>],
-    stage: &str,
-) -> Result<bool> {
-    spare
-        .par_chunks_mut(HOST_PIECE)
-        .for_each(crate::mem::prefault);
-    let bytes = std::mem::size_of_val(spare);
-    let host = spare.as_mut_ptr() as *mut c_void;
-    check(stage, gpu.ctx.bind_to_thread())?;
-    // SAFETY: the range is the caller's spare capacity, which outlives the registration
-    // (undone below before returning).
-    let locked = unsafe { sys::cuMemHostRegister_v2(host, bytes, 0) };
-    if locked != sys::CUresult::CUDA_SUCCESS {
-        return Ok(false);
-    }
-    let copied = (|| {
-        let (from, _sync) = src.device_ptr(s);
-        // SAFETY: `bytes` bytes of `src` (at least as long, by the caller) into the locked
-        // range, waited for before the range is unlocked.
-        let queued = unsafe { sys::cuMemcpyDtoHAsync_v2(host, from, bytes, s.cu_stream()) };
-        check(stage, queued.result())?;
-        check(stage, s.synchronize())
-    })();
-    if copied.is_err() {
-        // The copy may still be landing: the range stays locked until it has.
-        let _ = s.synchronize();
-    }
-    // SAFETY: registered above, and no copy into it is in flight.
-    let unlocked = unsafe { sys::cuMemHostUnregister(host) };
-    copied?;
-    check(stage, unlocked.result())?;
-    Ok(true)
 }
 
 /// Copies `src[..n]` to a new host vector.
