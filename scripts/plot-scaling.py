@@ -2,7 +2,8 @@
 """Speed-up against GPUs, per workload, from docs/scaling.csv (the runs of several GPUs of one
 host that docs/performance.md logs): each workload's one-process single-GPU time divided by its
 time on P ranks, one rank per GPU, with issue 26's targets (1.8x on 2 GPUs, 3.4x on 4) drawn
-beside them. Missing runs are left out of their line.
+beside them. Missing runs are left out of their line; a workload without a one-GPU time is
+left out.
 
     pip install matplotlib
     python3 scripts/plot-scaling.py [docs/scaling.csv] [docs/scaling.svg]
@@ -29,6 +30,9 @@ def main():
     fig, ax = plt.subplots(figsize=(7, 4.5))
     ax.plot([1, 2, 4], [1.0, 1.8, 3.4], "k:", label="issue 26's targets")
     for r in rows(src):
+        if not r["one_gpu"]:
+            # A workload one GPU cannot run (or that was not run there) has no speed-up.
+            continue
         one = float(r["one_gpu"])
         points = [(p, one / float(r[f"p{p}"])) for p in (1, 2, 4) if r[f"p{p}"]]
         if not points:

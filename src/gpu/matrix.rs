@@ -135,8 +135,10 @@ impl<T: Scalar> DeviceCsr<T> {
         let nnz: u64 = parts.iter().map(|p| p.nnz).sum();
         let mut row_ptr = zeros::<u64>(s, nrows + 1, "the stacked row offsets")?;
         let mut col_idx = zeros::<u32>(s, nnz as usize, "the stacked columns")?;
-        let mut values = zeros::<T>(s, nnz as usize, "the stacked values")?;
+        // The columns first, each part's freed once copied, so that the stacked values take
+        // the room they leave: the parts and both stacked arrays are never all held at once.
         let (mut row, mut at) = (0usize, 0u64);
+        let mut part_values = Vec::with_capacity(parts.len());
         for p in parts {
             if p.nrows > 0 {
                 // Offsets 1..=nrows of the part, shifted by the entries before it.
@@ -149,18 +151,24 @@ impl<T: Scalar> DeviceCsr<T> {
             }
             if p.nnz > 0 {
                 let r = at as usize..(at + p.nnz) as usize;
-                let e = p.nnz as usize;
                 check(
                     "stack a matrix's columns",
-                    s.memcpy_dtod(&p.col_idx.slice(..e), &mut col_idx.slice_mut(r.clone())),
+                    s.memcpy_dtod(
+                        &p.col_idx.slice(..r.len()),
+                        &mut col_idx.slice_mut(r.clone()),
+                    ),
                 )?;
-                check(
-                    "stack a matrix's values",
-                    s.memcpy_dtod(&p.values.slice(..e), &mut values.slice_mut(r)),
-                )?;
+                part_values.push((p.values, r));
             }
             row += p.nrows;
             at += p.nnz;
+        }
+        let mut values = zeros::<T>(s, nnz as usize, "the stacked values")?;
+        for (v, r) in part_values {
+            check(
+                "stack a matrix's values",
+                s.memcpy_dtod(&v.slice(..r.len()), &mut values.slice_mut(r)),
+            )?;
         }
         Ok(DeviceCsr {
             nrows,
