@@ -134,7 +134,8 @@ impl<T: Scalar> DeviceCsr<T> {
         let nrows: usize = parts.iter().map(|p| p.nrows).sum();
         let nnz: u64 = parts.iter().map(|p| p.nnz).sum();
         let mut row_ptr = zeros::<u64>(s, nrows + 1, "the stacked row offsets")?;
-        let mut col_idx = zeros::<u32>(s, nnz as usize, "the stacked columns")?;
+        let mut col_idx =
+            gpu.alloc_or_release(|| zeros::<u32>(s, nnz as usize, "the stacked columns"))?;
         // The columns first, each part's freed once copied, so that the stacked values take
         // the room they leave: the parts and both stacked arrays are never all held at once.
         let (mut row, mut at) = (0usize, 0u64);
@@ -163,7 +164,8 @@ impl<T: Scalar> DeviceCsr<T> {
             row += p.nrows;
             at += p.nnz;
         }
-        let mut values = zeros::<T>(s, nnz as usize, "the stacked values")?;
+        let mut values =
+            gpu.alloc_or_release(|| zeros::<T>(s, nnz as usize, "the stacked values"))?;
         for (v, r) in part_values {
             check(
                 "stack a matrix's values",

@@ -303,6 +303,29 @@ impl Gpu {
             .attribute(sys::CUmemPool_attribute::CU_MEMPOOL_ATTR_USED_MEM_HIGH)
     }
 
+    /// `alloc`'s buffer; where the device's memory is short, once more after the pool has given
+    /// back what it holds unused. The pool keeps freed buffers for reuse, in the sizes they had:
+    /// a buffer larger than any of them (a stacked matrix after a product's batches) finds no
+    /// room though the memory is free.
+    pub(crate) fn alloc_or_release<R>(&self, alloc: impl Fn() -> Result<R>) -> Result<R> {
+        match alloc() {
+            Err(e) if prims::is_out_of_memory(&e) => {
+                self.release_unused()?;
+                alloc()
+            }
+            r => r,
+        }
+    }
+
+    /// Gives the memory the pool holds unused back to the driver (after the device has
+    /// finished with every freed buffer).
+    fn release_unused(&self) -> Result<()> {
+        driver("wait for the device", self.ctx.synchronize())?;
+        // SAFETY: the pool handle is the device's default pool, alive with the context.
+        let r = unsafe { sys::cuMemPoolTrimTo(self.pool.0, 0) };
+        driver("release the memory pool's unused memory", r.result())
+    }
+
     /// Starts a new measurement of [`Gpu::pool_peak`] from what is in use now.
     pub fn reset_pool_peak(&self) -> Result<()> {
         driver("wait for the device", self.ctx.synchronize())?;
@@ -367,5 +390,37 @@ impl Gpu {
             self.multiprocessors,
             self.shared_per_block / 1024
         )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    #[ignore = "fills the GPU's memory: run alone (--ignored --test-threads 1) on a GPU"]
+    fn a_buffer_larger_than_any_the_pool_holds_is_made_once_the_pool_gives_back() {
+        let Some(gpu) = for_tests() else { return };
+        let s = &gpu.main;
+        let (free, _) = gpu.ctx.mem_get_info().unwrap();
+        // Pieces of a tenth of the free memory, freed: the pool keeps 80% of it in pieces.
+        let piece = free / 10;
+        let pieces: Vec<_> = (0..8)
+            .map(|_| prims::zeros::<u8>(s, piece, "a piece").unwrap())
+            .collect();
+        drop(pieces);
+        gpu.ctx.synchronize().unwrap();
+        let reserved = |g: &Gpu| {
+            g.pool
+                .attribute(sys::CUmemPool_attribute::CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT)
+                .unwrap()
+        };
+        assert!(reserved(&gpu) >= 8 * piece as u64);
+        // Larger than any piece and than the memory outside the pool.
+        let big = gpu.alloc_or_release(|| prims::zeros::<u8>(s, 3 * piece, "a large buffer"));
+        assert!(big.is_ok(), "{:?}", big.err());
+        drop(big);
+        gpu.release_unused().unwrap();
+        assert!(reserved(&gpu) < piece as u64);
     }
 }
