@@ -84,13 +84,6 @@ impl Ui {
             .unwrap_or_else(|_| ProgressStyle::default_bar());
         bar.set_style(style.progress_chars("=> "));
         let done = AtomicBool::new(false);
-        /// Stops the drawing thread however `work` ends (a panic included).
-        struct Stop<'a>(&'a AtomicBool);
-        impl Drop for Stop<'_> {
-            fn drop(&mut self) {
-                self.0.store(true, Ordering::Relaxed);
-            }
-        }
         let r = std::thread::scope(|s| {
             s.spawn(|| {
                 while !done.load(Ordering::Relaxed) {
@@ -122,31 +115,51 @@ impl Ui {
         read: impl Fn() -> (u64, u64, String) + Sync,
         work: impl FnOnce(&ProgressBar) -> R,
     ) -> R {
-        let done = AtomicBool::new(false);
-        struct Stop<'a>(&'a AtomicBool);
-        impl Drop for Stop<'_> {
-            fn drop(&mut self) {
-                self.0.store(true, Ordering::Relaxed);
-            }
-        }
-        let start = Instant::now();
-        std::thread::scope(|s| {
-            s.spawn(|| {
-                let mut next = PROGRESS_LINE_EVERY;
-                while !done.load(Ordering::Relaxed) {
-                    std::thread::sleep(Duration::from_millis(100));
-                    let elapsed = start.elapsed();
-                    if elapsed < next || done.load(Ordering::Relaxed) {
-                        continue;
-                    }
-                    next += PROGRESS_LINE_EVERY;
-                    let (pos, len, msg) = read();
-                    self.notice(&progress_line(&msg, pos, len, elapsed));
+        in_lines(
+            PROGRESS_LINE_EVERY,
+            read,
+            |l| self.notice(&l),
+            || work(&ProgressBar::hidden()),
+        )
+    }
+}
+
+/// Runs `work` while a thread hands `emit` a line of `read`'s reading every `every`.
+fn in_lines<R>(
+    every: Duration,
+    read: impl Fn() -> (u64, u64, String) + Sync,
+    emit: impl Fn(String) + Sync,
+    work: impl FnOnce() -> R,
+) -> R {
+    let done = AtomicBool::new(false);
+    let start = Instant::now();
+    // A tenth of the period, at most a tenth of a second: the thread ends soon after `work`.
+    let nap = (every / 10).min(Duration::from_millis(100));
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            let mut next = every;
+            while !done.load(Ordering::Relaxed) {
+                std::thread::sleep(nap);
+                let elapsed = start.elapsed();
+                if elapsed < next || done.load(Ordering::Relaxed) {
+                    continue;
                 }
-            });
-            let _stop = Stop(&done);
-            work(&ProgressBar::hidden())
-        })
+                next += every;
+                let (pos, len, msg) = read();
+                emit(progress_line(&msg, pos, len, elapsed));
+            }
+        });
+        let _stop = Stop(&done);
+        work()
+    })
+}
+
+/// Stops a watching thread however the watched work ends (a panic included).
+struct Stop<'a>(&'a AtomicBool);
+
+impl Drop for Stop<'_> {
+    fn drop(&mut self) {
+        self.0.store(true, Ordering::Relaxed);
     }
 }
 
@@ -202,6 +215,37 @@ pub fn to_json<S: serde::Serialize>(v: &S) -> Result<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn long_work_prints_a_line_each_period_and_none_after_it_ends() {
+        let lines = std::sync::Mutex::new(Vec::new());
+        let every = Duration::from_millis(20);
+        let r = in_lines(
+            every,
+            || (1, 4, "iteration 2: 5/20 columns".to_string()),
+            |l| lines.lock().unwrap().push(l),
+            || {
+                std::thread::sleep(every * 10);
+                7
+            },
+        );
+        assert_eq!(r, 7);
+        let seen = lines.lock().unwrap().clone();
+        // About one a period (a busy machine may wake the thread late, never early).
+        assert!((2..=11).contains(&seen.len()), "{seen:?}");
+        assert!(seen
+            .iter()
+            .all(|l| l.starts_with("iteration 2: 5/20 columns, 25.0% (at 0:00)")));
+        // Short work prints nothing.
+        let quiet = std::sync::Mutex::new(Vec::new());
+        in_lines(
+            Duration::from_secs(60),
+            || (0, 0, String::new()),
+            |l| quiet.lock().unwrap().push(l),
+            || (),
+        );
+        assert!(quiet.lock().unwrap().is_empty());
+    }
 
     #[test]
     fn a_progress_line_names_the_share_done_and_the_time() {
