@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Runs on the GPU machine, from the project root, over binaries built by scripts/gpu-prepare.sh
-# (in .gpu/): every test binary with the GPU required (the huge tests too when GMCL_HUGE=1),
+# (in .gpu/): every test binary with the GPU required (the huge tests too when GMCL_HUGE=1; the
+# test that fills the GPU's memory alone, after them),
 # compute-sanitizer on CLI runs, and a quick CLI comparison of the engines. Logs go to $OUT (or
 # /tmp/gpu-check).
 set -uo pipefail
@@ -10,17 +11,24 @@ mkdir -p "$out"
 # those of the machine that built them).
 export GMCL_REQUIRE_GPU=1 RUST_BACKTRACE=1 GMCL_BIN=$PWD/.gpu/gmcl GMCL_ROOT=$PWD
 status=0
+fills=a_buffer_larger_than_any_the_pool_holds_is_made_once_the_pool_gives_back
 nvidia-smi -L | tee "$out/device.txt"
 for t in .gpu/tests/*; do
     name=$(basename "$t")
     extra=()
-    [ "${GMCL_HUGE:-0}" = 1 ] && extra=(--include-ignored)
+    # The test that fills the GPU's memory runs alone, below.
+    [ "${GMCL_HUGE:-0}" = 1 ] && extra=(--include-ignored --skip "$fills")
     if ! timeout 900 "$t" "${extra[@]}" >"$out/test-$name.log" 2>&1; then
         echo "FAILED: $name"; tail -40 "$out/test-$name.log"; status=1
     else
         echo "ok: $name ($(grep -h 'test result' "$out/test-$name.log" | tail -1))"
     fi
 done
+if ! timeout 300 .gpu/tests/gmcl-lib "$fills" --ignored --test-threads 1 >"$out/test-gpu-memory.log" 2>&1; then
+    echo "FAILED: gmcl-lib $fills (alone)"; tail -40 "$out/test-gpu-memory.log"; status=1
+else
+    echo "ok: gmcl-lib $fills, alone ($(grep -h 'test result' "$out/test-gpu-memory.log" | tail -1))"
+fi
 # compute-sanitizer over small CLI runs (memcheck, racecheck on shared memory).
 tmp=$(mktemp -d)
 .gpu/gmcl generate --scale 11 --edge-factor 16 --undirected --weights --seed 3 -o "$tmp/s11.wel" -q
