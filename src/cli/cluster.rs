@@ -306,9 +306,10 @@ impl Observer for IterationLines<'_> {
                         true => format!(" in {} rounds", it.rounds),
                         false => String::new(),
                     };
+                    let [slowest, fastest] = it.rank_busy_seconds;
                     format!(
-                        ", {:.2} s exchanging{rounds}: lengths {:.2}, cut {:.2}, plan {:.2}, \
-                         fetch {:.2}, operand {:.2}",
+                        ", ranks busy {fastest:.2}-{slowest:.2} s, {:.2} s exchanging{rounds}: \
+                         lengths {:.2}, cut {:.2}, plan {:.2}, fetch {:.2}, operand {:.2}",
                         it.exchange_seconds, p.lengths, p.cut, p.plan, p.fetch, p.operand
                     )
                 } else {

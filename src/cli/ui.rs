@@ -174,7 +174,7 @@ fn progress_line(msg: &str, pos: u64, len: u64, elapsed: Duration) -> String {
     match len {
         0 => format!("{msg} (at {at})"),
         _ => format!(
-            "{msg}, {:.1}% (at {at})",
+            "{msg}, {:.1}% of the work (at {at})",
             100.0 * pos.min(len) as f64 / len as f64
         ),
     }
@@ -235,7 +235,7 @@ mod tests {
         assert!((2..=11).contains(&seen.len()), "{seen:?}");
         assert!(seen
             .iter()
-            .all(|l| l.starts_with("iteration 2: 5/20 columns, 25.0% (at 0:00)")));
+            .all(|l| l.starts_with("iteration 2: 5/20 columns, 25.0% of the work (at 0:00)")));
         // Short work prints nothing.
         let quiet = std::sync::Mutex::new(Vec::new());
         in_lines(
@@ -250,10 +250,13 @@ mod tests {
     #[test]
     fn a_progress_line_names_the_share_done_and_the_time() {
         let line = progress_line("iteration 2: 5/20 columns", 1, 4, Duration::from_secs(125));
-        assert_eq!(line, "iteration 2: 5/20 columns, 25.0% (at 2:05)");
+        assert_eq!(
+            line,
+            "iteration 2: 5/20 columns, 25.0% of the work (at 2:05)"
+        );
         let line = progress_line("starting", 0, 0, Duration::from_secs(60));
         assert_eq!(line, "starting (at 1:00)");
         // Counters read while they move may pass their total: never over 100%.
-        assert!(progress_line("x", 9, 4, Duration::ZERO).ends_with("100.0% (at 0:00)"));
+        assert!(progress_line("x", 9, 4, Duration::ZERO).ends_with("100.0% of the work (at 0:00)"));
     }
 }

@@ -176,6 +176,9 @@ pub struct Iteration {
     /// Across ranks, the rounds every rank took part in (rows fetched anew in each; 1 where
     /// every rank's remote rows fitted its memory at once; 0 in one process).
     pub rounds: usize,
+    /// Across ranks, the longest and the shortest time a rank spent making and pruning its
+    /// columns (the gap is what the cut at equal products left unbalanced; 0 in one process).
+    pub rank_busy_seconds: [f64; 2],
 }
 
 /// Where an iteration's time on other ranks' rows went, each part the longest of a rank (a

@@ -426,6 +426,8 @@ fn add_round(it: &mut Iteration, figures: &Iteration) {
     it.batches += figures.batches;
     it.fused += figures.fused;
     it.expand_seconds += figures.expand_seconds;
+    // This rank's own time until `all_ranks` puts the longest and shortest there.
+    it.rank_busy_seconds[0] += figures.seconds;
 }
 
 /// The iteration's figures over all ranks, from this rank's (`it`, the exchange's `parts` and
@@ -440,6 +442,7 @@ fn all_ranks(
     kept: u64,
     t0: Instant,
 ) -> Iteration {
+    let busy = it.rank_busy_seconds[0];
     let mut most = [
         it.chaos,
         exchange_seconds,
@@ -448,9 +451,12 @@ fn all_ranks(
         parts.plan,
         parts.fetch,
         parts.operand,
+        busy,
+        -busy,
     ];
     comm.max_f64(&mut most);
     [it.chaos, it.exchange_seconds] = [most[0], most[1]];
+    it.rank_busy_seconds = [most[7], -most[8]];
     let [lengths, cut, plan, fetch, operand] = [most[2], most[3], most[4], most[5], most[6]];
     it.exchange_parts = mcl::ExchangeParts {
         lengths,

@@ -58,6 +58,25 @@ fn json_names_the_ranks_and_their_engine() {
     assert_eq!(err.matches("iteration   1 ").count(), 1, "{err}");
     assert!(err.contains(" exchanged)"), "{err}");
     assert!(err.contains("on 3 ranks (cpu engine)"), "{err}");
+    // With the shortest and longest time a rank spent making its columns.
+    let busy = |line: &str| -> Option<(f64, f64)> {
+        let (_, after) = line.split_once(", ranks busy ")?;
+        let (span, _) = after.split_once(" s, ")?;
+        let (fastest, slowest) = span.split_once('-')?;
+        Some((fastest.parse().ok()?, slowest.parse().ok()?))
+    };
+    let spans: Vec<_> = err
+        .lines()
+        .filter(|l| l.contains("iteration "))
+        .map(busy)
+        .collect();
+    assert!(!spans.is_empty(), "{err}");
+    assert!(
+        spans
+            .iter()
+            .all(|b| b.is_some_and(|(f, s)| 0.0 <= f && f <= s)),
+        "{err}"
+    );
     // Karate's rows fit one round each iteration; stages of a few entries take several.
     assert!(!err.contains(" rounds: "), "{err}");
     let staged = mpirun(
