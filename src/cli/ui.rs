@@ -83,27 +83,23 @@ impl Ui {
         let style = ProgressStyle::with_template("{msg} [{bar:30}] {percent:>3}% ({eta})")
             .unwrap_or_else(|_| ProgressStyle::default_bar());
         bar.set_style(style.progress_chars("=> "));
-        let done = AtomicBool::new(false);
-        let r = std::thread::scope(|s| {
-            s.spawn(|| {
-                while !done.load(Ordering::Relaxed) {
-                    let (pos, len, msg) = read();
-                    if len != bar.length().unwrap_or(0) || pos < bar.position() {
-                        // A new stage: its rate and ETA start afresh.
-                        bar.reset();
-                        bar.set_length(len);
-                    }
-                    bar.set_position(pos);
-                    bar.set_message(msg);
-                    if len > 0 && bar.is_hidden() {
-                        bar.set_draw_target(ProgressDrawTarget::stderr());
-                    }
-                    std::thread::sleep(Duration::from_millis(100));
+        let r = beside(
+            Duration::from_millis(100),
+            || {
+                let (pos, len, msg) = read();
+                if len != bar.length().unwrap_or(0) || pos < bar.position() {
+                    // A new stage: its rate and ETA start afresh.
+                    bar.reset();
+                    bar.set_length(len);
                 }
-            });
-            let _stop = Stop(&done);
-            work(&bar)
-        });
+                bar.set_position(pos);
+                bar.set_message(msg);
+                if len > 0 && bar.is_hidden() {
+                    bar.set_draw_target(ProgressDrawTarget::stderr());
+                }
+            },
+            || work(&bar),
+        );
         bar.finish_and_clear();
         r
     }
@@ -131,36 +127,46 @@ fn in_lines<R>(
     emit: impl Fn(String) + Sync,
     work: impl FnOnce() -> R,
 ) -> R {
-    let done = AtomicBool::new(false);
     let start = Instant::now();
+    let mut next = every;
     // A tenth of the period, at most a tenth of a second: the thread ends soon after `work`.
     let nap = (every / 10).min(Duration::from_millis(100));
-    std::thread::scope(|s| {
-        s.spawn(|| {
-            let mut next = every;
-            while !done.load(Ordering::Relaxed) {
-                std::thread::sleep(nap);
-                let elapsed = start.elapsed();
-                if elapsed < next || done.load(Ordering::Relaxed) {
-                    continue;
-                }
+    beside(
+        nap,
+        || {
+            let elapsed = start.elapsed();
+            if elapsed >= next {
                 next += every;
                 let (pos, len, msg) = read();
                 emit(progress_line(&msg, pos, len, elapsed));
             }
+        },
+        work,
+    )
+}
+
+/// Runs `work` while a thread of its own calls `tick` every `nap`, until `work` ends (however
+/// it ends, a panic included).
+fn beside<R>(nap: Duration, mut tick: impl FnMut() + Send, work: impl FnOnce() -> R) -> R {
+    let done = AtomicBool::new(false);
+    /// Stops the thread when dropped.
+    struct Stop<'a>(&'a AtomicBool);
+    impl Drop for Stop<'_> {
+        fn drop(&mut self) {
+            self.0.store(true, Ordering::Relaxed);
+        }
+    }
+    std::thread::scope(|s| {
+        s.spawn(|| loop {
+            std::thread::sleep(nap);
+            if done.load(Ordering::Relaxed) {
+                break;
+            }
+            tick();
         });
         let _stop = Stop(&done);
         work()
     })
-}
-
-/// Stops a watching thread however the watched work ends (a panic included).
-struct Stop<'a>(&'a AtomicBool);
-
-impl Drop for Stop<'_> {
-    fn drop(&mut self) {
-        self.0.store(true, Ordering::Relaxed);
-    }
 }
 
 /// How often [`Ui::watch`] prints a line of progress where it draws no bar.

@@ -306,7 +306,9 @@ impl Gpu {
     /// `alloc`'s buffer; where the device's memory is short, once more after the pool has given
     /// back what it holds unused. The pool keeps freed buffers for reuse, in the sizes they had:
     /// a buffer larger than any of them (a stacked matrix after a product's batches) finds no
-    /// room though the memory is free.
+    /// room though the memory is free. For one-off large buffers only: a product's batches
+    /// take a shortage as the sign to split, and giving the pool back there would unmap the
+    /// buffers the next batches reuse.
     pub(crate) fn alloc_or_release<R>(&self, alloc: impl Fn() -> Result<R>) -> Result<R> {
         match alloc() {
             Err(e) if prims::is_out_of_memory(&e) => {
