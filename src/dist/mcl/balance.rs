@@ -10,11 +10,114 @@
 //! empties. Blocks are cut where the running sum of the work crosses each
 //! multiple of the total over the ranks. The clusters do not depend on the cut (every column
 //! is made by the same code from the same rows), only the time does.
+//!
+//! A product does not cost the same everywhere: the engines make a column with many products
+//! in a dense accumulator and the others in hash tables or sorted merges, at different costs
+//! per product, and the hubs' blocks hold most of the dense columns. [`Cost`] weighs a column by
+//! its class, the weight learned after each iteration from the time every rank spent making its
+//! columns.
 
 use super::super::Comm;
 use super::fetch;
 use crate::csr::Csr;
 use crate::scalar::Scalar;
+
+/// What a column costs to make, in products of a dense column: the engine makes columns of at
+/// least `dense_from` products in its dense accumulator, the others at `sparse_weight` times
+/// the cost per product. The weight starts at 1 (every product alike) and is learned after each
+/// iteration from every rank's time and products ([`Cost::learn`]), so the next cut evens out
+/// the time the blocks take rather than their products.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Cost {
+    dense_from: u64,
+    sparse_weight: f64,
+}
+
+/// The learned weight of a sparse product stays within this factor of a dense one's: a
+/// bound on what a fit over a few ranks' noisy times may conclude.
+const MOST_WEIGHT: f64 = 16.0;
+
+/// The ranks' times tell the classes' costs apart only where the ranks mix them differently:
+/// `1 − cos²` of the angle between the ranks' sparse and dense products (as vectors over the
+/// ranks) must reach this, else the fit is left alone.
+const LEAST_SPREAD: f64 = 0.01;
+
+/// Below this, the slowest rank's time is mostly noise: nothing is learned from it.
+const LEAST_SECONDS: f64 = 0.05;
+
+impl Cost {
+    /// Every product weighing the same; `dense_from`: the products from which the engine makes
+    /// a column in its dense accumulator.
+    pub fn new(dense_from: u64) -> Self {
+        Cost {
+            dense_from: dense_from.max(1),
+            sparse_weight: 1.0,
+        }
+    }
+
+    /// The cost of a column of `products` products.
+    pub fn of(&self, products: u64) -> u64 {
+        match products >= self.dense_from {
+            true => products,
+            false => (products as f64 * self.sparse_weight).round() as u64,
+        }
+    }
+
+    /// The products of the columns under `dense_from` and of the others.
+    pub fn split(&self, products: &[u64]) -> [u64; 2] {
+        products
+            .iter()
+            .fold([0, 0], |[sparse, dense], &p| match p >= self.dense_from {
+                true => [sparse, dense + p],
+                false => [sparse + p, dense],
+            })
+    }
+
+    /// The weight of a sparse product against a dense one (1 until something was learned).
+    pub fn sparse_weight(&self) -> f64 {
+        self.sparse_weight
+    }
+
+    /// Learns the weight of a sparse product from every rank's `seconds` making its columns
+    /// and its products `split` ([`Cost::split`]): the least-squares fit of the times as
+    /// `α·sparse + β·dense` gives the weight `α/β`. Kept as it was where the fit cannot tell the
+    /// classes apart (a class missing, the ranks' mixes alike, the times too short) or finds
+    /// a cost that is not positive. Collective; every rank learns the same weight.
+    pub fn learn(&mut self, comm: &dyn Comm, seconds: f64, split: [u64; 2]) {
+        let (all, _) = comm.all_gather_u64(&[seconds.to_bits(), split[0], split[1]]);
+        let ranks: Vec<(f64, f64, f64)> = all
+            .chunks_exact(3)
+            .map(|r| (f64::from_bits(r[0]), r[1] as f64, r[2] as f64))
+            .collect();
+        if let Some(w) = fitted_weight(&ranks) {
+            self.sparse_weight = w.clamp(1.0 / MOST_WEIGHT, MOST_WEIGHT);
+        }
+    }
+}
+
+/// `α/β` of the least-squares fit of `t ≈ α·s + β·d` over the ranks' `(t, s, d)`, or `None`
+/// where the fit is not well posed or not positive.
+fn fitted_weight(ranks: &[(f64, f64, f64)]) -> Option<f64> {
+    let slowest = ranks.iter().map(|r| r.0).fold(0.0, f64::max);
+    if ranks.len() < 2 || slowest < LEAST_SECONDS {
+        return None;
+    }
+    // Products in units of the largest rank's, so the sums stay near 1.
+    let scale = ranks.iter().map(|r| r.1 + r.2).fold(0.0, f64::max);
+    let (mut ss, mut sd, mut dd, mut st, mut dt) = (0.0, 0.0, 0.0, 0.0, 0.0);
+    for &(t, s, d) in ranks {
+        let (s, d) = (s / scale, d / scale);
+        (ss, sd, dd, st, dt) = (ss + s * s, sd + s * d, dd + d * d, st + s * t, dt + d * t);
+    }
+    let det = ss * dd - sd * sd;
+    // (NaN from a rank's time fails the positive check below.)
+    if det <= LEAST_SPREAD * ss * dd {
+        return None;
+    }
+    let alpha = (st * dd - dt * sd) / det;
+    let beta = (dt * ss - st * sd) / det;
+    (alpha > 0.0 && beta > 0.0 && (alpha / beta).is_finite()).then(|| alpha / beta)
+}
 
 /// A block moved to new owners: the blocks' first nodes, this rank's rows, and the bytes it
 /// received.
@@ -185,6 +288,109 @@ mod tests {
                 ..graph
             },
             None => graph,
+        }
+    }
+
+    /// Times made as `α·sparse + β·dense` give back `α/β`, on 2 and on 4 ranks.
+    #[test]
+    fn the_fit_finds_the_weight_the_times_were_made_with() {
+        let g = 1e9;
+        let times = |alpha: f64, beta: f64, mixes: &[(f64, f64)]| -> Vec<(f64, f64, f64)> {
+            mixes
+                .iter()
+                .map(|&(s, d)| (alpha * s + beta * d, s * g, d * g))
+                .collect()
+        };
+        let two = times(3.0, 1.0, &[(1.0, 3.0), (3.0, 1.0)]);
+        assert!((fitted_weight(&two).unwrap() - 3.0).abs() < 1e-9);
+        let four = times(0.5, 2.0, &[(4.0, 1.0), (3.0, 2.0), (2.0, 3.0), (1.0, 4.0)]);
+        assert!((fitted_weight(&four).unwrap() - 0.25).abs() < 1e-9);
+        // Noise on the times moves the weight a little, not its side of 1.
+        let mut noisy = times(
+            4.5,
+            1.0,
+            &[(9.07, 8.08), (7.13, 10.02), (7.0, 10.15), (5.6, 11.5)],
+        );
+        for (r, t) in noisy.iter_mut().enumerate() {
+            t.0 *= 1.0 + 0.02 * (r as f64 - 1.5);
+        }
+        let w = fitted_weight(&noisy).unwrap();
+        assert!(w > 2.0 && w < 10.0, "{w}");
+    }
+
+    /// No weight where the times cannot tell the classes apart or give a cost that is not
+    /// positive.
+    #[test]
+    fn the_fit_declines_what_the_times_cannot_tell() {
+        let g = 1e9;
+        // One rank; no dense products; the same mix on every rank.
+        assert_eq!(fitted_weight(&[(2.0, g, g)]), None);
+        assert_eq!(fitted_weight(&[(1.0, g, 0.0), (2.0, 2.0 * g, 0.0)]), None);
+        assert_eq!(fitted_weight(&[(1.0, g, g), (2.0, 2.0 * g, 2.0 * g)]), None);
+        // Times too short to be more than noise.
+        assert_eq!(
+            fitted_weight(&[(0.001, g, 3.0 * g), (0.002, 3.0 * g, g)]),
+            None
+        );
+        // The rank with more dense products and fewer sparse ones much slower: β > 0 but
+        // α < 0, which no engine's cost is.
+        assert_eq!(fitted_weight(&[(1.0, 3.0 * g, g), (9.0, g, 3.0 * g)]), None);
+    }
+
+    /// Every rank learns the same weight, bounded; what cannot be learned leaves it as it was.
+    #[test]
+    fn every_rank_learns_the_same_bounded_weight() {
+        let g = 1_000_000_000u64;
+        let learned = on_ranks(3, |c| {
+            let mut cost = Cost::new(100);
+            let [s, d] = [[g, 3 * g], [2 * g, 2 * g], [3 * g, g]][c.rank()];
+            // 2 s per billion sparse products, 1 per billion dense ones.
+            cost.learn(c, (2 * s + d) as f64 / g as f64, [s, d]);
+            let after_fit = cost.sparse_weight();
+            cost.learn(c, 1.0, [s, 0]);
+            (after_fit, cost.sparse_weight())
+        });
+        for (fit, kept) in learned {
+            assert!((fit - 2.0).abs() < 1e-9, "{fit}");
+            assert_eq!(kept, fit);
+        }
+        let bounded = on_ranks(2, |c| {
+            let mut cost = Cost::new(100);
+            let [s, d] = [[g, 3 * g], [3 * g, g]][c.rank()];
+            cost.learn(c, (1000 * s + d) as f64 / g as f64, [s, d]);
+            cost.sparse_weight()
+        });
+        assert_eq!(bounded, vec![MOST_WEIGHT; 2]);
+    }
+
+    /// A column's cost and the split follow the dense threshold; a learned weight moves the
+    /// cut off the hub-light block.
+    #[test]
+    fn columns_under_the_threshold_weigh_their_products_times_the_weight() {
+        let mut cost = Cost::new(10);
+        assert_eq!(cost.split(&[3, 10, 9, 40]), [12, 50]);
+        assert_eq!((cost.of(9), cost.of(10)), (9, 10));
+        cost.sparse_weight = 3.0;
+        assert_eq!((cost.of(9), cost.of(10), cost.of(0)), (27, 10, 0));
+        // Block 0: dense columns of 40 products; block 1: sparse ones of 8. Equal products
+        // (160 each) leave them where they are; at 3x a sparse product block 1 costs 480 and
+        // gives rank 0 columns of its own.
+        let products = [vec![40u64; 4], vec![8u64; 20]];
+        let starts = vec![0, 4, 24];
+        let got = on_ranks(2, |c| {
+            let work: Vec<u64> = products[c.rank()].iter().map(|&p| cost.of(p)).collect();
+            let even: Vec<u64> = products[c.rank()].clone();
+            (
+                new_starts(c, &starts, &even, 1.1),
+                new_starts(c, &starts, &work, 1.1),
+            )
+        });
+        for (even, weighed) in got {
+            assert_eq!(even, None);
+            let weighed = weighed.unwrap();
+            // Total cost 160 + 480 = 640: rank 0 keeps its 4 columns and takes 7 of rank
+            // 1's (160 + 7·24 = 328, the nearest to half of it).
+            assert_eq!(weighed, vec![0, 11, 24]);
         }
     }
 
