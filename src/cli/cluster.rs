@@ -308,16 +308,9 @@ impl Observer for IterationLines<'_> {
                     };
                     let [slowest, fastest] = it.rank_busy_seconds;
                     format!(
-                        ", ranks busy {fastest:.2}-{slowest:.2} s, a sparse product weighed {:.2}, \
-                         {:.2} s exchanging{rounds}: lengths {:.2}, cut {:.2}, plan {:.2}, \
-                         fetch {:.2}, operand {:.2}",
-                        it.cut_sparse_weight,
-                        it.exchange_seconds,
-                        p.lengths,
-                        p.cut,
-                        p.plan,
-                        p.fetch,
-                        p.operand
+                        ", ranks busy {fastest:.2}-{slowest:.2} s, {:.2} s exchanging{rounds}: \
+                         lengths {:.2}, cut {:.2}, plan {:.2}, fetch {:.2}, operand {:.2}",
+                        it.exchange_seconds, p.lengths, p.cut, p.plan, p.fetch, p.operand
                     )
                 } else {
                     String::new()

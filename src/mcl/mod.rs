@@ -179,10 +179,6 @@ pub struct Iteration {
     /// Across ranks, the longest and the shortest time a rank spent making and pruning its
     /// columns (the gap is what the cut at equal products left unbalanced; 0 in one process).
     pub rank_busy_seconds: [f64; 2],
-    /// Across ranks, what the iteration's cut weighed a product of a sparse column at, a dense
-    /// column's product weighing 1 (learned from the earlier iterations' times; 1 before
-    /// anything was learned, 0 in one process).
-    pub cut_sparse_weight: f64,
 }
 
 /// Where an iteration's time on other ranks' rows went, each part the longest of a rank (a

@@ -93,7 +93,6 @@ pub fn cluster<T: Scalar>(
     };
     let interrupted = || agree(comm, crate::interrupt::check());
     let (mut exchange_seconds, mut exchanged_bytes) = (0.0, 0);
-    let mut cost = balance::Cost::new(dense_from(gpu.as_ref(), params, graph.nodes()));
     #[cfg(feature = "mpi")]
     let link = resident::link(comm, gpu.as_ref());
     #[cfg(not(feature = "mpi"))]
@@ -116,8 +115,7 @@ pub fn cluster<T: Scalar>(
                         inflation,
                         progress,
                     };
-                    let (block, it) =
-                        resident::iterate(comm, link, g, block, &expansion, &mut cost, opts)?;
+                    let (block, it) = resident::iterate(comm, link, g, block, &expansion, opts)?;
                     exchange_seconds += it.exchange_seconds;
                     exchanged_bytes += it.exchanged_bytes;
                     Ok((block, it))
@@ -137,7 +135,7 @@ pub fn cluster<T: Scalar>(
                     inflation,
                     progress,
                 };
-                let (block, it) = iterate(comm, block, &expansion, &mut cost, opts)?;
+                let (block, it) = iterate(comm, block, &expansion, opts)?;
                 exchange_seconds += it.exchange_seconds;
                 exchanged_bytes += it.exchanged_bytes;
                 Ok((block, it))
@@ -172,15 +170,6 @@ pub fn cluster<T: Scalar>(
         ..engine
     };
     Ok((result, engine))
-}
-
-/// The products from which this rank's engine makes a column of `M²` (of `n` columns) in its
-/// dense accumulator: the classes of [`balance::Cost`].
-fn dense_from(gpu: Option<&crate::spgemm::gpu::GpuEngine>, params: &MclParams, n: usize) -> u64 {
-    match gpu {
-        Some(_) => mcl::gpu::dense_from(params, n),
-        None => crate::spgemm::cpu::rows::dense_from(n),
-    }
 }
 
 /// The engine a rank expanded its columns on.
@@ -285,19 +274,18 @@ struct Block<T> {
     starts: Vec<usize>,
 }
 
-/// Above this ratio of the heaviest block's cost to the mean, an iteration moves rows to even
-/// them out first.
+/// Above this ratio of the heaviest block's products to the mean, an iteration moves rows to
+/// even them out first.
 const REBALANCE_SLACK: f64 = 1.1;
 
-/// One iteration on every rank's block of `Mᵀ`: the blocks cut again at equal `cost` where
+/// One iteration on every rank's block of `Mᵀ`: the blocks cut again at equal products where
 /// they stray from equal ([`balance::rebalance`]), then the block's columns of `M²` made in
-/// rounds of fetched rows, pruned and inflated, and the cost learned from the ranks' times.
-/// Returns the block of the next matrix and the iteration's figures over all ranks. Collective.
+/// rounds of fetched rows, pruned and inflated. Returns the block of the next matrix and the
+/// iteration's figures over all ranks. Collective.
 fn iterate<T: Scalar>(
     comm: &dyn Comm,
     block: Block<T>,
     expansion: &Expansion<'_>,
-    cost: &mut balance::Cost,
     opts: &Options,
 ) -> Result<(Block<T>, Iteration)> {
     let t0 = Instant::now();
@@ -313,20 +301,23 @@ fn iterate<T: Scalar>(
         (Vec::new(), 0)
     };
     let mut parts = mcl::ExchangeParts::default();
-    // This rank's sparse and dense products, once its block is cut.
-    let mut split = [0, 0];
     if comm.size() > 1 {
-        let products = products_per_row(&m, &lengths);
-        let work: Vec<u64> = products.par_iter().map(|&p| cost.of(p)).collect();
+        let products: Vec<u64> = (0..m.nrows())
+            .into_par_iter()
+            .with_min_len(1024)
+            .map(|i| {
+                m.row(i)
+                    .0
+                    .iter()
+                    .map(|&k| u64::from(lengths[k as usize]))
+                    .sum()
+            })
+            .collect();
         parts.lengths = t0.elapsed().as_secs_f64();
-        let moved = balance::rebalance(comm, &m, &starts, &work, &lengths, REBALANCE_SLACK);
-        split = match moved {
-            Some(moved) => {
-                (m, starts, received) = (moved.rows, moved.starts, received + moved.received);
-                cost.split(&products_per_row(&m, &lengths))
-            }
-            None => cost.split(&products),
-        };
+        let moved = balance::rebalance(comm, &m, &starts, &products, &lengths, REBALANCE_SLACK);
+        if let Some(moved) = moved {
+            (m, starts, received) = (moved.rows, moved.starts, received + moved.received);
+        }
         parts.cut = t0.elapsed().as_secs_f64() - parts.lengths;
     }
     let m = &m;
@@ -361,7 +352,6 @@ fn iterate<T: Scalar>(
     let mut exchange_seconds = t0.elapsed().as_secs_f64();
     let mut it = Iteration {
         rounds: most[0] as usize,
-        cut_sparse_weight: cost.sparse_weight(),
         ..Default::default()
     };
     let mut made_rows: Vec<Csr<T>> = Vec::new();
@@ -416,9 +406,6 @@ fn iterate<T: Scalar>(
         true => Csr::empty(m.nrows(), m.ncols()),
         false => Csr::stack(made_rows, m.ncols()),
     };
-    if comm.size() > 1 {
-        cost.learn(comm, it.rank_busy_seconds[0], split);
-    }
     let it = all_ranks(
         comm,
         it,
@@ -429,21 +416,6 @@ fn iterate<T: Scalar>(
         t0,
     );
     Ok((Block { m: next, starts }, it))
-}
-
-/// Each row's intermediate products in the square, from every node's row length.
-fn products_per_row<T: Scalar>(m: &Csr<T>, lengths: &[u32]) -> Vec<u64> {
-    (0..m.nrows())
-        .into_par_iter()
-        .with_min_len(1024)
-        .map(|i| {
-            m.row(i)
-                .0
-                .iter()
-                .map(|&k| u64::from(lengths[k as usize]))
-                .sum()
-        })
-        .collect()
 }
 
 /// A round's figures added to the iteration's.
@@ -707,8 +679,6 @@ mod tests {
                         };
                         let mut moved = false;
                         let progress = crate::mcl::progress::unwatched();
-                        // Learned from this run's times: whatever the cuts, the same matrices.
-                        let mut cost = balance::Cost::new(dense_from(None, params, gb.nodes()));
                         for (t, want) in whole.iter().enumerate() {
                             moved |= block.starts != gb.starts;
                             assert_block(c, &block, want, &format!("{p} ranks, {t}"));
@@ -719,8 +689,7 @@ mod tests {
                                 inflation: params.inflation,
                                 progress,
                             };
-                            let (next, it) =
-                                iterate(c, block, &expansion, &mut cost, &opts).unwrap();
+                            let (next, it) = iterate(c, block, &expansion, &opts).unwrap();
                             assert_eq!(
                                 (it.chaos.to_bits(), it.expanded, it.kept, it.products),
                                 (f.chaos.to_bits(), f.expanded, f.kept, f.products)
@@ -932,8 +901,7 @@ mod tests {
                     inflation: 2.0,
                     progress: crate::mcl::progress::unwatched(),
                 };
-                let mut cost = balance::Cost::new(1);
-                let (_, it) = iterate(&counting, block, &expansion, &mut cost, &opts).unwrap();
+                let (_, it) = iterate(&counting, block, &expansion, &opts).unwrap();
                 (counting.exchanges.get(), it.exchanged_bytes)
             });
             // Each rank receives the other's 10 lengths, and with an edge across, rows.
@@ -1030,8 +998,6 @@ mod tests {
                         m: start_block(&gb, params.loop_gain),
                         starts: gb.starts.clone(),
                     };
-                    let mut cost =
-                        balance::Cost::new(dense_from(Some(&engine), params, gb.nodes()));
                     for (t, want) in whole.iter().enumerate() {
                         assert_block(c, &block, want, &format!("{p} ranks, {t}"));
                         let Some(f) = figures.get(t) else { break };
@@ -1041,7 +1007,7 @@ mod tests {
                             inflation: 2.0,
                             progress: crate::mcl::progress::unwatched(),
                         };
-                        let (next, it) = iterate(c, block, &expansion, &mut cost, &opts).unwrap();
+                        let (next, it) = iterate(c, block, &expansion, &opts).unwrap();
                         assert_eq!(
                             (it.chaos.to_bits(), it.kept, it.products),
                             (f.chaos.to_bits(), f.kept, f.products),

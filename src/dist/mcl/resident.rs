@@ -71,7 +71,6 @@ pub(super) fn iterate<T: Scalar>(
     engine: &GpuEngine,
     block: DeviceBlock<T>,
     expansion: &Expansion<'_>,
-    cost: &mut balance::Cost,
     opts: &super::Options,
 ) -> Result<(DeviceBlock<T>, Iteration)> {
     let t0 = Instant::now();
@@ -89,10 +88,8 @@ pub(super) fn iterate<T: Scalar>(
     let mut received = 4 * (lengths.len() - own.len()) as u64;
     let mut parts = mcl::ExchangeParts::default();
     let products = agree(comm, engine.products_per_row(&m, &lengths))?;
-    let work: Vec<u64> = products.par_iter().map(|&p| cost.of(p)).collect();
     parts.lengths = t0.elapsed().as_secs_f64();
-    let mut split = cost.split(&products);
-    if let Some(new) = balance::new_starts(comm, &starts, &work, REBALANCE_SLACK) {
+    if let Some(new) = balance::new_starts(comm, &starts, &products, REBALANCE_SLACK) {
         let (had, gets) = (starts[me]..starts[me + 1], new[me]..new[me + 1]);
         let ask: Vec<u32> = gets
             .clone()
@@ -107,9 +104,8 @@ pub(super) fn iterate<T: Scalar>(
         )?;
         (m, ptr, starts) = (moved, moved_ptr, new);
         received += got;
-        split = cost.split(&agree(comm, engine.products_per_row(&m, &lengths))?);
     }
-    drop((products, work));
+    drop(products);
     parts.cut = t0.elapsed().as_secs_f64() - parts.lengths;
     let t = Instant::now();
     let (n, first, nrows) = (*starts.last().unwrap_or(&0), starts[me], m.nrows());
@@ -153,7 +149,6 @@ pub(super) fn iterate<T: Scalar>(
     };
     let mut it = Iteration {
         rounds: most[0] as usize,
-        cut_sparse_weight: cost.sparse_weight(),
         ..Default::default()
     };
     let mut made_rows: Vec<DeviceCsr<T>> = Vec::new();
@@ -229,7 +224,6 @@ pub(super) fn iterate<T: Scalar>(
     let mut least = [-smallest];
     comm.max_f64(&mut least);
     let kept = next.nnz();
-    cost.learn(comm, it.rank_busy_seconds[0], split);
     let it = all_ranks(comm, it, &parts, exchange_seconds, received, kept, t0);
     let block = DeviceBlock {
         m: next,

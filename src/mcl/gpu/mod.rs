@@ -14,16 +14,6 @@ use crate::spgemm::gpu::{DeferredConsumer, GpuEngine, GpuTuning};
 pub use prune::{prune_batch, prune_expansion, FusedRows, Pruned};
 use std::time::Instant;
 
-/// MCL's dense columns on the GPU: those with at least the columns / this many products.
-const DENSE_FRACTION: u64 = 1;
-
-/// The products from which the GPU engine (tuned by `params.gpu`) makes a column of `M²` (of
-/// `n` columns) in its dense accumulator.
-pub(crate) fn dense_from(params: &MclParams, n: usize) -> u64 {
-    let fraction = params.gpu.dense_fraction.unwrap_or(DENSE_FRACTION).max(1);
-    params.gpu.dense_from.unwrap_or(n as u64 / fraction)
-}
-
 /// The GPU engine for MCL, tuned by `params.gpu`: batches bounded by `params.batch_entries`
 /// when given, else by the device's memory alone.
 pub(crate) fn engine(params: &MclParams) -> Result<GpuEngine> {
@@ -33,7 +23,7 @@ pub(crate) fn engine(params: &MclParams) -> Result<GpuEngine> {
         // Dense rows are made and pruned in a window of all the columns (the fused kernel),
         // which pays only for rows whose products cover it (s16: 0.80 s; with rows from 1/32
         // of the columns, 0.82 s).
-        dense_fraction: tuning.dense_fraction.or(Some(DENSE_FRACTION)),
+        dense_fraction: tuning.dense_fraction.or(Some(1)),
         // For the same reason the other rows keep the hash tables up to τ.
         hash_limit: tuning.hash_limit.or(Some(u64::MAX)),
         // Sums equal to the CPU engine's, the same in every run.

@@ -45,12 +45,6 @@ pub(crate) fn is_dense(products: u64, ncols: usize) -> bool {
     products.min(ncols as u64) * DENSE_RATIO >= ncols as u64
 }
 
-/// The products from which a row over `ncols` columns takes the dense accumulator
-/// ([`is_dense`]).
-pub(crate) fn dense_from(ncols: usize) -> u64 {
-    (ncols as u64).div_ceil(DENSE_RATIO)
-}
-
 /// True when every intermediate product `A[i,k]·B[k,j]` is positive in `T`'s arithmetic: every
 /// stored value of both operands is positive (no zeros, no NaN) and the product of their
 /// smallest values does not underflow to zero. (Multiplication is monotone, so no product is
@@ -545,16 +539,6 @@ mod tests {
     use crate::spgemm::row_products;
     use proptest::prelude::*;
     use std::collections::BTreeMap;
-
-    /// `dense_from` is where `is_dense` turns true, whatever the width.
-    #[test]
-    fn dense_rows_start_at_dense_from() {
-        for ncols in [1usize, 15, 16, 17, 1000, 1 << 20, (1 << 20) + 3] {
-            let from = dense_from(ncols);
-            assert!(is_dense(from, ncols), "{ncols}");
-            assert!(from == 0 || !is_dense(from - 1, ncols), "{ncols}");
-        }
-    }
 
     /// `a·b` summed naively: each row's quanta in a map, in the order of the loops.
     fn reference<T: Scalar>(a: &Csr<T>, b: &Csr<T>) -> Csr<T> {
