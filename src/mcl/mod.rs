@@ -96,9 +96,10 @@ pub struct MclParams {
     /// Fuse expansion and pruning (default), in an iteration whose products are all positive
     /// (always, unless values underflow): on the CPU engine each thread makes one column of
     /// `M²` at a time in a dense accumulator and prunes it from there, so `M²` is never stored;
-    /// on the GPU the dense columns (those with at least as many products as `M` has columns)
-    /// are made and pruned in shared memory when a whole column fits there. The result is the
-    /// batched path's (on the GPU, within rounding). `false` runs the batched path.
+    /// on the GPU the dense columns (those with at least a quarter as many products as `M` has
+    /// columns) are made and pruned in shared memory, a window of columns at a time where a
+    /// whole column does not fit. The result is the batched path's (on the GPU, within
+    /// rounding). `false` runs the batched path.
     pub fused: bool,
 }
 

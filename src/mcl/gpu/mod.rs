@@ -14,16 +14,20 @@ use crate::spgemm::gpu::{DeferredConsumer, GpuEngine, GpuTuning};
 pub use prune::{prune_batch, prune_expansion, FusedRows, Pruned};
 use std::time::Instant;
 
+/// MCL's dense rows on the GPU: those with at least the columns / this many products.
+const DENSE_FRACTION: u64 = 4;
+
 /// The GPU engine for MCL, tuned by `params.gpu`: batches bounded by `params.batch_entries`
 /// when given, else by the device's memory alone.
 pub(crate) fn engine(params: &MclParams) -> Result<GpuEngine> {
     let tuning = params.gpu.clone();
     Ok(GpuEngine::open()?.with_tuning(GpuTuning {
         max_batch_entries: params.batch_entries.or(tuning.max_batch_entries),
-        // Dense rows are made and pruned in a window of all the columns (the fused kernel),
-        // which pays only for rows whose products cover it (s16: 0.80 s; with rows from 1/32
-        // of the columns, 0.82 s).
-        dense_fraction: tuning.dense_fraction.or(Some(1)),
+        // Dense rows are made and pruned by the fused kernels, which sweep every column of
+        // the row: rows with a quarter of the columns' products repay the sweep, against the
+        // hash tables' cost per product (docs/performance.md, session 19); rows with far
+        // fewer do not.
+        dense_fraction: tuning.dense_fraction.or(Some(DENSE_FRACTION)),
         // For the same reason the other rows keep the hash tables up to τ.
         hash_limit: tuning.hash_limit.or(Some(u64::MAX)),
         // Sums equal to the CPU engine's, the same in every run.
