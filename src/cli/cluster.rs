@@ -184,6 +184,76 @@ struct ClusterReport {
     load_seconds: f64,
     /// Where the wall time went.
     wall_s: Wall,
+    /// Each iteration's figures.
+    iteration_figures: Vec<IterationRecord>,
+}
+
+/// An iteration's figures in the report: those of its progress line, and across ranks the
+/// exchange and each rank's part.
+#[derive(serde::Serialize)]
+struct IterationRecord {
+    index: usize,
+    chaos: f64,
+    seconds: f64,
+    expand_seconds: f64,
+    products: u64,
+    expanded: u64,
+    kept: u64,
+    batches: usize,
+    /// Columns made and pruned in one pass (never stored unpruned).
+    fused: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    exchange_seconds: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    exchanged_bytes: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    rounds: Option<usize>,
+    /// Across ranks, each rank's part, in rank order.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    ranks: Vec<RankRecord>,
+}
+
+/// A rank's part of an iteration in the report.
+#[derive(serde::Serialize)]
+struct RankRecord {
+    columns: u64,
+    products: u64,
+    expanded: u64,
+    kept: u64,
+    busy_seconds: f64,
+    received_bytes: u64,
+}
+
+impl IterationRecord {
+    fn new(it: &Iteration) -> Self {
+        let across = !it.ranks.is_empty();
+        IterationRecord {
+            index: it.index,
+            chaos: it.chaos,
+            seconds: it.seconds,
+            expand_seconds: it.expand_seconds,
+            products: it.products,
+            expanded: it.expanded,
+            kept: it.kept,
+            batches: it.batches,
+            fused: it.fused,
+            exchange_seconds: across.then_some(it.exchange_seconds),
+            exchanged_bytes: across.then_some(it.exchanged_bytes),
+            rounds: across.then_some(it.rounds),
+            ranks: it
+                .ranks
+                .iter()
+                .map(|r| RankRecord {
+                    columns: r.columns,
+                    products: r.products,
+                    expanded: r.expanded,
+                    kept: r.kept,
+                    busy_seconds: r.busy_seconds,
+                    received_bytes: r.received_bytes,
+                })
+                .collect(),
+        }
+    }
 }
 
 /// How a run went, for its report.
@@ -200,6 +270,8 @@ struct Ran<'a> {
     blocks: Option<&'static str>,
     load_seconds: f64,
     wall: Wall,
+    /// Each iteration's figures, as the run reported them.
+    iterations: Vec<IterationRecord>,
 }
 
 impl ClusterReport {
@@ -240,6 +312,7 @@ impl ClusterReport {
             finish_seconds: result.finish_seconds,
             load_seconds: run.load_seconds,
             wall_s: run.wall,
+            iteration_figures: run.iterations,
         }
     }
 }
@@ -281,10 +354,13 @@ struct IterationLines<'a> {
     ui: Ui,
     bar: &'a ProgressBar,
     counters: &'a IterationProgress,
+    /// Every iteration's figures so far, for the report.
+    records: &'a mut Vec<IterationRecord>,
 }
 
 impl Observer for IterationLines<'_> {
     fn iteration(&mut self, it: &Iteration) {
+        self.records.push(IterationRecord::new(it));
         self.bar.suspend(|| {
             self.ui.notice(&format!(
                 "iteration {:>3}  chaos {:>10.4}  kept {:>11}  expanded {:>13}  products {:>15}  {:>7.2} s ({:.2} s expanding{}{}{})",
@@ -405,6 +481,7 @@ fn run_typed<T: Scalar>(a: ClusterArgs, ui: Ui) -> Result<()> {
         .then(|| engine::Work::MclExpansion(mcl::expansion_work(&graph)));
     let resolved = engine::resolve(a.engine, work, notice);
     let counters = IterationProgress::default();
+    let mut records = Vec::new();
     let (result, engine) = ui.watch(
         || reading(&counters),
         |bar| {
@@ -413,10 +490,13 @@ fn run_typed<T: Scalar>(a: ClusterArgs, ui: Ui) -> Result<()> {
                     engine,
                     ..params.clone()
                 };
+                // A run that fell back to the CPU starts its figures again.
+                records.clear();
                 let mut lines = IterationLines {
                     ui,
                     bar,
                     counters: &counters,
+                    records: &mut records,
                 };
                 mcl::cluster_observed(&graph, &params, &mut lines)
             })
@@ -464,6 +544,7 @@ fn run_typed<T: Scalar>(a: ClusterArgs, ui: Ui) -> Result<()> {
             blocks: None,
             load_seconds,
             wall,
+            iterations: records,
         };
         return emit_report(
             &ClusterReport::new(&a, &params, run),
@@ -543,6 +624,7 @@ fn run_across_ranks<T: Scalar>(a: ClusterArgs, ui: Ui, comm: &dyn Comm) -> Resul
     let load_seconds = start.elapsed().as_secs_f64();
     let load = sw.lap();
     let counters = IterationProgress::default();
+    let mut records = Vec::new();
     // Rank 0's counters: its block of the columns.
     let (result, engine) = ui.watch(
         || reading(&counters),
@@ -551,6 +633,7 @@ fn run_across_ranks<T: Scalar>(a: ClusterArgs, ui: Ui, comm: &dyn Comm) -> Resul
                 ui,
                 bar,
                 counters: &counters,
+                records: &mut records,
             };
             dist::mcl::cluster(comm, &graph, &params, &opts, &mut lines)
         },
@@ -631,6 +714,7 @@ fn run_across_ranks<T: Scalar>(a: ClusterArgs, ui: Ui, comm: &dyn Comm) -> Resul
                 blocks: Some(blocks),
                 load_seconds,
                 wall,
+                iterations: records,
             };
             emit_report(
                 &ClusterReport::new(&a, &params, run),

@@ -146,7 +146,7 @@ impl MclParams {
 }
 
 /// Figures of one iteration, as mcl's progress shows them.
-#[derive(Clone, Copy, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq)]
 pub struct Iteration {
     /// 1-based iteration number.
     pub index: usize,
@@ -180,6 +180,25 @@ pub struct Iteration {
     /// Across ranks, the longest and the shortest time a rank spent making and pruning its
     /// columns (the gap is what the cut at equal products left unbalanced; 0 in one process).
     pub rank_busy_seconds: [f64; 2],
+    /// Across ranks, each rank's part of the iteration, in rank order (empty in one process).
+    pub ranks: Vec<RankShare>,
+}
+
+/// One rank's part of an iteration across ranks.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct RankShare {
+    /// The columns of `M²` it made (its block's nodes).
+    pub columns: u64,
+    /// The intermediate products of its columns.
+    pub products: u64,
+    /// The entries of its columns before pruning.
+    pub expanded: u64,
+    /// The entries of its columns it kept.
+    pub kept: u64,
+    /// Its time making and pruning its columns.
+    pub busy_seconds: f64,
+    /// The bytes it received from other ranks.
+    pub received_bytes: u64,
 }
 
 /// Where an iteration's time on other ranks' rows went, each part the longest of a rank (a

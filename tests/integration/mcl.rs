@@ -186,6 +186,26 @@ fn cli_cluster_writes_clusters_json_and_progress() {
     assert_eq!(v["iterations"], 11);
     assert_eq!(v["nodes"], 34);
     assert_eq!(v["largest"], 19);
+    // Each iteration's figures, in order, as its progress line gives them; no ranks in one
+    // process.
+    let figures = v["iteration_figures"].as_array().unwrap();
+    assert_eq!(figures.len(), 11, "{v}");
+    for (i, f) in figures.iter().enumerate() {
+        assert_eq!(f["index"], i + 1, "{f}");
+        let n = |k: &str| f[k].as_u64().unwrap();
+        assert!(
+            n("products") >= n("expanded") && n("expanded") >= n("kept"),
+            "{f}"
+        );
+        assert!(n("kept") >= 34, "{f}");
+        assert!(f["seconds"].as_f64().unwrap() >= f["expand_seconds"].as_f64().unwrap());
+        assert!(
+            f.get("ranks").is_none() && f.get("exchanged_bytes").is_none(),
+            "{f}"
+        );
+    }
+    // The first iteration squares karate with its loops: Σ over columns of its rows' lengths.
+    assert_eq!(figures[0]["products"], 1558);
     // --quiet hides the progress; the clusters go to stdout.
     let (stdout, stderr) = ok(&["cluster", "-q", "graphs/lesmis.abc", "--engine", "cpu"]);
     assert!(stderr.is_empty(), "{stderr}");

@@ -406,15 +406,8 @@ fn iterate<T: Scalar>(
         true => Csr::empty(m.nrows(), m.ncols()),
         false => Csr::stack(made_rows, m.ncols()),
     };
-    let it = all_ranks(
-        comm,
-        it,
-        &parts,
-        exchange_seconds,
-        received,
-        next.nnz() as u64,
-        t0,
-    );
+    let counts = (received, m.nrows() as u64, next.nnz() as u64);
+    let it = all_ranks(comm, it, &parts, exchange_seconds, counts, t0);
     Ok((Block { m: next, starts }, it))
 }
 
@@ -431,18 +424,25 @@ fn add_round(it: &mut Iteration, figures: &Iteration) {
 }
 
 /// The iteration's figures over all ranks, from this rank's (`it`, the exchange's `parts` and
-/// seconds, the bytes `received`, the entries `kept`; timed from `t0`): the chaos and the
-/// seconds the largest, the counts summed. Collective.
+/// seconds, the bytes `received`, the `columns` it made and the entries `kept`; timed from
+/// `t0`): the chaos and the seconds the largest, the counts summed, and every rank's share.
+/// Collective.
 fn all_ranks(
     comm: &dyn Comm,
     mut it: Iteration,
     parts: &mcl::ExchangeParts,
     exchange_seconds: f64,
-    received: u64,
-    kept: u64,
+    (received, columns, kept): (u64, u64, u64),
     t0: Instant,
 ) -> Iteration {
-    let busy = it.rank_busy_seconds[0];
+    let mine = mcl::RankShare {
+        columns,
+        products: it.products,
+        expanded: it.expanded,
+        kept,
+        busy_seconds: it.rank_busy_seconds[0],
+        received_bytes: received,
+    };
     let mut most = [
         it.chaos,
         exchange_seconds,
@@ -451,12 +451,9 @@ fn all_ranks(
         parts.plan,
         parts.fetch,
         parts.operand,
-        busy,
-        -busy,
     ];
     comm.max_f64(&mut most);
     [it.chaos, it.exchange_seconds] = [most[0], most[1]];
-    it.rank_busy_seconds = [most[7], -most[8]];
     let [lengths, cut, plan, fetch, operand] = [most[2], most[3], most[4], most[5], most[6]];
     it.exchange_parts = mcl::ExchangeParts {
         lengths,
@@ -465,22 +462,48 @@ fn all_ranks(
         fetch,
         operand,
     };
-    it.kept = kept;
-    let mut sums = [
-        it.expanded,
-        it.kept,
-        it.products,
-        it.batches as u64,
-        it.fused,
-        received,
-    ];
+    let mut sums = [it.batches as u64, it.fused];
     comm.sum_u64(&mut sums);
-    it.exchanged_bytes = sums[5];
-    [it.expanded, it.kept, it.products] = [sums[0], sums[1], sums[2]];
-    it.batches = sums[3] as usize;
-    it.fused = sums[4];
+    it.batches = sums[0] as usize;
+    it.fused = sums[1];
+    it.ranks = every_share(comm, &mine);
+    let total = |f: fn(&mcl::RankShare) -> u64| it.ranks.iter().map(f).sum::<u64>();
+    [it.expanded, it.kept, it.products] = [
+        total(|r| r.expanded),
+        total(|r| r.kept),
+        total(|r| r.products),
+    ];
+    it.exchanged_bytes = total(|r| r.received_bytes);
+    let busy = it.ranks.iter().map(|r| r.busy_seconds);
+    it.rank_busy_seconds = [
+        busy.clone().fold(0.0, f64::max),
+        busy.fold(f64::INFINITY, f64::min),
+    ];
     it.seconds = t0.elapsed().as_secs_f64();
     it
+}
+
+/// Every rank's share, in rank order. Collective.
+fn every_share(comm: &dyn Comm, mine: &mcl::RankShare) -> Vec<mcl::RankShare> {
+    let words = [
+        mine.columns,
+        mine.products,
+        mine.expanded,
+        mine.kept,
+        mine.busy_seconds.to_bits(),
+        mine.received_bytes,
+    ];
+    let (all, _) = comm.all_gather_u64(&words);
+    all.chunks_exact(words.len())
+        .map(|w| mcl::RankShare {
+            columns: w[0],
+            products: w[1],
+            expanded: w[2],
+            kept: w[3],
+            busy_seconds: f64::from_bits(w[4]),
+            received_bytes: w[5],
+        })
+        .collect()
 }
 
 /// Of a rank's share of the memory left, the part (1 in this many) the rows fetched in a round

@@ -224,7 +224,8 @@ pub(super) fn iterate<T: Scalar>(
     let mut least = [-smallest];
     comm.max_f64(&mut least);
     let kept = next.nnz();
-    let it = all_ranks(comm, it, &parts, exchange_seconds, received, kept, t0);
+    let counts = (received, nrows as u64, kept);
+    let it = all_ranks(comm, it, &parts, exchange_seconds, counts, t0);
     let block = DeviceBlock {
         m: next,
         ptr: next_ptr,

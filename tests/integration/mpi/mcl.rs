@@ -77,6 +77,37 @@ fn json_names_the_ranks_and_their_engine() {
             .all(|b| b.is_some_and(|(f, s)| 0.0 <= f && f <= s)),
         "{err}"
     );
+    // The report gives each iteration's figures with every rank's part: the parts sum to the
+    // iteration's, the columns to the nodes, and the busy times span the line's.
+    let report: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let figures = report["iteration_figures"].as_array().unwrap();
+    assert_eq!(figures.len(), spans.len(), "{report}");
+    for (f, span) in figures.iter().zip(&spans) {
+        let ranks = f["ranks"].as_array().unwrap();
+        assert_eq!(ranks.len(), 3, "{f}");
+        let sum = |k: &str| ranks.iter().map(|r| r[k].as_u64().unwrap()).sum::<u64>();
+        assert_eq!(sum("columns"), 34, "{f}");
+        for (part, whole) in [
+            ("products", "products"),
+            ("expanded", "expanded"),
+            ("kept", "kept"),
+            ("received_bytes", "exchanged_bytes"),
+        ] {
+            assert_eq!(sum(part), f[whole].as_u64().unwrap(), "{part}: {f}");
+        }
+        let busy: Vec<f64> = ranks
+            .iter()
+            .map(|r| r["busy_seconds"].as_f64().unwrap())
+            .collect();
+        let (fastest, slowest) = span.unwrap();
+        let most = busy.iter().copied().fold(0.0, f64::max);
+        let least = busy.iter().copied().fold(f64::INFINITY, f64::min);
+        // The line rounds to hundredths.
+        assert!(
+            (most - slowest).abs() <= 0.006 && (least - fastest).abs() <= 0.006,
+            "{f}"
+        );
+    }
     // Karate's rows fit one round each iteration; stages of a few entries take several.
     assert!(!err.contains(" rounds: "), "{err}");
     let staged = mpirun(
