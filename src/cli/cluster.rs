@@ -210,18 +210,7 @@ struct IterationRecord {
     rounds: Option<usize>,
     /// Across ranks, each rank's part, in rank order.
     #[serde(skip_serializing_if = "Vec::is_empty")]
-    ranks: Vec<RankRecord>,
-}
-
-/// A rank's part of an iteration in the report.
-#[derive(serde::Serialize)]
-struct RankRecord {
-    columns: u64,
-    products: u64,
-    expanded: u64,
-    kept: u64,
-    busy_seconds: f64,
-    received_bytes: u64,
+    ranks: Vec<mcl::RankShare>,
 }
 
 impl IterationRecord {
@@ -240,18 +229,7 @@ impl IterationRecord {
             exchange_seconds: across.then_some(it.exchange_seconds),
             exchanged_bytes: across.then_some(it.exchanged_bytes),
             rounds: across.then_some(it.rounds),
-            ranks: it
-                .ranks
-                .iter()
-                .map(|r| RankRecord {
-                    columns: r.columns,
-                    products: r.products,
-                    expanded: r.expanded,
-                    kept: r.kept,
-                    busy_seconds: r.busy_seconds,
-                    received_bytes: r.received_bytes,
-                })
-                .collect(),
+            ranks: it.ranks.clone(),
         }
     }
 }
@@ -382,7 +360,7 @@ impl Observer for IterationLines<'_> {
                         true => format!(" in {} rounds", it.rounds),
                         false => String::new(),
                     };
-                    let [slowest, fastest] = it.rank_busy_seconds;
+                    let (fastest, slowest) = it.rank_busy_span().unwrap_or_default();
                     format!(
                         ", ranks busy {fastest:.2}-{slowest:.2} s, {:.2} s exchanging{rounds}: \
                          lengths {:.2}, cut {:.2}, plan {:.2}, fetch {:.2}, operand {:.2}",

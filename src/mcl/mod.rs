@@ -177,15 +177,23 @@ pub struct Iteration {
     /// Across ranks, the rounds every rank took part in (rows fetched anew in each; 1 where
     /// every rank's remote rows fitted its memory at once; 0 in one process).
     pub rounds: usize,
-    /// Across ranks, the longest and the shortest time a rank spent making and pruning its
-    /// columns (the gap is what the cut at equal products left unbalanced; 0 in one process).
-    pub rank_busy_seconds: [f64; 2],
     /// Across ranks, each rank's part of the iteration, in rank order (empty in one process).
     pub ranks: Vec<RankShare>,
 }
 
+impl Iteration {
+    /// Across ranks, the shortest and the longest time a rank spent making and pruning its
+    /// columns (the gap is what the cut at equal products left unbalanced); `None` in one
+    /// process.
+    pub fn rank_busy_span(&self) -> Option<(f64, f64)> {
+        let busy = self.ranks.iter().map(|r| r.busy_seconds);
+        let fastest = busy.clone().reduce(f64::min)?;
+        Some((fastest, busy.fold(fastest, f64::max)))
+    }
+}
+
 /// One rank's part of an iteration across ranks.
-#[derive(Clone, Copy, Debug, Default, PartialEq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, serde::Serialize)]
 pub struct RankShare {
     /// The columns of `M²` it made (its block's nodes).
     pub columns: u64,

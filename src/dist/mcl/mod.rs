@@ -419,8 +419,8 @@ fn add_round(it: &mut Iteration, figures: &Iteration) {
     it.batches += figures.batches;
     it.fused += figures.fused;
     it.expand_seconds += figures.expand_seconds;
-    // This rank's own time until `all_ranks` puts the longest and shortest there.
-    it.rank_busy_seconds[0] += figures.seconds;
+    // This rank's own time making its columns, until `all_ranks` sets the iteration's.
+    it.seconds += figures.seconds;
 }
 
 /// The iteration's figures over all ranks, from this rank's (`it`, the exchange's `parts` and
@@ -440,7 +440,7 @@ fn all_ranks(
         products: it.products,
         expanded: it.expanded,
         kept,
-        busy_seconds: it.rank_busy_seconds[0],
+        busy_seconds: it.seconds,
         received_bytes: received,
     };
     let mut most = [
@@ -474,11 +474,6 @@ fn all_ranks(
         total(|r| r.products),
     ];
     it.exchanged_bytes = total(|r| r.received_bytes);
-    let busy = it.ranks.iter().map(|r| r.busy_seconds);
-    it.rank_busy_seconds = [
-        busy.clone().fold(0.0, f64::max),
-        busy.fold(f64::INFINITY, f64::min),
-    ];
     it.seconds = t0.elapsed().as_secs_f64();
     it
 }
