@@ -35,20 +35,8 @@ extern "C" __global__ void gather_rows_##S(const u64* ptr, const u32* col, const
 GMCL_ROWS_KERNELS(float, f32)
 GMCL_ROWS_KERNELS(double, f64)
 
-// Row i of the pattern (ptr, col) at out_ptr[i] of out_col: row rows[i]'s columns (a warp per
-// row), for rows without values.
-extern "C" __global__ void gather_pattern(const u64* ptr, const u32* col, const u32* rows, u64 n,
-                                          const u64* out_ptr, u32* out_col) {
-    const u32 lane = threadIdx.x & (WARP - 1);
-    const u64 warps = (u64)gridDim.x * (blockDim.x / WARP);
-    for (u64 i = ((u64)blockIdx.x * blockDim.x + threadIdx.x) / WARP; i < n; i += warps) {
-        const u64 lo = ptr[rows[i]], len = ptr[rows[i] + 1] - lo, to = out_ptr[i];
-        for (u64 e = lane; e < len; e += WARP) out_col[to + e] = col[lo + e];
-    }
-}
-
-// The reverse of gather_pattern: row i of (ptr, col) written as row rows[i] of the pattern
-// (out_ptr, out_col), whose offsets leave it room.
+// Row i of the pattern (ptr, col) written as row rows[i] of the pattern (out_ptr, out_col),
+// whose offsets leave it room: a warp per row.
 extern "C" __global__ void place_pattern(const u64* ptr, const u32* col, const u32* rows, u64 n,
                                          const u64* out_ptr, u32* out_col) {
     const u32 lane = threadIdx.x & (WARP - 1);
@@ -57,10 +45,4 @@ extern "C" __global__ void place_pattern(const u64* ptr, const u32* col, const u
         const u64 lo = ptr[i], len = ptr[i + 1] - lo, to = out_ptr[rows[i]];
         for (u64 e = lane; e < len; e += WARP) out_col[to + e] = col[lo + e];
     }
-}
-
-// out[at[i]] = len[i] for the n rows at: row lengths set at scattered places.
-extern "C" __global__ void scatter_lengths(const u32* at, const u32* len, u64 n, u64* out) {
-    const u64 stride = (u64)gridDim.x * blockDim.x;
-    for (u64 i = (u64)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) out[at[i]] = len[i];
 }

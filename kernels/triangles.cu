@@ -35,13 +35,18 @@
 #define TRI_GRAB 8
 #define TRI_EMPTY 0xffffffffu
 
+// The degree of vertex u < n: degree[u] where the degrees are given, else its row's length.
+__device__ __forceinline__ u64 degree_of(const u64* ptr, const u32* degree, u64 u) {
+    return degree ? (u64)degree[u] : ptr[u + 1] - ptr[u];
+}
+
 // hist[d] += the vertices of degree d, one warp-aggregated atomic per distinct degree.
 extern "C" __global__ void __launch_bounds__(TRI_THREADS)
-degree_histogram(const u64* ptr, u32 n, u64* hist) {
+degree_histogram(const u64* ptr, const u32* degree, u32 n, u64* hist) {
     const u64 stride = (u64)gridDim.x * blockDim.x;
     for (u64 base = (u64)blockIdx.x * blockDim.x; base < n; base += stride) {
         const u64 u = base + threadIdx.x;
-        const u64 d = u < n ? ptr[u + 1] - ptr[u] : ~0ull;
+        const u64 d = u < n ? degree_of(ptr, degree, u) : ~0ull;
         const u32 same = __match_any_sync(0xffffffffu, d);
         const u32 lane = threadIdx.x & (WARP - 1);
         if (u < n && lane == (u32)(__ffs(same) - 1)) atomicAdd(&hist[d], (u64)__popc(same));
@@ -51,12 +56,12 @@ degree_histogram(const u64* ptr, u32 n, u64* hist) {
 // rank[u] = the next free place of u's degree in the order (starts: the scanned histogram,
 // advanced as places are taken).
 extern "C" __global__ void __launch_bounds__(TRI_THREADS)
-degree_ranks(const u64* ptr, u32 n, u64* starts, u32* rank) {
+degree_ranks(const u64* ptr, const u32* degree, u32 n, u64* starts, u32* rank) {
     const u64 stride = (u64)gridDim.x * blockDim.x;
     const u32 lane = threadIdx.x & (WARP - 1);
     for (u64 base = (u64)blockIdx.x * blockDim.x; base < n; base += stride) {
         const u64 u = base + threadIdx.x;
-        const u64 d = u < n ? ptr[u + 1] - ptr[u] : ~0ull;
+        const u64 d = u < n ? degree_of(ptr, degree, u) : ~0ull;
         const u32 same = __match_any_sync(0xffffffffu, d);
         const u32 leader = __ffs(same) - 1;
         u64 first = 0;
@@ -76,7 +81,7 @@ degree_ranks(const u64* ptr, u32 n, u64* starts, u32* rank) {
 extern "C" __global__ void __launch_bounds__(TRI_THREADS)
 orient_counts(const u64* ptr, u32* adj, u32 n, u32 first, const u32* rank, u64* out_lens,
               u64* in_lens, unsigned long long* max_out, u64* items, u32* heavy_rows,
-              u32* heavy_count, u32* block_lens) {
+              u32* heavy_count, u64* block_lens) {
     const u32 lane = threadIdx.x & (WARP - 1);
     const u64 warps = (u64)gridDim.x * (blockDim.x / WARP);
     // The warp's longest row, published once at the end: an atomic per row on one address
@@ -97,7 +102,7 @@ orient_counts(const u64* ptr, u32* adj, u32 n, u32 first, const u32* rank, u64* 
         }
         if (lane == 0) {
             const u64 in = hi - lo - kept;
-            if (block_lens) block_lens[u] = (u32)kept;
+            if (block_lens) block_lens[u] = kept;
             out_lens[r] = kept;
             in_lens[r] = in;
             longest = max(longest, kept);
@@ -192,19 +197,13 @@ sort_rows(const u64* optr, u32* oadj, u32 n) {
 // (the pivot): rank q of `parts` owns the pivots whose rank ids are q modulo parts, so that
 // every degree's vertices, hubs included, are dealt out evenly.
 
-// masks[i] = the ranks that need row i of a block's rows U(a) (ptr, idx; a = first + i): a
-// bit for the owner of each pivot b in U(a) (they count the in-edge a -> b) and one for the
-// owner of a as a pivot (which hashes U(a)). One warp per row.
+// degree[first + u] = the length of row u of a block of rows (ptr): a rank's part of every
+// vertex's degree.
 extern "C" __global__ void __launch_bounds__(TRI_THREADS)
-pivot_owners(const u64* ptr, const u32* idx, u32 rows, u32 first, const u32* rank, u32 parts,
-             u64* masks) {
-    const u32 lane = threadIdx.x & (WARP - 1);
-    const u64 warps = (u64)gridDim.x * (blockDim.x / WARP);
-    for (u64 i = ((u64)blockIdx.x * blockDim.x + threadIdx.x) / WARP; i < rows; i += warps) {
-        u64 m = 0;
-        for (u64 e = ptr[i] + lane; e < ptr[i + 1]; e += WARP) m |= 1ull << (idx[e] % parts);
-        for (u32 d = WARP / 2; d > 0; d >>= 1) m |= __shfl_xor_sync(0xffffffffu, m, d);
-        if (lane == 0) masks[i] = m | (1ull << (rank[first + i] % parts));
+block_degrees(const u64* ptr, u32 rows, u32 first, u32* degree) {
+    const u64 stride = (u64)gridDim.x * blockDim.x;
+    for (u64 u = (u64)blockIdx.x * blockDim.x + threadIdx.x; u < rows; u += stride) {
+        degree[first + u] = (u32)(ptr[u + 1] - ptr[u]);
     }
 }
 

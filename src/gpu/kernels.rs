@@ -48,7 +48,7 @@ pub const UNTYPED: &[&str] = &[
     "orient_fill",
     "sort_rows",
     "transpose_fill",
-    "pivot_owners",
+    "block_degrees",
     "pivot_in_lens",
     "pivot_items",
     "triangles_light",
@@ -58,9 +58,7 @@ pub const UNTYPED: &[&str] = &[
     "triangles_rows",
     "dense_rows_symbolic",
     "flag_columns",
-    "gather_pattern",
     "place_pattern",
-    "scatter_lengths",
 ];
 
 /// Kernels instantiated once per value type (suffix `_f32` / `_f64`).

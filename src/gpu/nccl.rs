@@ -1,8 +1,8 @@
 //! NCCL between the GPUs of a run across processes: a [`Link`] joins this process's GPU to
 //! the others' and moves 32-bit words between them (over NVLink or PCIe within a host, over
-//! the network between hosts), a personalised exchange at a time. It knows nothing of what
-//! the words mean, nor how the processes found one another (the caller hands it the
-//! unique id every process must share).
+//! the network between hosts), a personalised exchange at a time, or sums buffers across
+//! them. It knows nothing of what the words mean, nor how the processes found one another (the
+//! caller hands it the unique id every process must share).
 //!
 //! NCCL is loaded at run time, as the CUDA driver is: [`missing`] says why it cannot be used
 //! before anything calls it (a missing library would otherwise abort the process).
@@ -234,6 +234,56 @@ impl Link {
         }
         super::prims::check(stage, s.synchronize())
     }
+}
+
+impl Link {
+    /// Sums the first `len` elements of `buf` across the processes, element by element, in
+    /// place: every process ends with the sums. Waits for every stream of the GPU first (the
+    /// kernels that wrote the buffer) and returns once the sums are there. Collective, with the
+    /// same `len` on every process.
+    pub fn sum_in_place<T: Word>(&self, buf: &mut CudaSlice<T>, len: usize) -> Result<()> {
+        let stage = "sum across the ranks' GPUs (NCCL)";
+        if len > buf.len() {
+            return Err(Error::gpu(
+                stage,
+                format!("{len} elements asked of a buffer of {}", buf.len()),
+            ));
+        }
+        let s = &self.stream;
+        super::prims::check(stage, self.gpu.ctx.synchronize())?;
+        {
+            let (p, _p) = buf.device_ptr_mut(s);
+            let cs = s.cu_stream() as sys::cudaStream_t;
+            // SAFETY: the first `len` elements of `buf`, written before the wait above; NCCL
+            // sums in place where the send and receive buffers are the same.
+            nccl(stage, unsafe {
+                result::all_reduce(
+                    p as *const c_void,
+                    p as *mut c_void,
+                    len,
+                    T::TYPE,
+                    sys::ncclRedOp_t::ncclSum,
+                    self.comm,
+                    cs,
+                )
+            })?;
+        }
+        super::prims::check(stage, s.synchronize())
+    }
+}
+
+/// An element type NCCL sums.
+pub trait Word: DeviceRepr {
+    /// NCCL's name of the type.
+    const TYPE: sys::ncclDataType_t;
+}
+
+impl Word for u32 {
+    const TYPE: sys::ncclDataType_t = sys::ncclDataType_t::ncclUint32;
+}
+
+impl Word for u64 {
+    const TYPE: sys::ncclDataType_t = sys::ncclDataType_t::ncclUint64;
 }
 
 impl Drop for Link {

@@ -101,7 +101,7 @@ pub fn count(
     let start = Instant::now();
     let mut prof = Profile::new(&gpu.ctx, tuning.profile);
     let job = Job::new(gpu, n, poison)?;
-    let rank = job.degree_ranks(&ptr, &mut prof)?;
+    let rank = job.degree_ranks(Degrees::Rows(&ptr), &mut prof)?;
     let dag = job.orient(ptr, adj, &rank, col_idx.len(), &mut prof)?;
     out.orient_seconds = start.elapsed().as_secs_f64();
 
@@ -114,6 +114,24 @@ pub fn count(
         out.per_vertex = Some(job.gather_by_rank(&rank, by_rank)?);
     }
     Ok(out)
+}
+
+/// Where [`Job::degree_ranks`] reads the degrees: the rows' lengths (offsets of `n + 1`), or
+/// `n` degrees.
+#[derive(Clone, Copy)]
+pub(super) enum Degrees<'a> {
+    Rows(&'a CudaSlice<u64>),
+    Given(&'a CudaSlice<u32>),
+}
+
+impl<'a> Degrees<'a> {
+    /// The kernels' two arguments: the offsets or null, the degrees or null.
+    fn push(self, l: &mut cudarc::driver::LaunchArgs<'a>) {
+        match self {
+            Degrees::Rows(ptr) => l.arg(ptr).arg(&NULL),
+            Degrees::Given(degree) => l.arg(&NULL).arg(degree),
+        };
+    }
 }
 
 /// What every step of one count shares: the GPU, the vertex count, poisoning and the launch
@@ -164,18 +182,24 @@ impl Job<'_> {
         })
     }
 
-    /// Ranks by degree: a counting sort.
-    fn degree_ranks(&self, ptr: &CudaSlice<u64>, prof: &mut Profile) -> Result<CudaSlice<u32>> {
+    /// Ranks by degree: a counting sort (ties in any order).
+    pub(super) fn degree_ranks(
+        &self,
+        degrees: Degrees<'_>,
+        prof: &mut Profile,
+    ) -> Result<CudaSlice<u32>> {
         let (gpu, s, n) = (self.gpu, &self.gpu.main, self.n);
         let n32 = n as u32;
         let mut starts = zeros::<u64>(s, n + 1, "the degree histogram")?;
         launch(gpu, s, "degree_histogram", self.per_vertex, |l| {
-            l.arg(ptr).arg(&n32).arg(&mut starts);
+            degrees.push(l);
+            l.arg(&n32).arg(&mut starts);
         })?;
         exclusive_scan(gpu, s, &mut starts, n as u64 + 1, "the degree histogram")?;
         let mut rank = uninit::<u32>(s, n, self.poison, "the degree ranks")?;
         launch(gpu, s, "degree_ranks", self.per_vertex, |l| {
-            l.arg(ptr).arg(&n32).arg(&mut starts).arg(&mut rank);
+            degrees.push(l);
+            l.arg(&n32).arg(&mut starts).arg(&mut rank);
         })?;
         drop(starts);
         prof.mark("ranks by degree")?;

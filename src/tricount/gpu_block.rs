@@ -1,30 +1,30 @@
 //! The fused count ([`super::gpu`]) for one rank's block of rows in a count across ranks
-//! (`dist::tricount`). Every rank ranks the vertices in the same order and orients its block's
-//! rows `U(a)` on its GPU. The triangles `a < b < c` are counted by the rank owning the middle
+//! (`dist::tricount`). The triangles `a < b < c` are counted by the rank owning the middle
 //! vertex `b` (the pivot), the pivots dealt out by rank id modulo the ranks, so that every
-//! degree's vertices (hubs included) are shared evenly whatever the blocks hold. Each row goes
-//! to the ranks that need it ([`BlockCount::destinations`]: the owners of the pivots it holds,
-//! and of its own vertex as a pivot); a rank lays out what it holds by rank as one process lays
-//! out the whole graph, with `L` for its pivots only, and the one-process kernels count its
-//! pivots' triangles. How the rows travel is the caller's.
+//! degree's vertices (hubs included) are shared evenly whatever the blocks hold. A rank's
+//! pivots then touch the rows `U(a)` of nearly every vertex, so every rank holds all of U,
+//! laid out by rank as one process lays it out, with `L` for its pivots only, and the
+//! one-process kernels count its pivots' triangles.
+//!
+//! What the ranks share is built as sums of disjoint parts, each element nonzero on at most
+//! one rank: every vertex's degree (each block writes its rows'), the ranks (made on one rank:
+//! ties between equal degrees fall in any order on a GPU, and every rank must see the same
+//! order), the rows' lengths and the rows themselves (each block writes its rows at their
+//! places, zeros elsewhere). The caller sums them across the ranks between the steps
+//! ([`BlockCount::degrees_mut`], [`BlockCount::ranks_mut`], [`BlockCount::lengths_mut`],
+//! [`BlockCount::rows_mut`]); every step waits for the device before it returns.
 
-use super::gpu::{DeviceDag, Job};
-use super::orient::prefix;
+use super::gpu::{Degrees, DeviceDag, Job};
 use crate::error::{Error, Result};
 use crate::gpu::prims::{check, exclusive_scan, launch, read_at, strided, uninit, zeros};
 use crate::gpu::profile::Profile;
-use crate::gpu::transfer::{download, upload};
+use crate::gpu::transfer::upload;
 use crate::gpu::Gpu;
 use cudarc::driver::{CudaSlice, PushKernelArg};
-use rayon::prelude::*;
 use std::sync::Arc;
 use std::time::Instant;
 
-/// The most ranks a count with the one-process kernels takes (a row's destinations are the
-/// bits of a word).
-pub const MAX_PARTS: usize = 64;
-
-/// A rank's block oriented on its GPU, waiting for the other ranks' rows.
+/// A rank's block on its GPU, and what it holds of the whole graph so far.
 pub struct BlockCount {
     gpu: Arc<Gpu>,
     /// All vertices.
@@ -36,57 +36,41 @@ pub struct BlockCount {
     parts: usize,
     me: usize,
     poison: bool,
-    /// Every vertex's rank.
+    /// The block's symmetric adjacency, until it is oriented.
+    block: Option<(CudaSlice<u64>, CudaSlice<u32>)>,
+    /// Every vertex's degree (the block's written, zero elsewhere until summed).
+    degree: CudaSlice<u32>,
+    /// Every vertex's rank (zero until made or summed).
     rank: CudaSlice<u32>,
-    /// By rank id, `n + 1` long: the lengths of the rows of U held (the block's so far).
-    out_lens: CudaSlice<u64>,
-    /// The block's rows `U(a)` one after another (rank ids, sorted as one process sorts them).
-    own_ptr: CudaSlice<u64>,
-    own: CudaSlice<u32>,
-    /// The same rows' lengths on the host, and the ranks that need each (bit `q`: rank `q`).
-    lengths: Vec<u32>,
-    masks: Vec<u64>,
-    /// The steps taken so far and their seconds (the device waited for at each).
-    steps: Vec<(&'static str, f64)>,
+    /// By rank id, `n + 1` long: the lengths of the rows of U (the block's, until summed),
+    /// then their offsets.
+    lengths: CudaSlice<u64>,
+    /// The block's rows `U(a)` one after another (rank ids, sorted as one process sorts them)
+    /// and their offsets, from the orientation until they are placed.
+    own: Option<(CudaSlice<u64>, CudaSlice<u32>)>,
+    /// All of U laid out by rank (the block's rows placed, zeros elsewhere until summed).
+    oadj: Option<CudaSlice<u32>>,
 }
 
 /// The count of a block: its triangles, the triangles through each vertex when asked for, and
-/// the steps from the orientation on with their seconds.
+/// the steps of the count's layout and count with their seconds.
 pub type BlockCounted = (u64, Option<Vec<u64>>, Vec<(&'static str, f64)>);
 
-/// Times steps, waiting for the device at the end of each.
-struct Clock(Instant);
-
-impl Clock {
-    fn lap(
-        &mut self,
-        gpu: &Gpu,
-        name: &'static str,
-        steps: &mut Vec<(&'static str, f64)>,
-    ) -> Result<()> {
-        check("wait for the device", gpu.main.synchronize())?;
-        steps.push((name, self.0.elapsed().as_secs_f64()));
-        self.0 = Instant::now();
-        Ok(())
-    }
-}
-
 impl BlockCount {
-    /// Orients the block of rows `first..` (the symmetric adjacency `ptr`, `adj`: rows sorted,
-    /// no loops) of rank `me` of `parts` by `rank`, every vertex's place in the order all ranks
-    /// share.
+    /// Uploads the block of rows `first..` (the symmetric adjacency `ptr`, `adj`: rows sorted,
+    /// no loops) of rank `me` of `parts`, of a graph of `n` vertices, and writes its vertices'
+    /// degrees into every vertex's ([`Self::degrees_mut`]).
     #[allow(clippy::too_many_arguments)]
-    pub fn orient(
+    pub fn upload(
         gpu: Arc<Gpu>,
         ptr: &[u64],
         adj: &[u32],
         first: usize,
-        rank: &[u32],
+        n: usize,
         parts: usize,
         me: usize,
         poison: bool,
     ) -> Result<BlockCount> {
-        let n = rank.len();
         let rows = ptr.len().saturating_sub(1);
         if n >= u32::MAX as usize || first + rows > n {
             return Err(Error::Invalid(format!(
@@ -95,56 +79,116 @@ impl BlockCount {
                 first + rows
             )));
         }
-        if parts == 0 || parts > MAX_PARTS || me >= parts {
-            return Err(Error::Invalid(format!(
-                "rank {me} of {parts}: the one-process kernels count on 1 to {MAX_PARTS} ranks"
-            )));
+        if parts == 0 || parts > u32::MAX as usize || me >= parts {
+            return Err(Error::Invalid(format!("rank {me} of {parts} ranks")));
         }
-        let held = Arc::clone(&gpu);
-        let g = &*held;
-        let _busy = g.busy.lock().unwrap_or_else(|e| e.into_inner());
+        let g = &*gpu;
         let s = &g.main;
-        let (mut clock, mut steps) = (Clock(Instant::now()), Vec::new());
-        let job = Job::new(g, n, poison)?;
-        let (rows32, first32, parts32) = (rows as u32, first as u32, parts as u32);
-        let d_ptr = upload(g, s, ptr, "the block's row offsets")?;
-        let mut d_adj = upload(g, s, adj, "the block's columns")?;
-        let d_rank = upload(g, s, rank, "the vertices' ranks")?;
-        clock.lap(g, "upload", &mut steps)?;
-        let mut out_lens = zeros::<u64>(s, n + 1, "the oriented row lengths")?;
+        let block = {
+            let _busy = g.busy.lock().unwrap_or_else(|e| e.into_inner());
+            let d_ptr = upload(g, s, ptr, "the block's row offsets")?;
+            let d_adj = upload(g, s, adj, "the block's columns")?;
+            let mut degree = zeros::<u32>(s, n.max(1), "every vertex's degree")?;
+            if rows > 0 {
+                let (rows32, first32) = (rows as u32, first as u32);
+                launch(g, s, "block_degrees", strided(g, rows as u64, 256), |l| {
+                    l.arg(&d_ptr).arg(&rows32).arg(&first32).arg(&mut degree);
+                })?;
+            }
+            let rank = zeros::<u32>(s, n.max(1), "every vertex's rank")?;
+            let lengths = zeros::<u64>(s, n + 1, "the rows' lengths")?;
+            check("upload the block", s.synchronize())?;
+            BlockCount {
+                n,
+                first,
+                rows,
+                parts,
+                me,
+                poison,
+                block: Some((d_ptr, d_adj)),
+                degree,
+                rank,
+                lengths,
+                own: None,
+                oadj: None,
+                gpu: Arc::clone(&gpu),
+            }
+        };
+        Ok(block)
+    }
+
+    /// Every vertex's degree (`n` of them), for the caller to sum across the ranks.
+    pub fn degrees_mut(&mut self) -> &mut CudaSlice<u32> {
+        &mut self.degree
+    }
+
+    /// Ranks every vertex by its degree (the degrees summed), ties in any order: on one rank
+    /// only, whose ranks the caller then sums across the ranks.
+    pub fn rank_by_degree(&mut self) -> Result<()> {
+        let g = &*self.gpu;
+        let _busy = g.busy.lock().unwrap_or_else(|e| e.into_inner());
+        let job = Job::new(g, self.n, self.poison)?;
+        let mut prof = Profile::new(&g.ctx, false);
+        self.rank = job.degree_ranks(Degrees::Given(&self.degree), &mut prof)?;
+        check("rank the vertices", g.main.synchronize())
+    }
+
+    /// Every vertex's rank (`n` of them), for the caller to sum across the ranks.
+    pub fn ranks_mut(&mut self) -> &mut CudaSlice<u32> {
+        &mut self.rank
+    }
+
+    /// Orients the block's rows by the ranks (summed): each row `U(a)` keeps the neighbours
+    /// ranked above `a`, sorted; its length is written at `a`'s rank ([`Self::lengths_mut`]).
+    /// Returns the block's entries of U.
+    pub fn orient(&mut self) -> Result<u64> {
+        let g = &*self.gpu;
+        let s = &g.main;
+        let _busy = g.busy.lock().unwrap_or_else(|e| e.into_inner());
+        let Some((d_ptr, mut d_adj)) = self.block.take() else {
+            return Err(Error::Invalid("the block is oriented once".into()));
+        };
+        let job = Job::new(g, self.n, self.poison)?;
+        let rows = self.rows;
+        let (rows32, first32) = (rows as u32, self.first as u32);
         // The one-process orientation's other figures are the pivots' business here: freed
         // once written.
-        let mut in_lens = zeros::<u64>(s, n + 1, "the in-edge row lengths")?;
-        let mut items = zeros::<u64>(s, n + 1, "the light rows' items")?;
+        let mut in_lens = zeros::<u64>(s, self.n + 1, "the in-edge row lengths")?;
+        let mut items = zeros::<u64>(s, self.n + 1, "the light rows' items")?;
         let mut max_out = zeros::<u64>(s, 1, "the longest oriented row")?;
         let mut heavy_count = zeros::<u32>(s, 1, "the heavy row count")?;
-        let mut heavy_rows = uninit::<u32>(s, rows.max(1), poison, "the heavy rows")?;
-        let mut block_lens = uninit::<u32>(s, rows, poison, "the block's row lengths")?;
+        let mut heavy_rows = uninit::<u32>(s, rows.max(1), self.poison, "the heavy rows")?;
+        let mut own_ptr = zeros::<u64>(s, rows + 1, "the block's oriented row offsets")?;
         launch(g, s, "orient_counts", job.per_row, |l| {
             l.arg(&d_ptr)
                 .arg(&mut d_adj)
                 .arg(&rows32)
                 .arg(&first32)
-                .arg(&d_rank)
-                .arg(&mut out_lens)
+                .arg(&self.rank)
+                .arg(&mut self.lengths)
                 .arg(&mut in_lens)
                 .arg(&mut max_out)
                 .arg(&mut items)
                 .arg(&mut heavy_rows)
                 .arg(&mut heavy_count)
-                .arg(&mut block_lens);
+                .arg(&mut own_ptr);
         })?;
         drop((in_lens, items, max_out, heavy_count, heavy_rows));
-        let lengths = download(g, s, &block_lens, rows, "the block's row lengths")?;
-        let offsets = prefix(&lengths);
-        let own_ptr = upload(g, s, &offsets, "the block's oriented row offsets")?;
-        let mut own = uninit::<u32>(s, offsets[rows] as usize, poison, "the block's rows")?;
+        exclusive_scan(
+            g,
+            s,
+            &mut own_ptr,
+            rows as u64 + 1,
+            "the block's oriented rows",
+        )?;
+        let entries = read_at(s, &own_ptr, rows, "the block's oriented entries")?;
+        let mut own = uninit::<u32>(s, entries as usize, self.poison, "the block's rows")?;
         launch(g, s, "orient_fill", job.per_row, |l| {
             l.arg(&d_ptr)
                 .arg(&d_adj)
                 .arg(&rows32)
                 .arg(&first32)
-                .arg(&d_rank)
+                .arg(&self.rank)
                 .arg(&own_ptr)
                 .arg(&1u32)
                 .arg(&mut own);
@@ -153,184 +197,97 @@ impl BlockCount {
         launch(g, s, "sort_rows", job.per_row, |l| {
             l.arg(&own_ptr).arg(&mut own).arg(&rows32);
         })?;
-        clock.lap(g, "orient", &mut steps)?;
-        let mut d_masks = uninit::<u64>(s, rows, poison, "the rows' destinations")?;
-        launch(g, s, "pivot_owners", job.per_row, |l| {
-            l.arg(&own_ptr)
-                .arg(&own)
-                .arg(&rows32)
-                .arg(&first32)
-                .arg(&d_rank)
-                .arg(&parts32)
-                .arg(&mut d_masks);
-        })?;
-        let masks = download(g, s, &d_masks, rows, "the rows' destinations")?;
-        clock.lap(g, "destinations", &mut steps)?;
-        Ok(BlockCount {
-            n,
-            first,
-            rows,
-            parts,
-            me,
-            poison,
-            rank: d_rank,
-            out_lens,
-            own_ptr,
-            own,
-            lengths,
-            masks,
-            steps,
-            gpu,
-        })
+        check("orient the block", s.synchronize())?;
+        self.own = Some((own_ptr, own));
+        Ok(entries)
     }
 
-    /// How many steps the orientation took (the first of those [`Self::count`] returns).
-    pub fn oriented_steps(&self) -> usize {
-        self.steps.len()
+    /// The lengths of the rows of U by rank (`n + 1`, the last zero), for the caller to sum
+    /// across the ranks.
+    pub fn lengths_mut(&mut self) -> &mut CudaSlice<u64> {
+        &mut self.lengths
     }
 
-    /// The lengths of the block's rows `U(a)` (row `i` is vertex `first + i`).
-    pub fn lengths(&self) -> &[u32] {
-        &self.lengths
-    }
-
-    /// For each rank, the block's rows (indices from 0) it needs, increasing; none for this
-    /// rank, which holds them.
-    pub fn destinations(&self) -> Vec<Vec<u32>> {
-        (0..self.parts)
-            .map(|q| match q == self.me {
-                true => Vec::new(),
-                false => (0..self.rows as u32)
-                    .into_par_iter()
-                    .filter(|&i| self.masks[i as usize] >> q & 1 != 0)
-                    .collect(),
-            })
-            .collect()
-    }
-
-    /// Device memory [`Self::count`] takes beyond what is held now, with `received` entries
-    /// in `rows` rows from the other ranks: the rows of U and L held, their offsets, the items
-    /// and the per-vertex counts when asked for, and a margin for the heavy rows' tables.
-    pub fn count_bytes(&self, received: u64, rows: u64, per_vertex: bool) -> u64 {
-        let held = self.own.len() as u64 + received;
-        // U's rows, L's (a vertex and an offset each, at most one per entry held), the
-        // received rows' offsets and ranks, the in-edge and item offsets.
-        let rows_u = 4 * held;
-        let rows_l = 8 * held;
-        let offsets = 12 * (rows + 1) + 16 * (self.n as u64 + 1);
-        let counts = if per_vertex { 16 * self.n as u64 } else { 0 };
-        rows_u + rows_l + offsets + counts + (256 << 20)
-    }
-
-    /// The block's rows `rows` (indices from 0, in any order), one after another in a new
-    /// buffer, and where each starts (`rows.len() + 1` offsets from 0).
-    pub fn gather(&self, rows: &[u32]) -> Result<(CudaSlice<u32>, Vec<u64>)> {
+    /// Lays out all of U by rank from the lengths (summed), the block's rows at their places
+    /// and zeros elsewhere. Returns U's entries.
+    pub fn place(&mut self) -> Result<u64> {
         let g = &*self.gpu;
         let s = &g.main;
         let _busy = g.busy.lock().unwrap_or_else(|e| e.into_inner());
-        let at = {
-            let lens: Vec<u32> = rows.iter().map(|&i| self.lengths[i as usize]).collect();
-            prefix(&lens)
+        let Some((own_ptr, own)) = self.own.take() else {
+            return Err(Error::Invalid(
+                "the block is placed once, after its orientation".into(),
+            ));
         };
-        let total = at[rows.len()] as usize;
-        let mut out = uninit::<u32>(s, total, self.poison, "the rows to send")?;
-        if !rows.is_empty() {
-            let d_rows = upload(g, s, rows, "the rows to send")?;
-            let d_at = upload(g, s, &at, "where the rows to send go")?;
-            let k = rows.len() as u64;
-            launch(g, s, "gather_pattern", strided(g, k * 32, 256), |l| {
-                l.arg(&self.own_ptr)
-                    .arg(&self.own)
-                    .arg(&d_rows)
-                    .arg(&k)
-                    .arg(&d_at)
-                    .arg(&mut out);
-            })?;
-        }
-        check("gather the rows to send", s.synchronize())?;
-        Ok((out, at))
-    }
-
-    /// Counts the triangles of this rank's pivots, given the rows the other ranks sent
-    /// (`received`: one after another, `lens` long each, of the vertices of rank ids `ids`).
-    /// Returns the count and, when asked for, the triangles through each vertex found here.
-    pub fn count(
-        self,
-        received: &CudaSlice<u32>,
-        ids: &[u32],
-        lens: &[u32],
-        per_vertex: bool,
-    ) -> Result<BlockCounted> {
-        if lens.len() != ids.len() {
-            return Err(Error::Invalid(format!(
-                "{} lengths for {} received rows",
-                lens.len(),
-                ids.len()
-            )));
-        }
-        let BlockCount {
-            gpu,
-            n,
-            first,
-            rows,
-            parts,
-            me,
-            poison,
-            rank: d_rank,
-            mut out_lens,
-            own_ptr,
-            own,
-            mut steps,
-            ..
-        } = self;
-        let g = &*gpu;
-        let s = &g.main;
-        let _busy = g.busy.lock().unwrap_or_else(|e| e.into_inner());
-        let mut clock = Clock(Instant::now());
-        let job = Job::new(g, n, poison)?;
-        let n1 = n as u64 + 1;
-        let (n32, parts32, me32) = (n as u32, parts as u32, me as u32);
-        // The received rows' ranks, where there are any.
-        let d_ids = match ids.is_empty() {
-            true => None,
-            false => Some(upload(g, s, ids, "the received rows' ranks")?),
-        };
-        if let Some(at) = &d_ids {
-            let d_lens = upload(g, s, lens, "the received rows' lengths")?;
-            let k = ids.len() as u64;
-            launch(g, s, "scatter_lengths", strided(g, k, 256), |b| {
-                b.arg(at).arg(&d_lens).arg(&k).arg(&mut out_lens);
-            })?;
-        }
-        exclusive_scan(g, s, &mut out_lens, n1, "the oriented row lengths")?;
-        let optr = out_lens;
-        let entries = read_at(s, &optr, n, "the oriented edge count")?;
-        let mut oadj = uninit::<u32>(s, entries as usize, poison, "the oriented adjacency")?;
-        if rows > 0 {
-            let own_ranks = d_rank.slice(first..first + rows);
-            let k = rows as u64;
+        let n = self.n;
+        exclusive_scan(
+            g,
+            s,
+            &mut self.lengths,
+            n as u64 + 1,
+            "the oriented row lengths",
+        )?;
+        let entries = read_at(s, &self.lengths, n, "the oriented edge count")?;
+        let mut oadj = zeros::<u32>(s, (entries as usize).max(1), "the oriented adjacency")?;
+        if self.rows > 0 {
+            let own_ranks = self.rank.slice(self.first..self.first + self.rows);
+            let k = self.rows as u64;
             launch(g, s, "place_pattern", strided(g, k * 32, 256), |l| {
                 l.arg(&own_ptr)
                     .arg(&own)
                     .arg(&own_ranks)
                     .arg(&k)
-                    .arg(&optr)
+                    .arg(&self.lengths)
                     .arg(&mut oadj);
             })?;
         }
-        drop((own_ptr, own));
-        if let Some(at) = &d_ids {
-            let received_ptr = upload(g, s, &prefix(lens), "the received rows' offsets")?;
-            let k = ids.len() as u64;
-            launch(g, s, "place_pattern", strided(g, k * 32, 256), |l| {
-                l.arg(&received_ptr)
-                    .arg(received)
-                    .arg(at)
-                    .arg(&k)
-                    .arg(&optr)
-                    .arg(&mut oadj);
-            })?;
-        }
+        check("place the block's rows", s.synchronize())?;
+        self.oadj = Some(oadj);
+        Ok(entries)
+    }
+
+    /// All of U (`entries` of [`Self::place`]), for the caller to sum across the ranks.
+    pub fn rows_mut(&mut self) -> Result<&mut CudaSlice<u32>> {
+        self.oadj
+            .as_mut()
+            .ok_or_else(|| Error::Invalid("the rows are summed once placed".into()))
+    }
+
+    /// Device memory [`Self::place`] and [`Self::count`] take beyond what is held after the
+    /// orientation, for `entries` entries of U: U itself, L of the pivots (at most one in-edge
+    /// and its offset per entry), their offsets and the items, the per-vertex counts when asked
+    /// for, and a margin for the heavy rows' tables.
+    pub fn count_bytes(&self, entries: u64, per_vertex: bool) -> u64 {
+        let n1 = self.n as u64 + 1;
+        let counts = if per_vertex { 16 * n1 } else { 0 };
+        12 * entries + 16 * n1 + counts + (256 << 20)
+    }
+
+    /// Counts the triangles of this rank's pivots in all of U (summed). Returns the count and,
+    /// when asked for, the triangles through each vertex found here.
+    pub fn count(self, per_vertex: bool) -> Result<BlockCounted> {
+        let BlockCount {
+            gpu,
+            n,
+            parts,
+            me,
+            poison,
+            rank: d_rank,
+            lengths: optr,
+            oadj,
+            ..
+        } = self;
+        let Some(oadj) = oadj else {
+            return Err(Error::Invalid("the rows are counted once placed".into()));
+        };
+        let g = &*gpu;
+        let s = &g.main;
+        let _busy = g.busy.lock().unwrap_or_else(|e| e.into_inner());
+        let mut clock = Instant::now();
+        let mut steps = Vec::new();
+        let job = Job::new(g, n, poison)?;
+        let n1 = n as u64 + 1;
+        let (n32, parts32, me32) = (n as u32, parts as u32, me as u32);
         // L, the items and the heavy rows of this rank's pivots.
         let mut iptr = zeros::<u64>(s, n + 1, "the in-edge row lengths")?;
         launch(g, s, "pivot_in_lens", job.per_row, |l| {
@@ -343,7 +300,7 @@ impl BlockCount {
         })?;
         let pivots = n.saturating_sub(me).div_ceil(parts);
         let mut item_ptr = zeros::<u64>(s, n + 1, "the light rows' items")?;
-        let mut heavy_rows = uninit::<u32>(s, pivots, poison, "the heavy rows")?;
+        let mut heavy_rows = uninit::<u32>(s, pivots.max(1), poison, "the heavy rows")?;
         let mut heavy_count = zeros::<u32>(s, 1, "the heavy row count")?;
         let mut longest = zeros::<u64>(s, 1, "the longest heavy row")?;
         if pivots > 0 {
@@ -368,7 +325,9 @@ impl BlockCount {
             s.clone_dtoh(&heavy_count.slice(0..1)),
         )?[0];
         let longest = read_at(s, &longest, 0, "the longest heavy row")?;
-        clock.lap(g, "lay out", &mut steps)?;
+        check("lay out the pivots' rows", s.synchronize())?;
+        steps.push(("lay out", clock.elapsed().as_secs_f64()));
+        clock = Instant::now();
         let dag = DeviceDag {
             optr,
             oadj,
@@ -392,7 +351,8 @@ impl BlockCount {
             true => Some(job.gather_by_rank(&d_rank, by_rank)?),
             false => None,
         };
-        clock.lap(g, "count", &mut steps)?;
+        check("count the pivots' triangles", s.synchronize())?;
+        steps.push(("count", clock.elapsed().as_secs_f64()));
         Ok((triangles, by_vertex, steps))
     }
 }
@@ -400,7 +360,7 @@ impl BlockCount {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::gpu::transfer::upload;
+    use crate::gpu::transfer::{download, upload_into};
     use crate::tricount::{self, SimpleGraph};
 
     /// A power-law-ish graph with hubs heavy enough for the block-wide kernel.
@@ -420,6 +380,27 @@ mod tests {
         SimpleGraph::from_edges(crate::EdgeList::square(n as usize, edges, None)).unwrap()
     }
 
+    /// Sums one buffer of every block element by element, as the ranks' sums do.
+    fn sum_over<T>(
+        gpu: &Gpu,
+        blocks: &mut [BlockCount],
+        len: usize,
+        buf: impl Fn(&mut BlockCount) -> &mut CudaSlice<T>,
+    ) where
+        T: cudarc::driver::DeviceRepr + Copy + Default + Send + Sync + std::ops::Add<Output = T>,
+    {
+        let mut sum = vec![T::default(); len];
+        for b in blocks.iter_mut() {
+            let part = download(gpu, &gpu.main, buf(b), len, "a part").unwrap();
+            for (s, x) in sum.iter_mut().zip(part) {
+                *s = *s + x;
+            }
+        }
+        for b in blocks.iter_mut() {
+            upload_into(gpu, &gpu.main, &sum, buf(b), "the sums").unwrap();
+        }
+    }
+
     #[test]
     fn blocks_counted_apart_sum_to_the_one_process_count() {
         let Some(gpu) = crate::gpu::for_tests() else {
@@ -433,11 +414,10 @@ mod tests {
         let want = tricount::count(&g, &opts).unwrap();
         assert!(want.triangles > 0);
         let n = g.vertices();
-        let (rank, _) = crate::tricount::orient::degree_ranks(n, |v| g.degree(v) as u64);
         let (ptr, adj) = (g.row_ptr(), g.col_idx());
         for parts in [1, 2, 3, 5] {
             let cut = |p: usize| p * n / parts;
-            let blocks: Vec<BlockCount> = (0..parts)
+            let mut blocks: Vec<BlockCount> = (0..parts)
                 .map(|p| {
                     let rows = cut(p)..cut(p + 1);
                     let (lo, hi) = (ptr[rows.start] as usize, ptr[rows.end] as usize);
@@ -446,39 +426,36 @@ mod tests {
                         .map(|&x| x - lo as u64)
                         .collect();
                     let adj = &adj[lo..hi];
-                    BlockCount::orient(gpu.clone(), &local, adj, rows.start, &rank, parts, p, true)
+                    BlockCount::upload(gpu.clone(), &local, adj, rows.start, n, parts, p, true)
                         .unwrap()
                 })
                 .collect();
-            // The rows each rank needs, from every other block, through the host.
-            let dest: Vec<Vec<Vec<u32>>> = blocks.iter().map(|b| b.destinations()).collect();
-            let received: Vec<(Vec<u32>, Vec<u32>, Vec<u32>)> = (0..parts)
-                .map(|q| {
-                    let (mut ids, mut lens, mut rows) = (Vec::new(), Vec::new(), Vec::new());
-                    for (p, b) in blocks.iter().enumerate() {
-                        let mine = &dest[p][q];
-                        if p == q {
-                            assert!(mine.is_empty(), "a block sends nothing to itself");
-                            continue;
-                        }
-                        let (buf, at) = b.gather(mine).unwrap();
-                        let got = download(&gpu, &gpu.main, &buf, at[mine.len()] as usize, "rows")
-                            .unwrap();
-                        rows.extend(got);
-                        for (k, &i) in mine.iter().enumerate() {
-                            ids.push(rank[cut(p) + i as usize]);
-                            lens.push((at[k + 1] - at[k]) as u32);
-                            assert_eq!(lens[lens.len() - 1], b.lengths()[i as usize]);
-                        }
-                    }
-                    (ids, lens, rows)
-                })
-                .collect();
+            sum_over(&gpu, &mut blocks, n, |b| b.degrees_mut());
+            let degree = download(&gpu, &gpu.main, blocks[0].degrees_mut(), n, "d").unwrap();
+            assert!((0..n).all(|v| degree[v] as usize == g.degree(v)));
+            blocks[0].rank_by_degree().unwrap();
+            sum_over(&gpu, &mut blocks, n, |b| b.ranks_mut());
+            let rank = download(&gpu, &gpu.main, blocks[parts - 1].ranks_mut(), n, "r").unwrap();
+            let mut order = vec![u32::MAX; n];
+            for (v, &r) in rank.iter().enumerate() {
+                assert_eq!(order[r as usize], u32::MAX, "rank {r} taken twice");
+                order[r as usize] = v as u32;
+            }
+            assert!(order
+                .windows(2)
+                .all(|w| degree[w[0] as usize] <= degree[w[1] as usize]));
+            let own: u64 = blocks.iter_mut().map(|b| b.orient().unwrap()).sum();
+            assert_eq!(2 * own, adj.len() as u64, "{parts} blocks");
+            sum_over(&gpu, &mut blocks, n + 1, |b| b.lengths_mut());
+            for b in blocks.iter_mut() {
+                assert_eq!(b.place().unwrap(), own);
+            }
+            sum_over(&gpu, &mut blocks, own as usize, |b| b.rows_mut().unwrap());
             let (mut total, mut per_vertex) = (0, vec![0u64; n]);
-            for (b, (ids, lens, rows)) in blocks.into_iter().zip(received) {
-                let d = upload(&gpu, &gpu.main, &rows, "the received rows").unwrap();
-                let (t, pv, steps) = b.count(&d, &ids, &lens, true).unwrap();
-                assert_eq!(steps.len(), 5);
+            for b in blocks {
+                let (t, pv, steps) = b.count(true).unwrap();
+                let names: Vec<_> = steps.iter().map(|s| s.0).collect();
+                assert_eq!(names, ["lay out", "count"]);
                 total += t;
                 for (s, x) in per_vertex.iter_mut().zip(pv.unwrap()) {
                     *s += x;

@@ -1,30 +1,29 @@
 //! The count across ranks with every rank's block on its GPU, counted by the one-process
-//! kernels ([`BlockCount`]): every rank ranks the vertices by (degree, id) from the gathered
-//! degrees and orients its block on its GPU; each row goes to the ranks that count triangles
-//! with it (the owners of the pivots it holds: pivots are dealt out by rank id modulo the
-//! ranks), in one exchange (GPU to GPU through NCCL where the ranks' GPUs are joined, else
-//! through host memory by MPI); each rank counts the triangles of its pivots. Taken where every
-//! rank counts on its GPU and the rows fit one exchange and every rank's device memory;
-//! otherwise the caller counts in rounds.
+//! kernels ([`BlockCount`]): every vertex's degree and rank, the rows' lengths and then the
+//! rows of U are summed across the ranks from each block's disjoint part (GPU to GPU through
+//! NCCL where the ranks' GPUs are joined, else through host memory by MPI), so that every rank
+//! holds all of U, and each rank counts the triangles of its pivots (dealt out by rank id
+//! modulo the ranks). Taken where every rank counts on its GPU and U fits the exchange's
+//! bound and every rank's device memory; otherwise the caller counts in rounds.
 
 use super::{Exchange, Options};
-use crate::dist::{agree, asked_entries_bound, Comm, MAX_MESSAGE};
-use crate::error::Result;
-use crate::gpu::prims::{check, uninit};
+use crate::dist::{agree, Comm, MAX_MESSAGE};
+use crate::error::{Error, Result};
 use crate::gpu::transfer::{download, upload_into};
 use crate::gpu::Gpu;
-use crate::tricount::gpu_block::{BlockCount, MAX_PARTS};
-use cudarc::driver::CudaSlice;
+use crate::tricount::gpu_block::BlockCount;
+use cudarc::driver::{CudaSlice, DeviceRepr};
 use rayon::prelude::*;
-use std::ops::Range;
 use std::sync::Arc;
 use std::time::Instant;
 
-/// The block's rows: offsets (from 0) and the symmetric adjacency, rows of vertices `first..`.
+/// The block's rows: offsets (from 0) and the symmetric adjacency, rows of vertices `first..`
+/// of a graph of `n` vertices.
 pub(super) struct Block<'a> {
     pub ptr: &'a [u64],
     pub adj: &'a [u32],
     pub first: usize,
+    pub n: usize,
 }
 
 /// What a rank's count found, and how long its steps took.
@@ -40,169 +39,178 @@ pub(super) struct RankCount {
 }
 
 /// The rank's triangles (those whose middle vertex it owns), its per-vertex counts when asked
-/// for, and the rounds of the exchange (1 where any rank fetched rows, else 0); `None` where the
-/// fetch does not fit (on any rank): nothing was counted and the GPU holds nothing of it.
-/// Collective; every rank must count on its GPU.
+/// for, and the rounds of the exchange (1 across ranks, 0 alone); `None` where all of U does
+/// not fit (on any rank): nothing was counted and the GPU holds nothing of it. Collective;
+/// every rank must count on its GPU.
 pub(super) fn count(
     comm: &dyn Comm,
     gpu: Arc<Gpu>,
     block: &Block<'_>,
-    degree: &[u32],
     opts: &Options,
     exchange: &mut Exchange,
 ) -> Result<Option<RankCount>> {
     let (me, p) = (comm.rank(), comm.size());
-    if p > MAX_PARTS {
-        return Ok(None);
-    }
-    let clock = Instant::now();
-    let (rank, _) = crate::tricount::orient::degree_ranks(degree.len(), |v| u64::from(degree[v]));
-    let ranked = ("rank", clock.elapsed().as_secs_f64());
-    let made = BlockCount::orient(
+    let mut steps = Vec::new();
+    let mut clock = Instant::now();
+    let mut lap = |name: &'static str| {
+        steps.push((name, clock.elapsed().as_secs_f64()));
+        clock = Instant::now();
+    };
+    let made = BlockCount::upload(
         Arc::clone(&gpu),
         block.ptr,
         block.adj,
         block.first,
-        &rank,
+        block.n,
         p,
         me,
         false,
     );
-    let b = agree(comm, made)?;
-    let t = Instant::now();
-    // Each row to the ranks that need it: their rank ids and lengths by MPI, in the order sent.
-    let dest = b.destinations();
-    let send_rows: Vec<u32> = dest.concat();
-    let counts: Vec<usize> = dest.iter().map(Vec::len).collect();
-    let ids: Vec<u32> = send_rows
-        .par_iter()
-        .map(|&i| rank[block.first + i as usize])
-        .collect();
-    let lengths: Vec<u32> = send_rows
-        .par_iter()
-        .map(|&i| b.lengths()[i as usize])
-        .collect();
-    let listed = counts.iter().all(|&c| c <= MAX_MESSAGE);
-    let mut unlisted = [u64::from(!listed)];
-    comm.max_u64(&mut unlisted);
-    if unlisted[0] != 0 {
-        return Ok(None);
-    }
-    #[cfg_attr(not(feature = "mpi"), allow(unused_variables))]
-    let (got_ids, got_counts) = comm.all_to_all_u32(&ids, &counts);
-    let (got_lens, _) = comm.all_to_all_u32(&lengths, &counts);
-    let received: u64 = got_lens.iter().map(|&l| u64::from(l)).sum();
-    let sent: u64 = lengths.iter().map(|&l| u64::from(l)).sum();
-    let lists_step = ("exchange lists", t.elapsed().as_secs_f64());
-    let rows_clock = Instant::now();
+    let mut b = agree(comm, made)?;
+    lap("upload");
+    let n = block.n;
+    sum(comm, &gpu, b.degrees_mut(), n, &host_sum_u32)?;
+    let ranked = match me {
+        0 => b.rank_by_degree(),
+        _ => Ok(()),
+    };
+    agree(comm, ranked)?;
+    sum(comm, &gpu, b.ranks_mut(), n, &host_sum_u32)?;
+    lap("rank");
+    let own = agree(comm, b.orient())?;
+    lap("orient");
 
-    #[cfg(feature = "mpi")]
-    let link = comm.gpu_link();
-    #[cfg(not(feature = "mpi"))]
-    let link: Option<&()> = None;
-    let bound = match link {
-        Some(_) => opts.stage_entries,
-        None => opts.stage_entries.min(asked_entries_bound(comm, 1)),
-    } as u64;
+    // All of U on every rank: within the exchange's bound and the GPU's memory?
+    let mut totals = [own, block.adj.len() as u64];
+    comm.sum_u64(&mut totals);
+    let [entries, adjacency] = totals;
+    if 2 * entries != adjacency {
+        return Err(Error::Invalid(format!(
+            "the adjacency is not symmetric: {entries} oriented edges from {adjacency} entries"
+        )));
+    }
+    let received = entries - own;
     let room = gpu.memory().map(|(free, _)| free).unwrap_or(0);
-    let want = b.count_bytes(received, got_ids.len() as u64, opts.per_vertex) + 4 * sent;
-    let fits = received.max(sent) <= bound && want <= room;
+    let fits =
+        received <= opts.stage_entries as u64 && b.count_bytes(entries, opts.per_vertex) <= room;
     let mut short = [u64::from(!fits)];
     comm.max_u64(&mut short);
     if short[0] != 0 {
         return Ok(None);
     }
-
-    // The rows: each rank gathers what it sends (in rank order) into one buffer, and receives
-    // into one, a span from each rank in rank order.
-    let made = (|| {
-        let (send, at) = b.gather(&send_rows)?;
-        let s = &gpu.main;
-        let recv = uninit::<u32>(s, received as usize, false, "the received rows")?;
-        Ok((send, at, recv))
-    })();
-    let (send, at, mut recv) = agree(comm, made)?;
-    let send_spans = spans(&counts, |k| at[k] as usize);
-    #[cfg(feature = "mpi")]
-    if let Some(link) = link {
-        let at = crate::tricount::orient::prefix(&got_lens);
-        let recv_spans = spans(&got_counts, |k| at[k] as usize);
-        let send: Vec<_> = send_spans.iter().map(|r| (&send, r.clone())).collect();
-        if let Err(e) = link.send_recv(&send, &mut recv, &recv_spans) {
-            // The other ranks may be inside the exchange: none can be told but by ending them all.
-            comm.abort(2, &format!("rank {me} of {p}: {e}"));
-        }
-    }
-    if link.is_none() {
-        through_host(comm, &gpu, &send, &send_spans, &mut recv)?;
-    }
-    drop(send);
+    let t = Instant::now();
+    sum(comm, &gpu, b.lengths_mut(), n + 1, &host_sum_u64)?;
+    let placed = agree(comm, b.place())?;
+    debug_assert_eq!(placed, entries);
+    let rows = agree(comm, b.rows_mut())?;
+    sum(comm, &gpu, rows, entries as usize, &host_sum_u32)?;
     exchange.seconds += t.elapsed().as_secs_f64();
-    exchange.bytes += 8 * got_ids.len() as u64 + 4 * received;
-    let exchanged = [
-        lists_step,
-        ("exchange rows", rows_clock.elapsed().as_secs_f64()),
-    ];
-    let oriented_steps = b.oriented_steps();
-    let counted = b.count(&recv, &got_ids, &got_lens, opts.per_vertex);
-    let (triangles, per_vertex, block_steps) = agree(comm, counted)?;
-    // In the order taken: the ranking, the block's upload and orientation, the exchange, the
-    // block's layout and count.
-    let (oriented, counted) = block_steps.split_at(oriented_steps.min(block_steps.len()));
-    let steps = [&[ranked][..], oriented, &exchanged, counted].concat();
-    let mut rounds = [u64::from(!got_ids.is_empty())];
-    comm.max_u64(&mut rounds);
+    exchange.bytes += 4 * received + 8 * (n - block.ptr.len().saturating_sub(1)) as u64;
+    lap("exchange");
+
+    let (triangles, per_vertex, counted) = agree(comm, b.count(opts.per_vertex))?;
+    steps.extend(counted);
     Ok(Some(RankCount {
         triangles,
         per_vertex,
-        rounds: rounds[0],
+        rounds: u64::from(p > 1),
         steps,
     }))
 }
 
-/// The spans of consecutive runs of `counts[q]` items, `at(k)` where item `k` starts (and
-/// `at(total)` where the last ends).
-fn spans(counts: &[usize], at: impl Fn(usize) -> usize) -> Vec<Range<usize>> {
-    let mut k = 0;
-    counts
-        .iter()
-        .map(|&c| {
-            let r = at(k)..at(k + c);
-            k += c;
-            r
-        })
-        .collect()
-}
-
-/// The rows moved through host memory: each rank's buffer `send` (span `send_spans[q]` for
-/// rank `q`) copied to the host, exchanged by the communicator, and what arrived copied into
-/// `recv` (the spans from each rank one after another, in rank order). Collective.
-fn through_host(
+/// Sums the first `len` elements of `buf` across the ranks, in place, where each element is
+/// nonzero on at most one rank: GPU to GPU through NCCL where the ranks' GPUs are joined, else
+/// through host memory (`on_host`). Collective.
+fn sum<T>(
     comm: &dyn Comm,
     gpu: &Gpu,
-    send: &CudaSlice<u32>,
-    send_spans: &[Range<usize>],
-    recv: &mut CudaSlice<u32>,
-) -> Result<()> {
+    buf: &mut CudaSlice<T>,
+    len: usize,
+    on_host: &dyn Fn(&dyn Comm, &mut [T]),
+) -> Result<()>
+where
+    T: DeviceRepr + Copy + Default + Send + Sync + NcclWord,
+{
+    if comm.size() == 1 || len == 0 {
+        return Ok(());
+    }
+    #[cfg(feature = "mpi")]
+    if let Some(link) = comm.gpu_link() {
+        if let Err(e) = link.sum_in_place(buf, len) {
+            // The other ranks may be inside the sum: none can be told but by ending them all.
+            comm.abort(2, &format!("rank {} of {}: {e}", comm.rank(), comm.size()));
+        }
+        return Ok(());
+    }
     let s = &gpu.main;
-    let total = send_spans.last().map_or(0, |r| r.end);
-    let host = agree(comm, download(gpu, s, send, total, "the rows to send"))?;
-    let counts: Vec<usize> = send_spans.iter().map(|r| r.len()).collect();
-    let (got, _) = comm.all_to_all_u32(&host, &counts);
-    drop(host);
-    let copied = upload_into(gpu, s, &got, recv, "the fetched rows")
-        .and_then(|()| check("copy the fetched rows to the GPU", s.synchronize()));
-    agree(comm, copied)
+    let mut host = agree(
+        comm,
+        download(gpu, s, buf, len, "a part to sum across the ranks"),
+    )?;
+    on_host(comm, &mut host);
+    agree(
+        comm,
+        upload_into(gpu, s, &host, buf, "the sums across the ranks"),
+    )
+}
+
+/// What NCCL can sum (every type where the build has no NCCL).
+#[cfg(feature = "mpi")]
+use crate::gpu::nccl::Word as NcclWord;
+#[cfg(not(feature = "mpi"))]
+trait NcclWord {}
+#[cfg(not(feature = "mpi"))]
+impl<T> NcclWord for T {}
+
+fn host_sum_u64(comm: &dyn Comm, values: &mut [u64]) {
+    for piece in values.chunks_mut(MAX_MESSAGE) {
+        comm.sum_u64(piece);
+    }
+}
+
+/// Sums 32-bit elements each nonzero on at most one rank, two to a 64-bit word of MPI's sum:
+/// with one nonzero part, no carry crosses from one half of a word into the other.
+fn host_sum_u32(comm: &dyn Comm, values: &mut [u32]) {
+    let mut words: Vec<u64> = values
+        .par_chunks(2)
+        .map(|c| u64::from(c[0]) | u64::from(c.get(1).copied().unwrap_or(0)) << 32)
+        .collect();
+    host_sum_u64(comm, &mut words);
+    values.par_chunks_mut(2).zip(words).for_each(|(c, w)| {
+        c[0] = w as u32;
+        if let Some(x) = c.get_mut(1) {
+            *x = (w >> 32) as u32;
+        }
+    });
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::dist::threads::on_ranks;
 
     #[test]
-    fn spans_follow_the_counts() {
-        let at = [0usize, 3, 5, 9, 10];
-        assert_eq!(spans(&[2, 0, 2], |k| at[k]), vec![0..5, 5..5, 5..10]);
-        assert_eq!(spans(&[], |k| at[k]), Vec::<Range<usize>>::new());
+    fn disjoint_parts_sum_across_ranks_without_carries_between_halves() {
+        // Each element nonzero on at most one of three ranks, the largest value included, an
+        // odd length (the last word half used).
+        let parts = [
+            vec![u32::MAX, 0, 0, 7, 0],
+            vec![0, u32::MAX, 0, 0, 1],
+            vec![0, 0, 5, 0, 0],
+        ];
+        let sums = on_ranks(3, |c| {
+            let mut v = parts[c.rank()].clone();
+            host_sum_u32(c, &mut v);
+            v
+        });
+        for v in sums {
+            assert_eq!(v, vec![u32::MAX, u32::MAX, 5, 7, 1]);
+        }
+        let sums = on_ranks(2, |c| {
+            let mut v = vec![c.rank() as u64 + 1; 3];
+            host_sum_u64(c, &mut v);
+            v
+        });
+        assert_eq!(sums, vec![vec![3; 3]; 2]);
     }
 }

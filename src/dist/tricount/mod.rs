@@ -12,10 +12,10 @@
 //! Per-vertex counts are kept for every vertex on every rank and summed across ranks at the end
 //! (a vertex's triangles are found on the ranks owning their lowest vertex).
 //!
-//! Where every rank counts on its GPU and the rows it needs fit one exchange and its GPU, the
-//! ranks count with the one-process kernels instead ([`gpu_blocks`]): each the triangles whose
-//! middle vertex is one of its pivots (dealt out by degree rank, so evenly whatever the blocks
-//! hold), from the rows of every block that hold its pivots.
+//! Where every rank counts on its GPU and all of U fits the exchange's bound and every GPU, the
+//! ranks count with the one-process kernels instead ([`gpu_blocks`]): every rank holds all of
+//! U (summed across the ranks from the blocks' rows) and counts the triangles whose middle
+//! vertex is one of its pivots (dealt out by degree rank, so evenly whatever the blocks hold).
 
 mod gpu_blocks;
 
@@ -127,12 +127,6 @@ pub fn count_block(comm: &dyn Comm, block: &RowBlock, opts: &Options) -> Result<
     let start = Instant::now();
     let blocks = block.blocks;
     let n = blocks.n;
-    let degrees: Vec<u32> = (0..block.rows())
-        .into_par_iter()
-        .map(|i| block.row(i).len() as u32)
-        .collect();
-    let (degree, _) = comm.all_gather_u32(&degrees);
-    drop(degrees);
     let first = block.first();
     let (engine, notice) = pick_engine(comm, block, opts.engine);
 
@@ -159,12 +153,13 @@ pub fn count_block(comm: &dyn Comm, block: &RowBlock, opts: &Options) -> Result<
                 ptr: &block.ptr,
                 adj: &block.adj,
                 first,
+                n,
             };
-            let counted = gpu_blocks::count(comm, gpu, &b, &degree, opts, &mut exchange)?;
+            let counted = gpu_blocks::count(comm, gpu, &b, opts, &mut exchange)?;
             if counted.is_none() && opts.method == Method::Fused {
                 return Err(Error::Invalid(
-                    "--method fused: a rank's rows do not fit one exchange and its GPU's memory; \
-                     use --method merge (rows fetched in rounds)"
+                    "--method fused: the oriented graph does not fit one exchange and every \
+                     rank's GPU memory; use --method merge (rows fetched in rounds)"
                         .into(),
                 ));
             }
@@ -179,6 +174,7 @@ pub fn count_block(comm: &dyn Comm, block: &RowBlock, opts: &Options) -> Result<
     let (total, by_vertex, rounds, steps) = match fused {
         Some(c) => (c.triangles, c.per_vertex, c.rounds, c.steps),
         None => {
+            let degree = gathered_degrees(comm, block);
             let up = Upper::of(block, &degree);
             let budget = opts.stage_entries.clamp(1, asked_entries_bound(comm, 1)) as u64;
             let plan = Rounds {
@@ -230,6 +226,15 @@ pub fn count_block(comm: &dyn Comm, block: &RowBlock, opts: &Options) -> Result<
         notice,
         labels: None,
     })
+}
+
+/// Every vertex's degree, the blocks' gathered.
+fn gathered_degrees(comm: &dyn Comm, block: &RowBlock) -> Vec<u32> {
+    let degrees: Vec<u32> = (0..block.rows())
+        .into_par_iter()
+        .map(|i| block.row(i).len() as u32)
+        .collect();
+    comm.all_gather_u32(&degrees).0
 }
 
 /// What a count's row exchange took: the time this rank spent in it, the bytes it received.
