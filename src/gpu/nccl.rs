@@ -58,6 +58,9 @@ pub struct Link {
     size: usize,
 }
 
+/// Words of the large sum that connects NCCL's collectives when a link is made (4 MiB).
+const WARM_SUM_WORDS: usize = 1 << 20;
+
 /// The device buffers of one exchange: what this process sends, and room for what it receives.
 pub struct Buffers {
     send: CudaSlice<u32>,
@@ -100,6 +103,11 @@ impl Link {
             .buffers(size, size)?
             .ok_or_else(|| Error::gpu(stage, "no device memory for the first exchange"))?;
         link.exchange(&mut warm, &vec![0u32; size], &ones, &ones, &mut Vec::new())?;
+        // NCCL connects its collectives on their first use, which costs far more than a sum:
+        // one small and one large sum connect the protocols it picks by size.
+        let mut sum = super::prims::zeros::<u32>(&link.stream, WARM_SUM_WORDS, "a first sum")?;
+        link.sum_in_place(&mut sum, 1)?;
+        link.sum_in_place(&mut sum, WARM_SUM_WORDS)?;
         Ok(link)
     }
 
