@@ -78,10 +78,7 @@ pub(crate) fn parsed_row_block(
     let (loaded, labels) = super::matrix::read_part::<f64>(comm, path, format, stage_edges)?;
     let mut n = [loaded.edges.nrows.max(loaded.edges.ncols) as u64];
     comm.max_u64(&mut n);
-    let blocks = Blocks {
-        n: n[0] as usize,
-        parts: comm.size(),
-    };
+    let blocks = Blocks::even(n[0] as usize, comm.size());
     let edges = loaded.edges.edges;
     // Each edge becomes two directed pairs, of two u32s each.
     let stage = stage_edges.clamp(1, MAX_MESSAGE / 4);
@@ -191,7 +188,7 @@ mod tests {
         std::fs::write(&f, "# c\n0 1\n1 0\n2 2\n1 3\n0 1\n3 0\n").unwrap();
         for stage in [1, 2, 100] {
             let b = simple_row_block(&SelfComm, &f, None, stage).unwrap();
-            assert_eq!(b.blocks, Blocks { n: 4, parts: 1 });
+            assert_eq!(b.blocks, Blocks::even(4, 1));
             let rows: Vec<&[u32]> = (0..b.rows()).map(|i| b.row(i)).collect();
             assert_eq!(rows, vec![&[1, 3][..], &[0, 3], &[], &[0, 1]]);
         }
@@ -199,7 +196,7 @@ mod tests {
 
     #[test]
     fn pairs_go_to_the_owners_of_their_rows() {
-        let blocks = Blocks { n: 5, parts: 2 };
+        let blocks = Blocks::even(5, 2);
         let (send, counts) = by_owner(&[(0, 4), (1, 1), (2, 3)], &blocks);
         assert_eq!(counts, vec![4, 4]);
         assert_eq!(send, vec![0, 4, 2, 3, 4, 0, 3, 2]);
@@ -211,7 +208,7 @@ mod tests {
     #[test]
     fn rows_are_built_alike_on_any_number_of_threads() {
         let mut rng = crate::generate::rng::SplitMix64::new(5);
-        let blocks = Blocks { n: 3000, parts: 3 };
+        let blocks = Blocks::even(3000, 3);
         let rows = blocks.range(1);
         // Pairs of the middle block, with repeats and a hub row.
         let mut pairs = Vec::new();
@@ -233,7 +230,7 @@ mod tests {
                 .num_threads(threads)
                 .build()
                 .unwrap();
-            let b = pool.install(|| build_rows(blocks, 1, &pairs));
+            let b = pool.install(|| build_rows(blocks.clone(), 1, &pairs));
             assert_eq!(b.rows(), rows.len());
             for (i, w) in want.iter().enumerate() {
                 assert!(b.row(i).iter().eq(w.iter()), "row {i}, {threads} threads");
@@ -268,7 +265,7 @@ mod tests {
         .unwrap();
         std::fs::write(&g, crate::io::npz::write(Vec::new(), &m).unwrap()).unwrap();
         let b = simple_row_block(&SelfComm, &g, None, 8).unwrap();
-        assert_eq!(b.blocks, Blocks { n: 3, parts: 1 });
+        assert_eq!(b.blocks, Blocks::even(3, 1));
         assert_eq!(
             (b.row(0), b.row(1), b.row(2)),
             (&[1, 2][..], &[0][..], &[0][..])

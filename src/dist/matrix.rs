@@ -20,12 +20,9 @@ use std::path::Path;
 /// One rank's block of rows of a matrix.
 #[derive(Clone, Debug, PartialEq)]
 pub struct MatrixBlock<T> {
-    /// How rows are cut among the ranks (`blocks.n` is the matrix's row count), unless `cut`
-    /// says otherwise.
+    /// How rows are cut among the ranks (`blocks.n` is the matrix's row count): evenly, or in
+    /// blocks of equal work (a product's).
     pub blocks: Blocks,
-    /// The blocks' first rows, then the row count (ranks + 1 values), where they were cut
-    /// otherwise than `blocks` (a product's blocks of equal work).
-    pub cut: Option<std::sync::Arc<[usize]>>,
     /// The matrix's column count.
     pub ncols: usize,
     /// This rank's block.
@@ -42,28 +39,18 @@ impl<T: Scalar> MatrixBlock<T> {
 
     /// The first row of rank `p`'s block (the row count for `p` = the ranks).
     pub fn start(&self, p: usize) -> usize {
-        match &self.cut {
-            Some(cut) => cut[p],
-            None => self.blocks.start(p),
-        }
+        self.blocks.start(p)
     }
 
     /// The rank whose block holds row `v`.
     pub fn owner(&self, v: usize) -> usize {
-        match &self.cut {
-            // The last block starting at or before v (empty blocks start where the next does).
-            Some(cut) => cut[1..cut.len() - 1].partition_point(|&s| s <= v),
-            None => self.blocks.owner(v),
-        }
+        self.blocks.owner(v)
     }
 
     /// Cuts a whole matrix into `comm`'s blocks and keeps this rank's (for tests and for
     /// matrices every rank already holds).
     pub fn of_whole(comm: &dyn Comm, m: &Csr<T>) -> MatrixBlock<T> {
-        let blocks = Blocks {
-            n: m.nrows(),
-            parts: comm.size(),
-        };
+        let blocks = Blocks::even(m.nrows(), comm.size());
         let r = blocks.range(comm.rank());
         let ptr = m.row_ptr();
         let (lo, hi) = (ptr[r.start] as usize, ptr[r.end] as usize);
@@ -79,7 +66,6 @@ impl<T: Scalar> MatrixBlock<T> {
         );
         MatrixBlock {
             blocks,
-            cut: None,
             ncols: m.ncols(),
             rank: comm.rank(),
             rows,
@@ -165,10 +151,7 @@ pub(crate) fn block_of_parts<T: Scalar>(
             "{ncols} columns do not fit 32-bit indices"
         )));
     }
-    let blocks = Blocks {
-        n: nrows,
-        parts: comm.size(),
-    };
+    let blocks = Blocks::even(nrows, comm.size());
     let el = loaded.edges;
     // An entry travels as its row, its column and (weighted) its f64 weight in two words, and
     // twice when symmetrizing.
@@ -188,7 +171,6 @@ pub(crate) fn block_of_parts<T: Scalar>(
     let rows = agree(comm, rows)?;
     Ok(MatrixBlock {
         blocks,
-        cut: None,
         ncols,
         rank: comm.rank(),
         rows,

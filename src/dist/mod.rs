@@ -333,19 +333,45 @@ pub(crate) fn offsets(counts: &[usize]) -> Vec<usize> {
         .collect()
 }
 
-/// Rows `0..n` cut into `parts` consecutive blocks whose sizes differ by at most one (the first
-/// `n % parts` blocks have one more): block `p` is `start(p)..start(p + 1)`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// Rows `0..n` cut into `parts` consecutive blocks: evenly ([`Blocks::even`]: sizes that
+/// differ by at most one, the first `n % parts` blocks one larger) or at given rows
+/// ([`Blocks::at`]: blocks of about equal work). Block `p` is `start(p)..start(p + 1)`.
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Blocks {
     /// The number of rows.
     pub n: usize,
     /// The number of blocks (ranks).
     pub parts: usize,
+    /// The blocks' first rows, then `n` (`parts + 1` values), where they are not cut evenly.
+    cut: Option<std::sync::Arc<[usize]>>,
 }
 
 impl Blocks {
+    /// `n` rows in `parts` blocks of sizes that differ by at most one.
+    pub fn even(n: usize, parts: usize) -> Blocks {
+        Blocks {
+            n,
+            parts,
+            cut: None,
+        }
+    }
+
+    /// The blocks starting at `cut[p]` (`cut`: `parts + 1` nondecreasing rows from 0, the last
+    /// the row count).
+    pub fn at(cut: Vec<usize>) -> Blocks {
+        debug_assert!(cut.len() >= 2 && cut[0] == 0 && cut.windows(2).all(|w| w[0] <= w[1]));
+        Blocks {
+            n: cut.last().copied().unwrap_or(0),
+            parts: cut.len().saturating_sub(1),
+            cut: Some(cut.into()),
+        }
+    }
+
     /// The first row of block `p` (`n` for `p == parts`).
     pub fn start(&self, p: usize) -> usize {
+        if let Some(cut) = &self.cut {
+            return cut[p];
+        }
         let (q, r) = (self.n / self.parts, self.n % self.parts);
         p * q + p.min(r)
     }
@@ -357,6 +383,10 @@ impl Blocks {
 
     /// The block holding row `v` (`v < n`).
     pub fn owner(&self, v: usize) -> usize {
+        if let Some(cut) = &self.cut {
+            // The last block starting at or before v (empty blocks start where the next does).
+            return cut[1..cut.len() - 1].partition_point(|&s| s <= v);
+        }
         let (q, r) = (self.n / self.parts, self.n % self.parts);
         let big = r * (q + 1);
         if v < big {
@@ -429,7 +459,7 @@ mod tests {
     fn blocks_cover_rows_and_owners_match() {
         for n in 0..40 {
             for parts in 1..7 {
-                let b = Blocks { n, parts };
+                let b = Blocks::even(n, parts);
                 assert_eq!(b.start(0), 0);
                 assert_eq!(b.start(parts), n);
                 for p in 0..parts {

@@ -112,10 +112,7 @@ mod tests {
             })
             .collect();
         for parts in [1, 2, 3, 7] {
-            let blocks = Blocks {
-                n: n as usize,
-                parts,
-            };
+            let blocks = Blocks::even(n as usize, parts);
             // One pass in order.
             let mut want = vec![Vec::new(); parts];
             for &(u, v) in &edges {
@@ -135,7 +132,7 @@ mod tests {
                 assert_eq!(got, (want.clone(), counts.clone()), "{parts} {threads}");
             }
         }
-        let none = by_owner(&Both(&[]), &Blocks { n: 0, parts: 2 });
+        let none = by_owner(&Both(&[]), &Blocks::even(0, 2));
         assert_eq!(none, (vec![], vec![0, 0]));
     }
 }

@@ -169,8 +169,7 @@ pub fn multiply<T: Scalar>(
         steps: super::timed_steps(comm, &steps),
     };
     let block = MatrixBlock {
-        blocks: a.blocks,
-        cut: a.cut.clone(),
+        blocks: a.blocks.clone(),
         ncols: b.ncols,
         rank: a.rank,
         rows: c,
@@ -201,8 +200,7 @@ fn balanced<T: Scalar>(
     let moved =
         super::mcl::balance::rebalance(comm, &a.rows, &starts, &work, &lengths, BALANCE_SLACK)?;
     Some(MatrixBlock {
-        blocks: a.blocks,
-        cut: Some(moved.starts.into()),
+        blocks: super::Blocks::at(moved.starts),
         ncols: a.ncols,
         rank: a.rank,
         rows: moved.rows,

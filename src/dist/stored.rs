@@ -1,6 +1,6 @@
 //! The simple graph's row blocks read straight from a `.npz` archive that already stores one:
-//! every rank reads its block of rows (or columns: a symmetric pattern's are the same) from the
-//! mapped file, its bytes of `indptr` and `indices` only and no values
+//! every rank reads its block of rows (or columns: a symmetric pattern's are the same; blocks of
+//! about equal entries, cut by every rank alike from the stored offsets) from the mapped file, its bytes of `indptr` and `indices` only and no values
 //! ([`crate::io::load_pattern_block`]), the diagonal dropped as the simple graph drops loops.
 //! The ranks then decide together whether the rows read are the simple graph's; when they are,
 //! each rank's block is its rows as read, with no edge exchange. When they are not (or the
@@ -21,7 +21,7 @@ use super::input::RowBlock;
 use super::owners::{by_owner, RecordSource};
 use super::{agree, in_rounds, Blocks, Comm, MAX_MESSAGE};
 use crate::error::Result;
-use crate::io::npz::{crc_pieces_match, CrcPiece};
+use crate::io::npz::{crc_pieces_match, CrcPiece, GroupOffsets};
 use crate::io::Format;
 use crate::mem::SharedSlice;
 use rayon::prelude::*;
@@ -41,8 +41,11 @@ pub(crate) fn row_block(
         return Ok(None);
     }
     let (rank, parts) = (comm.rank(), comm.size());
-    let read = crate::io::load_pattern_block(path, format, (rank, parts), &|n| {
-        Blocks { n, parts }.range(rank)
+    let chosen = std::cell::OnceCell::new();
+    let read = crate::io::load_pattern_block(path, format, (rank, parts), &|groups| {
+        chosen
+            .get_or_init(|| equal_entries(groups, parts))
+            .range(rank)
     });
     agree(comm, crate::interrupt::check())?;
     let mine = match &read {
@@ -84,7 +87,9 @@ pub(crate) fn row_block(
     if !checked {
         return Ok(None);
     }
-    let blocks = Blocks { n: block.n, parts };
+    let blocks = chosen
+        .into_inner()
+        .unwrap_or_else(|| Blocks::even(block.n, parts));
     let first = blocks.start(rank);
     let inside = crate::csr::diagonal_block_is_symmetric(first, &block.ptr, &block.cols);
     if !all_ranks(comm, inside) {
@@ -101,6 +106,31 @@ pub(crate) fn row_block(
         adj: block.cols,
         labels: None,
     }))
+}
+
+/// The groups cut into `parts` blocks of about equal entries (R-MAT's hubs at low ids would
+/// give the first of two blocks of equal rows 3/4 of them): block `p` starts at the first group
+/// whose offset reaches `p / parts` of the entries, and the last ends at `n`. Every rank cuts
+/// the same offsets alike.
+fn equal_entries(groups: &GroupOffsets<'_>, parts: usize) -> Blocks {
+    let total = u128::from(groups.offset(groups.stored));
+    let mut cut = vec![0; parts + 1];
+    for p in 1..parts {
+        let want = (total * p as u128 / parts as u128) as u64;
+        let (mut lo, mut hi) = (0, groups.stored);
+        while lo < hi {
+            let mid = lo + (hi - lo) / 2;
+            if groups.offset(mid) < want {
+                lo = mid + 1;
+            } else {
+                hi = mid;
+            }
+        }
+        // Offsets that decrease (a file the block's read then refuses) still cut in order.
+        cut[p] = lo.max(cut[p - 1]);
+    }
+    cut[parts] = groups.n;
+    Blocks::at(cut)
 }
 
 /// The words each rank gives of its block: read, sorted, the side `n`, then the CRC and length
@@ -280,6 +310,42 @@ mod tests {
     use crate::dist::SelfComm;
     use crate::io::npz::testing::compressed;
 
+    /// The cut of groups of the given lengths, `n` groups in all (those past the lengths empty).
+    fn cut_of(lengths: &[u64], n: usize, parts: usize) -> Vec<usize> {
+        let offsets: Vec<u64> = std::iter::once(0)
+            .chain(lengths.iter().scan(0, |at, &l| {
+                *at += l;
+                Some(*at)
+            }))
+            .collect();
+        let at = |g: usize| offsets[g];
+        let blocks = equal_entries(&GroupOffsets::new(n, lengths.len(), &at), parts);
+        (0..=parts).map(|p| blocks.start(p)).collect()
+    }
+
+    #[test]
+    fn blocks_hold_about_equal_entries() {
+        // A hub first: it alone is half the entries.
+        assert_eq!(
+            cut_of(&[10, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1], 11, 2),
+            [0, 1, 11]
+        );
+        assert_eq!(cut_of(&[4, 4, 4, 4], 4, 4), [0, 1, 2, 3, 4]);
+        assert_eq!(
+            cut_of(&[4, 4, 4, 4], 6, 2),
+            [0, 2, 6],
+            "empty groups to the last block"
+        );
+        // More blocks than groups, and no entries: empty blocks, in order.
+        assert_eq!(cut_of(&[3, 3], 2, 4), [0, 1, 1, 2, 2]);
+        assert_eq!(cut_of(&[0, 0, 0], 3, 3), [0, 0, 0, 3]);
+        let blocks = Blocks::at(cut_of(&[10, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1], 11, 2));
+        assert_eq!(
+            (blocks.owner(0), blocks.owner(1), blocks.owner(10)),
+            (0, 1, 1)
+        );
+    }
+
     /// The rows of a simple undirected R-MAT graph of 2^9 vertices.
     fn simple_rows() -> Vec<Vec<u32>> {
         let g = crate::csr::Csr::<f32>::from_edges(
@@ -380,12 +446,26 @@ mod tests {
                         let parsed = parsed_row_block(c, &f, None, stage).unwrap();
                         (stored, block, parsed)
                     });
-                    for (stored, block, parsed) in got {
+                    // The stored blocks hold about equal entries, the parsed ones equal rows:
+                    // the same rows, cut elsewhere.
+                    let whole = |blocks: Vec<&RowBlock>| -> Vec<Vec<u32>> {
+                        blocks
+                            .into_iter()
+                            .flat_map(|b| (0..b.rows()).map(|i| b.row(i).to_vec()))
+                            .collect()
+                    };
+                    let parsed = whole(got.iter().map(|g| &g.2).collect());
+                    assert_eq!(parsed.len(), got[0].2.blocks.n, "{what}");
+                    assert_eq!(whole(got.iter().map(|g| &g.1).collect()), parsed, "{what}");
+                    for (stored, block, _) in &got {
                         assert_eq!(stored.is_some(), taken, "{what}");
-                        assert_eq!(block, parsed, "{what}");
                         if let Some(s) = stored {
-                            assert_eq!(s, parsed, "{what}");
+                            assert_eq!(s, block, "{what}");
                         }
+                    }
+                    if taken {
+                        let stored = got.iter().map(|g| g.0.as_ref().unwrap()).collect();
+                        assert_eq!(whole(stored), parsed, "{what}");
                     }
                 }
             }

@@ -80,10 +80,7 @@ pub fn load_graph<T: Scalar>(
         u64::from(el.weights.is_some()),
     ];
     comm.max_u64(&mut shape);
-    let blocks = Blocks {
-        n: shape[0] as usize,
-        parts: comm.size(),
-    };
+    let blocks = Blocks::even(shape[0] as usize, comm.size());
     let weighted = shape[1] == 1;
     let received = match weighted {
         true => exchange::<WEIGHTED>(comm, &el, &blocks, stage_edges)?,

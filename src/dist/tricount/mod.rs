@@ -125,7 +125,7 @@ pub fn count_file(
 /// Counts the triangles of a graph given as every rank's block of rows. Collective.
 pub fn count_block(comm: &dyn Comm, block: &RowBlock, opts: &Options) -> Result<Counted> {
     let start = Instant::now();
-    let blocks = block.blocks;
+    let blocks = &block.blocks;
     let n = blocks.n;
     let first = block.first();
     let (engine, notice) = pick_engine(comm, block, opts.engine);
@@ -179,7 +179,7 @@ pub fn count_block(comm: &dyn Comm, block: &RowBlock, opts: &Options) -> Result<
             let budget = opts.stage_entries.clamp(1, asked_entries_bound(comm, 1)) as u64;
             let plan = Rounds {
                 comm,
-                blocks: &blocks,
+                blocks,
                 degree: &degree,
                 budget,
                 up: &up,

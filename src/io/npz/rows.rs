@@ -56,8 +56,31 @@ pub fn crc_pieces_match(pieces: &[CrcPiece]) -> bool {
     all.finalize() == want
 }
 
+/// The groups of an archive's square pattern that a block is chosen from: the side `n`, and
+/// the offsets of the `stored` groups (groups from `stored` to `n` are empty).
+pub struct GroupOffsets<'a> {
+    /// The side of the square pattern.
+    pub n: usize,
+    /// The groups the archive stores.
+    pub stored: usize,
+    offset: &'a dyn Fn(usize) -> u64,
+}
+
+impl<'a> GroupOffsets<'a> {
+    /// The groups of a side `n` pattern storing `stored` groups, group `g` starting at
+    /// `offset(g)`.
+    pub fn new(n: usize, stored: usize, offset: &'a dyn Fn(usize) -> u64) -> GroupOffsets<'a> {
+        GroupOffsets { n, stored, offset }
+    }
+
+    /// Where group `g` (at most `stored`) starts among the indices; the entries for `stored`.
+    pub fn offset(&self, g: usize) -> u64 {
+        (self.offset)(g)
+    }
+}
+
 /// Reads block `part` of `parts` of the pattern in the `.npz` file `bytes`: the groups
-/// `rows_of(n)` of the `n x n` square pattern. `None` when the file is not a CSR or CSC archive,
+/// `rows_of(groups)` of the `n x n` square pattern. `None` when the file is not a CSR or CSC archive,
 /// or when the block does not read cleanly (an index out of the shape, offsets that decrease,
 /// values that are not numbers, no memory for it): the caller then reads the file as any
 /// other, which says what is wrong.
@@ -65,7 +88,7 @@ pub(crate) fn parse_pattern_block(
     bytes: &[u8],
     path: &Path,
     (part, parts): (usize, usize),
-    rows_of: &dyn Fn(usize) -> Range<usize>,
+    rows_of: &dyn Fn(&GroupOffsets<'_>) -> Range<usize>,
 ) -> Option<PatternBlock> {
     let archive = Archive::open(bytes, path).ok()?;
     let csr = match archive.format.as_str() {
@@ -76,7 +99,6 @@ pub(crate) fn parse_pattern_block(
     let (nrows, ncols) = (archive.nrows, archive.ncols);
     let (major, minor) = if csr { (nrows, ncols) } else { (ncols, nrows) };
     let n = nrows.max(ncols);
-    let rows = rows_of(n);
     let (ptr_body, _) = archive.member_unchecked("indptr").ok()?;
     let indptr = array_of(path, "indptr", &ptr_body.bytes).ok()?;
     let (idx_body, _) = archive.member_unchecked("indices").ok()?;
@@ -90,6 +112,14 @@ pub(crate) fn parse_pattern_block(
     let ptr_at = |i: usize| indptr.int(i).unwrap_or(-1).clamp(-1, u64::MAX as i128 / 2) as u64;
     let total = indices.len as u64;
     if ptr_at(0) != 0 || ptr_at(major) != total {
+        return None;
+    }
+    let rows = rows_of(&GroupOffsets {
+        n,
+        stored: major,
+        offset: &ptr_at,
+    });
+    if rows.start > rows.end || rows.end > n {
         return None;
     }
     // The stored groups of the block; groups from `major` on are empty.
@@ -223,7 +253,9 @@ mod tests {
     fn blocks(bytes: &[u8], parts: usize) -> Vec<Option<PatternBlock>> {
         (0..parts)
             .map(|p| {
-                parse_pattern_block(bytes, Path::new("m.npz"), (p, parts), &|n| cut(n, parts, p))
+                parse_pattern_block(bytes, Path::new("m.npz"), (p, parts), &|g| {
+                    cut(g.n, parts, p)
+                })
             })
             .collect()
     }
@@ -319,6 +351,6 @@ mod tests {
         assert!(got[2].is_none(), "an index outside the shape");
         let coo = compressed("coo", (3, 3), &groups, false);
         assert!(blocks(&coo, 1)[0].is_none(), "a COO archive");
-        assert!(parse_pattern_block(b"PK", Path::new("m.npz"), (0, 1), &|n| 0..n).is_none());
+        assert!(parse_pattern_block(b"PK", Path::new("m.npz"), (0, 1), &|g| 0..g.n).is_none());
     }
 }
