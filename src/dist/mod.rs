@@ -474,6 +474,29 @@ mod tests {
     }
 
     #[test]
+    fn blocks_cut_at_given_rows_own_their_rows() {
+        let mut rng = crate::generate::rng::SplitMix64::new(5);
+        for _ in 0..200 {
+            let parts = 1 + (rng.next_u64() % 6) as usize;
+            let n = (rng.next_u64() % 30) as usize;
+            // Nondecreasing cut points, empty blocks included.
+            let mut cut: Vec<usize> = (0..parts - 1)
+                .map(|_| (rng.next_u64() % (n as u64 + 1)) as usize)
+                .collect();
+            cut.sort_unstable();
+            let cut: Vec<usize> = [vec![0], cut, vec![n]].concat();
+            let b = Blocks::at(cut.clone());
+            assert_eq!((b.n, b.parts), (n, parts));
+            for p in 0..parts {
+                assert_eq!(b.range(p), cut[p]..cut[p + 1]);
+                for v in b.range(p) {
+                    assert_eq!(b.owner(v), p, "{cut:?} v {v}");
+                }
+            }
+        }
+    }
+
+    #[test]
     fn one_rank_agrees_with_itself() {
         let c = SelfComm;
         assert_eq!(agree(&c, Ok(5)).unwrap(), 5);
