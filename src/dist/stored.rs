@@ -11,11 +11,15 @@
 //! increasing, and the pieces of each member's CRC must make the member's (one gather of a few
 //! words from each rank). Symmetry is then decided in two parts: the entries inside a rank's
 //! diagonal block by the rank alone ([`crate::csr::diagonal_block_is_symmetric`]); an entry
-//! `(i, j)` between blocks, `j` below the block of row `i`, is sent as `(j, i)` to the owner of
-//! row `j`, which looks for `i` in row `j`. The pairs a rank receives are distinct (each
-//! sender's rows strictly increase), so when every one is found, and there are as many as the
-//! rank's entries past its block, they are exactly those entries: every entry between blocks
-//! has its mirror. The exchange runs in rounds of at most `stage_edges` pairs per rank.
+//! `(i, j)` between blocks is sent as `(j, i)` to the owner of row `j`, which looks for `i` in
+//! row `j`: where `j` is below the block of row `i` and `i + j` is even, or `j` is past it and
+//! `i + j` is odd (a pair's parity is its mirror's, so each class is checked by one side, and
+//! the lookups are shared between the lower and the higher block instead of all falling to the
+//! lower). The pairs a rank receives are distinct (each sender's rows strictly increase), so
+//! when every one is found, and there are as many as the rank's entries of the same classes
+//! (past its block and even, below it and odd), they are exactly those entries: every entry
+//! between blocks has its mirror. The exchange runs in rounds of at most `stage_edges` of a
+//! rank's entries between blocks.
 
 use super::input::RowBlock;
 use super::owners::{by_owner, RecordSource};
@@ -146,8 +150,9 @@ fn all_ranks(comm: &dyn Comm, mine: bool) -> bool {
 
 /// Whether the entries between this rank's rows (`first..`, offsets and columns as given, rows
 /// strictly increasing on every rank) and other blocks are mirrored: this rank sends each of its
-/// entries below its block to the owner of that row, and finds each entry it receives in its
-/// own rows, as many as its entries past its block. Collective.
+/// entries below its block with `i + j` even, and past it with `i + j` odd, to the owner of that
+/// row, and finds each entry it receives in its own rows, as many as its entries of the other
+/// two classes (see the module's comment). Collective.
 fn mirrored_across(
     comm: &dyn Comm,
     blocks: &Blocks,
@@ -158,33 +163,38 @@ fn mirrored_across(
     let rows = ptr.len() - 1;
     let end = first + rows;
     let row = |k: usize| &cols[ptr[k] as usize..ptr[k + 1] as usize];
-    // Each row's entries below the block are its first ones.
-    let below: Vec<u64> = (0..rows)
-        .into_par_iter()
-        .map(|k| row(k).partition_point(|&c| (c as usize) < first) as u64)
-        .collect();
-    let mut at = Vec::with_capacity(rows + 1);
-    at.push(0u64);
-    for (k, &b) in below.iter().enumerate() {
-        at.push(at[k] + b);
-    }
-    drop(below);
-    let past: u64 = (0..rows)
+    // Each row's entries below the block are its first ones, those past it its last ones.
+    let outside: Vec<(u32, u32, u64)> = (0..rows)
         .into_par_iter()
         .map(|k| {
             let r = row(k);
-            (r.len() - r.partition_point(|&c| (c as usize) < end)) as u64
+            let below = r.partition_point(|&c| (c as usize) < first);
+            let past = r.len() - r.partition_point(|&c| (c as usize) < end);
+            // The entries a mirror of which this rank is sent: past and even, below and odd.
+            let i = (first + k) as u32;
+            let odd = |&c: &u32| (c ^ i) & 1 == 1;
+            let expected = r[..below].iter().filter(|c| odd(c)).count()
+                + r[r.len() - past..].iter().filter(|c| !odd(c)).count();
+            (below as u32, past as u32, expected as u64)
         })
-        .sum();
+        .collect();
+    let expected: u64 = outside.par_iter().map(|o| o.2).sum();
+    let mut at = Vec::with_capacity(rows + 1);
+    at.push(0u64);
+    for (k, &(below, past, _)) in outside.iter().enumerate() {
+        at.push(at[k] + u64::from(below) + u64::from(past));
+    }
+    let runs: Vec<(u32, u32)> = outside.into_iter().map(|(b, p, _)| (b, p)).collect();
     let total = at[rows];
     let stage = stage_edges.clamp(1, MAX_MESSAGE / 2);
     let (mut found, mut received) = (true, 0u64);
     in_rounds(comm, total as usize, stage, |r| {
-        let source = Below {
+        let source = Outside {
             first,
             ptr,
             cols,
             at: &at,
+            runs: &runs,
             from: r.start as u64,
             items: r.len(),
         };
@@ -194,7 +204,7 @@ fn mirrored_across(
         received += got.len() as u64 / 2;
         found = found && all_found(first, (ptr, cols), &got, BUCKET);
     })?;
-    Ok(found && received == past)
+    Ok(found && received == expected)
 }
 
 /// Entries of a bucket of rows in [`all_found`]: their columns fit in cache.
@@ -260,18 +270,21 @@ fn all_found(first: usize, (ptr, cols): (&[u64], &[u32]), pairs: &[u32], bucket:
     })
 }
 
-/// The entries below the block, numbered row after row (`at[k]` is the number of row `k`'s
-/// first), from number `from` on: entry `(i, j)` makes the pair `(j, i)`.
-struct Below<'a> {
+/// The entries outside the block, numbered row after row (`at[k]` is the number of row `k`'s
+/// first; `runs[k]`: how many of its first entries are below the block and of its last past
+/// it), from number `from` on: entry `(i, j)` makes the pair `(j, i)` where it is below the
+/// block and `i + j` is even, or past it and `i + j` is odd, and nothing otherwise.
+struct Outside<'a> {
     first: usize,
     ptr: &'a [u64],
     cols: &'a [u32],
     at: &'a [u64],
+    runs: &'a [(u32, u32)],
     from: u64,
     items: usize,
 }
 
-impl RecordSource<2> for Below<'_> {
+impl RecordSource<2> for Outside<'_> {
     fn items(&self) -> usize {
         self.items
     }
@@ -288,14 +301,22 @@ impl RecordSource<2> for Below<'_> {
             while self.at[k + 1] <= pos {
                 k += 1;
             }
-            let start = self.ptr[k] as usize;
+            let (start, end) = (self.ptr[k] as usize, self.ptr[k + 1] as usize);
+            let (below, past) = (self.runs[k].0 as usize, self.runs[k].1 as usize);
             let (from, to) = (
                 (pos - self.at[k]) as usize,
                 (hi.min(self.at[k + 1]) - self.at[k]) as usize,
             );
             let i = (self.first + k) as u32;
-            for &j in &self.cols[start + from..start + to] {
-                out([j, i]);
+            // Numbers 0..below are the row's first entries, below..below + past its last.
+            for x in from..to {
+                let (j, sent) = match x < below {
+                    true => (self.cols[start + x], 0),
+                    false => (self.cols[end - past + (x - below)], 1),
+                };
+                if (i ^ j) & 1 == sent {
+                    out([j, i]);
+                }
             }
             pos = self.at[k] + to as u64;
         }
@@ -385,16 +406,20 @@ mod tests {
         }
         add("looped", (n, n), looped, "csr", true);
         // An entry between the halves, one way only: without its lower copy, then without its
-        // upper one; and an entry inside the first quarter, one way only.
-        let i = (n / 2..n).find(|&i| rows[i].first().is_some_and(|&j| (j as usize) < n / 2));
-        let i = i.unwrap();
-        let j = rows[i][0] as usize;
-        let mut lower = rows.clone();
-        lower[i].remove(0);
-        add("no-lower", (n, n), lower, "csr", false);
-        let mut upper = rows.clone();
-        upper[j].retain(|&c| c as usize != i);
-        add("no-upper", (n, n), upper, "csr", false);
+        // upper one, for `i + j` even and odd (each class is checked by one side); and an entry
+        // inside the first quarter, one way only.
+        for parity in [0, 1] {
+            let (i, j) = (n / 2..n)
+                .flat_map(|i| rows[i].iter().map(move |&j| (i, j as usize)))
+                .find(|&(i, j)| j < n / 2 && (i + j) % 2 == parity)
+                .unwrap();
+            let mut lower = rows.clone();
+            lower[i].retain(|&c| c as usize != j);
+            add(&format!("no-lower-{parity}"), (n, n), lower, "csr", false);
+            let mut upper = rows.clone();
+            upper[j].retain(|&c| c as usize != i);
+            add(&format!("no-upper-{parity}"), (n, n), upper, "csr", false);
+        }
         let k = rows[0].iter().position(|&c| (c as usize) < n / 4).unwrap();
         let mut inside = rows.clone();
         inside[0].remove(k);
