@@ -91,11 +91,10 @@ pub struct Counted {
     /// on its block on its GPU, else [`Method::Merge`] (rows intersected in rounds).
     pub method: Method,
     /// The steps of a count with the one-process kernels ([`Method::Fused`]; none otherwise):
-    /// "rank" (the vertices ranked by degree, on the host), "upload" (the block to the GPU),
-    /// "orient" (its rows oriented), "destinations" (the ranks each row goes to, read back),
-    /// "exchange lists" (which rows go to which rank, their rank
-    /// ids and lengths by MPI), "exchange rows" (the rows moved), "lay out" (the rank's part
-    /// of the oriented graph and its in-edges), "count".
+    /// "upload" (the block to the GPU), "rank" (every vertex's degree summed across the ranks,
+    /// the vertices ranked by degree on rank 0's GPU, the ranks summed), "orient" (the block's
+    /// rows oriented), "exchange" (the rows' lengths and then all of the oriented graph summed
+    /// across the ranks), "lay out" (the in-edges of the rank's pivots), "count".
     pub steps: Vec<Step>,
     /// The engine this rank counted on.
     pub engine: EngineKind,
