@@ -48,7 +48,7 @@ pub trait Comm {
     fn size(&self) -> usize;
     /// Waits until every rank has reached it.
     fn barrier(&self);
-    /// Element-wise sum over the ranks; every rank gets the result in `values`.
+    /// Element-wise sum over the ranks, of any length; every rank gets the result in `values`.
     fn sum_u64(&self, values: &mut [u64]);
     /// Element-wise maximum over the ranks; every rank gets the result in `values`.
     fn max_u64(&self, values: &mut [u64]);

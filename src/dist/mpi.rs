@@ -66,8 +66,12 @@ fn displacements(comm: &MpiComm, counts: &[Count]) -> Vec<Count> {
 
 impl MpiComm {
     fn reduce<T: Equivalence + Copy>(&self, values: &mut [T], op: SystemOperation) {
-        let send = values.to_vec();
-        self.world.all_reduce_into(&send[..], values, op);
+        // MPI counts are 32-bit: a long buffer goes a piece at a time (each piece's copy is
+        // the send side).
+        for piece in values.chunks_mut(MAX_MESSAGE) {
+            let send = piece.to_vec();
+            self.world.all_reduce_into(&send[..], piece, op);
+        }
     }
 
     fn gather<T: Equivalence + Copy + Default>(&self, mine: &[T]) -> (Vec<T>, Vec<usize>) {

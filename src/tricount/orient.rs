@@ -41,11 +41,10 @@ pub fn worth_relabelling(g: &SimpleGraph) -> bool {
 }
 
 /// Every vertex's rank in the order of (degree, id), high-degree vertices last, and the vertex
-/// of each rank: the order a count orients by (in one process, and on every rank of a count
-/// across ranks, which must all agree on it). A stable counting sort by degree: each chunk of
+/// of each rank: the order the CPU count orients by. A stable counting sort by degree: each chunk of
 /// vertices counts its degrees below [`COUNTED_DEGREES`], then places its vertices in id order
 /// at its share of each degree's places; the few vertices of higher degree are sorted after.
-pub(crate) fn degree_ranks(n: usize, degree: impl Fn(usize) -> u64 + Sync) -> (Vec<u32>, Vec<u32>) {
+fn degree_ranks(n: usize, degree: impl Fn(usize) -> u64 + Sync) -> (Vec<u32>, Vec<u32>) {
     let top = (0..n).into_par_iter().map(&degree).max().unwrap_or(0);
     let small = (top + 1).min(COUNTED_DEGREES as u64) as usize;
     let chunks = (rayon::current_num_threads() * 4)
@@ -221,7 +220,7 @@ impl Oriented {
 }
 
 /// Offsets from lengths: `[0, l0, l0 + l1, ...]`.
-pub(crate) fn prefix<L: Copy + Into<u64>>(lens: &[L]) -> Vec<u64> {
+pub(super) fn prefix<L: Copy + Into<u64>>(lens: &[L]) -> Vec<u64> {
     let mut ptr = Vec::with_capacity(lens.len() + 1);
     let mut acc = 0u64;
     ptr.push(0);

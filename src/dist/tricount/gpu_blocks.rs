@@ -7,7 +7,7 @@
 //! bound and every rank's device memory; otherwise the caller counts in rounds.
 
 use super::{Exchange, Options};
-use crate::dist::{agree, Comm, MAX_MESSAGE};
+use crate::dist::{agree, Comm};
 use crate::error::{Error, Result};
 use crate::gpu::transfer::{download, upload_into};
 use crate::gpu::Gpu;
@@ -99,7 +99,7 @@ pub(super) fn count(
         return Ok(None);
     }
     let t = Instant::now();
-    sum(comm, &gpu, b.lengths_mut(), n + 1, &host_sum_u64)?;
+    sum(comm, &gpu, b.lengths_mut(), n + 1, &|c, v| c.sum_u64(v))?;
     let placed = agree(comm, b.place())?;
     debug_assert_eq!(placed, entries);
     let rows = agree(comm, b.rows_mut())?;
@@ -162,12 +162,6 @@ trait NcclWord {}
 #[cfg(not(feature = "mpi"))]
 impl<T> NcclWord for T {}
 
-fn host_sum_u64(comm: &dyn Comm, values: &mut [u64]) {
-    for piece in values.chunks_mut(MAX_MESSAGE) {
-        comm.sum_u64(piece);
-    }
-}
-
 /// Sums 32-bit elements each nonzero on at most one rank, two to a 64-bit word of MPI's sum:
 /// with one nonzero part, no carry crosses from one half of a word into the other.
 fn host_sum_u32(comm: &dyn Comm, values: &mut [u32]) {
@@ -175,7 +169,7 @@ fn host_sum_u32(comm: &dyn Comm, values: &mut [u32]) {
         .par_chunks(2)
         .map(|c| u64::from(c[0]) | u64::from(c.get(1).copied().unwrap_or(0)) << 32)
         .collect();
-    host_sum_u64(comm, &mut words);
+    comm.sum_u64(&mut words);
     values.par_chunks_mut(2).zip(words).for_each(|(c, w)| {
         c[0] = w as u32;
         if let Some(x) = c.get_mut(1) {
@@ -206,11 +200,5 @@ mod tests {
         for v in sums {
             assert_eq!(v, vec![u32::MAX, u32::MAX, 5, 7, 1]);
         }
-        let sums = on_ranks(2, |c| {
-            let mut v = vec![c.rank() as u64 + 1; 3];
-            host_sum_u64(c, &mut v);
-            v
-        });
-        assert_eq!(sums, vec![vec![3; 3]; 2]);
     }
 }

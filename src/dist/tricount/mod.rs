@@ -21,7 +21,7 @@ mod gpu_blocks;
 
 use super::input::{simple_row_block, RowBlock};
 use super::labels::LabelShare;
-use super::{agree, asked_entries_bound, distinct_outside, Blocks, Comm, Step, MAX_MESSAGE};
+use super::{agree, asked_entries_bound, distinct_outside, Blocks, Comm, Step};
 use crate::engine::Work;
 use crate::error::{Error, Result};
 use crate::io::Format;
@@ -202,9 +202,7 @@ pub fn count_block(comm: &dyn Comm, block: &RowBlock, opts: &Options) -> Result<
     comm.max_f64(&mut longest);
     let per_vertex = match by_vertex {
         Some(mut c) => {
-            for piece in c.chunks_mut(MAX_MESSAGE) {
-                comm.sum_u64(piece);
-            }
+            comm.sum_u64(&mut c);
             Some(c)
         }
         None => None,

@@ -114,11 +114,7 @@ pub(crate) fn parse_pattern_block(
     if ptr_at(0) != 0 || ptr_at(major) != total {
         return None;
     }
-    let rows = rows_of(&GroupOffsets {
-        n,
-        stored: major,
-        offset: &ptr_at,
-    });
+    let rows = rows_of(&GroupOffsets::new(n, major, &ptr_at));
     if rows.start > rows.end || rows.end > n {
         return None;
     }
