@@ -92,6 +92,14 @@ impl<'a, T> CsrRef<'a, T> {
         let (s, e) = (self.row_ptr[i] as usize, self.row_ptr[i + 1] as usize);
         (&self.col_idx[s..e], &self.values[s..e])
     }
+    /// Whether both views show the very same arrays (a product's operands that are one
+    /// matrix, which an engine then copies to the device once).
+    pub fn same(&self, other: &Self) -> bool {
+        (self.nrows, self.ncols) == (other.nrows, other.ncols)
+            && std::ptr::eq(self.row_ptr, other.row_ptr)
+            && std::ptr::eq(self.col_idx, other.col_idx)
+            && std::ptr::eq(self.values, other.values)
+    }
 }
 
 impl<T: Clone> CsrRef<'_, T> {

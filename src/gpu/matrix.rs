@@ -5,7 +5,7 @@
 use super::prims::{check, launch, strided, zeros};
 use super::transfer::{download, download_append, upload};
 use super::Gpu;
-use crate::csr::Csr;
+use crate::csr::{Csr, CsrRef};
 use crate::error::Result;
 use crate::scalar::Scalar;
 use cudarc::driver::{CudaSlice, PushKernelArg};
@@ -44,8 +44,8 @@ pub struct DeviceCsr<T: Scalar> {
 
 impl<T: Scalar> DeviceCsr<T> {
     /// Copies `m` to the device.
-    pub fn upload(gpu: &Gpu, m: &Csr<T>) -> Result<Self> {
-        let s = &gpu.main;
+    pub fn upload<'a>(gpu: &Gpu, m: impl Into<CsrRef<'a, T>>) -> Result<Self> {
+        let (m, s) = (m.into(), &gpu.main);
         Ok(DeviceCsr {
             nrows: m.nrows(),
             ncols: m.ncols(),

@@ -27,7 +27,7 @@ const GROUPS_PER_THREAD: u64 = 64;
 
 /// Whether the fused path applies to `a·b`: every product is positive.
 pub(super) fn applies<T: Scalar>(a: &Csr<T>, b: &Csr<T>) -> bool {
-    spgemm::cpu::rows::products_are_positive(a, b)
+    spgemm::cpu::rows::products_are_positive(a.view(), b.view())
 }
 
 /// A worker's accumulator and pruning buffers.
@@ -64,7 +64,8 @@ pub(super) fn iterate<T: Scalar>(
         .div_ceil(threads * GROUPS_PER_THREAD)
         .max(1);
     let cutoff = T::from_f64(params.prune.cutoff());
-    let narrow = narrow_columns(b);
+    let (av, bv) = (a.view(), b.view());
+    let narrow = narrow_columns(bv);
     // Dense rows ordered by the column of their largest value (rows heading for the same
     // attractor share more k, so their groups read fewer rows of M), then the sparse rows.
     let ncols = b.ncols();
@@ -146,18 +147,18 @@ pub(super) fn iterate<T: Scalar>(
                 if run.is_empty() {
                     let i = mine[at] as usize;
                     let t = Instant::now();
-                    let (cols, vals) = rows.row(a, b, i, per_row[i]);
+                    let (cols, vals) = rows.row(av, bv, i, per_row[i]);
                     d.expand_seconds += t.elapsed().as_secs_f64();
                     prune(&mut d, i, cols, vals)?;
                     at += 1;
                     continue;
                 }
                 let t = Instant::now();
-                rows.rows_together(a, b, narrow.as_deref(), &run);
+                rows.rows_together(av, bv, narrow.as_deref(), &run);
                 d.expand_seconds += t.elapsed().as_secs_f64();
                 for (q, &(r, _)) in run.iter().enumerate() {
                     let t = Instant::now();
-                    let (cols, vals) = rows.take(a, b, q);
+                    let (cols, vals) = rows.take(av, bv, q);
                     d.expand_seconds += t.elapsed().as_secs_f64();
                     prune(&mut d, r, cols, vals)?;
                 }

@@ -634,7 +634,7 @@ pub(crate) fn expand_prune<T: Scalar>(
     for batch in batches(&per_row, b.ncols() as u64, budget) {
         crate::interrupt::check()?;
         let t = Instant::now();
-        let c = spgemm::cpu::rows::marked_product(a, b, batch.clone(), &per_row);
+        let c = spgemm::cpu::rows::marked_product(a.view(), b.view(), batch.clone(), &per_row);
         let batch_products: u64 = per_row[batch.clone()].iter().sum();
         products += batch_products;
         expand_seconds += t.elapsed().as_secs_f64();

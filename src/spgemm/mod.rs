@@ -21,7 +21,7 @@ pub mod gpu;
 pub mod params;
 pub mod repeat;
 
-use crate::csr::Csr;
+use crate::csr::{Csr, CsrRef};
 use crate::error::{Error, Result};
 use crate::scalar::Scalar;
 use rayon::prelude::*;
@@ -93,7 +93,8 @@ pub struct Pattern<'a> {
 
 impl<'a> Pattern<'a> {
     /// The structure of `m` (its values are ignored; stored zeros count as entries).
-    pub fn of<T: Scalar>(m: &'a Csr<T>) -> Self {
+    pub fn of<T: Scalar>(m: impl Into<CsrRef<'a, T>>) -> Self {
+        let m = m.into();
         Pattern {
             nrows: m.nrows(),
             ncols: m.ncols(),
@@ -163,8 +164,8 @@ impl ProductStats {
 
 /// Checks that `A·B` can be formed with these options; returns the rows of `A` to compute.
 pub(crate) fn check_operands<T: Scalar>(
-    a: &Csr<T>,
-    b: &Csr<T>,
+    a: CsrRef<'_, T>,
+    b: CsrRef<'_, T>,
     opts: &SpgemmOptions,
 ) -> Result<Range<usize>> {
     if a.ncols() != b.nrows() {
@@ -201,7 +202,11 @@ pub(crate) fn check_operands<T: Scalar>(
 
 /// The number of intermediate products of each row of `A·B`: for row `i`, the sum over the
 /// columns `k` of row `i` of `A` of the length of row `k` of `B`.
-pub fn intermediate_products_per_row<T: Scalar>(a: &Csr<T>, b: &Csr<T>) -> Result<Vec<u64>> {
+pub fn intermediate_products_per_row<'x, T: Scalar>(
+    a: impl Into<CsrRef<'x, T>>,
+    b: impl Into<CsrRef<'x, T>>,
+) -> Result<Vec<u64>> {
+    let (a, b) = (a.into(), b.into());
     check_operands(a, b, &SpgemmOptions::default())?;
     Ok((0..a.nrows())
         .into_par_iter()
@@ -211,7 +216,11 @@ pub fn intermediate_products_per_row<T: Scalar>(a: &Csr<T>, b: &Csr<T>) -> Resul
 }
 
 /// The total number of intermediate products of `A·B` (half its flop count).
-pub fn intermediate_products<T: Scalar>(a: &Csr<T>, b: &Csr<T>) -> Result<u64> {
+pub fn intermediate_products<'x, T: Scalar>(
+    a: impl Into<CsrRef<'x, T>>,
+    b: impl Into<CsrRef<'x, T>>,
+) -> Result<u64> {
+    let (a, b) = (a.into(), b.into());
     check_operands(a, b, &SpgemmOptions::default())?;
     Ok((0..a.nrows())
         .into_par_iter()
@@ -222,7 +231,7 @@ pub fn intermediate_products<T: Scalar>(a: &Csr<T>, b: &Csr<T>) -> Result<u64> {
 
 /// Intermediate products of row `i` (shapes already checked).
 #[inline]
-pub(crate) fn row_products<T: Scalar>(a: &Csr<T>, b: &Csr<T>, i: usize) -> u64 {
+pub(crate) fn row_products<T: Scalar>(a: CsrRef<'_, T>, b: CsrRef<'_, T>, i: usize) -> u64 {
     let bp = b.row_ptr();
     a.row(i)
         .0
@@ -250,12 +259,13 @@ pub fn resolve(kind: EngineKind) -> (EngineKind, Option<String>) {
 /// GPU is usable; `Auto` runs the GPU engine when a GPU is usable and the CPU engine otherwise
 /// (see [`resolve`]). Mismatched shapes, a bad row batch or a mask of the wrong shape fail with
 /// [`Error::Invalid`].
-pub fn multiply<T: Scalar>(
+pub fn multiply<'x, T: Scalar>(
     engine: EngineKind,
-    a: &Csr<T>,
-    b: &Csr<T>,
+    a: impl Into<CsrRef<'x, T>>,
+    b: impl Into<CsrRef<'x, T>>,
     opts: &SpgemmOptions,
 ) -> Result<(Csr<T>, ProductStats)> {
+    let (a, b) = (a.into(), b.into());
     match resolve(engine).0 {
         EngineKind::Gpu | EngineKind::Auto => gpu::GpuEngine::open()?
             .with_tuning(opts.gpu.clone())

@@ -49,7 +49,7 @@ impl<T: Scalar> DeviceMatrix<T> {
     pub(crate) fn upload(engine: &GpuEngine, m: &Csr<T>) -> Result<Self> {
         Ok(DeviceMatrix {
             m: DeviceCsr::upload(engine.gpu(), m)?,
-            positive_products: crate::spgemm::cpu::rows::products_are_positive(m, m),
+            positive_products: crate::spgemm::cpu::rows::products_are_positive(m.view(), m.view()),
         })
     }
 }
@@ -102,7 +102,7 @@ pub(crate) fn expand_prune<T: Scalar>(
     inflation: f64,
     progress: &IterationProgress,
 ) -> Result<(Csr<T>, Iteration)> {
-    let fuse = params.fused && crate::spgemm::cpu::rows::products_are_positive(a, b);
+    let fuse = params.fused && crate::spgemm::cpu::rows::products_are_positive(a.view(), b.view());
     let expansion = Expansion::new(engine, params, inflation, progress, first);
     let (next, it, _) = expansion.run(a.nrows(), b.ncols(), |consume| {
         engine.multiply_deferred(a, b, fuse, consume)

@@ -4,7 +4,7 @@
 //! of them give bitwise-identical values. Each is left empty (all zero) after a row, so it can be
 //! reused for the next row without clearing.
 
-use crate::csr::Csr;
+use crate::csr::CsrRef;
 use crate::scalar::Scalar;
 use std::mem::MaybeUninit;
 
@@ -45,8 +45,8 @@ pub(crate) fn prefetch_all<E>(s: &[E], start: usize, end: usize) {
 /// row or the rows after it) will read, since those reads are random and would stall.
 #[derive(Clone, Copy)]
 pub(crate) struct RowProduct<'a, T> {
-    a: &'a Csr<T>,
-    b: &'a Csr<T>,
+    a: CsrRef<'a, T>,
+    b: CsrRef<'a, T>,
     s: usize,
     e: usize,
     /// Prefetch the rows of `B` ahead whole, not only their first lines.
@@ -56,7 +56,7 @@ pub(crate) struct RowProduct<'a, T> {
 impl<'a, T: Scalar> RowProduct<'a, T> {
     /// Row `i` of `A·B`.
     #[inline]
-    pub(crate) fn new(a: &'a Csr<T>, b: &'a Csr<T>, i: usize) -> Self {
+    pub(crate) fn new(a: CsrRef<'a, T>, b: CsrRef<'a, T>, i: usize) -> Self {
         RowProduct {
             a,
             b,
@@ -69,7 +69,7 @@ impl<'a, T: Scalar> RowProduct<'a, T> {
     /// Row `i` of `A·B`, prefetching each row of `B` ahead whole: for rows of `B` long enough
     /// (hundreds of entries) that their later lines would stall the loop.
     #[inline]
-    pub(crate) fn prefetching_whole_rows(a: &'a Csr<T>, b: &'a Csr<T>, i: usize) -> Self {
+    pub(crate) fn prefetching_whole_rows(a: CsrRef<'a, T>, b: CsrRef<'a, T>, i: usize) -> Self {
         RowProduct {
             whole_rows: true,
             ..Self::new(a, b, i)

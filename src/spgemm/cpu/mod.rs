@@ -32,7 +32,7 @@ mod ordered;
 pub(crate) mod rows;
 
 use super::{check_operands, row_products, Pattern, SpgemmOptions};
-use crate::csr::Csr;
+use crate::csr::{Csr, CsrRef};
 use crate::error::{Error, Result};
 use crate::scalar::Scalar;
 pub(crate) use accum::prefetch;
@@ -110,7 +110,12 @@ pub struct CpuEngine {
 }
 
 /// Computes `C = A·B` (or what `opts` selects of it) with the default CPU engine.
-pub fn multiply<T: Scalar>(a: &Csr<T>, b: &Csr<T>, opts: &SpgemmOptions) -> Result<Csr<T>> {
+pub fn multiply<'x, T: Scalar>(
+    a: impl Into<CsrRef<'x, T>>,
+    b: impl Into<CsrRef<'x, T>>,
+    opts: &SpgemmOptions,
+) -> Result<Csr<T>> {
+    let (a, b) = (a.into(), b.into());
     CpuEngine::default().multiply(a, b, opts)
 }
 
@@ -128,8 +133,8 @@ pub(super) enum Kind {
 
 /// Everything a row computation reads.
 pub(super) struct Ctx<'a, T> {
-    a: &'a Csr<T>,
-    b: &'a Csr<T>,
+    a: CsrRef<'a, T>,
+    b: CsrRef<'a, T>,
     mask: Option<Pattern<'a>>,
     ncols: usize,
     shift: u32,
@@ -174,23 +179,25 @@ impl CpuEngine {
     }
 
     /// Computes `C = A·B` (or what `opts` selects of it).
-    pub fn multiply<T: Scalar>(
+    pub fn multiply<'x, T: Scalar>(
         &self,
-        a: &Csr<T>,
-        b: &Csr<T>,
+        a: impl Into<CsrRef<'x, T>>,
+        b: impl Into<CsrRef<'x, T>>,
         opts: &SpgemmOptions,
     ) -> Result<Csr<T>> {
+        let (a, b) = (a.into(), b.into());
         self.multiply_counted(a, b, opts).map(|(c, _)| c)
     }
 
     /// Computes `C = A·B` (or what `opts` selects of it) and the number of intermediate products
     /// of the rows computed.
-    pub fn multiply_counted<T: Scalar>(
+    pub fn multiply_counted<'x, T: Scalar>(
         &self,
-        a: &Csr<T>,
-        b: &Csr<T>,
+        a: impl Into<CsrRef<'x, T>>,
+        b: impl Into<CsrRef<'x, T>>,
         opts: &SpgemmOptions,
     ) -> Result<(Csr<T>, u64)> {
+        let (a, b) = (a.into(), b.into());
         let rows = check_operands(a, b, opts)?;
         let t = &self.tuning;
         let ncols = b.ncols();
@@ -388,7 +395,7 @@ fn too_big(nnz: u64) -> Error {
 /// per-row cost): about `want` of them, each at most `max_weight` unless one row weighs more.
 fn plan_tasks<T: Scalar>(
     products: &[u64],
-    a: &Csr<T>,
+    a: CsrRef<'_, T>,
     first_row: usize,
     want: usize,
     max_weight: u64,
@@ -649,15 +656,15 @@ mod tests {
         };
         let e = CpuEngine::with_tuning(t);
         let ctx = Ctx {
-            a: &a,
-            b: &b,
+            a: a.view(),
+            b: b.view(),
             mask: None,
             ncols: b.ncols(),
             shift: 8,
             nchunks: b.ncols().div_ceil(256),
         };
         let kinds: Vec<Kind> = (0..a.nrows())
-            .map(|i| ctx.classify(&t, i, row_products(&a, &b, i)))
+            .map(|i| ctx.classify(&t, i, row_products(a.view(), b.view(), i)))
             .collect();
         assert!(kinds.contains(&Kind::Chunked) && kinds.contains(&Kind::Hash));
         assert_eq!(e.multiply(&a, &b, &SpgemmOptions::default()).unwrap(), want);
@@ -746,13 +753,13 @@ mod tests {
         let a = skewed(1000, 50, 3000, 7);
         let p = vec![5u64; 1000];
         for want in [1, 3, 64, 5000] {
-            let t = plan_tasks(&p, &a, 0, want, if want == 3 { 50 } else { u64::MAX });
+            let t = plan_tasks(&p, a.view(), 0, want, if want == 3 { 50 } else { u64::MAX });
             assert_eq!(t.first().map(|r| r.start), Some(0));
             assert_eq!(t.last().map(|r| r.end), Some(1000));
             assert!(t
                 .windows(2)
                 .all(|w| w[0].end == w[1].start && !w[0].is_empty()));
         }
-        assert!(plan_tasks(&[], &a, 0, 8, 1).is_empty());
+        assert!(plan_tasks(&[], a.view(), 0, 8, 1).is_empty());
     }
 }

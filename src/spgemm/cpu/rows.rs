@@ -24,7 +24,7 @@
 use super::accum::prefetch_all;
 use super::accum::RowProduct;
 use super::compact::{self, Lane, SLACK};
-use crate::csr::Csr;
+use crate::csr::{Csr, CsrRef};
 use crate::quantized;
 use crate::scalar::Scalar;
 use rayon::prelude::*;
@@ -49,8 +49,8 @@ pub(crate) fn is_dense(products: u64, ncols: usize) -> bool {
 /// stored value of both operands is positive (no zeros, no NaN) and the product of their
 /// smallest values does not underflow to zero. (Multiplication is monotone, so no product is
 /// smaller than that one.)
-pub(crate) fn products_are_positive<T: Scalar>(a: &Csr<T>, b: &Csr<T>) -> bool {
-    let smallest = |m: &Csr<T>| -> Option<T> {
+pub(crate) fn products_are_positive<T: Scalar>(a: CsrRef<'_, T>, b: CsrRef<'_, T>) -> bool {
+    let smallest = |m: CsrRef<'_, T>| -> Option<T> {
         m.values()
             .par_iter()
             .with_min_len(1 << 16)
@@ -117,8 +117,8 @@ impl<T: Scalar> PositiveRows<T> {
     /// otherwise entries whose value is zero are missed (never unsafe).
     pub(crate) fn row(
         &mut self,
-        a: &Csr<T>,
-        b: &Csr<T>,
+        a: CsrRef<'_, T>,
+        b: CsrRef<'_, T>,
         i: usize,
         products: u64,
     ) -> (&[u32], &[T]) {
@@ -154,8 +154,8 @@ impl<T: Scalar> PositiveRows<T> {
     /// entry of `B`, whose reads bound this loop.
     pub(crate) fn rows_together(
         &mut self,
-        a: &Csr<T>,
-        b: &Csr<T>,
+        a: CsrRef<'_, T>,
+        b: CsrRef<'_, T>,
         narrow: Option<&[u16]>,
         rows: &[(usize, u64)],
     ) {
@@ -226,7 +226,7 @@ impl<T: Scalar> PositiveRows<T> {
 
     /// Row `g` of the group [`PositiveRows::rows_together`] made (`g` counting from 0, in
     /// order: each row once), sorted by column, valid until the next call.
-    pub(crate) fn take(&mut self, a: &Csr<T>, b: &Csr<T>, g: usize) -> (&[u32], &[T]) {
+    pub(crate) fn take(&mut self, a: CsrRef<'_, T>, b: CsrRef<'_, T>, g: usize) -> (&[u32], &[T]) {
         let (i, products) = self.rows[g];
         if !self.together() {
             return self.row(a, b, i, products);
@@ -316,8 +316,8 @@ impl MarkedRows {
     /// Appends row `i` of `a·b`, sorted by column, to `cols`/`vals`.
     pub(crate) fn row<T: Scalar>(
         &mut self,
-        a: &Csr<T>,
-        b: &Csr<T>,
+        a: CsrRef<'_, T>,
+        b: CsrRef<'_, T>,
         i: usize,
         cols: &mut Vec<u32>,
         vals: &mut Vec<T>,
@@ -347,8 +347,8 @@ impl MarkedRows {
 /// `rows.start`), made in parallel; `products[i]` is row `i`'s product count. Values and
 /// structure equal [`PositiveRows`]'s where that applies.
 pub(crate) fn marked_product<T: Scalar>(
-    a: &Csr<T>,
-    b: &Csr<T>,
+    a: CsrRef<'_, T>,
+    b: CsrRef<'_, T>,
     rows: Range<usize>,
     products: &[u64],
 ) -> Csr<T> {
@@ -438,7 +438,7 @@ impl<T: Scalar> Slots<T> {
 
 /// `B`'s column indices as `u16`, when it has at most 2¹⁶ columns (for
 /// [`PositiveRows::rows_together`]).
-pub(crate) fn narrow_columns<T: Scalar>(b: &Csr<T>) -> Option<Vec<u16>> {
+pub(crate) fn narrow_columns<T: Scalar>(b: CsrRef<'_, T>) -> Option<Vec<u16>> {
     (b.ncols() <= 1 << 16).then(|| {
         b.col_idx()
             .par_iter()
@@ -474,7 +474,7 @@ fn accumulate_group<T: Scalar, C: Col>(
     acc: &mut [[f64; GROUP]],
     mask: usize,
     merged: &[(u32, [T; GROUP])],
-    b: &Csr<T>,
+    b: CsrRef<'_, T>,
     bc: &[C],
 ) {
     #[cfg(target_arch = "x86_64")]
@@ -492,7 +492,7 @@ unsafe fn accumulate_group_avx2<T: Scalar, C: Col>(
     acc: &mut [[f64; GROUP]],
     mask: usize,
     merged: &[(u32, [T; GROUP])],
-    b: &Csr<T>,
+    b: CsrRef<'_, T>,
     bc: &[C],
 ) {
     accumulate_group_any(acc, mask, merged, b, bc)
@@ -503,7 +503,7 @@ fn accumulate_group_any<T: Scalar, C: Col>(
     acc: &mut [[f64; GROUP]],
     mask: usize,
     merged: &[(u32, [T; GROUP])],
-    b: &Csr<T>,
+    b: CsrRef<'_, T>,
     bc: &[C],
 ) {
     assert!(acc.len() > mask);
@@ -579,8 +579,9 @@ mod tests {
     }
 
     fn check(a: &Csr<f32>, b: &Csr<f32>) {
-        assert!(products_are_positive(a, b));
         let c = reference(a, b);
+        let (a, b) = (a.view(), b.view());
+        assert!(products_are_positive(a, b));
         let mut rows = PositiveRows::new(b.ncols());
         for i in 0..a.nrows() {
             let (cols, vals) = rows.row(a, b, i, row_products(a, b, i));
@@ -610,6 +611,7 @@ mod tests {
     fn check_groups<T: Scalar>(a: &Csr<T>, b: &Csr<T>) -> usize {
         let mut together = 0;
         let c = reference(a, b);
+        let (a, b) = (a.view(), b.view());
         let mut rows = PositiveRows::new(b.ncols());
         let all: Vec<(usize, u64)> = (0..a.nrows()).map(|i| (i, row_products(a, b, i))).collect();
         let narrow = narrow_columns(b);
@@ -666,6 +668,7 @@ mod tests {
     /// The marked rows equal the reference, zero products included (kept as entries).
     fn check_marked<T: Scalar>(a: &Csr<T>, b: &Csr<T>) {
         let c = reference(a, b);
+        let (a, b) = (a.view(), b.view());
         let per_row: Vec<u64> = (0..a.nrows()).map(|i| row_products(a, b, i)).collect();
         let n = a.nrows();
         for rows in [0..n, n / 3..n, 0..n / 2] {
@@ -685,7 +688,7 @@ mod tests {
         // An explicit zero in A: its products are zero and their columns still entries.
         let a = Csr::from_parts(2, 2, vec![0, 2, 3], vec![0, 1, 1], vec![0f32, 0.5, 1.0]).unwrap();
         let b = Csr::from_dense(2, 3, &[1f32, 0.0, 2.0, 0.0, 1.0, 0.0]);
-        let m = marked_product(&a, &b, 0..2, &[3, 1]);
+        let m = marked_product(a.view(), b.view(), 0..2, &[3, 1]);
         assert_eq!(m.row(0).0, &[0, 1, 2]);
         assert_eq!(m.row(0).1, &[0.0, 0.5, 0.0]);
         check_marked(&a, &b);
@@ -694,20 +697,18 @@ mod tests {
     #[test]
     fn positivity_is_checked() {
         let a = Csr::from_dense(2, 2, &[1f32, 0.5, 0.0, 2.0]);
-        assert!(products_are_positive(&a, &a));
+        assert!(products_are_positive(a.view(), a.view()));
         let z = Csr::from_parts(1, 2, vec![0, 2], vec![0, 1], vec![1f32, 0.0]).unwrap();
-        assert!(!products_are_positive(&z, &a));
+        assert!(!products_are_positive(z.view(), a.view()));
         let neg = Csr::from_parts(1, 2, vec![0, 1], vec![1], vec![-1f32]).unwrap();
-        assert!(!products_are_positive(&a, &neg));
+        assert!(!products_are_positive(a.view(), neg.view()));
         // 1e-30 squared underflows to zero in f32, not in f64.
         let tiny = Csr::from_parts(1, 1, vec![0, 1], vec![0], vec![1e-30f32]).unwrap();
-        assert!(!products_are_positive(&tiny, &tiny));
-        assert!(products_are_positive(
-            &tiny.cast::<f64>(),
-            &tiny.cast::<f64>()
-        ));
+        assert!(!products_are_positive(tiny.view(), tiny.view()));
+        let wide = tiny.cast::<f64>();
+        assert!(products_are_positive(wide.view(), wide.view()));
         let empty = Csr::<f32>::empty(3, 3);
-        assert!(products_are_positive(&empty, &empty));
+        assert!(products_are_positive(empty.view(), empty.view()));
     }
 
     proptest! {

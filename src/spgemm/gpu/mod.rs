@@ -35,7 +35,7 @@ pub(crate) use plan::MCL_WIDE_HEAD_BYTES;
 pub use plan::{DENSE_FRACTION, HASH_LIMIT};
 
 use super::{check_operands, ProductStats, SpgemmOptions};
-use crate::csr::Csr;
+use crate::csr::{Csr, CsrRef};
 use crate::error::{Error, Result};
 use crate::gpu::matrix::{DeviceCsr, HostRows};
 use crate::gpu::prims::{check, zeros};
@@ -183,12 +183,13 @@ impl GpuEngine {
     }
 
     /// Computes `C = A·B` (the rows and entries `opts` asks for) and copies it to the host.
-    pub fn multiply<T: Scalar>(
+    pub fn multiply<'x, T: Scalar>(
         &self,
-        a: &Csr<T>,
-        b: &Csr<T>,
+        a: impl Into<CsrRef<'x, T>>,
+        b: impl Into<CsrRef<'x, T>>,
         opts: &SpgemmOptions,
     ) -> Result<(Csr<T>, ProductStats)> {
+        let (a, b) = (a.into(), b.into());
         let rows = check_operands(a, b, opts)?;
         let mut host = HostRows::new(rows.len())?;
         // Each batch lands straight in C's final arrays.
@@ -207,13 +208,14 @@ impl GpuEngine {
 
     /// Computes `C = A·B` in row batches, handing each batch (its rows of `C`, and those rows as a
     /// matrix whose row 0 is the batch's first row) to `consume` as soon as it is made, in order.
-    pub fn multiply_batches<T: Scalar>(
+    pub fn multiply_batches<'x, T: Scalar>(
         &self,
-        a: &Csr<T>,
-        b: &Csr<T>,
+        a: impl Into<CsrRef<'x, T>>,
+        b: impl Into<CsrRef<'x, T>>,
         opts: &SpgemmOptions,
         mut consume: impl FnMut(Range<usize>, Csr<T>) -> Result<()>,
     ) -> Result<ProductStats> {
+        let (a, b) = (a.into(), b.into());
         let g = &*self.gpu;
         self.multiply_on_device(a, b, opts, |batch, c, prof| {
             let c = c.download(g)?;
@@ -225,8 +227,8 @@ impl GpuEngine {
     /// Computes `C = A·B` in row batches, handing each batch, still on the device, to `consume`.
     fn multiply_on_device<T: Scalar>(
         &self,
-        a: &Csr<T>,
-        b: &Csr<T>,
+        a: CsrRef<'_, T>,
+        b: CsrRef<'_, T>,
         opts: &SpgemmOptions,
         mut consume: impl FnMut(Range<usize>, &DeviceCsr<T>, &mut Profile) -> Result<()>,
     ) -> Result<ProductStats> {
@@ -294,13 +296,14 @@ impl GpuEngine {
     /// Computes `C = A·B` in row batches that stay on the device, as [`Self::square_on_device`]
     /// squares: each batch goes to `consume` with its deferred dense rows (with `defer_dense`)
     /// and A and B as uploaded.
-    pub fn multiply_deferred<T: Scalar>(
+    pub fn multiply_deferred<'x, T: Scalar>(
         &self,
-        a: &Csr<T>,
-        b: &Csr<T>,
+        a: impl Into<CsrRef<'x, T>>,
+        b: impl Into<CsrRef<'x, T>>,
         defer_dense: bool,
         consume: &mut DeferredConsumer<'_, T>,
     ) -> Result<ProductStats> {
+        let (a, b) = (a.into(), b.into());
         check_operands(a, b, &SpgemmOptions::default())?;
         check_columns(b.ncols())?;
         let _busy = self.gpu.busy.lock().unwrap_or_else(|p| p.into_inner());

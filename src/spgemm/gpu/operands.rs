@@ -2,7 +2,7 @@
 //! square), the mask, and the products per row the batches are planned from.
 
 use super::GpuEngine;
-use crate::csr::Csr;
+use crate::csr::CsrRef;
 use crate::error::{Error, Result};
 use crate::gpu::matrix::DeviceCsr;
 use crate::gpu::prims::{exclusive_scan, launch, strided, zeros};
@@ -57,8 +57,8 @@ impl GpuEngine {
     /// Uploads A, B (unless it is A) and the mask, when the device has room for them.
     pub(super) fn upload_operands<T: Scalar>(
         &self,
-        a: &Csr<T>,
-        b: &Csr<T>,
+        a: CsrRef<'_, T>,
+        b: CsrRef<'_, T>,
         mask: Option<&Pattern>,
     ) -> Result<Operands<T>> {
         let s = &self.gpu.main;
@@ -94,7 +94,7 @@ impl GpuEngine {
         };
         let a_dev = DeviceCsr::upload(&self.gpu, a)?;
         // A square (the same matrix twice) is uploaded once.
-        let b_dev = if std::ptr::eq(a, b) {
+        let b_dev = if a.same(&b) {
             None
         } else {
             Some(DeviceCsr::upload(&self.gpu, b)?)
@@ -189,7 +189,11 @@ pub(super) fn check_columns(ncols: usize) -> Result<()> {
 }
 
 /// The products per row of the rows asked for, as a prefix (host side, to plan batches).
-pub(super) fn host_products<T: Scalar>(a: &Csr<T>, b: &Csr<T>, rows: &Range<usize>) -> Vec<u64> {
+pub(super) fn host_products<T: Scalar>(
+    a: CsrRef<'_, T>,
+    b: CsrRef<'_, T>,
+    rows: &Range<usize>,
+) -> Vec<u64> {
     let mut out = Vec::with_capacity(rows.len() + 1);
     out.push(0u64);
     let mut run = 0;
