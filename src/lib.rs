@@ -22,6 +22,7 @@ mod mem;
 pub mod output;
 pub mod quantized;
 pub mod scalar;
+pub mod settings;
 pub mod spgemm;
 pub mod tempfiles;
 pub mod tricount;

@@ -5,6 +5,7 @@
 use crate::arrays::{csr_out, edges_of, CsrArg, Parts};
 use crate::errors::to_py;
 use crate::run::{interruptible, Notices};
+use crate::settings;
 use gmcl::engine::{self, Work};
 use gmcl::io::{self, Format, Labels};
 use gmcl::mcl::{self, MclParams, Overlap, PruneParams};
@@ -62,17 +63,17 @@ fn product<'py, T: Scalar + numpy::Element>(
 ) -> PyResult<Bound<'py, PyAny>> {
     let notices = Notices::default();
     let (c, ran, seconds) = interruptible(py, || {
-        let ma = a.check()?.to_csr();
-        let mb = b.map(|b| b.check()).transpose()?.map(|b| b.to_csr());
-        let mb = mb.as_ref().unwrap_or(&ma);
-        let mask = mask.map(|m| m.check()).transpose()?.map(|m| m.to_csr());
+        // The products read the caller's arrays in place.
+        let ma = a.check()?;
+        let mb = b.map(|b| b.check()).transpose()?.unwrap_or(ma);
         let opts = SpgemmOptions {
-            mask: mask.as_ref().map(Pattern::of),
+            mask: mask.map(|m| m.check()).transpose()?.map(Pattern::of),
+            gpu: settings().gpu.clone(),
             ..Default::default()
         };
         let work = match kind {
             EngineKind::Auto => Some(Work::Product(
-                products::intermediate_products_per_row(&ma, mb)?
+                products::intermediate_products_per_row(ma, mb)?
                     .iter()
                     .sum(),
             )),
@@ -81,7 +82,7 @@ fn product<'py, T: Scalar + numpy::Element>(
         let notice = &mut |m: &str| notices.push(m);
         let resolved = engine::resolve(kind, work, notice);
         let ((c, stats), ran) = engine::run_with_fallback(kind, resolved, notice, |e| {
-            products::multiply(e, &ma, mb, &opts)
+            products::multiply(e, ma, mb, &opts)
         })?;
         Ok((c, ran, stats.seconds))
     })?;
@@ -131,6 +132,7 @@ impl ClusterOptions {
             max_iterations: self.max_iterations,
             overlap: self.overlap.parse::<Overlap>().map_err(to_py)?,
             engine: engine_kind(&self.engine)?,
+            gpu: settings().gpu.clone(),
             ..Default::default()
         };
         params.validate().map_err(to_py)?;
@@ -317,6 +319,7 @@ fn count_triangles(
     let opts = tricount::Options {
         engine: resolved,
         per_vertex,
+        gpu: settings().triangles,
         ..Default::default()
     };
     let (t, ran) = engine::run_with_fallback(kind, resolved, notice, |engine| {

@@ -156,3 +156,66 @@ def test_without_a_gpu_the_gpu_tests_fail_when_a_gpu_is_required():
     env.pop("GMCL_REQUIRE_GPU")
     r = subprocess.run(args, env=env, capture_output=True, text=True)
     assert r.returncode == 0 and "skipped" in r.stdout, r.stdout + r.stderr
+
+
+FAULT_CHILD = """
+import sys
+import gmcl
+
+job, engine, scale = sys.argv[1], sys.argv[2], int(sys.argv[3])
+g = gmcl.generate(scale, 16, undirected=True, no_self_loops=True, seed=5)
+calls = {
+    "spgemm": lambda: gmcl.spgemm(g, engine=engine).nnz,
+    "tricount": lambda: gmcl.tricount(g, engine=engine),
+    "cluster": lambda: len(gmcl.cluster(g, engine=engine)),
+}
+try:
+    print("result", calls[job](), flush=True)
+except gmcl.GpuError as e:
+    print("GpuError", e, flush=True)
+"""
+
+
+def _faulty(job, engine, scale, fault_at=None):
+    """Runs `job` in a fresh process (the fault switch is read at import, as the command line
+    reads it at start) on one thread, where `auto` takes the GPU for smaller work."""
+    env = dict(os.environ, RAYON_NUM_THREADS="1")
+    env.pop("GMCL_GPU_FAULT", None)
+    if fault_at is not None:
+        env["GMCL_GPU_FAULT"] = str(fault_at)
+    args = [sys.executable, "-c", FAULT_CHILD, job, engine, str(scale)]
+    r = subprocess.run(args, env=env, capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stderr
+    return r.stdout.strip(), r.stderr
+
+
+def test_a_gpu_fault_raises_gpu_error_and_auto_falls_back_to_the_cpu(gpu):
+    """GMCL_GPU_FAULT=N (the N-th checked driver call fails) as in the command line: an explicit
+    engine="gpu" raises GpuError naming the step; under engine="auto" the call says once that
+    it runs on the CPU instead and gives the CPU's result."""
+    for job, scale in (("spgemm", 10), ("tricount", 17), ("cluster", 12)):
+        want, _ = _faulty(job, "cpu", scale)
+        assert want.startswith("result ") and want != "result 0", want
+        for fault_at in (1, 3):
+            out, err = _faulty(job, "gpu", scale, fault_at)
+            assert out.startswith("GpuError") and "injected fault (GMCL_GPU_FAULT)" in out, (
+                job,
+                out,
+                err,
+            )
+            if job == "spgemm":
+                continue  # auto runs a product this small on the CPU
+            out, err = _faulty(job, "auto", scale, fault_at)
+            assert out == want, (job, out, err)
+            assert err.count("running on the CPU engine instead") == 1, (job, err)
+
+
+def test_kernels_are_kept_where_gmcl_kernel_cache_says(gpu, tmp_path):
+    """The GPU opens as the command line opens it: compiled kernels go to GMCL_KERNEL_CACHE
+    (read at import), so a later process need not compile them again."""
+    cache = tmp_path / "kernels"
+    child = "import gmcl, sys; print(gmcl.tricount(gmcl.generate(8, 8, undirected=True), engine='gpu'))"
+    env = dict(os.environ, GMCL_KERNEL_CACHE=str(cache))
+    r = subprocess.run([sys.executable, "-c", child], env=env, capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    assert cache.is_dir() and any(cache.iterdir()), r.stderr
