@@ -103,14 +103,21 @@ def _matrix(parts: tuple, like: Any = None) -> Any:
     arrays: the values and, when they fit 32 bits as SciPy would choose, the column indices are
     the library's own memory."""
     nrows, ncols, indptr, indices, data = parts
+    cls = sp.csr_matrix if isinstance(like, sp.spmatrix) else sp.csr_array
     wide = indptr[-1] > _INT32_MAX or max(nrows, ncols) > _INT32_MAX
     if wide:
-        indptr = indptr.view(np.int64)
-        indices = indices.astype(np.int64)
-    else:
-        indptr = indptr.astype(np.int32)
-        indices = indices.view(np.int32)
-    cls = sp.csr_matrix if isinstance(like, sp.spmatrix) else sp.csr_array
+        # 64-bit indices, widened by the extension already (in parallel). SciPy's constructor
+        # would scan them to see whether 32 bits would do (their count alone says no): they are
+        # set on an empty matrix of the shape instead, and checked as the constructor checks
+        # them short of that scan.
+        m = cls((nrows, ncols), dtype=data.dtype)
+        m.indptr = indptr.view(np.int64)
+        m.indices = indices.astype(np.int64, copy=False)
+        m.data = data
+        m.check_format(full_check=False)
+        return m
+    indptr = indptr.astype(np.int32)
+    indices = indices.view(np.int32)
     return cls((data, indices, indptr), shape=(nrows, ncols), copy=False)
 
 

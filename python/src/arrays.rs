@@ -6,6 +6,7 @@
 use gmcl::{Csr, CsrRef, EdgeList, Error, Result, Scalar};
 use numpy::{IntoPyArray, PyArray1, PyReadonlyArray1};
 use pyo3::prelude::*;
+use rayon::prelude::*;
 
 /// A matrix's values, in the precision the caller chose by their dtype.
 #[derive(FromPyObject)]
@@ -37,12 +38,13 @@ pub struct Parts<'a, T> {
     data: &'a [T],
 }
 
-/// A CSR matrix's arrays as Python receives them: `(nrows, ncols, indptr, indices, data)`.
+/// A CSR matrix's arrays as Python receives them: `(nrows, ncols, indptr, indices, data)`,
+/// the indices `uint32`, or `int64` where SciPy needs 64-bit indices ([`csr_out`]).
 pub type CsrOut<'py, T> = (
     usize,
     usize,
     Bound<'py, PyArray1<u64>>,
-    Bound<'py, PyArray1<u32>>,
+    Bound<'py, PyAny>,
     Bound<'py, PyArray1<T>>,
 );
 
@@ -116,14 +118,25 @@ pub fn edges_of<T: Scalar>(m: CsrRef<'_, T>, weighted: bool) -> Result<EdgeList>
     })
 }
 
-/// Hands a matrix's vectors to NumPy (no copy).
+/// Hands a matrix's vectors to NumPy (no copy), but for one case: SciPy keeps the indices and
+/// the offsets in one integer type, 64-bit past 2^31 - 1 entries, rows or columns, so there the
+/// column indices are widened to `int64` here, by every thread and without the GIL (NumPy's
+/// `astype` would take one thread several times as long at scale 18's products).
 pub fn csr_out<T: Scalar + numpy::Element>(py: Python<'_>, m: Csr<T>) -> CsrOut<'_, T> {
     let (nrows, ncols, indptr, indices, data) = m.into_parts();
+    let narrow = i32::MAX as usize;
+    let indices = if indices.len() > narrow || nrows.max(ncols) > narrow {
+        py.detach(|| indices.par_iter().map(|&j| j as i64).collect::<Vec<i64>>())
+            .into_pyarray(py)
+            .into_any()
+    } else {
+        indices.into_pyarray(py).into_any()
+    };
     (
         nrows,
         ncols,
         indptr.into_pyarray(py),
-        indices.into_pyarray(py),
+        indices,
         data.into_pyarray(py),
     )
 }
