@@ -22,13 +22,26 @@ const AS_LISTED: BuildOptions = BuildOptions {
 type Loaded<'py> = (CsrOut<'py, f64>, Option<Vec<String>>, &'static str);
 
 /// Reads a graph or matrix file (any format the CLI reads); returns its matrix (`float64`),
-/// the file's vertex names (`None` when vertex `i` is `i`) and the format it was read as.
+/// the file's vertex names (`None` when vertex `i` is `i`) and the format it was read as. With
+/// `f32`, a weight that `float32` cannot hold is an error naming its line, as for the CLI's
+/// `--precision f32`.
 #[pyfunction]
-#[pyo3(signature = (path, format=None))]
-pub fn load<'py>(py: Python<'py>, path: PathBuf, format: Option<&str>) -> PyResult<Loaded<'py>> {
+#[pyo3(signature = (path, format=None, f32=false))]
+pub fn load<'py>(
+    py: Python<'py>,
+    path: PathBuf,
+    format: Option<&str>,
+    f32: bool,
+) -> PyResult<Loaded<'py>> {
     let fmt = self::format(format)?;
     let (m, labels, read_as) = interruptible(py, || {
-        let loaded = io::load_as::<f64>(&path, fmt, &gmcl::spgemm::FOOTPRINT)?;
+        let footprint = &gmcl::spgemm::FOOTPRINT;
+        // The weights stay f64 either way: only the check differs.
+        let loaded = if f32 {
+            io::load_as::<f32>(&path, fmt, footprint)?
+        } else {
+            io::load_as::<f64>(&path, fmt, footprint)?
+        };
         let m = Csr::<f64>::from_edges(&loaded.edges, &AS_LISTED).map_err(|e| match e {
             Error::Invalid(message) => Error::Input {
                 path: path.clone(),
