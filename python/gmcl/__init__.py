@@ -168,10 +168,14 @@ def _operand(x: Any, f32: bool) -> Tuple[Any, Optional[str]]:
 def save(path: Union[str, os.PathLike], A: Any) -> None:
     """Writes ``A`` (a sparse matrix or NetworkX graph) in the format ``path``'s extension names:
     .mtx (Matrix Market), .wel (``u v w`` lines), .npz (SciPy's ``save_npz`` layout, CSR), or .el
-    (when every value is 1). The file appears whole or not at all."""
+    (when every value is 1). An .npz archive keeps float32 values float32, as ``save_npz`` does;
+    other values are written as float64. The file appears whole or not at all."""
     if _is_networkx(A):
         A, _ = _networkx_adjacency(A)
-    _gmcl.save(os.fspath(path), _parts(A, np.float64))
+    path = os.fspath(path)
+    # Text holds float32 values exactly as float64 ones; only the archive has a value type.
+    npz = os.fsdecode(path).lower().endswith(".npz")
+    _gmcl.save(path, _parts(A, None if npz else np.float64))
 
 
 def generate(

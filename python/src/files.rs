@@ -1,15 +1,15 @@
 //! Files and generated graphs: `load` and `save` in every format the CLI reads and writes, and
 //! R-MAT graphs as matrices.
 
-use crate::arrays::{csr_out, edges_of, CsrArg, CsrOut};
+use crate::arrays::{csr_out, edges_of, CsrArg, CsrOut, Parts};
 use crate::compute::{format, names};
 use crate::errors::to_py;
 use crate::run::interruptible;
 use gmcl::generate::{self, RmatParams};
 use gmcl::io::{self, Format};
-use gmcl::{BuildOptions, Csr, Duplicates, EdgeList, Error};
+use gmcl::{BuildOptions, Csr, Duplicates, EdgeList, Error, Scalar};
 use pyo3::prelude::*;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 /// Entries as listed, repeated ones summed: the matrix `gmcl convert` and `gmcl spgemm` read.
 const AS_LISTED: BuildOptions = BuildOptions {
@@ -56,26 +56,35 @@ pub fn load<'py>(
 }
 
 /// Writes a matrix in the format its path's extension names: `.mtx`, `.wel`, `.npz`, or `.el`
-/// (when every value is 1: an edge list holds no values). The file appears whole or not at all.
+/// (when every value is 1: an edge list holds no values). The values are written in their own
+/// type (an `.npz` archive of `float32` values keeps them `float32`, as SciPy's `save_npz`).
+/// The file appears whole or not at all.
 #[pyfunction]
 pub fn save<'py>(py: Python<'py>, path: PathBuf, a: CsrArg<'py>) -> PyResult<()> {
-    let a = a.f64()?;
-    interruptible(py, || {
-        if Format::from_path(&path) == Some(Format::El) {
-            let mut el = edges_of(a.check()?, true)?;
-            if el
-                .weights
-                .as_ref()
-                .is_some_and(|w| w.iter().all(|&w| w == 1.0))
-            {
-                el.weights = None;
-            }
-            generate::check_output(&path, el.weights.is_some())?;
-            generate::write_edges(&path, &el, &|_| {})
-        } else {
-            gmcl::output::write_matrix(&path, &a.check()?.to_csr())
+    if a.is_f32() {
+        let a = a.f32()?;
+        interruptible(py, || write(&path, a))
+    } else {
+        let a = a.f64()?;
+        interruptible(py, || write(&path, a))
+    }
+}
+
+fn write<T: Scalar>(path: &Path, a: Parts<'_, T>) -> gmcl::Result<()> {
+    if Format::from_path(path) == Some(Format::El) {
+        let mut el = edges_of(a.check()?, true)?;
+        if el
+            .weights
+            .as_ref()
+            .is_some_and(|w| w.iter().all(|&w| w == 1.0))
+        {
+            el.weights = None;
         }
-    })
+        generate::check_output(path, el.weights.is_some())?;
+        generate::write_edges(path, &el, &|_| {})
+    } else {
+        gmcl::output::write_matrix(path, &a.check()?.to_csr())
+    }
 }
 
 /// R-MAT parameters as the Python `generate` takes them (the CLI's `generate` options).
