@@ -3,8 +3,9 @@
 The functions take a graph or matrix as a SciPy sparse array or matrix (CSR, CSC, COO, ...;
 any integer, boolean or floating-point dtype; 32- or 64-bit indices), a NetworkX graph (its
 adjacency, with the ``weight`` attribute), or a path to a graph file in any format the ``gmcl``
-command line reads (.el, .wel, .txt/.snap, .mtx, .abc, .npz); they return SciPy CSR arrays and
-NumPy arrays. The work runs without the GIL; Ctrl-C stops it and raises ``KeyboardInterrupt``.
+command line reads (.el, .wel, .txt/.snap, .mtx, .abc, .npz; the text ones also compressed, as
+``g.el.gz``); they return SciPy CSR arrays and NumPy arrays. The work runs without the GIL;
+Ctrl-C stops it and raises ``KeyboardInterrupt``.
 
 ``engine`` is ``"auto"`` (the GPU engine when the work is large enough for it to pay and a GPU is
 usable, else the CPU engine, with a notice on stderr when no GPU is usable), ``"cpu"`` or
@@ -94,7 +95,18 @@ def _parts(a: Any, dtype: Any, name: str = "A") -> tuple:
         if indices.size and (indices.min() < 0 or indices.max() >= ncols):
             raise ValueError(f"{name} has a column index outside 0..{ncols - 1}")
         indices = indices.astype(np.uint32)
-    data = np.ascontiguousarray(m.data, dtype=dtype)
+    with np.errstate(over="ignore"):
+        data = np.ascontiguousarray(m.data, dtype=dtype)
+    if data.dtype == np.float32 and m.data.dtype != np.float32:
+        # As the command line refuses a weight that --precision f32 cannot hold: it would
+        # become infinite and change the answer.
+        beyond = np.flatnonzero(np.isinf(data) & np.isfinite(m.data))
+        if beyond.size:
+            value = float(m.data[beyond[0]])
+            raise ValueError(
+                f"{name}: value {value!r} does not fit the value type f32 (it would become "
+                f"infinite and change the answer); use precision=\"f64\""
+            )
     return (nrows, ncols, indptr, indices, data)
 
 
@@ -131,8 +143,10 @@ def _input(g: Any, dtype: Any) -> Tuple[tuple, Optional[list]]:
 
 def load(path: Union[str, os.PathLike], format: Optional[str] = None, *, labels: bool = False) -> Any:
     """Reads a graph or matrix file, in any format ``gmcl`` reads (.el, .wel, .txt/.snap, .mtx,
-    .abc, .npz; ``format`` overrides the extension), as the CSR array of its entries (float64,
-    repeated entries summed, a symmetric .mtx file's mirror entries included).
+    .abc, .npz; ``format`` overrides the extension; a name ending in ``.gz``, such as
+    ``g.el.gz``, is gzip-compressed text of the format the name before ``.gz`` says), as the CSR
+    array of its entries (float64, repeated entries summed, a symmetric .mtx file's mirror
+    entries included).
 
     With ``labels=True``, returns ``(A, names)``: ``names[i]`` is vertex ``i``'s name in the file
     (SNAP ids, .abc labels, .mtx's 1-based indices), or ``None`` when vertex ``i`` is ``i``
@@ -142,13 +156,33 @@ def load(path: Union[str, os.PathLike], format: Optional[str] = None, *, labels:
     return (a, names) if labels else a
 
 
+# The command line's refusal (src/cli/spgemm.rs), word for word.
+_TWO_NUMBERINGS = (
+    "A·B of two files needs numeric ids (el, wel, mtx): label and SNAP ids are renumbered per "
+    "file, so their rows and columns would not match"
+)
+
+
+def _operand(x: Any, f32: bool) -> Tuple[Any, Optional[str]]:
+    """An operand of ``spgemm`` and, for a path, the format it was read as: the file read as
+    ``load`` reads it, with the command line's check of ``--precision f32`` when ``f32``."""
+    if not _is_path(x):
+        return x, None
+    parts, _names, read_as = _gmcl.load(os.fspath(x), None, f32)
+    return _matrix(parts), read_as
+
+
 def save(path: Union[str, os.PathLike], A: Any) -> None:
     """Writes ``A`` (a sparse matrix or NetworkX graph) in the format ``path``'s extension names:
     .mtx (Matrix Market), .wel (``u v w`` lines), .npz (SciPy's ``save_npz`` layout, CSR), or .el
-    (when every value is 1). The file appears whole or not at all."""
+    (when every value is 1). An .npz archive keeps float32 values float32, as ``save_npz`` does;
+    other values are written as float64. The file appears whole or not at all."""
     if _is_networkx(A):
         A, _ = _networkx_adjacency(A)
-    _gmcl.save(os.fspath(path), _parts(A, np.float64))
+    path = os.fspath(path)
+    # Text holds float32 values exactly as float64 ones; only the archive has a value type.
+    npz = os.fsdecode(path).lower().endswith(".npz")
+    _gmcl.save(path, _parts(A, None if npz else np.float64))
 
 
 def generate(
@@ -210,9 +244,15 @@ def spgemm(
     """``C = A @ B`` (``A @ A`` when ``B`` is None) as a CSR array, on ``engine``. ``precision``
     is ``"f32"`` or ``"f64"`` (default: ``"f32"`` when the operands are float32, else
     ``"f64"``). With ``mask``, C keeps only the positions the mask stores (its values do not
-    matter). A path is loaded as ``load`` reads it."""
-    A = load(A) if _is_path(A) else A
-    B = load(B) if _is_path(B) else B
+    matter). A path is loaded as ``load`` reads it. As on the command line, A and B given as two
+    files are refused when either is numbered by labels or SNAP ids (each file numbers its
+    own), and with ``"f32"`` a value that float32 cannot hold is a ``ValueError``, not an
+    infinity."""
+    f32 = precision == "f32"
+    A, a_format = _operand(A, f32)
+    B, b_format = _operand(B, f32)
+    if a_format and b_format and {a_format, b_format} & {"snap", "abc"}:
+        raise ValueError(_TWO_NUMBERINGS)
     mask = load(mask) if _is_path(mask) else mask
     if _is_networkx(A):
         A, _ = _networkx_adjacency(A)

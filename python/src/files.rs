@@ -1,15 +1,15 @@
 //! Files and generated graphs: `load` and `save` in every format the CLI reads and writes, and
 //! R-MAT graphs as matrices.
 
-use crate::arrays::{csr_out, edges_of, CsrArg, CsrOut};
+use crate::arrays::{csr_out, edges_of, CsrArg, CsrOut, Parts};
 use crate::compute::{format, names};
 use crate::errors::to_py;
 use crate::run::interruptible;
 use gmcl::generate::{self, RmatParams};
 use gmcl::io::{self, Format};
-use gmcl::{BuildOptions, Csr, Duplicates, EdgeList, Error};
+use gmcl::{BuildOptions, Csr, Duplicates, EdgeList, Error, Scalar};
 use pyo3::prelude::*;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 /// Entries as listed, repeated ones summed: the matrix `gmcl convert` and `gmcl spgemm` read.
 const AS_LISTED: BuildOptions = BuildOptions {
@@ -22,13 +22,26 @@ const AS_LISTED: BuildOptions = BuildOptions {
 type Loaded<'py> = (CsrOut<'py, f64>, Option<Vec<String>>, &'static str);
 
 /// Reads a graph or matrix file (any format the CLI reads); returns its matrix (`float64`),
-/// the file's vertex names (`None` when vertex `i` is `i`) and the format it was read as.
+/// the file's vertex names (`None` when vertex `i` is `i`) and the format it was read as. With
+/// `f32`, a weight that `float32` cannot hold is an error naming its line, as for the CLI's
+/// `--precision f32`.
 #[pyfunction]
-#[pyo3(signature = (path, format=None))]
-pub fn load<'py>(py: Python<'py>, path: PathBuf, format: Option<&str>) -> PyResult<Loaded<'py>> {
+#[pyo3(signature = (path, format=None, f32=false))]
+pub fn load<'py>(
+    py: Python<'py>,
+    path: PathBuf,
+    format: Option<&str>,
+    f32: bool,
+) -> PyResult<Loaded<'py>> {
     let fmt = self::format(format)?;
     let (m, labels, read_as) = interruptible(py, || {
-        let loaded = io::load_as::<f64>(&path, fmt, &gmcl::spgemm::FOOTPRINT)?;
+        let footprint = &gmcl::spgemm::FOOTPRINT;
+        // The weights stay f64 either way: only the check differs.
+        let loaded = if f32 {
+            io::load_as::<f32>(&path, fmt, footprint)?
+        } else {
+            io::load_as::<f64>(&path, fmt, footprint)?
+        };
         let m = Csr::<f64>::from_edges(&loaded.edges, &AS_LISTED).map_err(|e| match e {
             Error::Invalid(message) => Error::Input {
                 path: path.clone(),
@@ -43,26 +56,35 @@ pub fn load<'py>(py: Python<'py>, path: PathBuf, format: Option<&str>) -> PyResu
 }
 
 /// Writes a matrix in the format its path's extension names: `.mtx`, `.wel`, `.npz`, or `.el`
-/// (when every value is 1: an edge list holds no values). The file appears whole or not at all.
+/// (when every value is 1: an edge list holds no values). The values are written in their own
+/// type (an `.npz` archive of `float32` values keeps them `float32`, as SciPy's `save_npz`).
+/// The file appears whole or not at all.
 #[pyfunction]
 pub fn save<'py>(py: Python<'py>, path: PathBuf, a: CsrArg<'py>) -> PyResult<()> {
-    let a = a.f64()?;
-    interruptible(py, || {
-        if Format::from_path(&path) == Some(Format::El) {
-            let mut el = edges_of(a.check()?, true)?;
-            if el
-                .weights
-                .as_ref()
-                .is_some_and(|w| w.iter().all(|&w| w == 1.0))
-            {
-                el.weights = None;
-            }
-            generate::check_output(&path, el.weights.is_some())?;
-            generate::write_edges(&path, &el, &|_| {})
-        } else {
-            gmcl::output::write_matrix(&path, &a.check()?.to_csr())
+    if a.is_f32() {
+        let a = a.f32()?;
+        interruptible(py, || write(&path, a))
+    } else {
+        let a = a.f64()?;
+        interruptible(py, || write(&path, a))
+    }
+}
+
+fn write<T: Scalar>(path: &Path, a: Parts<'_, T>) -> gmcl::Result<()> {
+    if Format::from_path(path) == Some(Format::El) {
+        let mut el = edges_of(a.check()?, true)?;
+        if el
+            .weights
+            .as_ref()
+            .is_some_and(|w| w.iter().all(|&w| w == 1.0))
+        {
+            el.weights = None;
         }
-    })
+        generate::check_output(path, el.weights.is_some())?;
+        generate::write_edges(path, &el, &|_| {})
+    } else {
+        gmcl::output::write_matrix(path, &a.check()?.to_csr())
+    }
 }
 
 /// R-MAT parameters as the Python `generate` takes them (the CLI's `generate` options).

@@ -7,43 +7,83 @@ import sys
 import textwrap
 import time
 
+import pytest
+
+# The child builds the input, says "started" (with the time) just before the long call, and
+# then says how the call ended: "interrupted" (with the time) or "finished" (with how long it
+# took). Then a small call shows that gmcl still works.
 CHILD = textwrap.dedent(
     """
     import signal, sys, time
+    import numpy as np, scipy.sparse as sp
     import gmcl
     # Python's own Ctrl-C handler, as in a terminal: a child of a background job inherits SIGINT
     # ignored, and Python then leaves it ignored.
     signal.signal(signal.SIGINT, signal.default_int_handler)
-    a = gmcl.generate(16, 16, seed=2)
-    gmcl.spgemm(a[:64, :], a, engine="cpu")  # warm
-    print("ready", flush=True)
+
+    def clique(n, loops):
+        # Every pair of vertices (with loops: every (i, j)); its products and triangles grow as
+        # n**3 while it takes n**2 entries to build.
+        indices = np.tile(np.arange(n, dtype=np.int32), n)
+        if not loops:
+            indices = np.delete(indices, np.arange(n) * (n + 1))
+        indptr = np.arange(n + 1, dtype=np.int64) * (n if loops else n - 1)
+        data = np.ones(indices.size, dtype=np.float32)
+        return sp.csr_array((data, indices, indptr), shape=(n, n))
+
+    small = gmcl.generate(8, 4, seed=2)
+    gmcl.spgemm(small, engine="cpu")  # warm: the thread pool and the library loaded
+    call = sys.argv[1]
+    if call == "cluster":
+        g = gmcl.generate(17, 16, undirected=True)
+        run = lambda: gmcl.cluster(g, engine="cpu")
+    elif call == "spgemm":
+        a = clique(3000, loops=True)
+        run = lambda: gmcl.spgemm(a, engine="cpu")
+    elif call == "tricount":
+        g = clique(4500, loops=False)
+        run = lambda: gmcl.tricount(g, engine="cpu")
     start = time.monotonic()
+    print("started", start, flush=True)
     try:
-        gmcl.cluster(gmcl.generate(17, 16, undirected=True), engine="cpu")
+        run()
         print("finished", time.monotonic() - start, flush=True)
     except KeyboardInterrupt:
         print("interrupted", time.monotonic(), flush=True)
-    small = gmcl.spgemm(a[:8, :8], engine="cpu")
-    print("after", small.shape, flush=True)
+    print("after", gmcl.spgemm(small[:8, :8], engine="cpu").shape, flush=True)
     """
 )
 
+# How long the call runs before the interrupt: long enough for it to be well inside the
+# library, far shorter than the work (tens of seconds on 2 cores).
+INTO_THE_CALL = 0.5
 
-def test_sigint_raises_keyboard_interrupt_and_leaves_gmcl_usable():
+
+@pytest.mark.parametrize("call", ["cluster", "spgemm", "tricount"])
+def test_sigint_raises_keyboard_interrupt_and_leaves_gmcl_usable(call):
     child = subprocess.Popen(
-        [sys.executable, "-c", CHILD], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        [sys.executable, "-c", CHILD, call],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
     )
     try:
-        assert child.stdout.readline().strip() == "ready"
-        # Into the clustering: generating the graph and the first iterations.
-        time.sleep(2.0)
+        started = child.stdout.readline().split()
+        assert started and started[0] == "started", (started, child.stderr.read())
+        time.sleep(INTO_THE_CALL)
         sent = time.monotonic()
         os.kill(child.pid, signal.SIGINT)
         out, err = child.communicate(timeout=60)
     finally:
         child.kill()
     lines = out.splitlines()
-    assert lines and lines[0].startswith("interrupted"), (out, err)
+    assert lines, err
+    if lines[0].startswith("finished"):
+        pytest.fail(
+            f"gmcl.{call} finished in {float(lines[0].split()[1]):.2f} s, before the interrupt "
+            f"{INTO_THE_CALL} s in: its work is too small for this machine; make it larger"
+        )
+    assert lines[0].startswith("interrupted"), (out, err)
     # The clock is the same (CLOCK_MONOTONIC) in both processes.
     assert float(lines[0].split()[1]) - sent < 2.0, (out, err)
     assert lines[1] == "after (8, 8)", (out, err)

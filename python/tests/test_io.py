@@ -1,5 +1,7 @@
 """gmcl.load, gmcl.save and gmcl.generate against SciPy's own reading and writing."""
 
+import gzip
+
 import numpy as np
 import pytest
 import scipy.io
@@ -107,3 +109,159 @@ def test_generate_refuses_bad_parameters():
         gmcl.generate(40, 1)
     with pytest.raises(ValueError, match="give edges or edge_factor"):
         gmcl.generate(4)
+
+
+SNAP = """# Directed graph (each unordered pair of nodes is saved once): example.txt
+# Nodes: 4 Edges: 5
+# FromNodeId\tToNodeId
+30\t10
+10\t20
+7\t30
+20\t7
+10\t30
+30\t10
+"""
+
+
+@pytest.mark.parametrize("name", ["g.txt", "g.snap", "g.txt.gz"])
+def test_snap_files_are_numbered_by_their_ids(tmp_path, name):
+    path = tmp_path / name
+    if name.endswith(".gz"):
+        with gzip.open(path, "wt") as f:
+            f.write(SNAP)
+    else:
+        path.write_text(SNAP)
+    a, names = gmcl.load(path, labels=True)
+    assert sorted(names, key=int) == ["7", "10", "20", "30"]
+    # Entry (i, j) for each line "names[i] names[j]"; the repeated edge is summed.
+    pairs = [line.split("\t") for line in SNAP.splitlines() if not line.startswith("#")]
+    rows = [names.index(u) for u, _ in pairs]
+    cols = [names.index(v) for _, v in pairs]
+    ref = sp.csr_array((np.ones(len(pairs)), (rows, cols)), shape=(4, 4))
+    assert a.shape == (4, 4) and a.nnz == 5
+    assert (a != ref).nnz == 0
+    assert a[names.index("30"), names.index("10")] == 2
+
+
+@pytest.mark.parametrize("name", ["karate.el", "karate.mtx"])
+def test_gz_files_read_as_the_name_before_gz(tmp_path, graphs, name):
+    packed = tmp_path / f"{name}.gz"
+    with open(graphs / name, "rb") as f, gzip.open(packed, "wb") as g:
+        g.write(f.read())
+    plain = gmcl.load(graphs / name)
+    a = gmcl.load(packed)
+    assert a.nnz > 0 and (a != plain).nnz == 0
+    assert gmcl.tricount(packed, engine="cpu") == 45
+
+
+def test_damaged_gz_is_a_value_error_naming_it(tmp_path, graphs):
+    packed = tmp_path / "cut.el.gz"
+    with open(graphs / "karate.el", "rb") as f:
+        whole = gzip.compress(f.read())
+    packed.write_bytes(whole[: len(whole) // 2])
+    with pytest.raises(ValueError, match=r"cut\.el\.gz"):
+        gmcl.load(packed)
+
+
+@pytest.mark.parametrize("compressed", [True, False])
+@pytest.mark.parametrize("fmt", ["csr", "csc", "coo"])
+@pytest.mark.parametrize(
+    "dtype", [np.int8, np.int32, np.int64, np.uint16, np.float32, np.float64, np.bool_]
+)
+def test_npz_saved_by_scipy(tmp_path, fmt, dtype, compressed):
+    rng = np.random.default_rng(11)
+    a = sp.random_array((30, 20), density=0.2, format=fmt, rng=rng)
+    # Values none of which is zero: of both signs where the type has them, with fractions in
+    # a float type.
+    values = rng.integers(1, 100, a.nnz).astype(np.float64)
+    if np.issubdtype(dtype, np.floating):
+        values += 0.25
+    if np.issubdtype(dtype, np.floating) or np.issubdtype(dtype, np.signedinteger):
+        values *= rng.choice([-1, 1], a.nnz)
+    a.data = values
+    a = a.astype(dtype)
+    sp.save_npz(tmp_path / "m.npz", a, compressed=compressed)
+    back = gmcl.load(tmp_path / "m.npz")
+    ref = sp.csr_array(a.astype(np.float64))
+    assert back.dtype == np.float64 and back.shape == (30, 20)
+    assert back.nnz == ref.nnz > 0
+    assert (back != ref).nnz == 0
+
+
+def test_npz_of_scipy_with_64_bit_indices_and_repeated_coo_entries(tmp_path):
+    a = sp.random_array((25, 25), density=0.2, format="csr", rng=np.random.default_rng(12))
+    wide = sp.csr_array(
+        (a.data, a.indices.astype(np.int64), a.indptr.astype(np.int64)), shape=a.shape
+    )
+    sp.save_npz(tmp_path / "wide.npz", wide)
+    assert np.load(tmp_path / "wide.npz")["indices"].dtype == np.int64
+    assert (gmcl.load(tmp_path / "wide.npz") != a).nnz == 0
+    coo = sp.coo_array(([1.0, 2.0, 4.0], ([0, 0, 1], [1, 1, 0])), shape=(2, 3))
+    sp.save_npz(tmp_path / "coo.npz", coo)
+    back = gmcl.load(tmp_path / "coo.npz")
+    assert back.shape == (2, 3) and back.nnz == 2
+    assert back[0, 1] == 3.0 and back[1, 0] == 4.0
+
+
+def test_format_overrides_the_extension(tmp_path, graphs):
+    data = tmp_path / "karate.data"
+    data.write_bytes((graphs / "karate.el").read_bytes())
+    with pytest.raises(ValueError, match="cannot tell the format"):
+        gmcl.load(data)
+    assert (gmcl.load(data, format="el") != gmcl.load(graphs / "karate.el")).nnz == 0
+    # A .txt file read as an edge list: its ids are positions, not names.
+    snap = tmp_path / "g.txt"
+    snap.write_text(SNAP)
+    assert gmcl.load(snap).shape == (4, 4)
+    a, names = gmcl.load(snap, format="el", labels=True)
+    assert a.shape == (31, 31) and names is None
+    assert a[30, 10] == 2 and a[7, 30] == 1
+
+
+@pytest.mark.parametrize("shape", [(0, 0), (3, 4)])
+def test_save_an_empty_matrix(tmp_path, shape):
+    empty = sp.csr_array(shape)
+    for ext in ["npz", "mtx"]:
+        gmcl.save(tmp_path / f"e.{ext}", empty)
+        back = gmcl.load(tmp_path / f"e.{ext}")
+        assert back.shape == shape and back.nnz == 0
+    assert sp.load_npz(tmp_path / "e.npz").shape == shape
+    # Lines of edges have no size: no edge, no vertex.
+    for ext in ["wel", "el"]:
+        gmcl.save(tmp_path / f"e.{ext}", empty)
+        assert (tmp_path / f"e.{ext}").read_text() == ""
+        assert gmcl.load(tmp_path / f"e.{ext}").shape == (0, 0)
+
+
+def test_save_npz_keeps_the_value_type_as_scipy(tmp_path):
+    a = sp.random_array((30, 30), density=0.2, format="csr", rng=np.random.default_rng(13))
+    for dtype in [np.float32, np.float64]:
+        m = a.astype(dtype)
+        gmcl.save(tmp_path / "g.npz", m)
+        sp.save_npz(tmp_path / "s.npz", m)
+        back, scipys = sp.load_npz(tmp_path / "g.npz"), sp.load_npz(tmp_path / "s.npz")
+        assert back.dtype == scipys.dtype == dtype
+        assert back.indices.dtype == scipys.indices.dtype
+        assert (back != scipys).nnz == 0
+    # Text keeps float32 values exactly (as float64).
+    m = a.astype(np.float32)
+    gmcl.save(tmp_path / "g.mtx", m)
+    assert (gmcl.load(tmp_path / "g.mtx") != m.astype(np.float64)).nnz == 0
+
+
+def test_64_bit_indices_come_back_when_a_result_has_more_than_2_31_columns(tmp_path):
+    n = 3_000_000_000
+    b = sp.csr_array(
+        (np.array([2.5, 1.0]), np.array([n - 1, 0], dtype=np.int64), np.array([0, 1, 2])),
+        shape=(2, n),
+    )
+    c = gmcl.spgemm(sp.eye_array(2, format="csr") * 3, b, engine="cpu")
+    assert c.shape == (2, n)
+    # The index type SciPy gives a matrix of this shape.
+    assert c.indptr.dtype == c.indices.dtype == sp.csr_array((2, n)).indices.dtype == np.int64
+    assert list(c.indptr) == [0, 1, 2] and list(c.indices) == [n - 1, 0]
+    assert list(c.data) == [7.5, 3.0]
+    gmcl.save(tmp_path / "wide.npz", c)
+    back = sp.load_npz(tmp_path / "wide.npz")
+    assert back.shape == (2, n) and back.indices.dtype == np.int64
+    assert list(back.indices) == [n - 1, 0] and list(back.data) == [7.5, 3.0]

@@ -1,5 +1,7 @@
 """gmcl.spgemm against SciPy's A @ B: formats, dtypes, index widths, shapes, masks, errors."""
 
+import subprocess
+
 import numpy as np
 import pytest
 import scipy.sparse as sp
@@ -139,3 +141,70 @@ def test_gpu_engine_runs_or_raises_engine_unavailable():
 def test_auto_runs_anywhere():
     a = random((30, 30), 0.1, 12)
     assert_same(gmcl.spgemm(a), a @ a, tol=1e-6)
+
+
+def cli_error(gmcl_cli, *args):
+    """The command line's error message for ``args`` (it must fail), without ``gmcl: error: ``."""
+    with pytest.raises(subprocess.CalledProcessError) as failed:
+        gmcl_cli(*args)
+    return failed.value.stderr.strip().removeprefix("gmcl: error: ")
+
+
+def test_f32_refuses_values_float32_cannot_hold():
+    a = sp.csr_array(np.array([[1e39, 0.0], [0.0, 3e38]]))
+    with pytest.raises(ValueError, match=r"A: value 1e\+39 does not fit the value type f32"):
+        gmcl.spgemm(a, precision="f32", engine="cpu")
+    with pytest.raises(ValueError, match=r"B: value 1e\+39 does not fit the value type f32"):
+        gmcl.spgemm(sp.eye_array(2, format="csr"), a, precision="f32", engine="cpu")
+    # float64 holds it; the largest float32 values are taken (their products overflow, as
+    # they would on the command line).
+    c = gmcl.spgemm(a, precision="f64", engine="cpu")
+    assert c[0, 0] == pytest.approx(1e78, rel=1e-12)
+    assert gmcl.spgemm(a[1:, 1:], precision="f32", engine="cpu").dtype == np.float32
+
+
+def test_f32_refuses_a_files_value_as_the_cli(tmp_path, gmcl_cli):
+    big = tmp_path / "big.wel"
+    big.write_text("0 1 2.5\n1 1 1e39\n")
+    message = cli_error(gmcl_cli, "spgemm", big, "--precision", "f32", "--engine", "cpu")
+    assert "does not fit the value type f32" in message
+    with pytest.raises(ValueError) as raised:
+        gmcl.spgemm(big, precision="f32", engine="cpu")
+    assert str(raised.value) == message
+    assert gmcl.spgemm(big, engine="cpu")[1, 1] == pytest.approx(1e78, rel=1e-12)
+
+
+def test_two_files_of_labels_or_snap_ids_are_refused_as_the_cli(tmp_path, graphs, gmcl_cli):
+    snap = tmp_path / "g.txt"
+    snap.write_text("# SNAP ids, renumbered in order of appearance\n10 20\n20 30\n30 10\n")
+    el = tmp_path / "g.el"
+    el.write_text("0 1\n1 2\n2 0\n")
+    for a, b in [(snap, el), (el, snap), (graphs / "lesmis.abc", graphs / "lesmis.abc")]:
+        message = cli_error(gmcl_cli, "spgemm", a, b, "--engine", "cpu")
+        assert "needs numeric ids" in message
+        with pytest.raises(ValueError) as raised:
+            gmcl.spgemm(a, b, engine="cpu")
+        assert str(raised.value) == message
+    # One file (A²), or a file with a matrix, has one numbering.
+    assert gmcl.spgemm(snap, engine="cpu").nnz == 3
+    assert gmcl.spgemm(snap, gmcl.load(el), engine="cpu").nnz == 3
+    assert_same(gmcl.spgemm(el, el, engine="cpu"), gmcl.spgemm(el, engine="cpu"))
+
+
+def test_mask_of_the_wrong_shape_is_refused():
+    a = random((5, 4), 0.5, 13)
+    b = random((4, 6), 0.5, 14)
+    for shape in [(5, 5), (6, 5), (4, 6)]:
+        message = rf"the mask is {shape[0]} x {shape[1]} but the product A·B is 5 x 6"
+        with pytest.raises(ValueError, match=message):
+            gmcl.spgemm(a, b, mask=sp.csr_array(shape), engine="cpu")
+
+
+@pytest.mark.parametrize("dtype", [np.bool_, np.int8, np.uint16, np.int64])
+def test_integer_and_boolean_masks(dtype):
+    a = random((50, 50), 0.1, 15)
+    mask = random((50, 50), 0.2, 16)
+    c = gmcl.spgemm(a, mask=(mask != 0).astype(dtype), engine="cpu")
+    assert 0 < c.nnz < (a @ a).nnz
+    assert_same(c, (a @ a).multiply(mask != 0))
+    np.testing.assert_array_equal(c.indptr, gmcl.spgemm(a, mask=mask, engine="cpu").indptr)

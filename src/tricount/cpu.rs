@@ -94,6 +94,11 @@ impl Oriented {
         tasks
             .into_par_iter()
             .map(|range| {
+                // Interrupted: the rest of the tasks are skipped, and `count`'s check after
+                // the count drops the partial total.
+                if crate::interrupt::requested() {
+                    return 0;
+                }
                 let mut bits = vec![0u64; words];
                 let mut total = 0u64;
                 for b in range {
@@ -157,6 +162,10 @@ impl Oriented {
         let low: Vec<AtomicU32> = (0..self.adj.len()).map(|_| AtomicU32::new(0)).collect();
         let words = n.div_ceil(64);
         tasks.into_par_iter().for_each(|range| {
+            // Interrupted: as in `count_pairs`.
+            if crate::interrupt::requested() {
+                return;
+            }
             let mut bits = vec![0u64; words];
             let mut high: Vec<u64> = Vec::new();
             for b in range {
@@ -223,6 +232,11 @@ impl Oriented {
         self.tasks()
             .into_par_iter()
             .map(|range| {
+                // Interrupted: the rest of the tasks are skipped, and `count`'s check after
+                // the count drops the partial total.
+                if crate::interrupt::requested() {
+                    return 0;
+                }
                 let mut bits = vec![0u64; words];
                 let mut total = 0u64;
                 for u in range {
@@ -257,6 +271,10 @@ impl Oriented {
     fn per_vertex_merge(&self) -> Vec<u64> {
         let counts: Vec<AtomicU64> = (0..self.n()).map(|_| AtomicU64::new(0)).collect();
         self.tasks().into_par_iter().for_each(|range| {
+            // Interrupted: as in `count_pairs`.
+            if crate::interrupt::requested() {
+                return;
+            }
             let mut acc: Vec<u64> = Vec::new();
             for u in range {
                 let nu = self.row(u);
