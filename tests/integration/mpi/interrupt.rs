@@ -1,8 +1,8 @@
 //! Ctrl-C under `mpirun`: a terminal sends SIGINT to mpirun's process group; OpenMPI's mpirun
-//! then sends SIGTERM to every rank (each rank runs in a process group of its own), and every
-//! rank stops with status 130, one message, no output and no temporary file left, provided
-//! mpirun waits for them before its SIGKILL (`--mca odls_base_sigkill_timeout`, as the README
-//! says).
+//! then sends SIGCONT to every rank (each rank runs in a process group of its own), SIGTERM
+//! `odls_base_sigkill_timeout` seconds later and SIGKILL as long again after that; every rank
+//! stops on the SIGTERM with status 130, one message, no output and no temporary file left,
+//! provided that second wait is long enough (as the README says).
 
 use crate::util::{generated, gmcl_bin};
 use std::os::unix::process::CommandExt;
@@ -31,7 +31,9 @@ fn read(p: &Path) -> String {
 #[test]
 fn ctrl_c_under_mpirun_stops_every_rank_with_130_and_no_output() {
     let dir = tempfile::tempdir().unwrap();
-    // Large enough that the clustering is still running when the signal comes.
+    // Large enough that the clustering is still running when the SIGTERM comes, seconds after
+    // the first iteration even on many cores: a low inflation keeps the later iterations as
+    // heavy as the second.
     let g = generated(
         dir.path().join("g.el"),
         &["-s", "15", "-e", "16", "--undirected", "--seed", "1"],
@@ -42,13 +44,13 @@ fn ctrl_c_under_mpirun_stops_every_rank_with_130_and_no_output() {
     // Each rank's status and stderr land in files of their own; the shell ignores the signals
     // so that it outlives gmcl and records its status.
     let script = "trap '' INT TERM; r=$OMPI_COMM_WORLD_RANK; \
-                  \"$0\" cluster \"$1\" -o \"$2\" 2>\"$3/err.$r\"; echo $? >\"$3/status.$r\"";
+                  \"$0\" cluster \"$1\" -I 1.2 -o \"$2\" 2>\"$3/err.$r\"; echo $? >\"$3/status.$r\"";
     let mut child = Command::new("mpirun")
         .args([
             "--oversubscribe",
             "--mca",
             "odls_base_sigkill_timeout",
-            "30",
+            "4",
             "-n",
             "2",
         ])
