@@ -10,7 +10,8 @@ load hits both sides alike); medians; the counts and entry counts are checked eq
 
     cargo build --profile dev --manifest-path python/Cargo.toml --example crossing
     python scripts/bench-python.py --crossing target/debug/examples/crossing \\
-        --scales 16 17 18 --repeat 5 [--engine cpu] [--skip-spgemm-above 16]
+        --scales 16 17 18 --repeat 5 [--engine cpu] [--skip-spgemm-above 16] \\
+        [--paper-pairs 4 16 32]
 """
 
 import argparse
@@ -42,7 +43,7 @@ def spy(name):
     setattr(_gmcl, name, wrapped)
 
 
-def side_by_side(call, binary, path, job, repeat, engine):
+def side_by_side(call, binary, path, job, repeat, engine, b_path=None):
     """`repeat` rounds of one Python call and one Rust run (after its own warm-up)."""
     call()
     walls, results, rust = [], [], []
@@ -55,9 +56,8 @@ def side_by_side(call, binary, path, job, repeat, engine):
         # either, and a caller keeps it. Only one product is held at a time (a scale-18
         # square is tens of GB).
         del result
-        out = subprocess.run(
-            [binary, path, job, "1", engine], check=True, capture_output=True, text=True
-        ).stdout
+        args = [binary, path, job, "1", engine] + ([b_path] if b_path else [])
+        out = subprocess.run(args, check=True, capture_output=True, text=True).stdout
         rust += [json.loads(line) for line in out.splitlines()]
     return walls, results, rust
 
@@ -73,6 +73,25 @@ def med(xs):
     return statistics.median(xs)
 
 
+def report(name, nnz, job, walls, results, rust):
+    """One table row: both sides' medians (minimums), the crossing, the Rust side's parts."""
+    totals = [r["total"] for r in rust]
+    if job == "tricount":
+        assert set(results) == {r["triangles"] for r in rust}, "counts differ"
+        checks = f"{med([r['check'] for r in rust]):.4f}, {med([r['symmetric'] for r in rust]):.4f}"
+        alone = f"{med([r['count'] for r in rust]):.4f}"
+    else:
+        assert set(results) == {r["nnz"] for r in rust}, "products differ"
+        checks, alone = f"nnz(C) {results[0]}", "—"
+    wall = med(walls)
+    print(
+        f"| {name} | {nnz} | {wall:.4f} ({min(walls):.4f}) | "
+        f"{med(totals):.4f} ({min(totals):.4f}) | "
+        f"{100 * (wall - med(totals)) / med(totals):+.1f}% | {checks} | {alone} |",
+        flush=True,
+    )
+
+
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("--crossing", required=True, help="the crossing example's binary")
@@ -81,6 +100,15 @@ def main():
     p.add_argument("--repeat", type=int, default=5)
     p.add_argument("--engine", default="cpu")
     p.add_argument("--skip-spgemm-above", type=int, default=99)
+    p.add_argument(
+        "--paper-pairs",
+        type=int,
+        nargs="*",
+        default=[],
+        help="also A·B of the gMAGNUS paper's R-MAT pairs at each scale: A with these nonzeros "
+        "per row (seed: that number), B with 8 (seed 1008), as `gmcl bench spgemm --suite "
+        "rmat-paper` makes them",
+    )
     a = p.parse_args()
     spy("spgemm")
     spy("tricount_matrix")
@@ -100,22 +128,21 @@ def main():
             jobs.insert(0, ("spgemm", lambda: gmcl.spgemm(A, engine=a.engine)))
         for job, call in jobs:
             walls, results, rust = side_by_side(call, a.crossing, path, job, a.repeat, a.engine)
-            totals = [r["total"] for r in rust]
-            if job == "tricount":
-                assert set(results) == {r["triangles"] for r in rust}, "counts differ"
-                checks = f"{med([r['check'] for r in rust]):.4f}, {med([r['symmetric'] for r in rust]):.4f}"
-                alone = f"{med([r['count'] for r in rust]):.4f}"
-                name = "tricount"
-            else:
-                assert set(results) == {r["nnz"] for r in rust}, "products differ"
-                checks, alone, name = "—", "—", "spgemm A²"
-            wall = med(walls)
-            print(
-                f"| {name} s{s} ef{a.edge_factor} | {A.nnz} | {wall:.4f} ({min(walls):.4f}) | "
-                f"{med(totals):.4f} ({min(totals):.4f}) | "
-                f"{100 * (wall - med(totals)) / med(totals):+.1f}% | {checks} | {alone} |",
-                flush=True,
-            )
+            name = f"{'tricount' if job == 'tricount' else 'spgemm A²'} s{s} ef{a.edge_factor}"
+            report(name, A.nnz, job, walls, results, rust)
+        if a.paper_pairs:
+            B = gmcl.generate(s, 8, seed=1008)
+            b_path = os.path.join(tmp, f"b{s}.npz")
+            sp.save_npz(b_path, B, compressed=False)
+            for per_row in a.paper_pairs:
+                A = gmcl.generate(s, per_row, seed=per_row)
+                path = os.path.join(tmp, f"a{s}_{per_row}.npz")
+                sp.save_npz(path, A, compressed=False)
+                walls, results, rust = side_by_side(
+                    lambda: gmcl.spgemm(A, B, engine=a.engine),
+                    a.crossing, path, "spgemm", a.repeat, a.engine, b_path,
+                )
+                report(f"spgemm s{s} A{per_row}·B8", A.nnz, "spgemm", walls, results, rust)
 
 
 if __name__ == "__main__":

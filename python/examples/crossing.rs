@@ -3,7 +3,9 @@
 //! matrix already in memory (as the SciPy array is). Built in the Python crate's profile, so it
 //! runs the very library build the extension runs:
 //!
-//! `cargo run --profile dev --manifest-path python/Cargo.toml --example crossing -- A.npz tricount|spgemm REPEAT ENGINE`
+//! `cargo run --profile dev --manifest-path python/Cargo.toml --example crossing -- A.npz tricount|spgemm REPEAT ENGINE [B.npz]`
+//!
+//! (`spgemm` multiplies `A·B` when `B.npz` is given, else squares A.)
 //!
 //! One warm-up, then one JSON line per run on stdout: tricount's `check` (the CSR's
 //! invariants, [`gmcl::CsrRef::new`]), `symmetric` (the simple-graph check,
@@ -26,10 +28,14 @@ fn main() {
 
 fn run() -> Result<()> {
     let args: Vec<String> = std::env::args().skip(1).collect();
-    let [path, job, repeat, engine] = args.as_slice() else {
-        return Err(Error::Invalid(
-            "usage: crossing A.npz tricount|spgemm REPEAT ENGINE".into(),
-        ));
+    let (path, job, repeat, engine, b_path) = match args.as_slice() {
+        [p, j, r, e] => (p, j, r, e, None),
+        [p, j, r, e, b] => (p, j, r, e, Some(b)),
+        _ => {
+            return Err(Error::Invalid(
+                "usage: crossing A.npz tricount|spgemm REPEAT ENGINE [B.npz]".into(),
+            ))
+        }
     };
     let repeat: usize = repeat
         .parse()
@@ -41,7 +47,12 @@ fn run() -> Result<()> {
         square: false,
         pattern: false,
     };
-    let a = io::load_matrix::<f64>(&PathBuf::from(path), None, &tricount::FOOTPRINT, &opts)?.matrix;
+    let load = |p: &String| {
+        io::load_matrix::<f64>(&PathBuf::from(p), None, &tricount::FOOTPRINT, &opts)
+            .map(|l| l.matrix)
+    };
+    let a = load(path)?;
+    let b = b_path.map(load).transpose()?;
     for run in 0..=repeat {
         let start = Instant::now();
         let line = match job.as_str() {
@@ -66,7 +77,8 @@ fn run() -> Result<()> {
                 )
             }
             "spgemm" => {
-                let (c, st) = spgemm::multiply(engine, &a, &a, &SpgemmOptions::default())?;
+                let b = b.as_ref().unwrap_or(&a);
+                let (c, st) = spgemm::multiply(engine, &a, b, &SpgemmOptions::default())?;
                 let total = start.elapsed().as_secs_f64();
                 drop(c);
                 format!(
