@@ -15,21 +15,11 @@ import pytest
 CHILD = textwrap.dedent(
     """
     import signal, sys, time
-    import numpy as np, scipy.sparse as sp
     import gmcl
+    from cliques import clique  # python/tests/cliques.py, on the child's path
     # Python's own Ctrl-C handler, as in a terminal: a child of a background job inherits SIGINT
     # ignored, and Python then leaves it ignored.
     signal.signal(signal.SIGINT, signal.default_int_handler)
-
-    def clique(n, loops):
-        # Every pair of vertices (with loops: every (i, j)); its products and triangles grow as
-        # n**3 while it takes n**2 entries to build.
-        indices = np.tile(np.arange(n, dtype=np.int32), n)
-        if not loops:
-            indices = np.delete(indices, np.arange(n) * (n + 1))
-        indptr = np.arange(n + 1, dtype=np.int64) * (n if loops else n - 1)
-        data = np.ones(indices.size, dtype=np.float32)
-        return sp.csr_array((data, indices, indptr), shape=(n, n))
 
     small = gmcl.generate(8, 4, seed=2)
     gmcl.spgemm(small, engine="cpu")  # warm: the thread pool and the library loaded
@@ -61,8 +51,11 @@ INTO_THE_CALL = 0.5
 
 @pytest.mark.parametrize("call", ["cluster", "spgemm", "tricount"])
 def test_sigint_raises_keyboard_interrupt_and_leaves_gmcl_usable(call):
+    here = os.path.dirname(os.path.abspath(__file__))
+    path = os.pathsep.join(p for p in (here, os.environ.get("PYTHONPATH")) if p)
     child = subprocess.Popen(
         [sys.executable, "-c", CHILD, call],
+        env=dict(os.environ, PYTHONPATH=path),
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,

@@ -3,28 +3,16 @@
 import threading
 import time
 
-import numpy as np
 import pytest
-import scipy.sparse as sp
 
 import gmcl
+from cliques import clique
 
 # The call is cut into this many equal slices of time; the thread must run in every one.
 SLICES = 10
 # A call shorter than this leaves slices too short to be sure of the thread's turn: the work
 # below takes a few seconds on 2 cores, still some tenths of a second on 16.
 LONG_ENOUGH = 0.2
-
-
-def clique(n, loops):
-    """Every pair of ``n`` vertices (with ``loops``, every (i, j)): products and triangles that
-    take n**3 steps, from n**2 entries built at once."""
-    indices = np.tile(np.arange(n, dtype=np.int32), n)
-    if not loops:
-        indices = np.delete(indices, np.arange(n) * (n + 1))
-    indptr = np.arange(n + 1, dtype=np.int64) * (n if loops else n - 1)
-    data = np.ones(indices.size, dtype=np.float32)
-    return sp.csr_array((data, indices, indptr), shape=(n, n))
 
 
 def thread_runs_during(call):
