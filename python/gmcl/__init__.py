@@ -156,13 +156,6 @@ def load(path: Union[str, os.PathLike], format: Optional[str] = None, *, labels:
     return (a, names) if labels else a
 
 
-# The command line's refusal (src/cli/spgemm.rs), word for word.
-_TWO_NUMBERINGS = (
-    "A·B of two files needs numeric ids (el, wel, mtx): label and SNAP ids are renumbered per "
-    "file, so their rows and columns would not match"
-)
-
-
 def _operand(x: Any, f32: bool) -> Tuple[Any, Optional[str]]:
     """An operand of ``spgemm`` and, for a path, the format it was read as: the file read as
     ``load`` reads it, with the command line's check of ``--precision f32`` when ``f32``."""
@@ -252,7 +245,7 @@ def spgemm(
     A, a_format = _operand(A, f32)
     B, b_format = _operand(B, f32)
     if a_format and b_format and {a_format, b_format} & {"snap", "abc"}:
-        raise ValueError(_TWO_NUMBERINGS)
+        raise ValueError(_gmcl.TWO_NUMBERINGS)  # the command line's refusal
     mask = load(mask) if _is_path(mask) else mask
     if _is_networkx(A):
         A, _ = _networkx_adjacency(A)

@@ -36,6 +36,7 @@ fn _gmcl(m: &Bound<'_, PyModule>) -> PyResult<()> {
         py.get_type::<errors::EngineUnavailableError>(),
     )?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    m.add("TWO_NUMBERINGS", gmcl::io::TWO_NUMBERINGS)?;
     m.add_function(wrap_pyfunction!(files::load, m)?)?;
     m.add_function(wrap_pyfunction!(files::save, m)?)?;
     m.add_function(wrap_pyfunction!(files::generate_rmat, m)?)?;

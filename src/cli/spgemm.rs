@@ -192,7 +192,7 @@ fn run_typed<T: Scalar>(a: SpgemmArgs, ui: Ui) -> Result<()> {
         Some(pb) => {
             let lb = load_matrix::<T>(pb, fmt, a.symmetrize)?;
             if !la.labels.is_positional() || !lb.labels.is_positional() {
-                return Err(Error::Invalid(TWO_NUMBERINGS.into()));
+                return Err(Error::Invalid(io::TWO_NUMBERINGS.into()));
             }
             Some(lb.matrix)
         }
@@ -312,11 +312,6 @@ fn summarize(a: &SpgemmArgs, report: &SpgemmReport, wall: Wall, ui: Ui) -> Resul
     Ok(())
 }
 
-/// Why A·B of two files with labels or SNAP ids is refused.
-const TWO_NUMBERINGS: &str = "A·B of two files needs numeric ids (el, wel, mtx): label and SNAP \
-                              ids are renumbered per file, so their rows and columns would not \
-                              match";
-
 /// `gmcl spgemm` under an MPI launcher: every rank reads its part of A (and B), makes the rows
 /// of C of its block of A on the CPU engine (`gmcl::dist::spgemm`), and rank 0 writes C as the
 /// blocks arrive, in rank order (`.npz`: once per array, `gmcl::dist::npz`). Options the
@@ -354,7 +349,7 @@ fn run_across_ranks<T: Scalar>(a: SpgemmArgs, ui: Ui, comm: &dyn Comm) -> Result
         )
     };
     if a.b.as_deref().is_some_and(|b| named(&a.a) || named(b)) {
-        return Err(Error::Invalid(TWO_NUMBERINGS.into()));
+        return Err(Error::Invalid(io::TWO_NUMBERINGS.into()));
     }
     let reports = comm.rank() == 0;
     // Checked and created by rank 0 before any work, so that a path that cannot be written

@@ -1,5 +1,11 @@
 //! The names vertices had in the input file.
 
+/// Why a product of two files is refused when either names its vertices by labels or SNAP
+/// ids (the command line and the Python package say it alike).
+pub const TWO_NUMBERINGS: &str = "A·B of two files needs numeric ids (el, wel, mtx): label and \
+                                  SNAP ids are renumbered per file, so their rows and columns \
+                                  would not match";
+
 /// The names vertices had in the input, indexed by gmcl's dense vertex id.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub enum Labels {

@@ -36,7 +36,7 @@ mod stream;
 
 use crate::edges::EdgeList;
 use crate::error::{Error, Result};
-pub use labels::Labels;
+pub use labels::{Labels, TWO_NUMBERINGS};
 pub use matrix::{
     load_graph, load_graph_as, load_matrix, load_pattern_block, load_simple_pattern, GraphInput,
     LoadedMatrix, LoadedPattern, MatrixOptions, SIMPLE_GRAPH,

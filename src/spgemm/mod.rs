@@ -265,7 +265,6 @@ pub fn multiply<'x, T: Scalar>(
     b: impl Into<CsrRef<'x, T>>,
     opts: &SpgemmOptions,
 ) -> Result<(Csr<T>, ProductStats)> {
-    let (a, b) = (a.into(), b.into());
     match resolve(engine).0 {
         EngineKind::Gpu | EngineKind::Auto => gpu::GpuEngine::open()?
             .with_tuning(opts.gpu.clone())

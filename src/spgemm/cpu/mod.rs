@@ -115,7 +115,6 @@ pub fn multiply<'x, T: Scalar>(
     b: impl Into<CsrRef<'x, T>>,
     opts: &SpgemmOptions,
 ) -> Result<Csr<T>> {
-    let (a, b) = (a.into(), b.into());
     CpuEngine::default().multiply(a, b, opts)
 }
 
@@ -185,7 +184,6 @@ impl CpuEngine {
         b: impl Into<CsrRef<'x, T>>,
         opts: &SpgemmOptions,
     ) -> Result<Csr<T>> {
-        let (a, b) = (a.into(), b.into());
         self.multiply_counted(a, b, opts).map(|(c, _)| c)
     }
 
