@@ -1,16 +1,127 @@
-//! Rows of blocks kept on the ranks' GPUs, moved GPU to GPU through NCCL: a matrix made of
-//! rows other ranks own and rows of this rank's block ([`assemble`]) is laid out on the device
-//! with every row at its final place, each owner gathering the asked rows into one buffer with
-//! a kernel and each rank receiving them straight into the matrix's arrays. Nothing crosses
-//! the bus but the row ids asked for and the new matrix's row offsets.
+//! Rows of blocks kept on the ranks' GPUs, moved between them: a matrix made of rows other
+//! ranks own and rows of this rank's block ([`assemble`]) is laid out on the device with every
+//! row at its final place, each owner gathering the asked rows into one buffer with a kernel
+//! and each rank receiving them straight into the matrix's arrays. The rows travel GPU to GPU
+//! through NCCL where it joins the ranks' GPUs, else through host memory over MPI in pieces of
+//! bounded size ([`Route`]); nothing else crosses the bus but the row ids asked for and the new
+//! matrix's row offsets.
 
+use super::words::Wire;
 use super::{agree, Comm, MAX_MESSAGE};
 use crate::error::{Error, Result};
 use crate::gpu::matrix::DeviceCsr;
 use crate::gpu::nccl::Link;
+use crate::gpu::transfer::{download_span_append, upload_at};
 use crate::gpu::Gpu;
 use crate::scalar::Scalar;
+use cudarc::driver::{CudaSlice, DeviceRepr};
 use std::ops::Range;
+
+/// How the rows of blocks kept on the ranks' GPUs travel between the ranks.
+#[derive(Clone, Copy)]
+pub(crate) enum Route<'a> {
+    /// GPU to GPU, through NCCL.
+    Nccl(&'a Link),
+    /// Through host memory over the communicator, in pieces of at most `piece` entries (column
+    /// indices, or values) a rank sends to all others together at a time, and receives: where
+    /// NCCL cannot join the ranks' GPUs (ranks sharing a GPU, `--exchange mpi`, one rank).
+    Host {
+        /// Bounds the host memory an exchange takes beside the blocks, which stay on the GPUs.
+        piece: usize,
+    },
+}
+
+/// The entries of a piece of a [`Route::Host`] exchange unless a smaller stage is asked for.
+pub(crate) const PIECE_ENTRIES: usize = 1 << 24;
+
+/// The entries of `span` that piece `r` of an exchange moves, `per` entries a piece.
+fn piece(span: &Range<usize>, r: usize, per: usize) -> Range<usize> {
+    let lo = span
+        .start
+        .saturating_add(r.saturating_mul(per))
+        .min(span.end);
+    lo..lo.saturating_add(per).min(span.end)
+}
+
+/// The pieces of `per` entries that move the longest of `spans`.
+fn pieces(spans: impl Iterator<Item = usize>, per: usize) -> usize {
+    spans.map(|n| n.div_ceil(per.max(1))).max().unwrap_or(0)
+}
+
+impl Route<'_> {
+    /// Moves spans of device buffers between the ranks as [`Link::send_recv`] does: `send[q]`
+    /// goes to rank `q`, which receives it into its span `recv[me]` of `into`; this rank's own
+    /// spans are left alone.
+    /// Collective; an error is every rank's (on the NCCL route, which cannot tell the others,
+    /// every rank is ended).
+    fn send_recv<E: DeviceRepr + Wire>(
+        &self,
+        comm: &dyn Comm,
+        gpu: &Gpu,
+        send: &[(&CudaSlice<E>, Range<usize>)],
+        into: &mut CudaSlice<E>,
+        recv: &[Range<usize>],
+    ) -> Result<()> {
+        let link = match *self {
+            Route::Nccl(link) => link,
+            Route::Host { piece } => return through_host(comm, gpu, piece, send, into, recv),
+        };
+        if let Err(e) = link.send_recv(send, into, recv) {
+            // The other ranks may be inside the exchange: none can be told but by ending them all.
+            let (me, p) = (comm.rank(), comm.size());
+            comm.abort(2, &format!("rank {me} of {p}: {e}"));
+        }
+        Ok(())
+    }
+}
+
+/// [`Route::send_recv`] through host memory: in each piece (of `entries` a rank sends) every
+/// rank copies its next [`piece`] of every span it sends to the host, the ranks exchange them
+/// (one all-to-all), and each copies what arrived into its spans of `into`. Collective.
+fn through_host<E: DeviceRepr + Wire>(
+    comm: &dyn Comm,
+    gpu: &Gpu,
+    entries: usize,
+    send: &[(&CudaSlice<E>, Range<usize>)],
+    into: &mut CudaSlice<E>,
+    recv: &[Range<usize>],
+) -> Result<()> {
+    let (me, p) = (comm.rank(), comm.size());
+    let per = (entries / p.saturating_sub(1).max(1)).max(1);
+    let others = || (0..p).filter(move |&q| q != me);
+    let lengths = others().flat_map(|q| [send[q].1.len(), recv[q].len()]);
+    let mut rounds = [pieces(lengths, per) as u64];
+    comm.max_u64(&mut rounds);
+    if rounds[0] == 0 {
+        return Ok(());
+    }
+    // The kernels that wrote the buffers sent may run on any of the GPU's streams.
+    let stage = "move rows between the ranks through host memory";
+    agree(comm, crate::gpu::prims::check(stage, gpu.ctx.synchronize()))?;
+    let s = &gpu.main;
+    for r in 0..rounds[0] as usize {
+        let mut out = Vec::new();
+        let mut counts = vec![0usize; p];
+        let copied = others().try_for_each(|q| {
+            let (buf, span) = (send[q].0, piece(&send[q].1, r, per));
+            counts[q] = span.len() * E::WORDS;
+            download_span_append(gpu, s, buf, span, "rows other ranks asked for", &mut out)
+        });
+        agree(comm, copied)?;
+        let (got, _) = comm.all_to_all_u32(&E::into_words(out), &counts);
+        let got = E::from_words(got);
+        let mut at = 0usize;
+        let placed = others().try_for_each(|q| {
+            let span = piece(&recv[q], r, per);
+            let part = &got[at..at + span.len()];
+            at += span.len();
+            upload_at(gpu, s, part, into, span.start, "rows from other ranks")
+        });
+        let placed = placed.and_then(|()| crate::gpu::prims::check(stage, s.synchronize()));
+        agree(comm, placed.and_then(|()| crate::interrupt::check()))?;
+    }
+    Ok(())
+}
 
 /// Where the rows of a matrix over a range of nodes lie and come from.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -123,13 +234,13 @@ fn offsets(nodes: &[u32], lengths: &[u32]) -> Vec<u64> {
 /// A matrix over the nodes `dest` holding the rows `ask` (increasing, none of this rank's)
 /// fetched from their owners' GPUs and the rows `own` (increasing, this rank's) gathered from
 /// its `block`, the other rows empty (see [`layout`]); with the matrix's row offsets (the
-/// host's copy) and the bytes received. Every rank's block is on its GPU (`gpu`, joined to the
-/// others by `link`); `starts` are the blocks' first nodes, `lengths` every node's row length.
+/// host's copy) and the bytes received. Every rank's block is on its GPU (`gpu`; the rows
+/// travel by `route`); `starts` are the blocks' first nodes, `lengths` every node's row length.
 /// Collective.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn assemble<T: Scalar>(
     comm: &dyn Comm,
-    link: &Link,
+    route: Route<'_>,
     gpu: &Gpu,
     starts: &[usize],
     block: &DeviceCsr<T>,
@@ -200,13 +311,8 @@ pub(crate) fn assemble<T: Scalar>(
         .iter()
         .map(|s| (if s.is_some() { &vals } else { &block.values }, span(s)))
         .collect();
-    let moved = link
-        .send_recv(&send_cols, &mut m.col_idx, &plan.from)
-        .and_then(|()| link.send_recv(&send_vals, &mut m.values, &plan.from));
-    if let Err(e) = moved {
-        // The other ranks may be inside the exchange: none can be told but by ending them all.
-        comm.abort(2, &format!("rank {me} of {p}: {e}"));
-    }
+    route.send_recv(comm, gpu, &send_cols, &mut m.col_idx, &plan.from)?;
+    route.send_recv(comm, gpu, &send_vals, &mut m.values, &plan.from)?;
     let entry = (4 + std::mem::size_of::<T>()) as u64;
     let received: usize = (0..p)
         .filter(|&q| q != me)
@@ -239,6 +345,24 @@ mod tests {
         assert_eq!(l.row_ptr, vec![0, 5, 5, 5, 9, 9, 16, 16, 16, 16]);
         assert_eq!(l.from, vec![0..5, 5..16, 0..0]);
         assert_eq!(offsets(&[3, 5], &lengths), vec![0, 4, 11]);
+    }
+
+    #[test]
+    fn pieces_cover_every_span_once_in_order() {
+        let spans = [0..0, 3..10, 10..11, 5..29];
+        let per = 4;
+        let rounds = pieces(spans.iter().map(|s| s.len()), per);
+        assert_eq!(rounds, 6);
+        for span in &spans {
+            let parts: Vec<_> = (0..rounds).map(|r| piece(span, r, per)).collect();
+            let joined: Vec<usize> = parts.iter().flat_map(|p| p.clone()).collect();
+            assert_eq!(joined, span.clone().collect::<Vec<_>>(), "{span:?}");
+            assert!(parts.iter().all(|p| p.len() <= per), "{parts:?}");
+        }
+        // Past a span's end a piece is empty, at the span's end.
+        assert_eq!(piece(&(3..10), 5, per), 10..10);
+        assert_eq!(pieces(std::iter::empty(), per), 0);
+        assert_eq!(pieces([0, 0].into_iter(), per), 0);
     }
 
     #[test]

@@ -94,14 +94,14 @@ pub fn cluster<T: Scalar>(
     let interrupted = || agree(comm, crate::interrupt::check());
     let (mut exchange_seconds, mut exchanged_bytes) = (0.0, 0);
     #[cfg(feature = "mpi")]
-    let link = resident::link(comm, gpu.as_ref());
+    let route = resident::route(comm, gpu.as_ref(), opts);
     #[cfg(not(feature = "mpi"))]
-    let link: Option<std::convert::Infallible> = None;
-    let blocks_on_gpus = link.is_some() && gpu.is_some();
-    let (block, iterations, converged) = match (link, &gpu) {
-        // Every rank on its GPU, the GPUs joined: the blocks stay on the GPUs.
+    let route: Option<std::convert::Infallible> = None;
+    let blocks_on_gpus = route.is_some() && gpu.is_some();
+    let (block, iterations, converged) = match (route, &gpu) {
+        // Every rank on its GPU: the blocks stay on the GPUs.
         #[cfg(feature = "mpi")]
-        (Some(link), Some(g)) => {
+        (Some(route), Some(g)) => {
             let on_gpu = resident::DeviceBlock::upload(comm, g, block)?;
             let (on_gpu, iterations, converged) = mcl::run_iterations(
                 on_gpu,
@@ -115,7 +115,7 @@ pub fn cluster<T: Scalar>(
                         inflation,
                         progress,
                     };
-                    let (block, it) = resident::iterate(comm, link, g, block, &expansion, opts)?;
+                    let (block, it) = resident::iterate(comm, route, g, block, &expansion, opts)?;
                     exchange_seconds += it.exchange_seconds;
                     exchanged_bytes += it.exchanged_bytes;
                     Ok((block, it))
@@ -179,8 +179,8 @@ pub struct RankEngine {
     pub kind: EngineKind,
     /// Why this rank runs on the CPU engine under `auto` although a GPU was wanted.
     pub notice: Option<String>,
-    /// Whether every rank kept its block on its GPU, the rows moving GPU to GPU (the same on
-    /// every rank).
+    /// Whether every rank kept its block on its GPU, the rows moving between the GPUs through
+    /// NCCL or through host memory (the same on every rank).
     pub blocks_on_gpus: bool,
 }
 

@@ -1,16 +1,17 @@
 //! MCL across ranks with every rank's block on its GPU from the start matrix to the limit,
-//! where every rank expands on its GPU and NCCL joins the GPUs: the rows a rank needs from
-//! others, and the rows a new cut moves, travel GPU to GPU ([`device_rows`]) into the matrices
-//! the product reads, and the product's pruned rows stay on the device as the next block.
+//! where every rank expands on its GPU: the rows a rank needs from others, and the rows a new
+//! cut moves, travel GPU to GPU through NCCL, or through host memory in bounded pieces where
+//! NCCL cannot join the GPUs ([`device_rows::Route`]), into the matrices the product reads,
+//! and the product's pruned rows stay on the device as the next block.
 //! The host keeps the row offsets and every node's row length, from which it plans; the
 //! decisions (the cut, the rounds, the fused dense rows) and the arithmetic are the host
 //! path's ([`super::iterate`]), so the matrices are bitwise the same.
 
 use super::{add_round, all_ranks, balance, fetch, Block, Expansion, REBALANCE_SLACK};
+use crate::dist::device_rows::{Route, PIECE_ENTRIES};
 use crate::dist::{agree, device_rows, Comm};
 use crate::error::Result;
 use crate::gpu::matrix::DeviceCsr;
-use crate::gpu::nccl::Link;
 use crate::mcl::{self, Iteration};
 use crate::scalar::Scalar;
 use crate::spgemm::gpu::GpuEngine;
@@ -64,10 +65,11 @@ impl<T: Scalar> DeviceBlock<T> {
     }
 }
 
-/// [`super::iterate`] on blocks kept on the ranks' GPUs (`link` joining them). Collective.
+/// [`super::iterate`] on blocks kept on the ranks' GPUs (rows travelling by `route`).
+/// Collective.
 pub(super) fn iterate<T: Scalar>(
     comm: &dyn Comm,
-    link: &Link,
+    route: Route<'_>,
     engine: &GpuEngine,
     block: DeviceBlock<T>,
     expansion: &Expansion<'_>,
@@ -100,7 +102,7 @@ pub(super) fn iterate<T: Scalar>(
             .map(|v| v as u32)
             .collect();
         let (moved, moved_ptr, got) = device_rows::assemble(
-            comm, link, gpu, &starts, &m, &lengths, &ask, &keep, gets, poison,
+            comm, route, gpu, &starts, &m, &lengths, &ask, &keep, gets, poison,
         )?;
         (m, ptr, starts) = (moved, moved_ptr, new);
         received += got;
@@ -166,7 +168,7 @@ pub(super) fn iterate<T: Scalar>(
         // The round's operand: the block and the fetched rows, each at its node.
         let (b, _, got) = device_rows::assemble(
             comm,
-            link,
+            route,
             gpu,
             &starts,
             held,
@@ -254,11 +256,24 @@ fn named<T: Scalar>(
     Ok((nodes(false), nodes(true)))
 }
 
-/// The link between the ranks' GPUs where every rank keeps its block on its GPU: each has its
-/// GPU engine (`gpu`) and the communicator joins the GPUs. Collective.
-pub(super) fn link<'c>(comm: &'c dyn Comm, gpu: Option<&GpuEngine>) -> Option<&'c Link> {
-    let link = comm.gpu_link().filter(|_| gpu.is_some());
-    let mut elsewhere = [u64::from(link.is_none())];
-    comm.max_u64(&mut elsewhere);
-    link.filter(|_| elsewhere[0] == 0)
+/// How rows travel where every rank keeps its block on its GPU, which it does when every rank
+/// has its GPU engine (`gpu`): through NCCL where the communicator joins every rank's GPU, else
+/// through host memory in pieces of the asked stage (`opts`) or [`PIECE_ENTRIES`] entries.
+/// `None` where some rank has no GPU engine. Collective.
+pub(super) fn route<'c>(
+    comm: &'c dyn Comm,
+    gpu: Option<&GpuEngine>,
+    opts: &super::Options,
+) -> Option<Route<'c>> {
+    let link = comm.gpu_link();
+    let mut missing = [u64::from(gpu.is_none()), u64::from(link.is_none())];
+    comm.max_u64(&mut missing);
+    let piece = opts
+        .stage_entries
+        .map_or(PIECE_ENTRIES, |s| s.min(PIECE_ENTRIES));
+    match (missing, link) {
+        ([0, 0], Some(link)) => Some(Route::Nccl(link)),
+        ([0, _], _) => Some(Route::Host { piece }),
+        _ => None,
+    }
 }

@@ -199,9 +199,11 @@ fn what_does_not_run_across_ranks_yet_is_refused_once() {
     }
 }
 
-/// `--engine gpu` on every rank (ranks share the one GPU): the single-process CPU run's cluster
-/// file, byte for byte (MCL's sums are order-free on every engine); without a usable GPU, one
-/// message (exit 3) and no output.
+/// `--engine gpu` on every rank (ranks share the one GPU, so NCCL cannot join them): the
+/// blocks stay on the GPU, the rows travelling through host memory (in pieces of a few entries
+/// with a stage of 40), and the cluster file is the single-process CPU run's, byte for byte
+/// (MCL's sums are order-free on every engine); without a usable GPU, one message (exit 3) and
+/// no output.
 #[test]
 fn clusters_with_the_gpu_engine_on_each_rank_are_the_cpu_bytes() {
     let dir = tempfile::tempdir().unwrap();
@@ -224,6 +226,7 @@ fn clusters_with_the_gpu_engine_on_each_rank_are_the_cpu_bytes() {
                 assert!(std::fs::read(&out).unwrap() == want, "{what}");
                 let v: serde_json::Value = serde_json::from_str(&text(&o.stdout)).unwrap();
                 assert_eq!(v["rank_engine"], "gpu", "{what}");
+                assert_eq!(v["blocks"], "gpu", "{what}");
                 assert_eq!(v["rank_engines"].as_array().unwrap().len(), ranks, "{what}");
                 assert!(v["device_peak_bytes"].as_u64().unwrap() > 0, "{what}");
             } else {
