@@ -6,12 +6,12 @@
 //! bounded size ([`Route`]); nothing else crosses the bus but the row ids asked for and the new
 //! matrix's row offsets.
 
-use super::words::Wire;
+use super::words::{elements_mut, Wire};
 use super::{agree, Comm, MAX_MESSAGE};
 use crate::error::{Error, Result};
 use crate::gpu::matrix::DeviceCsr;
 use crate::gpu::nccl::Link;
-use crate::gpu::transfer::{download_span_append, upload_at};
+use crate::gpu::transfer::PINNED_WORDS;
 use crate::gpu::Gpu;
 use crate::scalar::Scalar;
 use cudarc::driver::{CudaSlice, DeviceRepr};
@@ -33,6 +33,10 @@ pub(crate) enum Route<'a> {
 
 /// The entries of a piece of a [`Route::Host`] exchange unless a smaller stage is asked for.
 pub(crate) const PIECE_ENTRIES: usize = 1 << 24;
+
+/// The fewest entries of a piece whatever the stage: a piece costs collectives and waits, and
+/// rounds of a few fetched entries exchange whole blocks where half of one is needed.
+pub(crate) const MIN_PIECE_ENTRIES: usize = 1 << 12;
 
 /// The entries of `span` that piece `r` of an exchange moves, `per` entries a piece.
 fn piece(span: &Range<usize>, r: usize, per: usize) -> Range<usize> {
@@ -75,9 +79,10 @@ impl Route<'_> {
     }
 }
 
-/// [`Route::send_recv`] through host memory: in each piece (of `entries` a rank sends) every
-/// rank copies its next [`piece`] of every span it sends to the host, the ranks exchange them
-/// (one all-to-all), and each copies what arrived into its spans of `into`. Collective.
+/// [`Route::send_recv`] through host memory: in each piece (of at most `entries` a rank sends,
+/// and what the GPU's pinned buffers hold) every rank copies its next [`piece`] of every span
+/// it sends into one pinned buffer, the ranks exchange them (one all-to-all, into the other
+/// pinned buffer), and each copies what arrived into its spans of `into`. Collective.
 fn through_host<E: DeviceRepr + Wire>(
     comm: &dyn Comm,
     gpu: &Gpu,
@@ -87,7 +92,8 @@ fn through_host<E: DeviceRepr + Wire>(
     recv: &[Range<usize>],
 ) -> Result<()> {
     let (me, p) = (comm.rank(), comm.size());
-    let per = (entries / p.saturating_sub(1).max(1)).max(1);
+    let per = entries.min(PINNED_WORDS / E::WORDS) / p.saturating_sub(1).max(1);
+    let per = per.max(1);
     let others = || (0..p).filter(move |&q| q != me);
     let lengths = others().flat_map(|q| [send[q].1.len(), recv[q].len()]);
     let mut rounds = [pieces(lengths, per) as u64];
@@ -95,32 +101,54 @@ fn through_host<E: DeviceRepr + Wire>(
     if rounds[0] == 0 {
         return Ok(());
     }
-    // The kernels that wrote the buffers sent may run on any of the GPU's streams.
     let stage = "move rows between the ranks through host memory";
-    agree(comm, crate::gpu::prims::check(stage, gpu.ctx.synchronize()))?;
+    let check = crate::gpu::prims::check;
+    // The kernels that wrote the buffers sent may run on any of the GPU's streams.
+    let mut pinned = agree(
+        comm,
+        check(stage, gpu.ctx.synchronize()).and_then(|()| gpu.pinned(stage)),
+    )?;
+    let [out, got] = agree(comm, pinned.words(stage))?;
     let s = &gpu.main;
     for r in 0..rounds[0] as usize {
-        let mut out = Vec::new();
-        let mut counts = vec![0usize; p];
+        let mut sent = vec![0usize; p];
+        let mut came = vec![0usize; p];
+        let mut at = 0usize;
         let copied = others().try_for_each(|q| {
-            let (buf, span) = (send[q].0, piece(&send[q].1, r, per));
-            counts[q] = span.len() * E::WORDS;
-            download_span_append(gpu, s, buf, span, "rows other ranks asked for", &mut out)
+            let span = piece(&send[q].1, r, per);
+            sent[q] = span.len() * E::WORDS;
+            let words = &mut out[at..at + sent[q]];
+            at += sent[q];
+            let dst = elements_mut::<E>(words).ok_or_else(|| misaligned(stage))?;
+            check(stage, s.memcpy_dtoh(&send[q].0.slice(span), dst))
         });
-        agree(comm, copied)?;
-        let (got, _) = comm.all_to_all_u32(&E::into_words(out), &counts);
-        let got = E::from_words(got);
+        agree(comm, copied.and_then(|()| check(stage, s.synchronize())))?;
+        for q in others() {
+            came[q] = piece(&recv[q], r, per).len() * E::WORDS;
+        }
+        comm.all_to_all_into(&out[..at], &sent, got, &came);
         let mut at = 0usize;
         let placed = others().try_for_each(|q| {
             let span = piece(&recv[q], r, per);
-            let part = &got[at..at + span.len()];
-            at += span.len();
-            upload_at(gpu, s, part, into, span.start, "rows from other ranks")
+            let words = &mut got[at..at + came[q]];
+            at += came[q];
+            let src = elements_mut::<E>(words).ok_or_else(|| misaligned(stage))?;
+            check(stage, s.memcpy_htod(&*src, &mut into.slice_mut(span)))
         });
-        let placed = placed.and_then(|()| crate::gpu::prims::check(stage, s.synchronize()));
+        // The pinned buffers are refilled by the next piece only once the copies are done.
+        let placed = placed.and_then(|()| check(stage, s.synchronize()));
         agree(comm, placed.and_then(|()| crate::interrupt::check()))?;
     }
     Ok(())
+}
+
+/// The error of pinned words not aligned for the elements they carry (they always are: the
+/// buffers are page aligned and every span starts at a whole element).
+fn misaligned(stage: &str) -> Error {
+    Error::gpu(
+        stage,
+        "the pinned buffer is not aligned for the rows' elements",
+    )
 }
 
 /// Where the rows of a matrix over a range of nodes lie and come from.

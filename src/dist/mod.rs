@@ -76,6 +76,20 @@ pub trait Comm {
         }
         from
     }
+    /// [`Comm::all_to_all_u32`] where every rank knows what it receives: `recv_counts[q]`
+    /// elements from each rank `q` land in `recv`, one after another in rank order (no counts
+    /// are exchanged, and nothing is allocated where the transport writes in place).
+    fn all_to_all_into(
+        &self,
+        send: &[u32],
+        send_counts: &[usize],
+        recv: &mut [u32],
+        recv_counts: &[usize],
+    ) {
+        let (got, from) = self.all_to_all_u32(send, send_counts);
+        debug_assert_eq!(from, recv_counts);
+        recv[..got.len()].copy_from_slice(&got);
+    }
     /// Rank `root`'s `data` on every rank (other ranks' `data` is replaced).
     fn broadcast_bytes(&self, root: usize, data: &mut Vec<u8>);
     /// Ends every rank at once with exit status `code`, after printing `message` once on stderr.

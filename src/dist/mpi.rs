@@ -154,6 +154,22 @@ impl Comm for MpiComm {
         }
         recv_counts.iter().map(|&c| c as usize).collect()
     }
+    fn all_to_all_into(
+        &self,
+        send: &[u32],
+        send_counts: &[usize],
+        recv: &mut [u32],
+        recv_counts: &[usize],
+    ) {
+        let send_counts: Vec<Count> = send_counts.iter().map(|&c| count(self, c)).collect();
+        let recv_counts: Vec<Count> = recv_counts.iter().map(|&c| count(self, c)).collect();
+        let send_displs = displacements(self, &send_counts);
+        let recv_displs = displacements(self, &recv_counts);
+        let total: usize = recv_counts.iter().map(|&c| c as usize).sum();
+        let part = Partition::new(send, &send_counts[..], &send_displs[..]);
+        let mut rpart = PartitionMut::new(&mut recv[..total], &recv_counts[..], &recv_displs[..]);
+        self.world.all_to_all_varcount_into(&part, &mut rpart);
+    }
     fn broadcast_bytes(&self, root: usize, data: &mut Vec<u8>) {
         let root = self.world.process_at_rank(root as mpi::Rank);
         let mut len = data.len() as u64;

@@ -53,47 +53,33 @@ pub(crate) fn into_values<T: Scalar>(words: Vec<u32>) -> Vec<T> {
     unsafe { Vec::from_raw_parts(ptr.cast::<T>(), len, cap) }
 }
 
-/// [`to_words`]'s words of `values`, taking them over: `f32`'s bits are its words, so their
-/// buffer becomes the words' (no copy); `f64`'s are converted.
-pub(crate) fn into_words<T: Scalar>(values: Vec<T>) -> Vec<u32> {
-    if std::any::TypeId::of::<T>() != std::any::TypeId::of::<f32>() {
-        return to_words(&values);
-    }
-    let mut values = std::mem::ManuallyDrop::new(values);
-    let (ptr, len, cap) = (values.as_mut_ptr(), values.len(), values.capacity());
-    // SAFETY: T is f32: the same size and alignment as u32 (so the allocation's layout is the
-    // same), and an f32's bits are exactly its one word (`put_words`).
-    unsafe { Vec::from_raw_parts(ptr.cast::<u32>(), len, cap) }
-}
-
-/// An element that crosses an exchange as `u32` words, exactly.
-pub(crate) trait Wire: Copy + Send + Sync + Sized {
+/// An element that crosses an exchange as `u32` words, exactly (its bits viewed as words).
+///
+/// # Safety
+/// An implementor is a plain number of exactly `WORDS` words (`4 * WORDS` bytes, aligned to at
+/// most 8) for which every bit pattern is a value: [`elements_mut`] views words as elements.
+pub(crate) unsafe trait Wire: Copy + Send + Sync + Sized {
     /// Words an element takes.
     const WORDS: usize;
-    /// The elements' words, taking the buffer over where the bits are the same.
-    fn into_words(elements: Vec<Self>) -> Vec<u32>;
-    /// The elements of [`Wire::into_words`]'s words.
-    fn from_words(words: Vec<u32>) -> Vec<Self>;
 }
 
-impl Wire for u32 {
+// SAFETY: one word.
+unsafe impl Wire for u32 {
     const WORDS: usize = 1;
-    fn into_words(elements: Vec<u32>) -> Vec<u32> {
-        elements
-    }
-    fn from_words(words: Vec<u32>) -> Vec<u32> {
-        words
-    }
 }
 
-impl<T: Scalar> Wire for T {
+// SAFETY: the scalars are f32 and f64, of one and two words.
+unsafe impl<T: Scalar> Wire for T {
     const WORDS: usize = T::WORDS;
-    fn into_words(elements: Vec<T>) -> Vec<u32> {
-        into_words(elements)
-    }
-    fn from_words(words: Vec<u32>) -> Vec<T> {
-        into_values(words)
-    }
+}
+
+/// `words` (whose length is a multiple of `E::WORDS`) as elements; `None` where they are not
+/// aligned for `E`.
+pub(crate) fn elements_mut<E: Wire>(words: &mut [u32]) -> Option<&mut [E]> {
+    debug_assert_eq!(std::mem::size_of::<E>(), 4 * E::WORDS);
+    // SAFETY: `Wire`'s contract: every bit pattern of an element's words is an element.
+    let (head, body, tail) = unsafe { words.align_to_mut::<E>() };
+    (head.is_empty() && tail.is_empty()).then_some(body)
 }
 
 #[cfg(test)]
@@ -110,7 +96,15 @@ mod tests {
         assert_eq!(from_words::<f64>(&to_words(&v64)), v64);
         assert_eq!(into_values::<f32>(to_words(&v32)), v32);
         assert_eq!(into_values::<f64>(to_words(&v64)), v64);
-        assert_eq!(into_words(v32.to_vec()), to_words(&v32));
-        assert_eq!(into_words(v64.to_vec()), to_words(&v64));
+        let mut w = to_words(&v64);
+        assert_eq!(
+            elements_mut::<f64>(&mut w).map(|e| e.to_vec()),
+            Some(v64.to_vec())
+        );
+        let mut w = to_words(&v32);
+        assert_eq!(
+            elements_mut::<f32>(&mut w).map(|e| e.to_vec()),
+            Some(v32.to_vec())
+        );
     }
 }

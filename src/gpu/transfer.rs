@@ -8,7 +8,6 @@ use super::Gpu;
 use crate::error::Result;
 use cudarc::driver::{CudaSlice, CudaStream, DeviceRepr, PinnedHostSlice};
 use rayon::prelude::*;
-use std::ops::Range;
 use std::sync::{Arc, MutexGuard};
 
 /// Bytes of each of the two staging buffers.
@@ -46,6 +45,32 @@ impl Gpu {
     }
 }
 
+/// Words of each of the pinned buffers [`Gpu::pinned`] lends.
+pub(crate) const PINNED_WORDS: usize = STAGING_BYTES / std::mem::size_of::<u32>();
+
+/// The two pinned staging buffers, lent out (every copy through them waits until this is
+/// dropped).
+pub(crate) struct Pinned<'a>(MutexGuard<'a, Option<Staging>>);
+
+impl Pinned<'_> {
+    /// The two buffers, [`PINNED_WORDS`] words each.
+    pub(crate) fn words(&mut self, stage: &str) -> Result<[&mut [u32]; 2]> {
+        match self.0.as_mut() {
+            Some(staging) => typed::<u32>(staging, stage),
+            None => Err(crate::error::Error::gpu(stage, "no staging buffers")),
+        }
+    }
+}
+
+impl Gpu {
+    /// Lends the two pinned staging buffers (allocated on first use): host memory that copies
+    /// to and from the device reach at the bus's speed, for a caller that moves data through
+    /// them itself.
+    pub(crate) fn pinned(&self, stage: &str) -> Result<Pinned<'_>> {
+        self.staging(stage).map(Pinned)
+    }
+}
+
 /// The two staging buffers as slices of `T` (pinned memory is page aligned, so none is lost).
 fn typed<'a, T>(staging: &'a mut Staging, stage: &str) -> Result<[&'a mut [T]; 2]> {
     let [b0, b1] = &mut staging.buffers;
@@ -75,38 +100,17 @@ pub(crate) fn download_append<T: DeviceRepr + Copy + Send + Sync>(
     what: &str,
     out: &mut Vec<T>,
 ) -> Result<()> {
-    download_span_append(gpu, s, src, 0..n, what, out)
-}
-
-/// Copies `src[span]` to the end of `out`, growing it (an error, not an abort, when the host's
-/// memory is short).
-pub(crate) fn download_span_append<T: DeviceRepr + Copy + Send + Sync>(
-    gpu: &Gpu,
-    s: &Arc<CudaStream>,
-    src: &CudaSlice<T>,
-    span: Range<usize>,
-    what: &str,
-    out: &mut Vec<T>,
-) -> Result<()> {
     let stage = format!("copy {what} to the host");
-    let (at, n) = (span.start, span.len());
     let bytes = n.saturating_mul(std::mem::size_of::<T>());
     if n == 0 {
         return Ok(());
-    }
-    if span.end > src.len() {
-        let held = src.len();
-        return Err(crate::error::Error::gpu(
-            &stage,
-            format!("{span:?} of {held} elements"),
-        ));
     }
     // Exact: a product in row batches grows its arrays once per batch (a remap, not a copy).
     out.try_reserve_exact(n).map_err(|_| {
         crate::io::limits::out_of_memory(&format!("{what} on the host"), bytes as u64)
     })?;
     if bytes <= DIRECT_BYTES {
-        let v = check(&stage, s.clone_dtoh(&src.slice(span)))?;
+        let v = check(&stage, s.clone_dtoh(&src.slice(..n)))?;
         out.extend_from_slice(&v);
         return Ok(());
     }
@@ -124,10 +128,7 @@ pub(crate) fn download_span_append<T: DeviceRepr + Copy + Send + Sync>(
     let fetch = |j: usize, buffers: &mut [&mut [T]; 2]| {
         let r = range(j);
         let dst = &mut buffers[j % 2][..r.len()];
-        check(
-            &stage,
-            s.memcpy_dtoh(&src.slice(at + r.start..at + r.end), dst),
-        )?;
+        check(&stage, s.memcpy_dtoh(&src.slice(r), dst))?;
         check(&stage, s.record_event(None))
     };
     let copied = (|| {
@@ -207,33 +208,12 @@ pub(crate) fn upload_into<T: DeviceRepr + Copy + Send + Sync>(
     dst: &mut CudaSlice<T>,
     what: &str,
 ) -> Result<()> {
-    upload_at(gpu, s, h, dst, 0, what)
-}
-
-/// Copies a host slice into the device buffer `dst` from its element `at` on (`dst` holds it),
-/// as [`upload_into`] does.
-pub(crate) fn upload_at<T: DeviceRepr + Copy + Send + Sync>(
-    gpu: &Gpu,
-    s: &Arc<CudaStream>,
-    h: &[T],
-    dst: &mut CudaSlice<T>,
-    at: usize,
-    what: &str,
-) -> Result<()> {
     let stage = format!("upload {what}");
     if h.is_empty() {
         return Ok(());
     }
-    if at + h.len() > dst.len() {
-        let (n, held) = (h.len(), dst.len());
-        let why = format!("{n} elements at {at} of a buffer of {held}");
-        return Err(crate::error::Error::gpu(&stage, why));
-    }
     if std::mem::size_of_val(h) <= DIRECT_BYTES {
-        return check(
-            &stage,
-            s.memcpy_htod(h, &mut dst.slice_mut(at..at + h.len())),
-        );
+        return check(&stage, s.memcpy_htod(h, &mut dst.slice_mut(..h.len())));
     }
     let mut guard = gpu.staging(&stage)?;
     let Some(staging) = guard.as_mut() else {
@@ -255,10 +235,7 @@ pub(crate) fn upload_at<T: DeviceRepr + Copy + Send + Sync>(
                 .zip(h[r.clone()].par_chunks(HOST_PIECE))
                 .for_each(|(d, x)| d.copy_from_slice(x));
             let buf = &buffers[j % 2][..r.len()];
-            check(
-                &stage,
-                s.memcpy_htod(buf, &mut dst.slice_mut(at + r.start..at + r.end)),
-            )?;
+            check(&stage, s.memcpy_htod(buf, &mut dst.slice_mut(r)))?;
             sent[j % 2] = Some(check(&stage, s.record_event(None))?);
         }
         for ev in sent.into_iter().flatten() {

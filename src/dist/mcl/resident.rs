@@ -8,7 +8,7 @@
 //! path's ([`super::iterate`]), so the matrices are bitwise the same.
 
 use super::{add_round, all_ranks, balance, fetch, Block, Expansion, REBALANCE_SLACK};
-use crate::dist::device_rows::{Route, PIECE_ENTRIES};
+use crate::dist::device_rows::{Route, MIN_PIECE_ENTRIES, PIECE_ENTRIES};
 use crate::dist::{agree, device_rows, Comm};
 use crate::error::Result;
 use crate::gpu::matrix::DeviceCsr;
@@ -258,7 +258,8 @@ fn named<T: Scalar>(
 
 /// How rows travel where every rank keeps its block on its GPU, which it does when every rank
 /// has its GPU engine (`gpu`): through NCCL where the communicator joins every rank's GPU, else
-/// through host memory in pieces of the asked stage (`opts`) or [`PIECE_ENTRIES`] entries.
+/// through host memory in pieces of the asked stage (`opts`; at least [`MIN_PIECE_ENTRIES`])
+/// or [`PIECE_ENTRIES`] entries.
 /// `None` where some rank has no GPU engine. Collective.
 pub(super) fn route<'c>(
     comm: &'c dyn Comm,
@@ -270,7 +271,7 @@ pub(super) fn route<'c>(
     comm.max_u64(&mut missing);
     let piece = opts
         .stage_entries
-        .map_or(PIECE_ENTRIES, |s| s.min(PIECE_ENTRIES));
+        .map_or(PIECE_ENTRIES, |s| s.clamp(MIN_PIECE_ENTRIES, PIECE_ENTRIES));
     match (missing, link) {
         ([0, 0], Some(link)) => Some(Route::Nccl(link)),
         ([0, _], _) => Some(Route::Host { piece }),
