@@ -534,6 +534,10 @@ fn decode_indices(
         .enumerate()
         .map(|(p, out)| {
             let start = range.start + p * PART;
+            if indices_below(indices, start, out, minor) {
+                return Ok(());
+            }
+            // Some index is out of range: the element by element walk names the first.
             indices.for_each_int(start..start + out.len(), |k, j| {
                 if j < 0 || j >= minor as i64 {
                     return Err(format!(
@@ -548,6 +552,27 @@ fn decode_indices(
         .into_iter()
         .collect::<std::result::Result<(), String>>()?;
     Ok(cols)
+}
+
+/// Decodes the 32-bit indices from element `start` on into `out` and tells whether every one is
+/// under `minor` (a loop the compiler vectorises: a copy and a running maximum); `false` for
+/// other element types, and where some index is not under `minor` (`out` is then unspecified).
+fn indices_below(indices: &Array<'_>, start: usize, out: &mut [u32], minor: usize) -> bool {
+    let signed = match indices.dtype {
+        Dtype::Int(4) => true,
+        Dtype::Uint(4) => false,
+        _ => return false,
+    };
+    let bytes = &indices.data[start * 4..(start + out.len()) * 4];
+    let mut most = 0u32;
+    for (o, c) in out.iter_mut().zip(bytes.chunks_exact(4)) {
+        let v = u32::from_le_bytes([c[0], c[1], c[2], c[3]]);
+        most = most.max(v);
+        *o = v;
+    }
+    // A negative i32 reads as 2^31 or more: past any minor a signed array allows.
+    let bound = if signed { minor.min(1 << 31) } else { minor };
+    (most as usize) < bound
 }
 
 /// The entries of a COO matrix, checked against the shape.
@@ -591,9 +616,14 @@ fn values(data: &Array<'_>) -> std::result::Result<Option<Vec<f64>>, String> {
             data.dtype.descr()
         ));
     }
+    // An unweighted matrix saved by SciPy holds ones: told by reading the member alone, so no
+    // array of values is made to be dropped.
+    const PART: usize = 1 << 16;
+    if all_ones(data, PART) {
+        return Ok(None);
+    }
     // Decoded in parts, each part noting its first value that is not finite and whether all
     // its values are one: one pass over the member.
-    const PART: usize = 1 << 16;
     let mut v = vec![0f64; data.len];
     let parts: Vec<(Option<usize>, bool)> = v
         .par_chunks_mut(PART)
@@ -634,6 +664,32 @@ fn values(data: &Array<'_>) -> std::result::Result<Option<Vec<f64>>, String> {
         ));
     }
     Ok((!parts.iter().all(|p| p.1)).then_some(v))
+}
+
+/// Whether every value of the floating-point array `data` is 1 (read in parts of `part` by
+/// the threads, stopping at the first part that holds another); `false` for other types.
+fn all_ones(data: &Array<'_>, part: usize) -> bool {
+    // Each part's values xor-ed with one's bits and or-ed together (a loop the compiler
+    // vectorises): zero where every value is one.
+    macro_rules! ones {
+        ($n:literal, $bits:ty, $one:expr) => {
+            data.data[..data.len * $n]
+                .par_chunks(part * $n)
+                .all(|bytes| {
+                    let other = bytes.chunks_exact($n).fold(0, |acc, c| {
+                        let mut b = [0u8; $n];
+                        b.copy_from_slice(c);
+                        acc | (<$bits>::from_le_bytes(b) ^ $one.to_bits())
+                    });
+                    other == 0
+                })
+        };
+    }
+    match data.dtype {
+        Dtype::Float(8) => ones!(8, u64, 1f64),
+        Dtype::Float(4) => ones!(4, u32, 1f32),
+        _ => false,
+    }
 }
 
 /// Bytes of a `.npy` member: its header and `len` elements of `dtype`.
@@ -1034,6 +1090,102 @@ mod tests {
         assert!(e.contains("'indices' holds 4 at position 1"), "{e}");
         let e = pairs(&[-1, 2, 2, 3], &[1, 3, 0]).unwrap_err();
         assert!(e.contains("'indptr' runs from -1"), "{e}");
+    }
+
+    #[test]
+    fn indices_decode_by_the_fast_path_or_name_the_first_bad_one() {
+        let ints = |v: &[i64], n: usize| -> Vec<u8> {
+            v.iter()
+                .flat_map(|x| x.to_le_bytes()[..n].to_vec())
+                .collect()
+        };
+        // Over two parts of 2^16, the bad index (if any) in the second.
+        let mut v: Vec<i64> = (0..70_000).map(|k| k % 1000).collect();
+        for (dtype, n) in [(Dtype::Int(4), 4), (Dtype::Uint(4), 4), (Dtype::Int(8), 8)] {
+            let bytes = ints(&v, n);
+            let a = Array {
+                dtype,
+                len: v.len(),
+                data: &bytes,
+            };
+            let want: Vec<u32> = v.iter().map(|&x| x as u32).collect();
+            assert_eq!(decode_indices(&a, 0..v.len(), 1000).unwrap(), want);
+            assert_eq!(decode_indices(&a, 5..9, 1000).unwrap(), want[5..9]);
+            let e = decode_indices(&a, 0..v.len(), 999).unwrap_err();
+            assert!(
+                e.contains("holds 999 at position 999, outside 0..999"),
+                "{e}"
+            );
+        }
+        v[68_000] = -1;
+        for (dtype, n) in [(Dtype::Int(4), 4), (Dtype::Int(8), 8)] {
+            let bytes = ints(&v, n);
+            let a = Array {
+                dtype,
+                len: v.len(),
+                data: &bytes,
+            };
+            let e = decode_indices(&a, 0..v.len(), 1000).unwrap_err();
+            assert!(e.contains("holds -1 at position 68000"), "{e}");
+        }
+        // Unsigned, the same bytes read as 2^32 - 1: past any shape.
+        let bytes = ints(&v, 4);
+        let a = Array {
+            dtype: Dtype::Uint(4),
+            len: v.len(),
+            data: &bytes,
+        };
+        let e = decode_indices(&a, 0..v.len(), 1000).unwrap_err();
+        assert!(e.contains("holds 4294967295 at position 68000"), "{e}");
+    }
+
+    #[test]
+    fn values_of_ones_are_the_pattern_and_others_are_read() {
+        let floats = |v: &[f64], n: usize| -> Vec<u8> {
+            match n {
+                8 => v.iter().flat_map(|x| x.to_le_bytes()).collect(),
+                _ => v.iter().flat_map(|&x| (x as f32).to_le_bytes()).collect(),
+            }
+        };
+        let mut v = vec![1.0f64; 140_000];
+        for n in [4, 8] {
+            let bytes = floats(&v, n);
+            let a = Array {
+                dtype: Dtype::Float(n),
+                len: v.len(),
+                data: &bytes,
+            };
+            assert_eq!(values(&a).unwrap(), None);
+        }
+        // One value other than one, in the last part: every value read.
+        v[139_999] = 0.5;
+        for n in [4, 8] {
+            let bytes = floats(&v, n);
+            let a = Array {
+                dtype: Dtype::Float(n),
+                len: v.len(),
+                data: &bytes,
+            };
+            assert_eq!(values(&a).unwrap().as_deref(), Some(&v[..]));
+        }
+        // A NaN is refused.
+        v[139_999] = f64::NAN;
+        let bytes = floats(&v, 8);
+        let a = Array {
+            dtype: Dtype::Float(8),
+            len: v.len(),
+            data: &bytes,
+        };
+        let e = values(&a).unwrap_err();
+        assert!(e.contains("at position 139999"), "{e}");
+        // Integer ones are the pattern too, by the element-wise path.
+        let ones = [1u8; 10];
+        let a = Array {
+            dtype: Dtype::Uint(1),
+            len: 10,
+            data: &ones,
+        };
+        assert_eq!(values(&a).unwrap(), None);
     }
 
     #[test]
