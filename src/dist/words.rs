@@ -58,27 +58,28 @@ pub(crate) fn into_values<T: Scalar>(words: Vec<u32>) -> Vec<T> {
 /// # Safety
 /// An implementor is a plain number of exactly `WORDS` words (`4 * WORDS` bytes, aligned to at
 /// most 8) for which every bit pattern is a value: [`elements_mut`] views words as elements.
-#[cfg(feature = "mpi")]
 pub(crate) unsafe trait Wire: Copy + Send + Sync + Sized {
     /// Words an element takes.
     const WORDS: usize;
 }
 
 // SAFETY: one word.
-#[cfg(feature = "mpi")]
 unsafe impl Wire for u32 {
     const WORDS: usize = 1;
 }
 
+// SAFETY: two words.
+unsafe impl Wire for u64 {
+    const WORDS: usize = 2;
+}
+
 // SAFETY: the scalars are f32 and f64, of one and two words.
-#[cfg(feature = "mpi")]
 unsafe impl<T: Scalar> Wire for T {
     const WORDS: usize = T::WORDS;
 }
 
 /// `words` (whose length is a multiple of `E::WORDS`) as elements; `None` where they are not
 /// aligned for `E`.
-#[cfg(feature = "mpi")]
 pub(crate) fn elements_mut<E: Wire>(words: &mut [u32]) -> Option<&mut [E]> {
     debug_assert_eq!(std::mem::size_of::<E>(), 4 * E::WORDS);
     // SAFETY: `Wire`'s contract: every bit pattern of an element's words is an element.
@@ -102,7 +103,6 @@ mod tests {
         assert_eq!(into_values::<f64>(to_words(&v64)), v64);
     }
 
-    #[cfg(feature = "mpi")]
     #[test]
     fn words_view_as_the_elements_they_carry() {
         let v32 = [0.0f32, -1.5, f32::MAX, 1.0 / 3.0];

@@ -46,15 +46,12 @@ impl Gpu {
 }
 
 /// Words of each of the pinned buffers [`Gpu::pinned`] lends.
-#[cfg(feature = "mpi")]
 pub(crate) const PINNED_WORDS: usize = STAGING_BYTES / std::mem::size_of::<u32>();
 
 /// The two pinned staging buffers, lent out (every copy through them waits until this is
-/// dropped). Lent to the exchanges between ranks.
-#[cfg(feature = "mpi")]
+/// dropped).
 pub(crate) struct Pinned<'a>(MutexGuard<'a, Option<Staging>>);
 
-#[cfg(feature = "mpi")]
 impl Pinned<'_> {
     /// The two buffers, [`PINNED_WORDS`] words each.
     pub(crate) fn words(&mut self, stage: &str) -> Result<[&mut [u32]; 2]> {
@@ -65,7 +62,6 @@ impl Pinned<'_> {
     }
 }
 
-#[cfg(feature = "mpi")]
 impl Gpu {
     /// Lends the two pinned staging buffers (allocated on first use): host memory that copies
     /// to and from the device reach at the bus's speed, for a caller that moves data through

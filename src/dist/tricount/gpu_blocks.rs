@@ -7,13 +7,13 @@
 //! bound and every rank's device memory; otherwise the caller counts in rounds.
 
 use super::{Exchange, Options};
+use crate::dist::words::{elements_mut, Wire};
 use crate::dist::{agree, Comm};
 use crate::error::{Error, Result};
-use crate::gpu::transfer::{download, upload_into};
+use crate::gpu::transfer::PINNED_WORDS;
 use crate::gpu::Gpu;
 use crate::tricount::gpu_block::BlockCount;
 use cudarc::driver::{CudaSlice, DeviceRepr};
-use rayon::prelude::*;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -69,13 +69,13 @@ pub(super) fn count(
     let mut b = agree(comm, made)?;
     lap("upload");
     let n = block.n;
-    sum(comm, &gpu, b.degrees_mut(), n, &host_sum_u32)?;
+    sum(comm, &gpu, b.degrees_mut(), n)?;
     let ranked = match me {
         0 => b.rank_by_degree(),
         _ => Ok(()),
     };
     agree(comm, ranked)?;
-    sum(comm, &gpu, b.ranks_mut(), n, &host_sum_u32)?;
+    sum(comm, &gpu, b.ranks_mut(), n)?;
     lap("rank");
     let own = agree(comm, b.orient())?;
     lap("orient");
@@ -99,11 +99,11 @@ pub(super) fn count(
         return Ok(None);
     }
     let t = Instant::now();
-    sum(comm, &gpu, b.lengths_mut(), n + 1, &|c, v| c.sum_u64(v))?;
+    sum(comm, &gpu, b.lengths_mut(), n + 1)?;
     let placed = agree(comm, b.place())?;
     debug_assert_eq!(placed, entries);
     let rows = agree(comm, b.rows_mut())?;
-    sum(comm, &gpu, rows, entries as usize, &host_sum_u32)?;
+    sum(comm, &gpu, rows, entries as usize)?;
     exchange.seconds += t.elapsed().as_secs_f64();
     exchange.bytes += 4 * received + 8 * (n - block.ptr.len().saturating_sub(1)) as u64;
     lap("exchange");
@@ -120,16 +120,10 @@ pub(super) fn count(
 
 /// Sums the first `len` elements of `buf` across the ranks, in place, where each element is
 /// nonzero on at most one rank: GPU to GPU through NCCL where the ranks' GPUs are joined, else
-/// through host memory (`on_host`). Collective.
-fn sum<T>(
-    comm: &dyn Comm,
-    gpu: &Gpu,
-    buf: &mut CudaSlice<T>,
-    len: usize,
-    on_host: &dyn Fn(&dyn Comm, &mut [T]),
-) -> Result<()>
+/// through host memory ([`sum_through_host`]). Collective.
+fn sum<T>(comm: &dyn Comm, gpu: &Gpu, buf: &mut CudaSlice<T>, len: usize) -> Result<()>
 where
-    T: DeviceRepr + Copy + Default + Send + Sync + NcclWord,
+    T: DeviceRepr + Wire + NcclWord,
 {
     if comm.size() == 1 || len == 0 {
         return Ok(());
@@ -142,16 +136,47 @@ where
         }
         return Ok(());
     }
-    let s = &gpu.main;
-    let mut host = agree(
+    sum_through_host(comm, gpu, buf, len)
+}
+
+/// [`sum`] through host memory, a piece of the GPU's pinned buffer at a time: copied into it,
+/// summed there by MPI as 64-bit words ([`sum_words`]), and copied back. Collective.
+fn sum_through_host<T: DeviceRepr + Wire>(
+    comm: &dyn Comm,
+    gpu: &Gpu,
+    buf: &mut CudaSlice<T>,
+    len: usize,
+) -> Result<()> {
+    let stage = "sum across the ranks through host memory";
+    let check = crate::gpu::prims::check;
+    // A piece's words, and one more to pad an odd count of one-word elements.
+    let per = (PINNED_WORDS - 1) / T::WORDS;
+    // The kernels that wrote the buffer may run on any of the GPU's streams.
+    let mut pinned = agree(
         comm,
-        download(gpu, s, buf, len, "a part to sum across the ranks"),
+        check(stage, gpu.ctx.synchronize()).and_then(|()| gpu.pinned(stage)),
     )?;
-    on_host(comm, &mut host);
-    agree(
-        comm,
-        upload_into(gpu, s, &host, buf, "the sums across the ranks"),
-    )
+    let [words, _] = agree(comm, pinned.words(stage))?;
+    let misaligned = || Error::gpu(stage, "the pinned buffer is not aligned for the sum");
+    let s = &gpu.main;
+    for lo in (0..len).step_by(per) {
+        let span = lo..(lo + per).min(len);
+        let used = span.len() * T::WORDS;
+        let padded = used.next_multiple_of(2);
+        let copied = elements_mut::<T>(&mut words[..used])
+            .ok_or_else(misaligned)
+            .and_then(|dst| check(stage, s.memcpy_dtoh(&buf.slice(span.clone()), dst)))
+            .and_then(|()| check(stage, s.synchronize()));
+        agree(comm, copied)?;
+        words[used..padded].fill(0);
+        sum_words(comm, &mut words[..padded]);
+        let placed = elements_mut::<T>(&mut words[..used])
+            .ok_or_else(misaligned)
+            .and_then(|src| check(stage, s.memcpy_htod(&*src, &mut buf.slice_mut(span))))
+            .and_then(|()| check(stage, s.synchronize()));
+        agree(comm, placed.and_then(|()| crate::interrupt::check()))?;
+    }
+    Ok(())
 }
 
 /// What NCCL can sum (every type where the build has no NCCL).
@@ -162,20 +187,24 @@ trait NcclWord {}
 #[cfg(not(feature = "mpi"))]
 impl<T> NcclWord for T {}
 
-/// Sums 32-bit elements each nonzero on at most one rank, two to a 64-bit word of MPI's sum:
-/// with one nonzero part, no carry crosses from one half of a word into the other.
-fn host_sum_u32(comm: &dyn Comm, values: &mut [u32]) {
-    let mut words: Vec<u64> = values
-        .par_chunks(2)
-        .map(|c| u64::from(c[0]) | u64::from(c.get(1).copied().unwrap_or(0)) << 32)
-        .collect();
-    comm.sum_u64(&mut words);
-    values.par_chunks_mut(2).zip(words).for_each(|(c, w)| {
-        c[0] = w as u32;
-        if let Some(x) = c.get_mut(1) {
-            *x = (w >> 32) as u32;
+/// Sums `words` (an even count) across the ranks as 64-bit words, in place: a 64-bit element's
+/// two words are one such word, and two 32-bit elements that are each nonzero on at most one
+/// rank share one with no carry from one half into the other.
+fn sum_words(comm: &dyn Comm, words: &mut [u32]) {
+    match elements_mut::<u64>(words) {
+        Some(wide) => comm.sum_u64(wide),
+        // Pinned and vector buffers are aligned for 64-bit words; this copy is never taken.
+        None => {
+            let mut wide: Vec<u64> = words
+                .chunks_exact(2)
+                .map(|w| u64::from(w[0]) | u64::from(w[1]) << 32)
+                .collect();
+            comm.sum_u64(&mut wide);
+            for (w, x) in words.chunks_exact_mut(2).zip(wide) {
+                (w[0], w[1]) = (x as u32, (x >> 32) as u32);
+            }
         }
-    });
+    }
 }
 
 #[cfg(test)]
@@ -185,20 +214,24 @@ mod tests {
 
     #[test]
     fn disjoint_parts_sum_across_ranks_without_carries_between_halves() {
-        // Each element nonzero on at most one of three ranks, the largest value included, an
-        // odd length (the last word half used).
+        // Each element nonzero on at most one of three ranks, the largest value included, the
+        // last word's upper half the padding; summed where the words are aligned for 64-bit
+        // words (the pinned buffer's case) and where they are not (behind one word).
         let parts = [
-            vec![u32::MAX, 0, 0, 7, 0],
-            vec![0, u32::MAX, 0, 0, 1],
-            vec![0, 0, 5, 0, 0],
+            [u32::MAX, 0, 0, 7, 0, 0],
+            [0, u32::MAX, 0, 0, 1, 0],
+            [0, 0, 5, 0, 0, 0],
         ];
-        let sums = on_ranks(3, |c| {
-            let mut v = parts[c.rank()].clone();
-            host_sum_u32(c, &mut v);
-            v
-        });
-        for v in sums {
-            assert_eq!(v, vec![u32::MAX, u32::MAX, 5, 7, 1]);
+        for from in [0, 1] {
+            let sums = on_ranks(3, |c| {
+                let mut v = vec![0u32; from];
+                v.extend_from_slice(&parts[c.rank()]);
+                sum_words(c, &mut v[from..]);
+                v[from..].to_vec()
+            });
+            for v in sums {
+                assert_eq!(v, [u32::MAX, u32::MAX, 5, 7, 1, 0], "{from}");
+            }
         }
     }
 }
