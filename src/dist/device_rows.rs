@@ -6,8 +6,8 @@
 //! bounded size ([`Route`]); nothing else crosses the bus but the row ids asked for and the new
 //! matrix's row offsets.
 
-use super::words::{elements_mut, Wire};
-use super::{agree, Comm, MAX_MESSAGE};
+use super::words::Wire;
+use super::{agree, pinned, Comm, MAX_MESSAGE};
 use crate::error::{Error, Result};
 use crate::gpu::matrix::DeviceCsr;
 use crate::gpu::nccl::Link;
@@ -103,52 +103,38 @@ fn through_host<E: DeviceRepr + Wire>(
     }
     let stage = "move rows between the ranks through host memory";
     let check = crate::gpu::prims::check;
-    // The kernels that wrote the buffers sent may run on any of the GPU's streams.
-    let mut pinned = agree(
-        comm,
-        check(stage, gpu.ctx.synchronize()).and_then(|()| gpu.pinned(stage)),
-    )?;
-    let [out, got] = agree(comm, pinned.words(stage))?;
+    let mut lent = pinned::lend(comm, gpu, stage)?;
+    let [out, got] = agree(comm, lent.words(stage))?;
     let s = &gpu.main;
     for r in 0..rounds[0] as usize {
         let mut sent = vec![0usize; p];
-        let mut came = vec![0usize; p];
         let mut at = 0usize;
         let copied = others().try_for_each(|q| {
             let span = piece(&send[q].1, r, per);
             sent[q] = span.len() * E::WORDS;
-            let words = &mut out[at..at + sent[q]];
+            let dst = pinned::elements::<E>(&mut out[at..at + sent[q]], stage)?;
             at += sent[q];
-            let dst = elements_mut::<E>(words).ok_or_else(|| misaligned(stage))?;
             check(stage, s.memcpy_dtoh(&send[q].0.slice(span), dst))
         });
         agree(comm, copied.and_then(|()| check(stage, s.synchronize())))?;
-        for q in others() {
-            came[q] = piece(&recv[q], r, per).len() * E::WORDS;
-        }
+        let spans: Vec<Range<usize>> = (0..p).map(|q| piece(&recv[q], r, per)).collect();
+        let mut came: Vec<usize> = spans.iter().map(|span| span.len() * E::WORDS).collect();
+        came[me] = 0;
         comm.all_to_all_into(&out[..at], &sent, got, &came);
         let mut at = 0usize;
         let placed = others().try_for_each(|q| {
-            let span = piece(&recv[q], r, per);
-            let words = &mut got[at..at + came[q]];
+            let src = pinned::elements::<E>(&mut got[at..at + came[q]], stage)?;
             at += came[q];
-            let src = elements_mut::<E>(words).ok_or_else(|| misaligned(stage))?;
-            check(stage, s.memcpy_htod(&*src, &mut into.slice_mut(span)))
+            check(
+                stage,
+                s.memcpy_htod(&*src, &mut into.slice_mut(spans[q].clone())),
+            )
         });
         // The pinned buffers are refilled by the next piece only once the copies are done.
         let placed = placed.and_then(|()| check(stage, s.synchronize()));
         agree(comm, placed.and_then(|()| crate::interrupt::check()))?;
     }
     Ok(())
-}
-
-/// The error of pinned words not aligned for the elements they carry (they always are: the
-/// buffers are page aligned and every span starts at a whole element).
-fn misaligned(stage: &str) -> Error {
-    Error::gpu(
-        stage,
-        "the pinned buffer is not aligned for the rows' elements",
-    )
 }
 
 /// Where the rows of a matrix over a range of nodes lie and come from.

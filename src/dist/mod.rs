@@ -24,6 +24,7 @@ mod mpi;
 pub mod nccl;
 pub mod npz;
 mod owners;
+mod pinned;
 pub mod spgemm;
 mod stored;
 #[cfg(test)]

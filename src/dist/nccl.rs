@@ -242,16 +242,6 @@ impl Comm for NcclComm<'_> {
         let from = self.all_to_all_append(send, counts, &mut recv);
         (recv, from)
     }
-    fn all_to_all_into(
-        &self,
-        send: &[u32],
-        send_counts: &[usize],
-        recv: &mut [u32],
-        recv_counts: &[usize],
-    ) {
-        self.mpi
-            .all_to_all_into(send, send_counts, recv, recv_counts)
-    }
     fn all_to_all_append(&self, send: &[u32], counts: &[usize], out: &mut Vec<u32>) -> Vec<usize> {
         // The counts by MPI (each under MAX_MESSAGE, as MPI's path requires too).
         if let Some(&c) = counts.iter().find(|&&c| c > MAX_MESSAGE) {

@@ -8,7 +8,7 @@
 
 use super::{Exchange, Options};
 use crate::dist::words::{elements_mut, Wire};
-use crate::dist::{agree, Comm};
+use crate::dist::{agree, pinned, Comm};
 use crate::error::{Error, Result};
 use crate::gpu::transfer::PINNED_WORDS;
 use crate::gpu::Gpu;
@@ -151,27 +151,20 @@ fn sum_through_host<T: DeviceRepr + Wire>(
     let check = crate::gpu::prims::check;
     // A piece's words, and one more to pad an odd count of one-word elements.
     let per = (PINNED_WORDS - 1) / T::WORDS;
-    // The kernels that wrote the buffer may run on any of the GPU's streams.
-    let mut pinned = agree(
-        comm,
-        check(stage, gpu.ctx.synchronize()).and_then(|()| gpu.pinned(stage)),
-    )?;
-    let [words, _] = agree(comm, pinned.words(stage))?;
-    let misaligned = || Error::gpu(stage, "the pinned buffer is not aligned for the sum");
+    let mut lent = pinned::lend(comm, gpu, stage)?;
+    let [words, _] = agree(comm, lent.words(stage))?;
     let s = &gpu.main;
     for lo in (0..len).step_by(per) {
         let span = lo..(lo + per).min(len);
         let used = span.len() * T::WORDS;
         let padded = used.next_multiple_of(2);
-        let copied = elements_mut::<T>(&mut words[..used])
-            .ok_or_else(misaligned)
+        let copied = pinned::elements::<T>(&mut words[..used], stage)
             .and_then(|dst| check(stage, s.memcpy_dtoh(&buf.slice(span.clone()), dst)))
             .and_then(|()| check(stage, s.synchronize()));
         agree(comm, copied)?;
         words[used..padded].fill(0);
         sum_words(comm, &mut words[..padded]);
-        let placed = elements_mut::<T>(&mut words[..used])
-            .ok_or_else(misaligned)
+        let placed = pinned::elements::<T>(&mut words[..used], stage)
             .and_then(|src| check(stage, s.memcpy_htod(&*src, &mut buf.slice_mut(span))))
             .and_then(|()| check(stage, s.synchronize()));
         agree(comm, placed.and_then(|()| crate::interrupt::check()))?;

@@ -622,10 +622,9 @@ fn values(data: &Array<'_>) -> std::result::Result<Option<Vec<f64>>, String> {
     if all_ones(data, PART) {
         return Ok(None);
     }
-    // Decoded in parts, each part noting its first value that is not finite and whether all
-    // its values are one: one pass over the member.
+    // Decoded in parts, each part noting its first value that is not finite.
     let mut v = vec![0f64; data.len];
-    let parts: Vec<(Option<usize>, bool)> = v
+    let parts: Vec<Option<usize>> = v
         .par_chunks_mut(PART)
         .enumerate()
         .map(|(p, out)| {
@@ -653,21 +652,20 @@ fn values(data: &Array<'_>) -> std::result::Result<Option<Vec<f64>>, String> {
                     }
                 }
             }
-            let bad = out.iter().position(|w| !w.is_finite()).map(|k| start + k);
-            (bad, out.iter().all(|&w| w == 1.0))
+            out.iter().position(|w| !w.is_finite()).map(|k| start + k)
         })
         .collect();
-    if let Some(k) = parts.iter().find_map(|p| p.0) {
+    if let Some(k) = parts.into_iter().flatten().next() {
         return Err(format!(
             "array 'data' holds {} at position {k}: values must be finite",
             v[k]
         ));
     }
-    Ok((!parts.iter().all(|p| p.1)).then_some(v))
+    Ok(Some(v))
 }
 
-/// Whether every value of the floating-point array `data` is 1 (read in parts of `part` by
-/// the threads, stopping at the first part that holds another); `false` for other types.
+/// Whether every value of the numeric array `data` is 1 (read in parts of `part` by the
+/// threads, stopping at the first part that holds another).
 fn all_ones(data: &Array<'_>, part: usize) -> bool {
     // Each part's values xor-ed with one's bits and or-ed together (a loop the compiler
     // vectorises): zero where every value is one.
@@ -688,7 +686,10 @@ fn all_ones(data: &Array<'_>, part: usize) -> bool {
     match data.dtype {
         Dtype::Float(8) => ones!(8, u64, 1f64),
         Dtype::Float(4) => ones!(4, u32, 1f32),
-        _ => false,
+        _ => (0..data.len)
+            .into_par_iter()
+            .with_min_len(part)
+            .all(|i| data.float(i) == Some(1.0)),
     }
 }
 
@@ -1118,7 +1119,13 @@ mod tests {
             );
         }
         v[68_000] = -1;
-        for (dtype, n) in [(Dtype::Int(4), 4), (Dtype::Int(8), 8)] {
+        // Unsigned, the same bytes read as 2^32 - 1: past any shape.
+        let cases = [
+            (Dtype::Int(4), 4, "holds -1 at position 68000"),
+            (Dtype::Int(8), 8, "holds -1 at position 68000"),
+            (Dtype::Uint(4), 4, "holds 4294967295 at position 68000"),
+        ];
+        for (dtype, n, message) in cases {
             let bytes = ints(&v, n);
             let a = Array {
                 dtype,
@@ -1126,17 +1133,8 @@ mod tests {
                 data: &bytes,
             };
             let e = decode_indices(&a, 0..v.len(), 1000).unwrap_err();
-            assert!(e.contains("holds -1 at position 68000"), "{e}");
+            assert!(e.contains(message), "{e}");
         }
-        // Unsigned, the same bytes read as 2^32 - 1: past any shape.
-        let bytes = ints(&v, 4);
-        let a = Array {
-            dtype: Dtype::Uint(4),
-            len: v.len(),
-            data: &bytes,
-        };
-        let e = decode_indices(&a, 0..v.len(), 1000).unwrap_err();
-        assert!(e.contains("holds 4294967295 at position 68000"), "{e}");
     }
 
     #[test]
