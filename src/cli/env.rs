@@ -60,6 +60,7 @@ pub fn launched_by_mpi() -> bool {
 pub fn dist_tricount_options(per_vertex: bool) -> gmcl::dist::tricount::Options {
     let mut o = gmcl::dist::tricount::Options {
         per_vertex,
+        gpu: triangle_tuning(),
         ..Default::default()
     };
     if let Some(n) = number("GMCL_DIST_STAGE") {

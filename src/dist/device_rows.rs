@@ -103,7 +103,11 @@ fn through_host<E: DeviceRepr + Wire>(
     }
     let stage = "move rows between the ranks through host memory";
     let check = crate::gpu::prims::check;
-    let mut lent = pinned::lend(comm, gpu, stage)?;
+    // A piece sends at most `per` entries of each span to each rank, and receives as much.
+    let most = |spans: &mut dyn Iterator<Item = usize>| spans.map(|n| n.min(per)).sum::<usize>();
+    let sends = most(&mut others().map(|q| send[q].1.len()));
+    let receives = most(&mut others().map(|q| recv[q].len()));
+    let mut lent = pinned::lend(comm, gpu, sends.max(receives) * E::WORDS, stage)?;
     let [out, got] = agree(comm, lent.words(stage))?;
     let s = &gpu.main;
     for r in 0..rounds[0] as usize {

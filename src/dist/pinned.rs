@@ -7,12 +7,18 @@ use crate::error::{Error, Result};
 use crate::gpu::transfer::Pinned;
 use crate::gpu::Gpu;
 
-/// The GPU's pinned buffers, lent once every kernel on the GPU is done (what is sent may have
-/// been written on any of its streams). Collective: a rank that cannot have them is every
-/// rank's error.
-pub(crate) fn lend<'g>(comm: &dyn Comm, gpu: &'g Gpu, stage: &str) -> Result<Pinned<'g>> {
+/// Two pinned buffers of at least `words` words each (at most
+/// [`crate::gpu::transfer::PINNED_WORDS`]; the GPU's staging pair where it is free), lent once
+/// every kernel on the GPU is done (what is sent may have been written on any of its streams).
+/// Collective: a rank that cannot have them is every rank's error.
+pub(crate) fn lend<'g>(
+    comm: &dyn Comm,
+    gpu: &'g Gpu,
+    words: usize,
+    stage: &str,
+) -> Result<Pinned<'g>> {
     let done = crate::gpu::prims::check(stage, gpu.ctx.synchronize());
-    agree(comm, done.and_then(|()| gpu.pinned(stage)))
+    agree(comm, done.and_then(|()| gpu.pinned(words, stage)))
 }
 
 /// Pinned `words` as the elements a copy to or from the device moves (always aligned: the

@@ -26,20 +26,36 @@ pub(crate) struct Staging {
     buffers: [PinnedHostSlice<u8>; 2],
 }
 
+impl Staging {
+    /// Two new pinned buffers of `bytes` bytes each.
+    fn allocate(gpu: &Gpu, bytes: usize, stage: &str) -> Result<Staging> {
+        // SAFETY: a staging buffer is only read where a copy has written it first.
+        let alloc = || {
+            check(stage, unsafe {
+                gpu.ctx.alloc_pinned_with_flags::<u8>(bytes, 0)
+            })
+        };
+        Ok(Staging {
+            buffers: [alloc()?, alloc()?],
+        })
+    }
+}
+
 impl Gpu {
     /// The staging buffers, allocated on first use; held for one copy at a time.
     fn staging(&self, stage: &str) -> Result<MutexGuard<'_, Option<Staging>>> {
-        let mut guard = self.staging.lock().unwrap_or_else(|p| p.into_inner());
+        let guard = self.staging.lock().unwrap_or_else(|p| p.into_inner());
+        self.allocated(guard, stage)
+    }
+
+    /// `guard`'s staging buffers, allocated if they are not yet.
+    fn allocated<'g>(
+        &self,
+        mut guard: MutexGuard<'g, Option<Staging>>,
+        stage: &str,
+    ) -> Result<MutexGuard<'g, Option<Staging>>> {
         if guard.is_none() {
-            // SAFETY: a staging buffer is only read where a copy has written it first.
-            let alloc = || {
-                check(stage, unsafe {
-                    self.ctx.alloc_pinned_with_flags::<u8>(STAGING_BYTES, 0)
-                })
-            };
-            *guard = Some(Staging {
-                buffers: [alloc()?, alloc()?],
-            });
+            *guard = Some(Staging::allocate(self, STAGING_BYTES, stage)?);
         }
         Ok(guard)
     }
@@ -48,26 +64,45 @@ impl Gpu {
 /// Words of each of the pinned buffers [`Gpu::pinned`] lends.
 pub(crate) const PINNED_WORDS: usize = STAGING_BYTES / std::mem::size_of::<u32>();
 
-/// The two pinned staging buffers, lent out (every copy through them waits until this is
-/// dropped).
-pub(crate) struct Pinned<'a>(MutexGuard<'a, Option<Staging>>);
+/// Two pinned buffers lent out: the GPU's staging buffers (every copy through them waits
+/// until this is dropped), or a pair of the loan's own, as large as asked, where those were
+/// in use.
+pub(crate) enum Pinned<'a> {
+    Shared(MutexGuard<'a, Option<Staging>>),
+    Own(Staging),
+}
 
 impl Pinned<'_> {
-    /// The two buffers, [`PINNED_WORDS`] words each.
+    /// The two buffers: [`PINNED_WORDS`] words each, or at least the words the loan asked for.
     pub(crate) fn words(&mut self, stage: &str) -> Result<[&mut [u32]; 2]> {
-        match self.0.as_mut() {
-            Some(staging) => typed::<u32>(staging, stage),
-            None => Err(crate::error::Error::gpu(stage, "no staging buffers")),
+        match self {
+            Pinned::Shared(guard) => match guard.as_mut() {
+                Some(staging) => typed::<u32>(staging, stage),
+                None => Err(crate::error::Error::gpu(stage, "no staging buffers")),
+            },
+            Pinned::Own(staging) => typed::<u32>(staging, stage),
         }
     }
 }
 
 impl Gpu {
-    /// Lends the two pinned staging buffers (allocated on first use): host memory that copies
-    /// to and from the device reach at the bus's speed, for a caller that moves data through
-    /// them itself.
-    pub(crate) fn pinned(&self, stage: &str) -> Result<Pinned<'_>> {
-        self.staging(stage).map(Pinned)
+    /// Lends two pinned buffers of at least `words` words each (at most [`PINNED_WORDS`]),
+    /// host memory that copies to and from the device reach at the bus's speed, for a caller
+    /// that moves data through them itself (across ranks, holding them through collectives):
+    /// the staging buffers (allocated on first use), or a new pair of `words` words where
+    /// another thread holds those. Never waiting for them keeps ranks that share one `Gpu` in
+    /// a process (threads standing for ranks) from waiting on each other's loans.
+    pub(crate) fn pinned(&self, words: usize, stage: &str) -> Result<Pinned<'_>> {
+        match self.staging.try_lock() {
+            Ok(guard) => self.allocated(guard, stage).map(Pinned::Shared),
+            Err(std::sync::TryLockError::Poisoned(p)) => {
+                self.allocated(p.into_inner(), stage).map(Pinned::Shared)
+            }
+            Err(std::sync::TryLockError::WouldBlock) => {
+                let bytes = words.clamp(1, PINNED_WORDS) * std::mem::size_of::<u32>();
+                Staging::allocate(self, bytes, stage).map(Pinned::Own)
+            }
+        }
     }
 }
 
@@ -248,4 +283,34 @@ pub(crate) fn upload_into<T: DeviceRepr + Copy + Send + Sync>(
         return Err(e);
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_loan_while_the_staging_buffers_are_out_gets_its_own_pair() {
+        let Some(gpu) = crate::gpu::for_tests() else {
+            return;
+        };
+        let stage = "test the loans";
+        let mut shared = gpu.pinned(1, stage).unwrap();
+        assert!(matches!(shared, Pinned::Shared(_)));
+        assert_eq!(shared.words(stage).unwrap()[0].len(), PINNED_WORDS);
+        // Taken from another thread, as a rank standing beside this one would: no waiting.
+        std::thread::scope(|s| {
+            s.spawn(|| {
+                let mut own = gpu.pinned(5000, stage).unwrap();
+                assert!(matches!(own, Pinned::Own(_)));
+                let [a, b] = own.words(stage).unwrap();
+                assert!(a.len() >= 5000 && b.len() >= 5000 && a.len() < PINNED_WORDS);
+                a.fill(7);
+                b.copy_from_slice(a);
+                assert!(b.iter().all(|&w| w == 7));
+            });
+        });
+        drop(shared);
+        assert!(matches!(gpu.pinned(1, stage).unwrap(), Pinned::Shared(_)));
+    }
 }

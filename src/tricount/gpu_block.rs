@@ -14,7 +14,7 @@
 //! ([`BlockCount::degrees_mut`], [`BlockCount::ranks_mut`], [`BlockCount::lengths_mut`],
 //! [`BlockCount::rows_mut`]); every step waits for the device before it returns.
 
-use super::gpu::{Degrees, DeviceDag, Job};
+use super::gpu::{Degrees, DeviceDag, Job, TriangleTuning};
 use crate::error::{Error, Result};
 use crate::gpu::prims::{check, exclusive_scan, launch, read_at, strided, uninit, zeros};
 use crate::gpu::profile::Profile;
@@ -35,7 +35,9 @@ pub struct BlockCount {
     /// The ranks, and this one.
     parts: usize,
     me: usize,
-    poison: bool,
+    tuning: TriangleTuning,
+    /// Each step's GPU phases, when profiling.
+    prof: Profile,
     /// The block's symmetric adjacency, until it is oriented.
     block: Option<(CudaSlice<u64>, CudaSlice<u32>)>,
     /// Every vertex's degree (the block's written, zero elsewhere until summed).
@@ -59,7 +61,8 @@ pub type BlockCounted = (u64, Option<Vec<u64>>, Vec<(&'static str, f64)>);
 impl BlockCount {
     /// Uploads the block of rows `first..` (the symmetric adjacency `ptr`, `adj`: rows sorted,
     /// no loops) of rank `me` of `parts`, of a graph of `n` vertices, and writes its vertices'
-    /// degrees into every vertex's ([`Self::degrees_mut`]).
+    /// degrees into every vertex's ([`Self::degrees_mut`]). `tuning` poisons the outputs and
+    /// times the steps' GPU phases, reported on stderr by [`Self::count`].
     #[allow(clippy::too_many_arguments)]
     pub fn upload(
         gpu: Arc<Gpu>,
@@ -69,7 +72,7 @@ impl BlockCount {
         n: usize,
         parts: usize,
         me: usize,
-        poison: bool,
+        tuning: TriangleTuning,
     ) -> Result<BlockCount> {
         let rows = ptr.len().saturating_sub(1);
         if n >= u32::MAX as usize || first + rows > n {
@@ -84,6 +87,7 @@ impl BlockCount {
         }
         let g = &*gpu;
         let s = &g.main;
+        let mut prof = Profile::new(&g.ctx, tuning.profile);
         let block = {
             let _busy = g.busy.lock().unwrap_or_else(|e| e.into_inner());
             let d_ptr = upload(g, s, ptr, "the block's row offsets")?;
@@ -98,13 +102,15 @@ impl BlockCount {
             let rank = zeros::<u32>(s, n.max(1), "every vertex's rank")?;
             let lengths = zeros::<u64>(s, n + 1, "the rows' lengths")?;
             check("upload the block", s.synchronize())?;
+            prof.mark("upload the block")?;
             BlockCount {
                 n,
                 first,
                 rows,
                 parts,
                 me,
-                poison,
+                tuning,
+                prof,
                 block: Some((d_ptr, d_adj)),
                 degree,
                 rank,
@@ -122,14 +128,18 @@ impl BlockCount {
         &mut self.degree
     }
 
+    /// Ends a GPU phase of the caller's (a sum across the ranks) when profiling.
+    pub fn mark(&mut self, phase: &str) -> Result<()> {
+        self.prof.mark(phase)
+    }
+
     /// Ranks every vertex by its degree (the degrees summed), ties in any order: on one rank
     /// only, whose ranks the caller then sums across the ranks.
     pub fn rank_by_degree(&mut self) -> Result<()> {
         let g = &*self.gpu;
         let _busy = g.busy.lock().unwrap_or_else(|e| e.into_inner());
-        let job = Job::new(g, self.n, self.poison)?;
-        let mut prof = Profile::new(&g.ctx, false);
-        self.rank = job.degree_ranks(Degrees::Given(&self.degree), &mut prof)?;
+        let job = Job::new(g, self.n, self.tuning.poison)?;
+        self.rank = job.degree_ranks(Degrees::Given(&self.degree), &mut self.prof)?;
         check("rank the vertices", g.main.synchronize())
     }
 
@@ -148,7 +158,8 @@ impl BlockCount {
         let Some((d_ptr, mut d_adj)) = self.block.take() else {
             return Err(Error::Invalid("the block is oriented once".into()));
         };
-        let job = Job::new(g, self.n, self.poison)?;
+        let job = Job::new(g, self.n, self.tuning.poison)?;
+        let poison = self.tuning.poison;
         let rows = self.rows;
         let (rows32, first32) = (rows as u32, self.first as u32);
         // The one-process orientation's other figures are the pivots' business here: freed
@@ -157,7 +168,7 @@ impl BlockCount {
         let mut items = zeros::<u64>(s, self.n + 1, "the light rows' items")?;
         let mut max_out = zeros::<u64>(s, 1, "the longest oriented row")?;
         let mut heavy_count = zeros::<u32>(s, 1, "the heavy row count")?;
-        let mut heavy_rows = uninit::<u32>(s, rows.max(1), self.poison, "the heavy rows")?;
+        let mut heavy_rows = uninit::<u32>(s, rows.max(1), poison, "the heavy rows")?;
         let mut own_ptr = zeros::<u64>(s, rows + 1, "the block's oriented row offsets")?;
         launch(g, s, "orient_counts", job.per_row, |l| {
             l.arg(&d_ptr)
@@ -174,6 +185,7 @@ impl BlockCount {
                 .arg(&mut own_ptr);
         })?;
         drop((in_lens, items, max_out, heavy_count, heavy_rows));
+        self.prof.mark("orient: counts")?;
         exclusive_scan(
             g,
             s,
@@ -182,7 +194,7 @@ impl BlockCount {
             "the block's oriented rows",
         )?;
         let entries = read_at(s, &own_ptr, rows, "the block's oriented entries")?;
-        let mut own = uninit::<u32>(s, entries as usize, self.poison, "the block's rows")?;
+        let mut own = uninit::<u32>(s, entries as usize, poison, "the block's rows")?;
         launch(g, s, "orient_fill", job.per_row, |l| {
             l.arg(&d_ptr)
                 .arg(&d_adj)
@@ -194,10 +206,12 @@ impl BlockCount {
                 .arg(&mut own);
         })?;
         drop((d_ptr, d_adj));
+        self.prof.mark("orient: fill")?;
         launch(g, s, "sort_rows", job.per_row, |l| {
             l.arg(&own_ptr).arg(&mut own).arg(&rows32);
         })?;
         check("orient the block", s.synchronize())?;
+        self.prof.mark("orient: sort rows")?;
         self.own = Some((own_ptr, own));
         Ok(entries)
     }
@@ -229,6 +243,7 @@ impl BlockCount {
         )?;
         let entries = read_at(s, &self.lengths, n, "the oriented edge count")?;
         let mut oadj = zeros::<u32>(s, (entries as usize).max(1), "the oriented adjacency")?;
+        self.prof.mark("place: offsets")?;
         if self.rows > 0 {
             let own_ranks = self.rank.slice(self.first..self.first + self.rows);
             let k = self.rows as u64;
@@ -242,6 +257,7 @@ impl BlockCount {
             })?;
         }
         check("place the block's rows", s.synchronize())?;
+        self.prof.mark("place: rows")?;
         self.oadj = Some(oadj);
         Ok(entries)
     }
@@ -271,12 +287,14 @@ impl BlockCount {
             n,
             parts,
             me,
-            poison,
+            tuning,
+            mut prof,
             rank: d_rank,
             lengths: optr,
             oadj,
             ..
         } = self;
+        let poison = tuning.poison;
         let Some(oadj) = oadj else {
             return Err(Error::Invalid("the rows are counted once placed".into()));
         };
@@ -319,6 +337,7 @@ impl BlockCount {
         exclusive_scan(g, s, &mut iptr, n1, "the in-edge row lengths")?;
         exclusive_scan(g, s, &mut item_ptr, n1, "the light rows' items")?;
         let in_edges = read_at(s, &iptr, n, "the in-edge count")?;
+        prof.mark("lay out: in-edges")?;
         let (iadj, ifrom) = job.transpose(&optr, &oadj, &iptr, in_edges, true)?;
         let heavy_count = check(
             "read the heavy row count",
@@ -326,6 +345,7 @@ impl BlockCount {
         )?[0];
         let longest = read_at(s, &longest, 0, "the longest heavy row")?;
         check("lay out the pivots' rows", s.synchronize())?;
+        prof.mark("lay out: transpose")?;
         steps.push(("lay out", clock.elapsed().as_secs_f64()));
         clock = Instant::now();
         let dag = DeviceDag {
@@ -339,11 +359,6 @@ impl BlockCount {
             heavy_count,
             longest,
         };
-        let mut prof = Profile::new(&g.ctx, false);
-        let tuning = super::gpu::TriangleTuning {
-            poison,
-            ..Default::default()
-        };
         let (total, by_rank) = job.count_oriented(&tuning, &dag, per_vertex, &mut prof)?;
         drop(dag);
         let triangles = read_at(s, &total, 0, "the triangle count")?;
@@ -353,6 +368,7 @@ impl BlockCount {
         };
         check("count the pivots' triangles", s.synchronize())?;
         steps.push(("count", clock.elapsed().as_secs_f64()));
+        prof.report(&format!("the count on rank {me} of {parts}"));
         Ok((triangles, by_vertex, steps))
     }
 }
@@ -426,7 +442,11 @@ mod tests {
                         .map(|&x| x - lo as u64)
                         .collect();
                     let adj = &adj[lo..hi];
-                    BlockCount::upload(gpu.clone(), &local, adj, rows.start, n, parts, p, true)
+                    let tuning = TriangleTuning {
+                        poison: true,
+                        ..Default::default()
+                    };
+                    BlockCount::upload(gpu.clone(), &local, adj, rows.start, n, parts, p, tuning)
                         .unwrap()
                 })
                 .collect();

@@ -64,18 +64,20 @@ pub(super) fn count(
         block.n,
         p,
         me,
-        false,
+        opts.gpu,
     );
     let mut b = agree(comm, made)?;
     lap("upload");
     let n = block.n;
     sum(comm, &gpu, b.degrees_mut(), n)?;
+    agree(comm, b.mark("sum the degrees"))?;
     let ranked = match me {
         0 => b.rank_by_degree(),
         _ => Ok(()),
     };
     agree(comm, ranked)?;
     sum(comm, &gpu, b.ranks_mut(), n)?;
+    agree(comm, b.mark("sum the ranks"))?;
     lap("rank");
     let own = agree(comm, b.orient())?;
     lap("orient");
@@ -100,10 +102,12 @@ pub(super) fn count(
     }
     let t = Instant::now();
     sum(comm, &gpu, b.lengths_mut(), n + 1)?;
+    agree(comm, b.mark("sum the lengths"))?;
     let placed = agree(comm, b.place())?;
     debug_assert_eq!(placed, entries);
     let rows = agree(comm, b.rows_mut())?;
     sum(comm, &gpu, rows, entries as usize)?;
+    agree(comm, b.mark("sum the rows"))?;
     exchange.seconds += t.elapsed().as_secs_f64();
     exchange.bytes += 4 * received + 8 * (n - block.ptr.len().saturating_sub(1)) as u64;
     lap("exchange");
@@ -151,7 +155,7 @@ fn sum_through_host<T: DeviceRepr + Wire>(
     let check = crate::gpu::prims::check;
     // A piece's words, and one more to pad an odd count of one-word elements.
     let per = (PINNED_WORDS - 1) / T::WORDS;
-    let mut lent = pinned::lend(comm, gpu, stage)?;
+    let mut lent = pinned::lend(comm, gpu, (len * T::WORDS + 1).min(PINNED_WORDS), stage)?;
     let [words, _] = agree(comm, lent.words(stage))?;
     let s = &gpu.main;
     for lo in (0..len).step_by(per) {

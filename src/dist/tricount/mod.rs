@@ -51,6 +51,9 @@ pub struct Options {
     /// where a rank is not on its GPU or the rows do not fit), `Merge` (rows intersected in
     /// rounds) or `Auto` (fused where it can run, else merge). `Spgemm` is refused.
     pub method: Method,
+    /// The one-process kernels' switches where every rank counts on its GPU: poisoned outputs,
+    /// and each rank's GPU phases on stderr.
+    pub gpu: crate::tricount::gpu::TriangleTuning,
 }
 
 impl Default for Options {
@@ -62,6 +65,7 @@ impl Default for Options {
             stage_entries: usize::MAX,
             engine: EngineKind::Cpu,
             method: Method::Auto,
+            gpu: Default::default(),
         }
     }
 }
@@ -683,6 +687,14 @@ mod tests {
 
     /// The CPU engine, and the GPU engine where a GPU is usable (required with
     /// `GMCL_REQUIRE_GPU=1`, as on the GPU machine).
+    /// The GPU kernels' outputs poisoned before they write them.
+    fn poisoned() -> crate::tricount::gpu::TriangleTuning {
+        crate::tricount::gpu::TriangleTuning {
+            poison: true,
+            ..Default::default()
+        }
+    }
+
     fn engines() -> Vec<EngineKind> {
         match crate::gpu::for_tests() {
             Some(_) => vec![EngineKind::Cpu, EngineKind::Gpu],
@@ -732,6 +744,7 @@ mod tests {
                 stage_entries: stage,
                 engine,
                 method: Method::Auto,
+                gpu: poisoned(),
             };
             let got = count_file(&SelfComm, &f, None, &opts).unwrap();
             assert_eq!(got.triangles, want.triangles);
@@ -756,6 +769,7 @@ mod tests {
                     stage_entries: stage,
                     engine,
                     method: Method::Auto,
+                    gpu: poisoned(),
                 };
                 let group = crate::dist::threads::ThreadComm::group(ranks);
                 let got: Vec<Counted> = std::thread::scope(|s| {
