@@ -11,6 +11,7 @@ pub mod matrix;
 pub mod nccl;
 pub(crate) mod prims;
 pub mod profile;
+pub mod rates;
 #[cfg(feature = "mpi")]
 mod rows;
 pub(crate) mod transfer;

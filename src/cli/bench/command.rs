@@ -18,6 +18,22 @@ pub enum BenchCommand {
     /// SpGEMM: gMAGNUS against every cuSPARSE algorithm (and the CPU engine), on the gMAGNUS
     /// paper's R-MAT products, symmetric squares, and A² of any files given.
     Spgemm(BenchSpgemmArgs),
+    /// Host-device copies: the staged uploads and downloads every command's data takes,
+    /// against a plain copy from and to page-locked memory, in the same run (needs a GPU).
+    Transfer(BenchTransferArgs),
+}
+
+#[derive(Args)]
+pub struct BenchTransferArgs {
+    /// Size of each copy, in MiB.
+    #[arg(long, default_value_t = 2048, value_name = "N")]
+    mib: usize,
+    /// Timed copies of each kind after one warm-up; the median is reported.
+    #[arg(long, default_value_t = 5, value_name = "N", value_parser = crate::cli::repeat_parser())]
+    repeat: usize,
+    /// Write the figures here as JSON.
+    #[arg(long, value_name = "FILE")]
+    json: Option<PathBuf>,
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -73,7 +89,63 @@ pub fn run(a: BenchArgs, ui: Ui) -> Result<()> {
             Precision::F32 => run_spgemm::<f32>(a, ui),
             Precision::F64 => run_spgemm::<f64>(a, ui),
         },
+        BenchCommand::Transfer(a) => run_transfer(a, ui),
     }
+}
+
+fn run_transfer(a: BenchTransferArgs, ui: Ui) -> Result<()> {
+    if a.repeat == 0 {
+        return Err(Error::Invalid("--repeat must be at least 1".into()));
+    }
+    if a.mib == 0 || a.mib > 1 << 20 {
+        return Err(Error::Invalid(format!(
+            "--mib {} must lie between 1 and {}",
+            a.mib,
+            1 << 20
+        )));
+    }
+    let gpu = gmcl::gpu::device().map_err(|e| match e {
+        Error::EngineUnavailable(why) => {
+            Error::EngineUnavailable(format!("gmcl bench transfer needs a GPU: {why}"))
+        }
+        other => other,
+    })?;
+    let out = match &a.json {
+        Some(path) => Some(gmcl::output::AtomicOutput::create(path)?),
+        None => None,
+    };
+    ui.notice(&format!("device: {}", gpu.describe()));
+    let r = gmcl::gpu::rates::measure(&gpu, a.mib << 20, a.repeat)?;
+    let (up, mapped, fresh) = r.shares();
+    println!(
+        "copies of {} MiB, median of {} (GB/s; share of the pinned copy in that direction)",
+        r.bytes >> 20,
+        r.repeat
+    );
+    println!(
+        "  pinned host buffer (one DMA)     up {:6.1}          down {:6.1}",
+        r.pinned_up, r.pinned_down
+    );
+    println!(
+        "  staged, mapped host pages        up {:6.1} ({:3.0}%)  down {:6.1} ({:3.0}%)",
+        r.staged_up,
+        100.0 * up,
+        r.staged_down_mapped,
+        100.0 * mapped
+    );
+    println!(
+        "  staged, into a new host vector                     down {:6.1} ({:3.0}%)",
+        r.staged_down_fresh,
+        100.0 * fresh
+    );
+    if let Some(mut out) = out {
+        let text = serde_json::to_string_pretty(&r)
+            .map_err(|e| Error::Invalid(format!("cannot format JSON: {e}")))?;
+        out.write_all(text.as_bytes())?;
+        out.write_all(b"\n")?;
+        out.commit()?;
+    }
+    Ok(())
 }
 
 fn run_spgemm<T: Scalar>(a: BenchSpgemmArgs, ui: Ui) -> Result<()> {
