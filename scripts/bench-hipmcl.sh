@@ -8,7 +8,8 @@
 # then HIPMCL=build/Applications/mcl scripts/bench-hipmcl.sh.
 # Needs a gmcl built with --features mpi. HipMCL runs on a square number of ranks (its 2D
 # process grid), so RANKS lists squares.
-# GMCL (default target/release/gmcl), HIPMCL (required), SCALE (default 15), EDGE_FACTOR
+# GMCL (default target/release/gmcl), HIPMCL (required), ENGINE (gmcl's per rank: cpu, the
+# default, or gpu: every rank on the machine's GPU), SCALE (default 15), EDGE_FACTOR
 # (default 16), RANKS (default "1 4"), CORES (default nproc), LIMIT (seconds a HipMCL run may
 # take, default 600); logs go to $OUT (default /tmp/bench-hipmcl).
 set -euo pipefail
@@ -48,7 +49,7 @@ $(grep 'rank peak' "$out/hipmcl-p$p.log" | sort -k3 -n | tail -1)"
     fi
     start=$(date +%s.%N)
     mpirun --oversubscribe --bind-to none -n "$p" /usr/bin/time -f "rank peak: %M KB" \
-        "$gmcl" cluster "$tmp/g.el" -o "$tmp/gmcl$p.txt" --engine cpu --threads "$threads" \
+        "$gmcl" cluster "$tmp/g.el" -o "$tmp/gmcl$p.txt" --engine "${ENGINE:-cpu}" --threads "$threads" \
         >"$out/gmcl-p$p.log" 2>&1
     end=$(date +%s.%N)
     echo "gmcl: $(awk -v a="$start" -v b="$end" 'BEGIN {printf "%.2f", b - a}') s wall (mpirun included), \
