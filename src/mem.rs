@@ -48,48 +48,9 @@ pub(crate) fn advise_huge_pages<T>(v: &mut Vec<T>) {
 }
 
 /// Maps the whole pages inside `s` for writing in one call, which costs markedly less than a
-/// page fault on each of them; skipped where they all are mapped already (a buffer written
-/// before), since the kernel's walk over mapped pages still costs a fifth of a copy into them.
+/// page fault on each of them.
 pub(crate) fn prefault<E>(s: &mut [E]) {
-    let (ptr, bytes) = (s.as_mut_ptr(), std::mem::size_of_val(s));
-    if !all_resident(ptr, bytes) {
-        advise(ptr, bytes, POPULATE_WRITE, 4);
-    }
-}
-
-/// Whether every whole page inside `bytes` bytes from `ptr` is resident (`mincore`, a cheap
-/// read of the page tables); false where that cannot be told.
-fn all_resident<T>(ptr: *mut T, bytes: usize) -> bool {
-    #[cfg(target_os = "linux")]
-    {
-        const PAGE: usize = 4096;
-        const AT_ONCE: usize = 512;
-        extern "C" {
-            fn mincore(addr: *mut std::ffi::c_void, len: usize, vec: *mut u8) -> i32;
-        }
-        let first = (ptr as usize).next_multiple_of(PAGE);
-        let last = (ptr as usize + bytes) & !(PAGE - 1);
-        let mut flags = [0u8; AT_ONCE];
-        let mut at = first;
-        while at < last {
-            let len = (last - at).min(AT_ONCE * PAGE);
-            // SAFETY: the range lies inside the caller's buffer, and `flags` holds a byte for
-            // each of its pages (more where pages are larger than PAGE).
-            if unsafe { mincore(at as *mut std::ffi::c_void, len, flags.as_mut_ptr()) } != 0 {
-                return false;
-            }
-            if flags[..len / PAGE].iter().any(|f| f & 1 == 0) {
-                return false;
-            }
-            at += len;
-        }
-        first < last
-    }
-    #[cfg(not(target_os = "linux"))]
-    {
-        let _ = (ptr, bytes);
-        false
-    }
+    advise(s.as_mut_ptr(), std::mem::size_of_val(s), POPULATE_WRITE, 4);
 }
 
 /// A slice that many threads may write at disjoint positions. The caller promises that no two
@@ -168,23 +129,6 @@ pub(crate) fn par_copy<E: Copy + Send + Sync>(dst: &mut [E], src: &[E]) {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[cfg(target_os = "linux")]
-    #[test]
-    fn new_pages_are_not_resident_until_written_or_prefaulted() {
-        // 32 MiB: the allocator maps it fresh from the kernel.
-        let mut v: Vec<u64> = Vec::with_capacity(1 << 22);
-        let spare = v.spare_capacity_mut();
-        let (ptr, bytes) = (spare.as_mut_ptr(), std::mem::size_of_val(spare));
-        assert!(!all_resident(ptr, bytes));
-        prefault(&mut spare[..1 << 20]);
-        assert!(all_resident(ptr, 8 << 20));
-        assert!(!all_resident(ptr, bytes));
-        v.resize(1 << 22, 7);
-        assert!(all_resident(v.as_mut_ptr(), bytes));
-        // Less than a whole page tells nothing.
-        assert!(!all_resident(v.as_mut_ptr(), 100));
-    }
 
     #[test]
     fn an_allocation_that_cannot_be_made_is_an_error_saying_what_it_needed() {
