@@ -53,8 +53,8 @@ pub fn measure(gpu: &Gpu, bytes: usize, repeat: usize) -> Result<TransferRates> 
     let stage = "measure the copies";
     let s = &gpu.main;
     // Never all zeros: every word differs from its neighbours and from the poison.
-    let source: Vec<u32> = (0..n as u32)
-        .map(|i| i.wrapping_mul(2_654_435_761) | 1)
+    let source: Vec<u32> = (0..n)
+        .map(|i| (i as u32).wrapping_mul(2_654_435_761) | 1)
         .collect();
     // SAFETY: every element is written by the first upload before anything reads it.
     let mut dev = check(stage, unsafe { s.alloc::<u32>(n) })?;

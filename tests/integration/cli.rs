@@ -446,6 +446,46 @@ fn bench_spgemm_on_the_gpu_runs_or_fails_clearly() {
 }
 
 #[test]
+fn bench_transfer_measures_checked_copies_or_says_it_needs_a_gpu() {
+    let err = fails(&["bench", "transfer", "--mib", "4"]);
+    assert!(
+        err.contains("--mib 4 must lie between 8 and 65536"),
+        "{err}"
+    );
+    let err = fails(&["bench", "transfer", "--repeat", "0"]);
+    assert!(err.contains("--repeat"), "{err}");
+    let dir = tempfile::tempdir().unwrap();
+    let j = dir.path().join("rates.json");
+    let args = ["bench", "transfer", "--mib", "80", "--repeat", "1", "-q"];
+    let out = gmcl(&[&args[..], &["--json", j.to_str().unwrap()]].concat());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!err.contains("panicked"), "{err}");
+    match crate::util::gpu() {
+        None => {
+            assert_eq!(out.status.code(), Some(3), "{err}");
+            assert!(err.contains("gmcl bench transfer needs a GPU"), "{err}");
+            assert!(!j.exists(), "no figures, no file");
+        }
+        Some(_) => {
+            assert!(out.status.success(), "{err}");
+            let text = String::from_utf8_lossy(&out.stdout);
+            assert!(text.contains("copies of 80 MiB"), "{text}");
+            let r: serde_json::Value =
+                serde_json::from_str(&std::fs::read_to_string(&j).unwrap()).unwrap();
+            assert_eq!(r["bytes"], 80 << 20);
+            for key in [
+                "pinned_up",
+                "staged_up",
+                "staged_down_mapped",
+                "staged_down_fresh",
+            ] {
+                assert!(r[key].as_f64().is_some_and(|x| x > 0.0), "{key}: {r}");
+            }
+        }
+    }
+}
+
+#[test]
 fn tricount_prints_the_count() {
     assert_eq!(ok(&["tricount", "graphs/karate.el", "-q"]), "45\n");
     assert_eq!(ok(&["tricount", "graphs/karate.mtx", "-q"]), "45\n");

@@ -685,8 +685,6 @@ mod tests {
     use crate::dist::SelfComm;
     use crate::tricount::{self, SimpleGraph};
 
-    /// The CPU engine, and the GPU engine where a GPU is usable (required with
-    /// `GMCL_REQUIRE_GPU=1`, as on the GPU machine).
     /// The GPU kernels' outputs poisoned before they write them.
     fn poisoned() -> crate::tricount::gpu::TriangleTuning {
         crate::tricount::gpu::TriangleTuning {
@@ -695,6 +693,8 @@ mod tests {
         }
     }
 
+    /// The CPU engine, and the GPU engine where a GPU is usable (required with
+    /// `GMCL_REQUIRE_GPU=1`, as on the GPU machine).
     fn engines() -> Vec<EngineKind> {
         match crate::gpu::for_tests() {
             Some(_) => vec![EngineKind::Cpu, EngineKind::Gpu],
