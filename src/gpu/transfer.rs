@@ -295,10 +295,10 @@ mod tests {
             return;
         };
         let stage = "test the loans";
-        let mut shared = gpu.pinned(1, stage).unwrap();
-        assert!(matches!(shared, Pinned::Shared(_)));
-        assert_eq!(shared.words(stage).unwrap()[0].len(), PINNED_WORDS);
-        // Taken from another thread, as a rank standing beside this one would: no waiting.
+        // The staging pair held here (once other tests' copies are done with it), as a rank's
+        // loan holds it through a collective.
+        let held = gpu.staging(stage).unwrap();
+        // A loan from another thread, as a rank standing beside this one takes it: no waiting.
         std::thread::scope(|s| {
             s.spawn(|| {
                 let mut own = gpu.pinned(5000, stage).unwrap();
@@ -310,7 +310,11 @@ mod tests {
                 assert!(b.iter().all(|&w| w == 7));
             });
         });
-        drop(shared);
-        assert!(matches!(gpu.pinned(1, stage).unwrap(), Pinned::Shared(_)));
+        drop(held);
+        let mut lent = gpu.pinned(1, stage).unwrap();
+        let shared = matches!(lent, Pinned::Shared(_));
+        let [a, _] = lent.words(stage).unwrap();
+        // Another test's copy may hold the pair right now, and then the loan is its own.
+        assert!(a.len() == PINNED_WORDS || !shared && !a.is_empty());
     }
 }
