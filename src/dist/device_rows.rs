@@ -104,9 +104,8 @@ fn through_host<E: DeviceRepr + Wire>(
     let stage = "move rows between the ranks through host memory";
     let check = crate::gpu::prims::check;
     // A piece sends at most `per` entries of each span to each rank, and receives as much.
-    let most = |spans: &mut dyn Iterator<Item = usize>| spans.map(|n| n.min(per)).sum::<usize>();
-    let sends = most(&mut others().map(|q| send[q].1.len()));
-    let receives = most(&mut others().map(|q| recv[q].len()));
+    let sends: usize = others().map(|q| send[q].1.len().min(per)).sum();
+    let receives: usize = others().map(|q| recv[q].len().min(per)).sum();
     let mut lent = pinned::lend(comm, gpu, sends.max(receives) * E::WORDS, stage)?;
     let [out, got] = agree(comm, lent.words(stage))?;
     let s = &gpu.main;

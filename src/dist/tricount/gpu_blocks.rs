@@ -69,17 +69,17 @@ pub(super) fn count(
     let mut b = agree(comm, made)?;
     lap("upload");
     let n = block.n;
+    // Each sum's profile mark (a wait for the device, when profiling) is agreed on with the
+    // step after it.
     sum(comm, &gpu, b.degrees_mut(), n)?;
-    agree(comm, b.mark("sum the degrees"))?;
-    let ranked = match me {
+    let ranked = b.mark("sum the degrees").and_then(|()| match me {
         0 => b.rank_by_degree(),
         _ => Ok(()),
-    };
+    });
     agree(comm, ranked)?;
     sum(comm, &gpu, b.ranks_mut(), n)?;
-    agree(comm, b.mark("sum the ranks"))?;
     lap("rank");
-    let own = agree(comm, b.orient())?;
+    let own = agree(comm, b.mark("sum the ranks").and_then(|()| b.orient()))?;
     lap("orient");
 
     // All of U on every rank: within the exchange's bound and the GPU's memory?
@@ -102,17 +102,18 @@ pub(super) fn count(
     }
     let t = Instant::now();
     sum(comm, &gpu, b.lengths_mut(), n + 1)?;
-    agree(comm, b.mark("sum the lengths"))?;
-    let placed = agree(comm, b.place())?;
+    let placed = agree(comm, b.mark("sum the lengths").and_then(|()| b.place()))?;
     debug_assert_eq!(placed, entries);
     let rows = agree(comm, b.rows_mut())?;
     sum(comm, &gpu, rows, entries as usize)?;
-    agree(comm, b.mark("sum the rows"))?;
     exchange.seconds += t.elapsed().as_secs_f64();
     exchange.bytes += 4 * received + 8 * (n - block.ptr.len().saturating_sub(1)) as u64;
     lap("exchange");
 
-    let (triangles, per_vertex, counted) = agree(comm, b.count(opts.per_vertex))?;
+    let counted = b
+        .mark("sum the rows")
+        .and_then(|()| b.count(opts.per_vertex));
+    let (triangles, per_vertex, counted) = agree(comm, counted)?;
     steps.extend(counted);
     Ok(Some(RankCount {
         triangles,

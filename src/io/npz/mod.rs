@@ -1095,24 +1095,27 @@ mod tests {
 
     #[test]
     fn indices_decode_by_the_fast_path_or_name_the_first_bad_one() {
-        let ints = |v: &[i64], n: usize| -> Vec<u8> {
-            v.iter()
-                .flat_map(|x| x.to_le_bytes()[..n].to_vec())
-                .collect()
-        };
+        // `v` stored as `dtype` (of `n` bytes), its elements `range` decoded against `minor`.
+        let decode =
+            |v: &[i64], dtype: Dtype, n: usize, range: std::ops::Range<usize>, minor: usize| {
+                let bytes: Vec<u8> = v
+                    .iter()
+                    .flat_map(|x| x.to_le_bytes()[..n].to_vec())
+                    .collect();
+                let a = Array {
+                    dtype,
+                    len: v.len(),
+                    data: &bytes,
+                };
+                decode_indices(&a, range, minor)
+            };
         // Over two parts of 2^16, the bad index (if any) in the second.
         let mut v: Vec<i64> = (0..70_000).map(|k| k % 1000).collect();
         for (dtype, n) in [(Dtype::Int(4), 4), (Dtype::Uint(4), 4), (Dtype::Int(8), 8)] {
-            let bytes = ints(&v, n);
-            let a = Array {
-                dtype,
-                len: v.len(),
-                data: &bytes,
-            };
             let want: Vec<u32> = v.iter().map(|&x| x as u32).collect();
-            assert_eq!(decode_indices(&a, 0..v.len(), 1000).unwrap(), want);
-            assert_eq!(decode_indices(&a, 5..9, 1000).unwrap(), want[5..9]);
-            let e = decode_indices(&a, 0..v.len(), 999).unwrap_err();
+            assert_eq!(decode(&v, dtype, n, 0..v.len(), 1000).unwrap(), want);
+            assert_eq!(decode(&v, dtype, n, 5..9, 1000).unwrap(), want[5..9]);
+            let e = decode(&v, dtype, n, 0..v.len(), 999).unwrap_err();
             assert!(
                 e.contains("holds 999 at position 999, outside 0..999"),
                 "{e}"
@@ -1126,55 +1129,38 @@ mod tests {
             (Dtype::Uint(4), 4, "holds 4294967295 at position 68000"),
         ];
         for (dtype, n, message) in cases {
-            let bytes = ints(&v, n);
-            let a = Array {
-                dtype,
-                len: v.len(),
-                data: &bytes,
-            };
-            let e = decode_indices(&a, 0..v.len(), 1000).unwrap_err();
+            let e = decode(&v, dtype, n, 0..v.len(), 1000).unwrap_err();
             assert!(e.contains(message), "{e}");
         }
     }
 
     #[test]
     fn values_of_ones_are_the_pattern_and_others_are_read() {
-        let floats = |v: &[f64], n: usize| -> Vec<u8> {
-            match n {
+        // The values of `v` stored as floats of `n` bytes.
+        let read = |v: &[f64], n: usize| {
+            let bytes: Vec<u8> = match n {
                 8 => v.iter().flat_map(|x| x.to_le_bytes()).collect(),
                 _ => v.iter().flat_map(|&x| (x as f32).to_le_bytes()).collect(),
-            }
-        };
-        let mut v = vec![1.0f64; 140_000];
-        for n in [4, 8] {
-            let bytes = floats(&v, n);
+            };
             let a = Array {
                 dtype: Dtype::Float(n),
                 len: v.len(),
                 data: &bytes,
             };
-            assert_eq!(values(&a).unwrap(), None);
+            values(&a)
+        };
+        let mut v = vec![1.0f64; 140_000];
+        for n in [4, 8] {
+            assert_eq!(read(&v, n).unwrap(), None);
         }
         // One value other than one, in the last part: every value read.
         v[139_999] = 0.5;
         for n in [4, 8] {
-            let bytes = floats(&v, n);
-            let a = Array {
-                dtype: Dtype::Float(n),
-                len: v.len(),
-                data: &bytes,
-            };
-            assert_eq!(values(&a).unwrap().as_deref(), Some(&v[..]));
+            assert_eq!(read(&v, n).unwrap().as_deref(), Some(&v[..]));
         }
         // A NaN is refused.
         v[139_999] = f64::NAN;
-        let bytes = floats(&v, 8);
-        let a = Array {
-            dtype: Dtype::Float(8),
-            len: v.len(),
-            data: &bytes,
-        };
-        let e = values(&a).unwrap_err();
+        let e = read(&v, 8).unwrap_err();
         assert!(e.contains("at position 139999"), "{e}");
         // Integer ones are the pattern too, by the element-wise path.
         let ones = [1u8; 10];
