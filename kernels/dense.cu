@@ -99,13 +99,22 @@ __device__ __forceinline__ u64 warp_window_end(const u32* col, u64 j0, u64 end, 
 #define DENSE_CURSOR_BYTES (DENSE_CURSORS * 4)
 
 // Where a row's walks stand in B's rows. A row's windows (and a rank window's chunks) are walked
-// in column order, each starting where the last ended: `pos` keeps, for the row's first
-// DENSE_CURSORS A entries, the offset in its B row of the first entry at or past column `*at`
-// (the end of the last walk), so the next walk reads its starts instead of searching every B
-// row again. Both live in shared memory; *at is block-uniform, ~0 before the row's first walk.
+// in column order, each starting where the last ended: a cursor keeps, for an A entry of the
+// row, the offset in its B row of the first entry at or past column `*at` (the end of the last
+// walk), so the next walk reads its start instead of searching the B row again. `pos` holds the
+// first DENSE_CURSORS entries' cursors in shared memory; `more` (the block's own, in global
+// memory; null when `more_len` is 0) the next `more_len` entries'; an entry past both is searched
+// for in every walk. *at is in shared memory, block-uniform, ~0 before the row's first walk.
 struct Cursors {
     u32* pos;
     u64* at;
+    u32* more;
+    u64 more_len;
+    // The cursor of the row's A entry `i` (from the row's first), null when it has none.
+    __device__ __forceinline__ u32* of(u64 i) const {
+        if (i < DENSE_CURSORS) return pos + i;
+        return i - DENSE_CURSORS < more_len ? more + (i - DENSE_CURSORS) : nullptr;
+    }
 };
 
 // Calls visit(at, value) for each entry of B's row k whose column lies in the window [c0, c1),
@@ -123,14 +132,20 @@ __device__ __forceinline__ void window_entries(const u64* b_ptr, const u32* b_co
 #ifndef PROBE
 #define PROBE 2
 #endif
+// 1: a B row longer than its probe has its probed entries visited at once, and only the rest
+// walked again (0: the whole row walked again, the probe's loads dropped).
+#ifndef PROBE_KEEPS_HEAD
+#define PROBE_KEEPS_HEAD 1
+#endif
 
 // row_entries' first pass over A's entries [a0, a1) for narrow windows: warp w takes entries w,
 // w + nwarps, ..., WARP of them at a time, one a lane, and reads the first WARP entries in the
 // window of PROBE of its lanes' B rows at once, columns and values together, every load in
 // flight before any is used (one A entry at a time, a warp waited on a chain of loads per
-// entry: its end's search, then the walk). A B row with more entries in the window than that
-// (every probed entry inside, more behind them) gets its end from a warp search and goes to
-// take(offset, row start, j0, j1, a); the others' products go to visit. Keeps the cursors.
+// entry: its end's search, then the walk). The probed entries' products go to visit; a B row
+// with more entries in the window than that (every probed entry inside, more behind them) gets
+// its end from a warp search, and its entries past the probe (PROBE_KEEPS_HEAD) go to
+// take(offset, row start, j0, j1, a). Keeps the cursors.
 template <typename T, bool VALUES, typename Take, typename Visit>
 __device__ __forceinline__ void entries_probed(const u32* a_col, const T* a_val, u64 a0, u64 a1,
                                                const u64* b_ptr, const u32* b_col,
@@ -141,15 +156,16 @@ __device__ __forceinline__ void entries_probed(const u32* a_col, const T* a_val,
     for (u64 g = 0; a0 + warp + g * nwarps < a1; g += WARP) {
         const u64 e = a0 + warp + (g + lane) * nwarps;
         const bool mine = e < a1;
-        const bool kept = e - a0 < DENSE_CURSORS;
+        u32* const kept = mine ? cur.of(e - a0) : nullptr;
         u64 rb = 0, re = 0, j0 = 0;
         T av = (T)0;
         if (mine) {
             const u32 k = a_col[e];
+            const u32 at = resume && kept ? *kept : 0;
             rb = b_ptr[k];
             re = b_ptr[k + 1];
             j0 = c0 == 0          ? rb
-                 : resume && kept ? rb + cur.pos[e - a0]
+                 : resume && kept ? rb + at
                                   : lane_first_at_least(b_col, rb, re, c0);
             if (VALUES) av = a_val[e];
         }
@@ -174,7 +190,7 @@ __device__ __forceinline__ void entries_probed(const u32* a_col, const T* a_val,
                 const u64 start = __shfl_sync(0xffffffffu, j0, s + u);
                 if (m == 0xffffffffu && start + WARP < __shfl_sync(0xffffffffu, re, s + u)) {
                     longs |= 1u << (s + u);
-                    in[u] = false;
+                    in[u] = PROBE_KEEPS_HEAD;
                 }
                 if (lane == s + u) j1 = start + __popc(m);
                 const T a = VALUES ? __shfl_sync(0xffffffffu, av, s + u) : (T)0;
@@ -190,9 +206,9 @@ __device__ __forceinline__ void entries_probed(const u32* a_col, const T* a_val,
             const T a = VALUES ? __shfl_sync(0xffffffffu, av, l) : (T)0;
             const u64 stop = c1 >= ncols ? end : warp_window_end(b_col, start + WARP, end, c1, lane);
             if (lane == l) j1 = stop;
-            take(warp + (g + l) * nwarps, row, start, stop, a);
+            take(warp + (g + l) * nwarps, row, PROBE_KEEPS_HEAD ? start + WARP : start, stop, a);
         }
-        if (mine && kept) cur.pos[e - a0] = (u32)(j1 - rb);
+        if (kept) *kept = (u32)(j1 - rb);
     }
 }
 
@@ -260,13 +276,13 @@ __device__ void row_entries(const u32* a_col, const T* a_val, u64 a0, u64 a1, co
         for (u64 e = a0 + warp; e < a1; e += nwarps) {
             const u32 k = a_col[e];
             const u64 rb = b_ptr[k], re = b_ptr[k + 1];
-            const bool kept = e - a0 < DENSE_CURSORS;
+            u32* const kept = cur.of(e - a0);
             const u64 j0 = c0 == 0          ? rb
-                           : resume && kept ? rb + cur.pos[e - a0]
+                           : resume && kept ? rb + *kept
                                             : warp_first_at_least(b_col, rb, re, c0, lane);
             const u64 j1 = c1 >= ncols ? re : warp_window_end(b_col, j0, re, c1, lane);
             __syncwarp();  // every lane has read the cursor before lane 0 moves it
-            if (kept && lane == 0) cur.pos[e - a0] = (u32)(j1 - rb);
+            if (kept && lane == 0) *kept = (u32)(j1 - rb);
             take(e - a0, rb, j0, j1, VALUES ? a_val[e] : (T)0);
         }
     }
@@ -328,7 +344,7 @@ dense_rows_symbolic(const u64* a_ptr, const u32* a_col, const u64* b_ptr, const 
     u32* bits = (u32*)(smem_sym + DENSE_CURSOR_BYTES);
     __shared__ double tmp[WARP];
     __shared__ u64 walked;
-    const Cursors cur = {(u32*)smem_sym, &walked};
+    const Cursors cur = {(u32*)smem_sym, &walked, nullptr, 0};
     if (threadIdx.x == 0) walked = ~0ull;
     const u32 r = rows[blockIdx.x];
     const u64 a0 = a_ptr[row0 + r], a1 = a_ptr[row0 + r + 1];
@@ -515,7 +531,7 @@ __device__ void dense_rows_numeric(const u64* a_ptr, const u32* a_col, const T* 
     __shared__ u64 total;
     __shared__ u32 list[ROW_LIST_WORDS];
     __shared__ u64 walked;
-    const Cursors cur = {(u32*)smem_all, &walked};
+    const Cursors cur = {(u32*)smem_all, &walked, nullptr, 0};
     if (threadIdx.x == 0) walked = ~0ull;
     const u32 r = rows[blockIdx.x];
     const u64 a0 = a_ptr[row0 + r], a1 = a_ptr[row0 + r + 1];

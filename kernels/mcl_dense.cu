@@ -116,7 +116,8 @@ static_assert(MCL_WIDE_HEAD_BYTES >= DENSE_CURSOR_BYTES + ROW_LIST_WORDS * 4 &&
 
 // mcl_dense_prune for columns wider than one window of shared memory: a row of the batch is made
 // a window of `window` columns at a time (its quanta in shared memory; each A entry's place in
-// its B row kept from one window to the next, as the dense-row kernels keep it), and each
+// its B row kept from one window to the next, as the dense-row kernels keep it: past the shared
+// cursors, in the block's `more_len` cursors at more_cursors + blockIdx.x * more_len), and each
 // window's entries are narrowed to T and appended, in column order, to the block's scratch row
 // (scratch_col/scratch_val: ncols entries per block). The whole column is then pruned, inflated
 // and written from there exactly as mcl_dense_prune does it from its window: an entry is a
@@ -130,7 +131,8 @@ __device__ void mcl_wide_prune(const u64* a_ptr, const u32* a_col, const T* a_va
                                T cutoff, u32 select, u32 recover, double pct, double inflation,
                                u64 pool_cap, u64* pool_used, u64* fused_len, u64* pool_at,
                                u32* pool_col, T* pool_val, u64* expanded, u64* chaos_bits,
-                               u32* scratch_col, T* scratch_val, unsigned char* smem) {
+                               u32* scratch_col, T* scratch_val, u32* more_cursors,
+                               u64 more_len, unsigned char* smem) {
     __shared__ double dtmp[WARP];
     __shared__ u32 hist[256];
     __shared__ u64 sel[2];
@@ -138,7 +140,7 @@ __device__ void mcl_wide_prune(const u64* a_ptr, const u32* a_col, const T* a_va
     __shared__ u64 total;
     __shared__ u64 claim;
     __shared__ u64 walked;
-    const Cursors cur = {(u32*)smem, &walked};
+    const Cursors cur = {(u32*)smem, &walked, more_cursors + blockIdx.x * more_len, more_len};
     u32* list = (u32*)(smem + DENSE_CURSOR_BYTES);
     u64* sums = (u64*)(smem + MCL_WIDE_HEAD_BYTES);
     const u32 lane = threadIdx.x & (WARP - 1), warp = threadIdx.x / WARP;
@@ -216,12 +218,12 @@ mcl_wide_prune_##S(const u64* a_ptr, const u32* a_col, const T* a_val, const u64
                    u64 nrows, u64 ncols, u32 window, T cutoff, u32 select, u32 recover,          \
                    double pct, double inflation, u64 pool_cap, u64* pool_used, u64* fused_len,   \
                    u64* pool_at, u32* pool_col, T* pool_val, u64* expanded, u64* chaos_bits,     \
-                   u32* scratch_col, T* scratch_val) {                                           \
+                   u32* scratch_col, T* scratch_val, u32* more_cursors, u64 more_len) {          \
     extern __shared__ __align__(16) unsigned char smem_mcl_wide_##S[];                           \
     mcl_wide_prune<T>(a_ptr, a_col, a_val, b_ptr, b_col, b_val, row0, node0, rows, nrows, ncols, \
                       window, cutoff, select, recover, pct, inflation, pool_cap, pool_used,      \
                       fused_len, pool_at, pool_col, pool_val, expanded, chaos_bits, scratch_col, \
-                      scratch_val, smem_mcl_wide_##S);                                           \
+                      scratch_val, more_cursors, more_len, smem_mcl_wide_##S);                   \
 }
 
 GMCL_MCL_DENSE_KERNELS(float, f32)

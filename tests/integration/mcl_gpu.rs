@@ -517,6 +517,38 @@ fn wide_dense_columns_match_the_cpu() {
     );
 }
 
+#[test]
+fn wide_columns_with_more_entries_than_shared_cursors_match_the_cpu() {
+    if crate::util::gpu().is_none() {
+        return;
+    }
+    // A hub joined to every node of a path: its column of M holds every node, more A entries
+    // than the wide kernel keeps cursors for in shared memory (kernels/dense.cu's
+    // DENSE_CURSORS, 4096), so the walks of the others keep their places in device memory
+    // from one window to the next; every column is dense, and its B rows span all windows.
+    let n = 6000u32;
+    let edges = (1..n)
+        .map(|v| (0, v))
+        .chain((1..n - 1).map(|v| (v, v + 1)))
+        .collect::<Vec<_>>();
+    let el = gmcl::edges::EdgeList::square(n as usize, edges, None);
+    let m = mcl::start_matrix(&mcl::graph_from_edges::<f32>(&el).unwrap().0, 1.0);
+    assert_eq!(m.row(0).0.len(), n as usize);
+    let m64 = m.cast::<f64>();
+    for window in [1024, 4096] {
+        let p = MclParams {
+            gpu: GpuTuning {
+                dense_window: Some(window),
+                ..Default::default()
+            },
+            ..Default::default()
+        };
+        let what = format!("hub and path of {n} nodes, windows of {window}");
+        assert_eq!(same_iteration(&m, &p, &format!("{what}, f32")), n as u64);
+        same_iteration(&m64, &p, &format!("{what}, f64"));
+    }
+}
+
 /// Pruning that keeps 10 entries a column (20 recovered), far fewer than the ties of a
 /// complete graph's columns.
 const KEEP_FEW: PruneParams = PruneParams {

@@ -11,7 +11,7 @@ use crate::gpu::transfer::{download, upload};
 use crate::gpu::Gpu;
 use crate::mcl::PruneParams;
 use crate::scalar::Scalar;
-use crate::spgemm::gpu::{DeferredRows, MCL_WIDE_HEAD_BYTES};
+use crate::spgemm::gpu::{DeferredRows, DENSE_CURSORS, MCL_WIDE_HEAD_BYTES};
 use cudarc::driver::{CudaSlice, PushKernelArg};
 
 /// Threads of the pruning blocks (PRUNE_THREADS in kernels/mcl.cu).
@@ -135,6 +135,7 @@ pub fn prune_expansion<T: Scalar>(
                 &mut fused_len,
                 &mut pool_at,
                 &mut figures,
+                poison,
             )?;
         }
         let mut chaos = figures.slice_mut(CHAOS..CHAOS + 1);
@@ -224,9 +225,10 @@ impl<T: Scalar> Pool<T> {
 
 /// Launches kernels/mcl_dense.cu over the deferred rows (row 0 of the batch is node `node0`):
 /// `mcl_dense_prune` when a whole row fits one window of shared memory, else `mcl_wide_prune`
-/// with a scratch row in device memory for each of its blocks (one per multiprocessor). Their
-/// sizes go to `fused_len`, their places in `pool` to `pool_at`, the chaos, entries made and pool
-/// entries claimed to `figures`.
+/// with a scratch row and cursors in device memory for each of its blocks (one per
+/// multiprocessor; the cursors poisoned with `poison`, as every walk must write one before the
+/// next reads it). Their sizes go to `fused_len`, their places in `pool` to `pool_at`, the chaos,
+/// entries made and pool entries claimed to `figures`.
 #[allow(clippy::too_many_arguments)]
 fn fused_rows<T: Scalar>(
     gpu: &Gpu,
@@ -238,6 +240,7 @@ fn fused_rows<T: Scalar>(
     fused_len: &mut CudaSlice<u64>,
     pool_at: &mut CudaSlice<u64>,
     figures: &mut CudaSlice<u64>,
+    poison: bool,
 ) -> Result<()> {
     let s = &gpu.main;
     let ncols = f.b.ncols as u64;
@@ -253,6 +256,14 @@ fn fused_rows<T: Scalar>(
         let scratch = (blocks * ncols) as usize;
         let mut scratch_col = uninit::<u32>(s, scratch, false, "the wide rows' columns")?;
         let mut scratch_val = uninit::<T>(s, scratch, false, "the wide rows' values")?;
+        // Cursors for the A entries past the shared ones: a row has at most A's columns.
+        let more_len = (f.a.ncols as u64).saturating_sub(DENSE_CURSORS);
+        let mut more_cursors = uninit::<u32>(
+            s,
+            (blocks * more_len) as usize,
+            poison,
+            "the wide rows' cursors",
+        )?;
         // The head (cursors, list), then the window's sums as quanta, 8 bytes each.
         let shared = MCL_WIDE_HEAD_BYTES + window as u64 * 8;
         let nrows = f.rows.count();
@@ -289,7 +300,9 @@ fn fused_rows<T: Scalar>(
                     .arg(&mut expanded)
                     .arg(&mut chaos)
                     .arg(&mut scratch_col)
-                    .arg(&mut scratch_val);
+                    .arg(&mut scratch_val)
+                    .arg(&mut more_cursors)
+                    .arg(&more_len);
             },
         );
     }

@@ -31,7 +31,7 @@ mod plan;
 mod setup;
 mod symbolic;
 
-pub(crate) use plan::MCL_WIDE_HEAD_BYTES;
+pub(crate) use plan::{DENSE_CURSORS, MCL_WIDE_HEAD_BYTES};
 pub use plan::{DENSE_FRACTION, HASH_LIMIT};
 
 use super::{check_operands, ProductStats, SpgemmOptions};

@@ -120,7 +120,7 @@ pub(super) fn final_bins(bins: &[Bin], width: u64) -> Vec<Bin> {
 
 /// A entries of a row whose place in their B rows the dense-row kernels keep between the
 /// row's windows (kernels/dense.cu's `DENSE_CURSORS`).
-pub(super) const DENSE_CURSORS: u64 = 4096;
+pub(crate) const DENSE_CURSORS: u64 = 4096;
 
 /// Bytes of dynamic shared memory the dense-row kernels' cursors take ahead of their windows.
 const DENSE_CURSOR_BYTES: u64 = 4 * DENSE_CURSORS;
