@@ -121,9 +121,11 @@ static_assert(MCL_WIDE_HEAD_BYTES >= DENSE_CURSOR_BYTES + ROW_LIST_WORDS * 4 &&
 // window's entries are narrowed to T and appended, in column order, to the block's scratch row
 // (scratch_col/scratch_val: ncols entries per block). The whole column is then pruned, inflated
 // and written from there exactly as mcl_dense_prune does it from its window: an entry is a
-// column with products (every product is positive), so the plan sees the same values. Block b
-// takes the listed rows b, b + gridDim.x, ... (nrows of them); the other arguments are
-// mcl_dense_prune's.
+// column with products (every product is positive), so the plan sees the same values. The
+// blocks claim the listed rows (nrows of them) one at a time from the counter *next_row (0 at
+// launch): a few rows of a power-law graph take many times the others' work, and rows dealt
+// out in turns left most multiprocessors idle while a few finished theirs. The other arguments
+// are mcl_dense_prune's.
 template <typename T>
 __device__ void mcl_wide_prune(const u64* a_ptr, const u32* a_col, const T* a_val,
                                const u64* b_ptr, const u32* b_col, const T* b_val, u64 row0,
@@ -132,7 +134,7 @@ __device__ void mcl_wide_prune(const u64* a_ptr, const u32* a_col, const T* a_va
                                u64 pool_cap, u64* pool_used, u64* fused_len, u64* pool_at,
                                u32* pool_col, T* pool_val, u64* expanded, u64* chaos_bits,
                                u32* scratch_col, T* scratch_val, u32* more_cursors,
-                               u64 more_len, unsigned char* smem) {
+                               u64 more_len, u64* next_row, unsigned char* smem) {
     __shared__ double dtmp[WARP];
     __shared__ u32 hist[256];
     __shared__ u64 sel[2];
@@ -147,11 +149,17 @@ __device__ void mcl_wide_prune(const u64* a_ptr, const u32* a_col, const T* a_va
     const u32 nwarps = blockDim.x / WARP;
     u32* my_col = scratch_col + (u64)blockIdx.x * ncols;
     T* my_val = scratch_val + (u64)blockIdx.x * ncols;
-    for (u64 i = blockIdx.x; i < nrows; i += gridDim.x) {
-        const u32 r = rows[i];
-        const u64 a0 = a_ptr[row0 + r], a1 = a_ptr[row0 + r + 1];
+    __shared__ u64 claimed;
+    for (;;) {
         __syncthreads();  // the last row is done with the shared state
-        if (threadIdx.x == 0) walked = ~0ull;
+        if (threadIdx.x == 0) {
+            claimed = atomicAdd(next_row, 1ull);
+            walked = ~0ull;
+        }
+        __syncthreads();
+        if (claimed >= nrows) break;  // uniform
+        const u32 r = rows[claimed];
+        const u64 a0 = a_ptr[row0 + r], a1 = a_ptr[row0 + r + 1];
         u64 filled = 0;
         for (u64 c0 = 0; c0 < ncols; c0 += window) {
             const u32 span = (u32)(c0 + window < ncols ? window : ncols - c0);
@@ -218,12 +226,13 @@ mcl_wide_prune_##S(const u64* a_ptr, const u32* a_col, const T* a_val, const u64
                    u64 nrows, u64 ncols, u32 window, T cutoff, u32 select, u32 recover,          \
                    double pct, double inflation, u64 pool_cap, u64* pool_used, u64* fused_len,   \
                    u64* pool_at, u32* pool_col, T* pool_val, u64* expanded, u64* chaos_bits,     \
-                   u32* scratch_col, T* scratch_val, u32* more_cursors, u64 more_len) {          \
+                   u32* scratch_col, T* scratch_val, u32* more_cursors, u64 more_len,            \
+                   u64* next_row) {                                                              \
     extern __shared__ __align__(16) unsigned char smem_mcl_wide_##S[];                           \
     mcl_wide_prune<T>(a_ptr, a_col, a_val, b_ptr, b_col, b_val, row0, node0, rows, nrows, ncols, \
                       window, cutoff, select, recover, pct, inflation, pool_cap, pool_used,      \
                       fused_len, pool_at, pool_col, pool_val, expanded, chaos_bits, scratch_col, \
-                      scratch_val, more_cursors, more_len, smem_mcl_wide_##S);                   \
+                      scratch_val, more_cursors, more_len, next_row, smem_mcl_wide_##S);         \
 }
 
 GMCL_MCL_DENSE_KERNELS(float, f32)

@@ -226,9 +226,9 @@ impl<T: Scalar> Pool<T> {
 /// Launches kernels/mcl_dense.cu over the deferred rows (row 0 of the batch is node `node0`):
 /// `mcl_dense_prune` when a whole row fits one window of shared memory, else `mcl_wide_prune`
 /// with a scratch row and cursors in device memory for each of its blocks (one per
-/// multiprocessor; the cursors poisoned with `poison`, as every walk must write one before the
-/// next reads it). Their sizes go to `fused_len`, their places in `pool` to `pool_at`, the chaos,
-/// entries made and pool entries claimed to `figures`.
+/// multiprocessor, claiming the rows one at a time; the cursors poisoned with `poison`, as every
+/// walk must write one before the next reads it). Their sizes go to `fused_len`, their places in
+/// `pool` to `pool_at`, the chaos, entries made and pool entries claimed to `figures`.
 #[allow(clippy::too_many_arguments)]
 fn fused_rows<T: Scalar>(
     gpu: &Gpu,
@@ -264,6 +264,8 @@ fn fused_rows<T: Scalar>(
             poison,
             "the wide rows' cursors",
         )?;
+        // The blocks claim the rows one at a time from this counter.
+        let mut next_row = zeros::<u64>(s, 1, "the wide rows' counter")?;
         // The head (cursors, list), then the window's sums as quanta, 8 bytes each.
         let shared = MCL_WIDE_HEAD_BYTES + window as u64 * 8;
         let nrows = f.rows.count();
@@ -302,7 +304,8 @@ fn fused_rows<T: Scalar>(
                     .arg(&mut scratch_col)
                     .arg(&mut scratch_val)
                     .arg(&mut more_cursors)
-                    .arg(&more_len);
+                    .arg(&more_len)
+                    .arg(&mut next_row);
             },
         );
     }
