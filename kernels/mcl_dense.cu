@@ -122,10 +122,10 @@ static_assert(MCL_WIDE_HEAD_BYTES >= DENSE_CURSOR_BYTES + ROW_LIST_WORDS * 4 &&
 // (scratch_col/scratch_val: ncols entries per block). The whole column is then pruned, inflated
 // and written from there exactly as mcl_dense_prune does it from its window: an entry is a
 // column with products (every product is positive), so the plan sees the same values. The
-// blocks claim the listed rows (nrows of them) one at a time from the counter *next_row (0 at
-// launch): a few rows of a power-law graph take many times the others' work, and rows dealt
-// out in turns left most multiprocessors idle while a few finished theirs. The other arguments
-// are mcl_dense_prune's.
+// blocks claim the listed rows (nrows of them) one at a time, in list order, from the counter
+// *next_row (0 at launch): a few rows of a power-law graph take many times the others' work,
+// and rows dealt out in turns left most multiprocessors idle while a few finished theirs (the
+// caller lists the longest first). The other arguments are mcl_dense_prune's.
 template <typename T>
 __device__ void mcl_wide_prune(const u64* a_ptr, const u32* a_col, const T* a_val,
                                const u64* b_ptr, const u32* b_col, const T* b_val, u64 row0,

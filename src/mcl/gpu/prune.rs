@@ -206,6 +206,26 @@ pub fn prune_expansion<T: Scalar>(
     })
 }
 
+/// The wide rows of `f`, their A rows longest first (equal ones in row order): the wide kernel's
+/// blocks claim rows in list order, and a long row claimed last kept its block busy long after
+/// the others had finished.
+fn longest_first<T: Scalar>(gpu: &Gpu, f: &FusedRows<'_, T>) -> Result<CudaSlice<u32>> {
+    let s = &gpu.main;
+    let listed = f.rows.rows();
+    let mut rows = check("copy the wide rows to the host", s.clone_dtoh(&listed))?;
+    let Some(&last) = rows.iter().max() else {
+        return upload(gpu, s, &rows, "the wide rows");
+    };
+    let first = f.row0 as usize;
+    let ptr = check(
+        "copy the wide rows' offsets to the host",
+        s.clone_dtoh(&f.a.row_ptr.slice(first..first + last as usize + 2)),
+    )?;
+    let len = |r: u32| ptr[r as usize + 1] - ptr[r as usize];
+    rows.sort_unstable_by_key(|&r| (std::cmp::Reverse(len(r)), r));
+    upload(gpu, s, &rows, "the wide rows, longest first")
+}
+
 /// Where the fused kernel writes the kept entries of its rows.
 struct Pool<T> {
     cap: u64,
@@ -264,8 +284,9 @@ fn fused_rows<T: Scalar>(
             poison,
             "the wide rows' cursors",
         )?;
-        // The blocks claim the rows one at a time from this counter.
+        // The blocks claim the rows one at a time from this counter, longest first.
         let mut next_row = zeros::<u64>(s, 1, "the wide rows' counter")?;
+        let rows = longest_first(gpu, f)?;
         // The head (cursors, list), then the window's sums as quanta, 8 bytes each.
         let shared = MCL_WIDE_HEAD_BYTES + window as u64 * 8;
         let nrows = f.rows.count();
