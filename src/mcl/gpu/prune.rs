@@ -206,15 +206,15 @@ pub fn prune_expansion<T: Scalar>(
     })
 }
 
-/// The wide rows of `f`, their A rows longest first (equal ones in row order): the wide kernel's
-/// blocks claim rows in list order, and a long row claimed last kept its block busy long after
-/// the others had finished.
-fn longest_first<T: Scalar>(gpu: &Gpu, f: &FusedRows<'_, T>) -> Result<CudaSlice<u32>> {
+/// The wide rows of `f`, their A rows longest first (equal ones in row order), and the longest
+/// one's A entries: the wide kernel's blocks claim rows in list order, and a long row claimed
+/// last kept its block busy long after the others had finished.
+fn longest_first<T: Scalar>(gpu: &Gpu, f: &FusedRows<'_, T>) -> Result<(CudaSlice<u32>, u64)> {
     let s = &gpu.main;
     let listed = f.rows.rows();
     let mut rows = check("copy the wide rows to the host", s.clone_dtoh(&listed))?;
     let Some(&last) = rows.iter().max() else {
-        return upload(gpu, s, &rows, "the wide rows");
+        return Ok((upload(gpu, s, &rows, "the wide rows")?, 0));
     };
     let first = f.row0 as usize;
     let ptr = check(
@@ -223,7 +223,11 @@ fn longest_first<T: Scalar>(gpu: &Gpu, f: &FusedRows<'_, T>) -> Result<CudaSlice
     )?;
     let len = |r: u32| ptr[r as usize + 1] - ptr[r as usize];
     rows.sort_unstable_by_key(|&r| (std::cmp::Reverse(len(r)), r));
-    upload(gpu, s, &rows, "the wide rows, longest first")
+    let longest = len(rows[0]);
+    Ok((
+        upload(gpu, s, &rows, "the wide rows, longest first")?,
+        longest,
+    ))
 }
 
 /// Where the fused kernel writes the kept entries of its rows.
@@ -276,17 +280,17 @@ fn fused_rows<T: Scalar>(
         let scratch = (blocks * ncols) as usize;
         let mut scratch_col = uninit::<u32>(s, scratch, false, "the wide rows' columns")?;
         let mut scratch_val = uninit::<T>(s, scratch, false, "the wide rows' values")?;
-        // Cursors for the A entries past the shared ones: a row has at most A's columns.
-        let more_len = (f.a.ncols as u64).saturating_sub(DENSE_CURSORS);
+        // The blocks claim the rows one at a time from this counter, longest first.
+        let mut next_row = zeros::<u64>(s, 1, "the wide rows' counter")?;
+        let (rows, longest) = longest_first(gpu, f)?;
+        // Cursors for the A entries past the shared ones, as many as the longest row needs.
+        let more_len = longest.saturating_sub(DENSE_CURSORS);
         let mut more_cursors = uninit::<u32>(
             s,
             (blocks * more_len) as usize,
             poison,
             "the wide rows' cursors",
         )?;
-        // The blocks claim the rows one at a time from this counter, longest first.
-        let mut next_row = zeros::<u64>(s, 1, "the wide rows' counter")?;
-        let rows = longest_first(gpu, f)?;
         // The head (cursors, list), then the window's sums as quanta, 8 bytes each.
         let shared = MCL_WIDE_HEAD_BYTES + window as u64 * 8;
         let nrows = f.rows.count();
