@@ -121,6 +121,11 @@ pub fn prune_expansion<T: Scalar>(
     }
     .clamp(1, batch.ncols.max(1) as u64)
         * fused.as_ref().map_or(0, |f| f.rows.count());
+    // The wide rows' order, made once for every run of the loop.
+    let wide = match &fused {
+        Some(f) if f.rows.window() > 0 => Some(longest_first(gpu, f)?),
+        _ => None,
+    };
     let (pool, out_ptr, nnz, got) = loop {
         let mut pool = Pool::<T>::new(gpu, pool_cap, poison)?;
         let mut out_ptr = zeros::<u64>(s, batch.nrows + 1, "pruned row sizes")?;
@@ -128,6 +133,7 @@ pub fn prune_expansion<T: Scalar>(
             fused_rows(
                 gpu,
                 f,
+                wide.as_ref(),
                 &mut pool,
                 node0,
                 params,
@@ -248,15 +254,17 @@ impl<T: Scalar> Pool<T> {
 }
 
 /// Launches kernels/mcl_dense.cu over the deferred rows (row 0 of the batch is node `node0`):
-/// `mcl_dense_prune` when a whole row fits one window of shared memory, else `mcl_wide_prune`
-/// with a scratch row and cursors in device memory for each of its blocks (one per
-/// multiprocessor, claiming the rows one at a time; the cursors poisoned with `poison`, as every
-/// walk must write one before the next reads it). Their sizes go to `fused_len`, their places in
+/// `mcl_dense_prune` when a whole row fits one window of shared memory, else (`wide`: the rows
+/// in [`longest_first`]'s order and the longest one's A entries) `mcl_wide_prune` with a
+/// scratch row and cursors in device memory for each of its blocks (one per multiprocessor,
+/// claiming the rows one at a time; the cursors poisoned with `poison`, as every walk must write
+/// one before the next reads it). Their sizes go to `fused_len`, their places in
 /// `pool` to `pool_at`, the chaos, entries made and pool entries claimed to `figures`.
 #[allow(clippy::too_many_arguments)]
 fn fused_rows<T: Scalar>(
     gpu: &Gpu,
     f: &FusedRows<'_, T>,
+    wide: Option<&(CudaSlice<u32>, u64)>,
     pool: &mut Pool<T>,
     node0: u64,
     params: &PruneParams,
@@ -274,15 +282,14 @@ fn fused_rows<T: Scalar>(
     let (mut chaos, mut rest) = figures.split_at_mut(EXPANDED);
     let mut chaos = chaos.slice_mut(CHAOS..CHAOS + 1);
     let (mut expanded, mut used) = rest.split_at_mut(1);
-    let window = f.rows.window();
-    if window > 0 {
+    if let Some((rows, longest)) = wide {
+        let window = f.rows.window();
         let blocks = f.rows.count().min(gpu.multiprocessors() as u64);
         let scratch = (blocks * ncols) as usize;
         let mut scratch_col = uninit::<u32>(s, scratch, false, "the wide rows' columns")?;
         let mut scratch_val = uninit::<T>(s, scratch, false, "the wide rows' values")?;
         // The blocks claim the rows one at a time from this counter, longest first.
         let mut next_row = zeros::<u64>(s, 1, "the wide rows' counter")?;
-        let (rows, longest) = longest_first(gpu, f)?;
         // Cursors for the A entries past the shared ones, as many as the longest row needs.
         let more_len = longest.saturating_sub(DENSE_CURSORS);
         let mut more_cursors = uninit::<u32>(
@@ -309,7 +316,7 @@ fn fused_rows<T: Scalar>(
                     .arg(&f.b.values)
                     .arg(&f.row0)
                     .arg(&node0)
-                    .arg(&rows)
+                    .arg(rows)
                     .arg(&nrows)
                     .arg(&ncols)
                     .arg(&window)
