@@ -114,27 +114,69 @@ static_assert(MCL_WIDE_HEAD_BYTES >= DENSE_CURSOR_BYTES + ROW_LIST_WORDS * 4 &&
                   MCL_WIDE_HEAD_BYTES % 16 == 0,
               "the head holds the cursors and the list, and keeps the window aligned");
 
+// A wide row's item that the block makes whole, in its own scratch row.
+#define WHOLE_ROW 0xffffffffu
+
+// Joins the parts of a split row in place: part q of `parts` (its entries written at its first
+// column, q * nwin / parts windows of `window` columns in, lens[q] of them, by any block) moved
+// down to follow part q - 1, in rounds of blockDim entries, each read (past L1: other blocks
+// wrote them) before any is written. A part never holds more entries than its columns, so a
+// round writes only below what later rounds and parts read. Returns the row's entries. Every
+// thread must call.
+template <typename T>
+__device__ u64 join_parts(u32* col, T* val, const u64* lens, u32 parts, u64 nwin, u32 window) {
+    u64 to = 0;
+    for (u32 q = 0; q < parts; ++q) {
+        const u64 from = q * nwin / parts * window;
+        const u64 len = __ldcg(lens + q);
+        for (u64 i0 = 0; i0 < len; i0 += blockDim.x) {
+            const u64 i = i0 + threadIdx.x;
+            u32 c = 0;
+            T v = (T)0;
+            if (i < len) {
+                c = __ldcg(col + from + i);
+                v = __ldcg(val + from + i);
+            }
+            __syncthreads();
+            if (i < len) {
+                col[to + i] = c;
+                val[to + i] = v;
+            }
+        }
+        to += len;
+    }
+    __syncthreads();
+    return to;
+}
+
 // mcl_dense_prune for columns wider than one window of shared memory: a row of the batch is made
 // a window of `window` columns at a time (its quanta in shared memory; each A entry's place in
 // its B row kept from one window to the next, as the dense-row kernels keep it: past the shared
 // cursors, in the block's `more_len` cursors at more_cursors + blockIdx.x * more_len), and each
-// window's entries are narrowed to T and appended, in column order, to the block's scratch row
-// (scratch_col/scratch_val: ncols entries per block). The whole column is then pruned, inflated
-// and written from there exactly as mcl_dense_prune does it from its window: an entry is a
-// column with products (every product is positive), so the plan sees the same values. The
-// blocks claim the listed rows (nrows of them) one at a time, in list order, from the counter
-// *next_row (0 at launch): a few rows of a power-law graph take many times the others' work,
-// and rows dealt out in turns left most multiprocessors idle while a few finished theirs (the
-// caller lists the longest first). The other arguments are mcl_dense_prune's.
+// window's entries are narrowed to T and appended, in column order, to a scratch row. The whole
+// column is then pruned, inflated and written from there exactly as mcl_dense_prune does it from
+// its window: an entry is a column with products (every product is positive), so the plan sees
+// the same values.
+// The blocks claim work items one at a time, in list order, from the counter *next_item (0 at
+// launch): a few rows of a power-law graph take many times the others' work, and rows dealt out
+// in turns left most multiprocessors idle while a few finished theirs (the caller lists the
+// heaviest first). Item i (items[i]: x the row, y its part p | parts << 16, z its split slot, w
+// where its parts' lengths start in part_len) is a whole row (z == WHOLE_ROW: made in the block's
+// scratch row, scratch_col/scratch_val + blockIdx.x * ncols) or part p of a row split into
+// `parts` runs of windows (the heaviest rows, which alone outlasted the rest of the launch): a
+// part writes its entries at its first column of the row's own scratch row (split_col/split_val
+// + z * ncols), and the block that ends the row's last part (parts_done[z] counts them) joins
+// the parts and prunes the row. The other arguments are mcl_dense_prune's.
 template <typename T>
 __device__ void mcl_wide_prune(const u64* a_ptr, const u32* a_col, const T* a_val,
                                const u64* b_ptr, const u32* b_col, const T* b_val, u64 row0,
-                               u64 node0, const u32* rows, u64 nrows, u64 ncols, u32 window,
+                               u64 node0, const uint4* items, u64 nitems, u64 ncols, u32 window,
                                T cutoff, u32 select, u32 recover, double pct, double inflation,
                                u64 pool_cap, u64* pool_used, u64* fused_len, u64* pool_at,
                                u32* pool_col, T* pool_val, u64* expanded, u64* chaos_bits,
-                               u32* scratch_col, T* scratch_val, u32* more_cursors,
-                               u64 more_len, u64* next_row, unsigned char* smem) {
+                               u32* scratch_col, T* scratch_val, u32* split_col, T* split_val,
+                               u64* part_len, u32* parts_done, u32* more_cursors, u64 more_len,
+                               u64* next_item, unsigned char* smem) {
     __shared__ double dtmp[WARP];
     __shared__ u32 hist[256];
     __shared__ u64 sel[2];
@@ -142,26 +184,33 @@ __device__ void mcl_wide_prune(const u64* a_ptr, const u32* a_col, const T* a_va
     __shared__ u64 total;
     __shared__ u64 claim;
     __shared__ u64 walked;
+    __shared__ u64 claimed;
+    __shared__ u32 last_part;
     const Cursors cur = {(u32*)smem, &walked, more_cursors + blockIdx.x * more_len, more_len};
     u32* list = (u32*)(smem + DENSE_CURSOR_BYTES);
     u64* sums = (u64*)(smem + MCL_WIDE_HEAD_BYTES);
     const u32 lane = threadIdx.x & (WARP - 1), warp = threadIdx.x / WARP;
     const u32 nwarps = blockDim.x / WARP;
-    u32* my_col = scratch_col + (u64)blockIdx.x * ncols;
-    T* my_val = scratch_val + (u64)blockIdx.x * ncols;
-    __shared__ u64 claimed;
+    const u64 nwin = (ncols + window - 1) / window;
     for (;;) {
-        __syncthreads();  // the last row is done with the shared state
+        __syncthreads();  // the last item is done with the shared state
         if (threadIdx.x == 0) {
-            claimed = atomicAdd(next_row, 1ull);
+            claimed = atomicAdd(next_item, 1ull);
             walked = ~0ull;
         }
         __syncthreads();
-        if (claimed >= nrows) break;  // uniform
-        const u32 r = rows[claimed];
+        if (claimed >= nitems) break;  // uniform
+        const uint4 item = items[claimed];
+        const u32 r = item.x, p = item.y & 0xffffu, parts = item.y >> 16;
+        const bool split = item.z != WHOLE_ROW;
+        u32* row_col = split ? split_col + (u64)item.z * ncols : scratch_col + blockIdx.x * ncols;
+        T* row_val = split ? split_val + (u64)item.z * ncols : scratch_val + blockIdx.x * ncols;
+        const u64 first = p * nwin / parts * window;
+        const u64 last = (p + 1) * nwin / parts * window;
+        const u64 end = last < ncols ? last : ncols;
         const u64 a0 = a_ptr[row0 + r], a1 = a_ptr[row0 + r + 1];
-        u64 filled = 0;
-        for (u64 c0 = 0; c0 < ncols; c0 += window) {
+        u64 filled = first;
+        for (u64 c0 = first; c0 < end; c0 += window) {
             const u32 span = (u32)(c0 + window < ncols ? window : ncols - c0);
             for (u32 c = threadIdx.x; c < span; c += blockDim.x) sums[c] = 0;
             // row_entries starts and ends with barriers.
@@ -185,23 +234,34 @@ __device__ void mcl_wide_prune(const u64* a_ptr, const u32* a_col, const T* a_va
                 const u32 m = __ballot_sync(0xffffffffu, q != 0);
                 if (q != 0) {
                     const u64 k = at + __popc(m & ((1u << lane) - 1));
-                    my_col[k] = (u32)(c0 + c);
-                    my_val[k] = QuantaSum<T>::value(q);
+                    row_col[k] = (u32)(c0 + c);
+                    row_val[k] = QuantaSum<T>::value(q);
                 }
                 at += __popc(m);
             }
             filled += total;
             __syncthreads();  // every warp has read its stretch before the next window's zeros
         }
+        if (split) {
+            // The part published (its entries, then its length) before it is counted done.
+            if (threadIdx.x == 0) part_len[item.w + p] = filled - first;
+            __threadfence();
+            __syncthreads();
+            if (threadIdx.x == 0) last_part = atomicAdd(&parts_done[item.z], 1u) == parts - 1;
+            __syncthreads();
+            if (!last_part) continue;  // uniform
+            __threadfence();
+            filled = join_parts<T>(row_col, row_val, part_len + item.w, parts, nwin, window);
+        }
         __syncthreads();  // the scratch row is written
-        const ColumnPlan<T> plan = plan_column<T>(my_val, filled, ValueBits<T>::value(1), cutoff,
+        const ColumnPlan<T> plan = plan_column<T>(row_val, filled, ValueBits<T>::value(1), cutoff,
                                                   select, recover, pct, inflation, dtmp, hist,
                                                   sel);
         pool_column<T>(
             plan, r, node0, filled,
             [&](u64 k, u32* col, T* val) {
-                *col = my_col[k];
-                *val = my_val[k];
+                *col = row_col[k];
+                *val = row_val[k];
             },
             inflation, pool_cap, pool_used, fused_len, pool_at, pool_col, pool_val, expanded,
             chaos_bits, &claim, stmp, &total);
@@ -222,17 +282,19 @@ mcl_dense_prune_##S(const u64* a_ptr, const u32* a_col, const T* a_val, const u6
 }                                                                                                \
 extern "C" __global__ void __launch_bounds__(DENSE_ROW_THREADS)                                  \
 mcl_wide_prune_##S(const u64* a_ptr, const u32* a_col, const T* a_val, const u64* b_ptr,         \
-                   const u32* b_col, const T* b_val, u64 row0, u64 node0, const u32* rows,       \
-                   u64 nrows, u64 ncols, u32 window, T cutoff, u32 select, u32 recover,          \
+                   const u32* b_col, const T* b_val, u64 row0, u64 node0, const uint4* items,    \
+                   u64 nitems, u64 ncols, u32 window, T cutoff, u32 select, u32 recover,         \
                    double pct, double inflation, u64 pool_cap, u64* pool_used, u64* fused_len,   \
                    u64* pool_at, u32* pool_col, T* pool_val, u64* expanded, u64* chaos_bits,     \
-                   u32* scratch_col, T* scratch_val, u32* more_cursors, u64 more_len,            \
-                   u64* next_row) {                                                              \
+                   u32* scratch_col, T* scratch_val, u32* split_col, T* split_val,               \
+                   u64* part_len, u32* parts_done, u32* more_cursors, u64 more_len,              \
+                   u64* next_item) {                                                             \
     extern __shared__ __align__(16) unsigned char smem_mcl_wide_##S[];                           \
-    mcl_wide_prune<T>(a_ptr, a_col, a_val, b_ptr, b_col, b_val, row0, node0, rows, nrows, ncols, \
-                      window, cutoff, select, recover, pct, inflation, pool_cap, pool_used,      \
-                      fused_len, pool_at, pool_col, pool_val, expanded, chaos_bits, scratch_col, \
-                      scratch_val, more_cursors, more_len, next_row, smem_mcl_wide_##S);         \
+    mcl_wide_prune<T>(a_ptr, a_col, a_val, b_ptr, b_col, b_val, row0, node0, items, nitems,      \
+                      ncols, window, cutoff, select, recover, pct, inflation, pool_cap,          \
+                      pool_used, fused_len, pool_at, pool_col, pool_val, expanded, chaos_bits,   \
+                      scratch_col, scratch_val, split_col, split_val, part_len, parts_done,      \
+                      more_cursors, more_len, next_item, smem_mcl_wide_##S);                     \
 }
 
 GMCL_MCL_DENSE_KERNELS(float, f32)

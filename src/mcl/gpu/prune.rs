@@ -121,9 +121,9 @@ pub fn prune_expansion<T: Scalar>(
     }
     .clamp(1, batch.ncols.max(1) as u64)
         * fused.as_ref().map_or(0, |f| f.rows.count());
-    // The wide rows' order, made once for every run of the loop.
+    // The wide rows' items, made once for every run of the loop.
     let wide = match &fused {
-        Some(f) if f.rows.window() > 0 => Some(longest_first(gpu, f)?),
+        Some(f) if f.rows.window() > 0 => Some(wide_order(gpu, f, wide_blocks(gpu, f))?),
         _ => None,
     };
     let (pool, out_ptr, nnz, got) = loop {
@@ -212,28 +212,102 @@ pub fn prune_expansion<T: Scalar>(
     })
 }
 
-/// The wide rows of `f`, their A rows longest first (equal ones in row order), and the longest
-/// one's A entries: the wide kernel's blocks claim rows in list order, and a long row claimed
-/// last kept its block busy long after the others had finished.
-fn longest_first<T: Scalar>(gpu: &Gpu, f: &FusedRows<'_, T>) -> Result<(CudaSlice<u32>, u64)> {
+/// The wide kernel's work: items of four words (the row; its part `p | parts << 16`; the split
+/// slot, [`WHOLE_ROW`] for a row made whole; where the parts' lengths start), heaviest first.
+#[derive(Debug, PartialEq)]
+struct WideItems {
+    items: Vec<u32>,
+    /// Rows split into parts (each takes a scratch row of its own).
+    splits: u64,
+    /// Parts of the split rows, all together.
+    parts: u64,
+}
+
+/// A wide row made whole by one block (kernels/mcl_dense.cu's `WHOLE_ROW`).
+const WHOLE_ROW: u32 = u32::MAX;
+/// A wide item should hold at most this fraction (1/n) of a block's share of the launch's
+/// products: the blocks claim items heaviest first, and a row heavier than that alone kept its
+/// block busy long after the others had finished.
+const ITEMS_PER_BLOCK: u64 = 4;
+/// Most parts of one row (the kernel keeps a part's number in 16 bits).
+const MOST_PARTS: u64 = 0xffff;
+
+/// The work of the wide rows `rows` (the products of each from `products`) for `blocks` blocks
+/// over `windows` windows a row: the heaviest rows (at most `blocks` of them, as each split row
+/// takes a scratch row) split into runs of windows, and every item listed heaviest first (equal
+/// ones in row and part order).
+fn wide_items(rows: &[u32], products: impl Fn(u32) -> u64, windows: u64, blocks: u64) -> WideItems {
+    let total: u64 = rows.iter().map(|&r| products(r)).sum();
+    let most = (total / (blocks.max(1) * ITEMS_PER_BLOCK)).max(1);
+    let mut order: Vec<(u64, u32)> = rows.iter().map(|&r| (products(r), r)).collect();
+    order.sort_unstable_by_key(|&(w, r)| (std::cmp::Reverse(w), r));
+    // (weight, row, part, parts, slot, first part length)
+    let mut items = Vec::with_capacity(order.len());
+    let (mut splits, mut parts_all) = (0u64, 0u64);
+    for (w, r) in order {
+        let parts = w.div_ceil(most).clamp(1, windows.clamp(1, MOST_PARTS));
+        if parts == 1 || splits == blocks {
+            items.push((w, r, 0, 1, WHOLE_ROW, 0));
+            continue;
+        }
+        for p in 0..parts {
+            items.push((w / parts, r, p, parts, splits as u32, parts_all));
+        }
+        splits += 1;
+        parts_all += parts;
+    }
+    items.sort_by_key(|&(w, r, p, ..)| (std::cmp::Reverse(w), r, p));
+    WideItems {
+        items: items
+            .into_iter()
+            // Below 2^32: parts of 16 bits, split rows at most the blocks (multiprocessors).
+            .flat_map(|(_, r, p, parts, slot, at)| [r, (p | parts << 16) as u32, slot, at as u32])
+            .collect(),
+        splits,
+        parts: parts_all,
+    }
+}
+
+/// The wide kernel's items on the device, with their split rows and parts, and the longest A
+/// row among the rows (the device cursors it needs).
+struct WideOrder {
+    items: CudaSlice<u32>,
+    count: u64,
+    splits: u64,
+    parts: u64,
+    longest: u64,
+}
+
+/// The wide rows of `f` as [`wide_items`] lists them for `blocks` blocks.
+fn wide_order<T: Scalar>(gpu: &Gpu, f: &FusedRows<'_, T>, blocks: u64) -> Result<WideOrder> {
     let s = &gpu.main;
-    let listed = f.rows.rows();
-    let mut rows = check("copy the wide rows to the host", s.clone_dtoh(&listed))?;
-    let Some(&last) = rows.iter().max() else {
-        return Ok((upload(gpu, s, &rows, "the wide rows")?, 0));
-    };
-    let first = f.row0 as usize;
-    let ptr = check(
-        "copy the wide rows' offsets to the host",
-        s.clone_dtoh(&f.a.row_ptr.slice(first..first + last as usize + 2)),
+    let rows = check(
+        "copy the wide rows to the host",
+        s.clone_dtoh(&f.rows.rows()),
     )?;
-    let len = |r: u32| ptr[r as usize + 1] - ptr[r as usize];
-    rows.sort_unstable_by_key(|&r| (std::cmp::Reverse(len(r)), r));
-    let longest = len(rows[0]);
-    Ok((
-        upload(gpu, s, &rows, "the wide rows, longest first")?,
+    let longest = match rows.iter().max() {
+        None => 0,
+        Some(&last) => {
+            let first = f.row0 as usize;
+            let ptr = check(
+                "copy the wide rows' offsets to the host",
+                s.clone_dtoh(&f.a.row_ptr.slice(first..first + last as usize + 2)),
+            )?;
+            rows.iter()
+                .map(|&r| ptr[r as usize + 1] - ptr[r as usize])
+                .max()
+                .unwrap_or(0)
+        }
+    };
+    let windows = (f.b.ncols as u64).div_ceil(u64::from(f.rows.window()));
+    let w = wide_items(&rows, |r| f.rows.products(r), windows, blocks);
+    Ok(WideOrder {
+        count: w.items.len() as u64 / 4,
+        items: upload(gpu, s, &w.items, "the wide rows' items, heaviest first")?,
+        splits: w.splits,
+        parts: w.parts,
         longest,
-    ))
+    })
 }
 
 /// Where the fused kernel writes the kept entries of its rows.
@@ -253,18 +327,23 @@ impl<T: Scalar> Pool<T> {
     }
 }
 
+/// The wide kernel's blocks: one per multiprocessor, or per row when there are fewer.
+fn wide_blocks<T: Scalar>(gpu: &Gpu, f: &FusedRows<'_, T>) -> u64 {
+    f.rows.count().min(gpu.multiprocessors() as u64)
+}
+
 /// Launches kernels/mcl_dense.cu over the deferred rows (row 0 of the batch is node `node0`):
-/// `mcl_dense_prune` when a whole row fits one window of shared memory, else (`wide`: the rows
-/// in [`longest_first`]'s order and the longest one's A entries) `mcl_wide_prune` with a
-/// scratch row and cursors in device memory for each of its blocks (one per multiprocessor,
-/// claiming the rows one at a time; the cursors poisoned with `poison`, as every walk must write
-/// one before the next reads it). Their sizes go to `fused_len`, their places in
-/// `pool` to `pool_at`, the chaos, entries made and pool entries claimed to `figures`.
+/// `mcl_dense_prune` when a whole row fits one window of shared memory, else (`wide`: the
+/// rows' items from [`wide_order`]) `mcl_wide_prune` with a scratch row and cursors in device
+/// memory for each of its blocks (claiming the items one at a time; the cursors poisoned with
+/// `poison`, as every walk must write one before the next reads it) and a scratch row for each
+/// split row. Their sizes go to `fused_len`, their places in `pool` to `pool_at`, the chaos,
+/// entries made and pool entries claimed to `figures`.
 #[allow(clippy::too_many_arguments)]
 fn fused_rows<T: Scalar>(
     gpu: &Gpu,
     f: &FusedRows<'_, T>,
-    wide: Option<&(CudaSlice<u32>, u64)>,
+    wide: Option<&WideOrder>,
     pool: &mut Pool<T>,
     node0: u64,
     params: &PruneParams,
@@ -282,16 +361,21 @@ fn fused_rows<T: Scalar>(
     let (mut chaos, mut rest) = figures.split_at_mut(EXPANDED);
     let mut chaos = chaos.slice_mut(CHAOS..CHAOS + 1);
     let (mut expanded, mut used) = rest.split_at_mut(1);
-    if let Some((rows, longest)) = wide {
+    if let Some(wide) = wide {
         let window = f.rows.window();
-        let blocks = f.rows.count().min(gpu.multiprocessors() as u64);
+        let blocks = wide_blocks(gpu, f);
         let scratch = (blocks * ncols) as usize;
         let mut scratch_col = uninit::<u32>(s, scratch, false, "the wide rows' columns")?;
         let mut scratch_val = uninit::<T>(s, scratch, false, "the wide rows' values")?;
-        // The blocks claim the rows one at a time from this counter, longest first.
-        let mut next_row = zeros::<u64>(s, 1, "the wide rows' counter")?;
+        let split = (wide.splits * ncols) as usize;
+        let mut split_col = uninit::<u32>(s, split, false, "the split rows' columns")?;
+        let mut split_val = uninit::<T>(s, split, false, "the split rows' values")?;
+        let mut part_len = uninit::<u64>(s, wide.parts as usize, poison, "the parts' lengths")?;
+        let mut parts_done = zeros::<u32>(s, wide.splits as usize, "the split rows' counters")?;
+        // The blocks claim the items one at a time from this counter, heaviest first.
+        let mut next_item = zeros::<u64>(s, 1, "the wide rows' counter")?;
         // Cursors for the A entries past the shared ones, as many as the longest row needs.
-        let more_len = longest.saturating_sub(DENSE_CURSORS);
+        let more_len = wide.longest.saturating_sub(DENSE_CURSORS);
         let mut more_cursors = uninit::<u32>(
             s,
             (blocks * more_len) as usize,
@@ -300,7 +384,6 @@ fn fused_rows<T: Scalar>(
         )?;
         // The head (cursors, list), then the window's sums as quanta, 8 bytes each.
         let shared = MCL_WIDE_HEAD_BYTES + window as u64 * 8;
-        let nrows = f.rows.count();
         let kernel = format!("mcl_wide_prune_{}", T::NAME);
         return launch(
             gpu,
@@ -316,8 +399,8 @@ fn fused_rows<T: Scalar>(
                     .arg(&f.b.values)
                     .arg(&f.row0)
                     .arg(&node0)
-                    .arg(rows)
-                    .arg(&nrows)
+                    .arg(&wide.items)
+                    .arg(&wide.count)
                     .arg(&ncols)
                     .arg(&window)
                     .arg(&cutoff)
@@ -335,9 +418,13 @@ fn fused_rows<T: Scalar>(
                     .arg(&mut chaos)
                     .arg(&mut scratch_col)
                     .arg(&mut scratch_val)
+                    .arg(&mut split_col)
+                    .arg(&mut split_val)
+                    .arg(&mut part_len)
+                    .arg(&mut parts_done)
                     .arg(&mut more_cursors)
                     .arg(&more_len)
-                    .arg(&mut next_row);
+                    .arg(&mut next_item);
             },
         );
     }
@@ -382,6 +469,93 @@ fn fused_rows<T: Scalar>(
 mod tests {
     use super::*;
     use crate::gpu::kernels::defined;
+
+    /// Every window of every row made exactly once, by whole rows or by the parts of a split.
+    fn check_cover(rows: &[u32], w: &WideItems, windows: u64) {
+        let mut made = std::collections::BTreeMap::<u32, Vec<(u64, u64)>>::new();
+        let mut slots = std::collections::BTreeMap::<u32, (u32, u32)>::new();
+        for it in w.items.chunks(4) {
+            let (r, p, parts) = (it[0], u64::from(it[1] & 0xffff), u64::from(it[1] >> 16));
+            assert!(p < parts && parts <= windows.max(1));
+            if it[2] == WHOLE_ROW {
+                assert_eq!(parts, 1);
+            } else {
+                assert!(u64::from(it[2]) < w.splits);
+                let (row, at) = *slots.entry(it[2]).or_insert((r, it[3]));
+                assert_eq!((row, at), (r, it[3]), "a slot holds one row");
+                assert!(u64::from(at) + parts <= w.parts);
+            }
+            made.entry(r)
+                .or_default()
+                .push((p * windows / parts, (p + 1) * windows / parts));
+        }
+        assert_eq!(made.len(), rows.len());
+        for runs in made.values_mut() {
+            runs.sort_unstable();
+            let mut next = 0;
+            for &(a, b) in runs.iter() {
+                assert_eq!(a, next);
+                assert!(b > a || windows == 0);
+                next = b;
+            }
+            assert_eq!(next, windows);
+        }
+    }
+
+    #[test]
+    fn wide_items_split_the_heaviest_rows_and_list_heaviest_first() {
+        // One hub with most of the products, some middling rows, many light ones.
+        let rows: Vec<u32> = (0..40).rev().collect();
+        let products = |r: u32| match r {
+            7 => 1_000_000,
+            0..=3 => 30_000,
+            _ => 1_000 + u64::from(r),
+        };
+        let w = wide_items(&rows, products, 40, 8);
+        check_cover(&rows, &w, 40);
+        // The hub alone is heavier than a quarter of a block's share: split, into runs no
+        // heavier than that.
+        let most = rows.iter().map(|&r| products(r)).sum::<u64>() / 32;
+        let hub: Vec<&[u32]> = w.items.chunks(4).filter(|it| it[0] == 7).collect();
+        assert_eq!(hub.len() as u64, 1_000_000u64.div_ceil(most));
+        assert_eq!(w.splits, 1);
+        assert_eq!(w.parts, hub.len() as u64);
+        // Heaviest first: the hub's parts, then rows 0-3, then the light rows, heaviest first.
+        let weight = |it: &[u32]| products(it[0]) / u64::from(it[1] >> 16);
+        let weights: Vec<u64> = w.items.chunks(4).map(weight).collect();
+        assert!(weights.windows(2).all(|p| p[0] >= p[1]));
+        assert_eq!(
+            w,
+            wide_items(&rows, products, 40, 8),
+            "the same order every time"
+        );
+    }
+
+    #[test]
+    fn wide_items_split_no_more_rows_than_blocks_nor_parts_than_windows() {
+        let rows: Vec<u32> = (0..10).collect();
+        // Three rows, each far heavier than a quarter of a block's share: two blocks split two.
+        let w = wide_items(&rows, |r| if r < 3 { 1 << 30 } else { 1 }, 3, 2);
+        check_cover(&rows, &w, 3);
+        assert_eq!(w.splits, 2);
+        assert_eq!(w.parts, 6);
+        // One window a row: nothing to split.
+        let w = wide_items(&rows, |r| u64::from(r) * 1000, 1, 4);
+        check_cover(&rows, &w, 1);
+        assert_eq!((w.splits, w.parts), (0, 0));
+        let order: Vec<u32> = w.items.chunks(4).map(|it| it[0]).collect();
+        assert_eq!(order, (0..10).rev().collect::<Vec<u32>>());
+        // No rows, no products.
+        let w = wide_items(&[], |_| 0, 5, 4);
+        assert_eq!((w.items.len(), w.splits, w.parts), (0, 0, 0));
+        let w = wide_items(&rows, |_| 0, 5, 4);
+        check_cover(&rows, &w, 5);
+    }
+
+    #[test]
+    fn whole_row_matches_the_kernel() {
+        assert_eq!(Some(u64::from(WHOLE_ROW)), defined("WHOLE_ROW"));
+    }
 
     #[test]
     fn launch_sizes_match_the_kernels() {

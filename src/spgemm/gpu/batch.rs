@@ -84,7 +84,9 @@ impl GpuEngine {
         let mut pending = self.plan_batches(products, &rows, &p, ops)?;
         pending.reverse();
         while let Some(batch) = pending.pop() {
-            match self.run_batch(ops, &p, batch.clone(), prof, &mut stats) {
+            let at = batch.start - rows.start;
+            let batch_products = &products[at..=at + batch.len()];
+            match self.run_batch(ops, &p, batch.clone(), batch_products, prof, &mut stats) {
                 Ok((c, deferred)) => {
                     stats.nnz += c.nnz;
                     consume(batch, c, deferred, prof)?;
@@ -112,12 +114,14 @@ impl GpuEngine {
     }
 
     /// One batch of rows, start to finish: setup, symbolic, C's offsets, numeric. Its rows of C
-    /// stay on the device; deferred dense rows are left out of C and listed.
+    /// stay on the device; deferred dense rows are left out of C and listed, with `products`
+    /// (the prefix of the batch's intermediate products).
     fn run_batch<T: Scalar>(
         &self,
         ops: &Operands<T>,
         p: &MagnusParams,
         rows: Range<usize>,
+        products: &[u64],
         prof: &mut Profile,
         stats: &mut ProductStats,
     ) -> Result<(DeviceCsr<T>, Option<DeferredRows>)> {
@@ -162,6 +166,7 @@ impl GpuEngine {
             lists: batch.row_lists,
             bin: batch.bins.len() + 1,
             window,
+            products: products.to_vec(),
         });
         Ok((c, deferred))
     }

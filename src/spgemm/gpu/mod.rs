@@ -103,6 +103,9 @@ pub struct DeferredRows {
     lists: BinLists,
     bin: usize,
     window: u32,
+    /// The intermediate products of the batch's rows, as a prefix (row `r`'s are
+    /// `products[r + 1] - products[r]`).
+    products: Vec<u64>,
 }
 
 /// What receives each row batch of a product whose dense rows are deferred
@@ -132,6 +135,13 @@ impl DeferredRows {
     /// How many rows there are.
     pub fn count(&self) -> u64 {
         self.lists.counts[self.bin]
+    }
+
+    /// The intermediate products of the batch's row `r` (numbered as [`Self::rows`] numbers
+    /// them): the work of making it.
+    pub fn products(&self, r: u32) -> u64 {
+        let r = r as usize;
+        self.products[r + 1] - self.products[r]
     }
 }
 
