@@ -453,6 +453,16 @@ fn fused_dense_columns_match_the_cpu() {
         same_iteration(&m, &p, "complete graph K128, ties"),
         n as u64
     );
+    // In batches of 32 columns: the first batch's ties overfill the pool and its fused rows run
+    // again; the later batches start from the pool the first one took.
+    let batched = MclParams {
+        batch_entries: Some(32 * n as u64),
+        ..p.clone()
+    };
+    assert_eq!(
+        same_iteration(&m, &batched, "complete graph K128 in batches, ties"),
+        n as u64
+    );
     let (next, it) = mcl::iterate(
         &m,
         &MclParams {

@@ -194,6 +194,10 @@ struct Made<'a, T: Scalar> {
     it: Iteration,
     /// The smallest value kept.
     least: f64,
+    /// The most pool entries a fused row of the batches so far took (with a margin): where
+    /// ties keep more than max(S, R) entries (iteration 1 of an unweighted graph), they do so
+    /// in every batch, and a pool sized for max(S, R) made each batch's fused rows twice.
+    pool_per_row: u64,
 }
 
 impl<'a, T: Scalar> Made<'a, T> {
@@ -211,6 +215,7 @@ impl<'a, T: Scalar> Made<'a, T> {
             parts: Vec::new(),
             it: Iteration::default(),
             least: f64::INFINITY,
+            pool_per_row: 0,
         }
     }
 
@@ -232,8 +237,10 @@ impl<'a, T: Scalar> Made<'a, T> {
             node0,
             &self.params.prune,
             self.inflation,
+            self.pool_per_row,
             self.engine.poisons(),
         )?;
+        self.pool_per_row = self.pool_per_row.max(p.pool_per_row + p.pool_per_row / 8);
         drop(c);
         self.it.expanded += p.fused_expanded;
         self.it.chaos = self.it.chaos.max(p.chaos);

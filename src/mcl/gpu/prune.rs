@@ -52,6 +52,9 @@ pub struct Pruned<T: Scalar> {
     pub least: f64,
     /// Entries of M² the fused kernel made (the deferred rows' entries before pruning).
     pub fused_expanded: u64,
+    /// The pool entries the fused rows took, per row (rounded up; 0 without fused rows): the
+    /// next batch's first guess.
+    pub pool_per_row: u64,
 }
 
 /// Prunes, inflates (power `inflation`) and normalises every row of `batch` (an expanded batch
@@ -66,12 +69,15 @@ pub fn prune_batch<T: Scalar>(
     inflation: f64,
     poison: bool,
 ) -> Result<(DeviceCsr<T>, f64)> {
-    let p = prune_expansion(gpu, batch, None, node0, params, inflation, poison)?;
+    let p = prune_expansion(gpu, batch, None, node0, params, inflation, 0, poison)?;
     Ok((p.batch, p.chaos))
 }
 
 /// [`prune_batch`], with the deferred rows of `fused` (which have no entries in `batch`) made
-/// and pruned in one kernel and put in their places.
+/// and pruned in one kernel and put in their places. Their kept entries go to a pool of
+/// `pool_per_row` entries a row, or more (max(S, R) a row; what a batch before took, from
+/// [`Pruned::pool_per_row`], saves a second run where ties keep more).
+#[allow(clippy::too_many_arguments)]
 pub fn prune_expansion<T: Scalar>(
     gpu: &Gpu,
     batch: &DeviceCsr<T>,
@@ -79,6 +85,7 @@ pub fn prune_expansion<T: Scalar>(
     node0: u64,
     params: &PruneParams,
     inflation: f64,
+    pool_per_row: u64,
     poison: bool,
 ) -> Result<Pruned<T>> {
     let s = &gpu.main;
@@ -97,6 +104,7 @@ pub fn prune_expansion<T: Scalar>(
             chaos: 0.0,
             least: f64::INFINITY,
             fused_expanded: 0,
+            pool_per_row: 0,
         });
     }
     let cutoff = T::from_f64(params.cutoff());
@@ -112,15 +120,17 @@ pub fn prune_expansion<T: Scalar>(
     let blocks = n.min(gpu.multiprocessors() as u64 * 16);
     let plan = format!("mcl_prune_plan_{}", T::NAME);
     // A pruned column keeps at most max(S, R) entries but for ties at the bar: the pool's first
-    // size. When ties overfill it, the fused kernel has counted what it needs, and everything
-    // runs again with that (the rows' sizes may move by rounding, hence the margin).
+    // size, unless an earlier batch's rows took more. When ties overfill it, the fused kernel
+    // has counted what it needs, and everything runs again with that (the rows' sizes may move
+    // by rounding, hence the margin).
+    let fused_count = fused.as_ref().map_or(0, |f| f.rows.count());
     let mut pool_cap = match (&fused, params.select) {
         (None, _) => 0,
         (Some(_), 0) => batch.ncols as u64,
-        (Some(_), s) => s.max(params.recover) as u64,
+        (Some(_), s) => (s.max(params.recover) as u64).max(pool_per_row),
     }
     .clamp(1, batch.ncols.max(1) as u64)
-        * fused.as_ref().map_or(0, |f| f.rows.count());
+        * fused_count;
     // The wide rows' items, made once for every run of the loop.
     let wide = match &fused {
         Some(f) if f.rows.window() > 0 => Some(wide_order(gpu, f, wide_blocks(gpu, f))?),
@@ -209,6 +219,7 @@ pub fn prune_expansion<T: Scalar>(
         chaos: f64::from_bits(got[CHAOS]),
         least: f64::from_bits(least),
         fused_expanded: got[EXPANDED],
+        pool_per_row: got[POOL_USED].div_ceil(fused_count.max(1)),
     })
 }
 
