@@ -132,6 +132,8 @@ __device__ __forceinline__ void window_entries(const u64* b_ptr, const u32* b_co
 #ifndef PROBE
 #define PROBE 2
 #endif
+static_assert(PROBE >= 1 && WARP % PROBE == 0,
+              "PROBE divides the warp: a group of rows must not reach past lane 31");
 // 1: a B row longer than its probe has its probed entries visited at once, and only the rest
 // walked again (0: the whole row walked again, the probe's loads dropped).
 #ifndef PROBE_KEEPS_HEAD

@@ -4,15 +4,15 @@
 //! ([`DeferredRows`]) are made and pruned in one kernel (kernels/mcl_dense.cu), so they are
 //! never stored unpruned.
 
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::gpu::matrix::DeviceCsr;
 use crate::gpu::prims::{check, exclusive_scan, launch, read_at, shape, uninit, zeros};
-use crate::gpu::transfer::{download, upload};
+use crate::gpu::transfer::{download, upload, upload_into};
 use crate::gpu::Gpu;
 use crate::mcl::PruneParams;
 use crate::scalar::Scalar;
 use crate::spgemm::gpu::{DeferredRows, DENSE_CURSORS, MCL_WIDE_HEAD_BYTES};
-use cudarc::driver::{CudaSlice, PushKernelArg};
+use cudarc::driver::{CudaSlice, CudaView, PushKernelArg};
 
 /// Threads of the pruning blocks (PRUNE_THREADS in kernels/mcl.cu).
 const PRUNE_THREADS: u32 = 256;
@@ -26,6 +26,8 @@ const CHAOS: usize = 0;
 const LEAST: usize = 1;
 const EXPANDED: usize = 2;
 const POOL_USED: usize = 3;
+/// A row's place in the pool where the pool had no room (kernels/mcl.cu's `NOT_FUSED`).
+const NOT_FUSED: u64 = u64::MAX;
 /// The figures before any kernel ran: the smallest value is +inf.
 const FIGURES_AT_START: [u64; 4] = [0, 0x7ff0_0000_0000_0000, 0, 0];
 
@@ -76,7 +78,7 @@ pub fn prune_batch<T: Scalar>(
 /// [`prune_batch`], with the deferred rows of `fused` (which have no entries in `batch`) made
 /// and pruned in one kernel and put in their places. Their kept entries go to a pool of
 /// `pool_per_row` entries a row, or more (max(S, R) a row; what a batch before took, from
-/// [`Pruned::pool_per_row`], saves a second run where ties keep more).
+/// [`Pruned::pool_per_row`], saves making rows again where ties keep more).
 #[allow(clippy::too_many_arguments)]
 pub fn prune_expansion<T: Scalar>(
     gpu: &Gpu,
@@ -121,66 +123,80 @@ pub fn prune_expansion<T: Scalar>(
     let plan = format!("mcl_prune_plan_{}", T::NAME);
     // A pruned column keeps at most max(S, R) entries but for ties at the bar: the pool's first
     // size, unless an earlier batch's rows took more. When ties overfill it, the fused kernel
-    // has counted what it needs, and everything runs again with that (the rows' sizes may move
-    // by rounding, hence the margin).
+    // has counted what each row needs, and the rows that found no room are made again.
     let fused_count = fused.as_ref().map_or(0, |f| f.rows.count());
-    let mut pool_cap = match (&fused, params.select) {
+    let pool_cap = match (&fused, params.select) {
         (None, _) => 0,
         (Some(_), 0) => batch.ncols as u64,
         (Some(_), s) => (s.max(params.recover) as u64).max(pool_per_row),
     }
     .clamp(1, batch.ncols.max(1) as u64)
         * fused_count;
-    // The wide rows' items, made once for every run of the loop.
-    let wide = match &fused {
-        Some(f) if f.rows.window() > 0 => Some(wide_order(gpu, f, wide_blocks(gpu, f))?),
-        _ => None,
+    let mut pool = Pool::<T>::new(gpu, pool_cap, poison)?;
+    let mut out_ptr = zeros::<u64>(s, batch.nrows + 1, "pruned row sizes")?;
+    let fused_run = FusedRun {
+        node0,
+        params,
+        inflation,
+        poison,
     };
-    let (pool, out_ptr, nnz, got) = loop {
-        let mut pool = Pool::<T>::new(gpu, pool_cap, poison)?;
-        let mut out_ptr = zeros::<u64>(s, batch.nrows + 1, "pruned row sizes")?;
-        if let Some(f) = &fused {
-            fused_rows(
-                gpu,
-                f,
-                wide.as_ref(),
-                &mut pool,
-                node0,
-                params,
-                inflation,
-                &mut fused_len,
-                &mut pool_at,
-                &mut figures,
-                poison,
-            )?;
-        }
-        let mut chaos = figures.slice_mut(CHAOS..CHAOS + 1);
-        launch(gpu, s, &plan, shape(blocks, PRUNE_THREADS, 0)?, |l| {
-            l.arg(&batch.row_ptr)
-                .arg(&batch.values)
-                .arg(&n)
-                .arg(&cutoff)
-                .arg(&params.select)
-                .arg(&params.recover)
-                .arg(&pct)
-                .arg(&inflation)
-                .arg(&fused_len)
-                .arg(&has_fused)
-                .arg(&mut out_ptr)
-                .arg(&mut bar)
-                .arg(&mut mass)
-                .arg(&mut isum)
-                .arg(&mut chaos);
-        })?;
-        exclusive_scan(gpu, s, &mut out_ptr, n + 1, "pruned row sizes")?;
-        let nnz = read_at(s, &out_ptr, batch.nrows, "the pruned entry count")?;
-        let got = download(gpu, s, &figures, 4, "the pruning's figures")?;
-        if got[POOL_USED] <= pool.cap {
-            break (pool, out_ptr, nnz, got);
-        }
-        pool_cap = got[POOL_USED] + got[POOL_USED] / 8;
-        figures = upload(gpu, s, &FIGURES_AT_START, "the pruning's figures")?;
-    };
+    if let Some(f) = &fused {
+        let work = match f.rows.window() {
+            0 => Work::Whole(f.rows.rows(), f.rows.count()),
+            _ => {
+                let rows = check(
+                    "copy the wide rows to the host",
+                    s.clone_dtoh(&f.rows.rows()),
+                )?;
+                Work::Wide(wide_order(gpu, f, &rows)?)
+            }
+        };
+        let mut rows = FusedOut {
+            len: &mut fused_len,
+            at: &mut pool_at,
+        };
+        fused_rows(
+            gpu,
+            f,
+            &work,
+            &mut pool,
+            &fused_run,
+            &mut rows,
+            &mut figures,
+            None,
+        )?;
+    }
+    let mut chaos = figures.slice_mut(CHAOS..CHAOS + 1);
+    launch(gpu, s, &plan, shape(blocks, PRUNE_THREADS, 0)?, |l| {
+        l.arg(&batch.row_ptr)
+            .arg(&batch.values)
+            .arg(&n)
+            .arg(&cutoff)
+            .arg(&params.select)
+            .arg(&params.recover)
+            .arg(&pct)
+            .arg(&inflation)
+            .arg(&fused_len)
+            .arg(&has_fused)
+            .arg(&mut out_ptr)
+            .arg(&mut bar)
+            .arg(&mut mass)
+            .arg(&mut isum)
+            .arg(&mut chaos);
+    })?;
+    exclusive_scan(gpu, s, &mut out_ptr, n + 1, "pruned row sizes")?;
+    let nnz = read_at(s, &out_ptr, batch.nrows, "the pruned entry count")?;
+    let mut got = download(gpu, s, &figures, 4, "the pruning's figures")?;
+    // Every fused row claims its entries, room or not: what the rows need.
+    let pool_needed = got[POOL_USED];
+    if let (Some(f), true) = (&fused, pool_needed > pool.cap) {
+        let mut rows = FusedOut {
+            len: &mut fused_len,
+            at: &mut pool_at,
+        };
+        pool = remake_overflow(gpu, f, pool, &fused_run, &mut rows, &mut figures)?;
+        got = download(gpu, s, &figures, 4, "the pruning's figures")?;
+    }
     let mut col = uninit::<u32>(s, nnz as usize, poison, "pruned columns")?;
     let mut val = uninit::<T>(s, nnz as usize, poison, "pruned values")?;
     let write = format!("mcl_prune_write_{}", T::NAME);
@@ -219,7 +235,7 @@ pub fn prune_expansion<T: Scalar>(
         chaos: f64::from_bits(got[CHAOS]),
         least: f64::from_bits(least),
         fused_expanded: got[EXPANDED],
-        pool_per_row: got[POOL_USED].div_ceil(fused_count.max(1)),
+        pool_per_row: pool_needed.div_ceil(fused_count.max(1)),
     })
 }
 
@@ -279,23 +295,22 @@ fn wide_items(rows: &[u32], products: impl Fn(u32) -> u64, windows: u64, blocks:
     }
 }
 
-/// The wide kernel's items on the device, with their split rows and parts, and the longest A
-/// row among the rows (the device cursors it needs).
+/// The wide kernel's items on the device, with their split rows and parts, the longest A row
+/// among the rows (the device cursors it needs) and the blocks that make them.
 struct WideOrder {
     items: CudaSlice<u32>,
     count: u64,
     splits: u64,
     parts: u64,
     longest: u64,
+    blocks: u64,
 }
 
-/// The wide rows of `f` as [`wide_items`] lists them for `blocks` blocks.
-fn wide_order<T: Scalar>(gpu: &Gpu, f: &FusedRows<'_, T>, blocks: u64) -> Result<WideOrder> {
+/// The wide rows `rows` (some or all of `f`'s) as [`wide_items`] lists them, for one block per
+/// multiprocessor, or per row when there are fewer.
+fn wide_order<T: Scalar>(gpu: &Gpu, f: &FusedRows<'_, T>, rows: &[u32]) -> Result<WideOrder> {
     let s = &gpu.main;
-    let rows = check(
-        "copy the wide rows to the host",
-        s.clone_dtoh(&f.rows.rows()),
-    )?;
+    let blocks = (rows.len() as u64).min(gpu.multiprocessors() as u64);
     let longest = match rows.iter().max() {
         None => 0,
         Some(&last) => {
@@ -311,14 +326,104 @@ fn wide_order<T: Scalar>(gpu: &Gpu, f: &FusedRows<'_, T>, blocks: u64) -> Result
         }
     };
     let windows = (f.b.ncols as u64).div_ceil(u64::from(f.rows.window()));
-    let w = wide_items(&rows, |r| f.rows.products(r), windows, blocks);
+    let w = wide_items(rows, |r| f.rows.products(r), windows, blocks);
     Ok(WideOrder {
         count: w.items.len() as u64 / 4,
         items: upload(gpu, s, &w.items, "the wide rows' items, heaviest first")?,
         splits: w.splits,
         parts: w.parts,
         longest,
+        blocks,
     })
+}
+
+/// The fused rows a launch makes: all of them or some (listed, `count` of them) when each
+/// fits one window of shared memory, else the wide rows' items.
+enum Work<'a> {
+    Whole(CudaView<'a, u32>, u64),
+    Wide(WideOrder),
+}
+
+/// What every launch of the fused kernels over a batch shares.
+struct FusedRun<'a> {
+    node0: u64,
+    params: &'a PruneParams,
+    inflation: f64,
+    poison: bool,
+}
+
+/// Per row of the batch, what the fused kernels write: the kept entries' count and their
+/// place in the pool (NOT_FUSED where the pool had no room).
+struct FusedOut<'a> {
+    len: &'a mut CudaSlice<u64>,
+    at: &'a mut CudaSlice<u64>,
+}
+
+/// Makes again, into a pool grown to hold them, the fused rows of `f` that found `old` full
+/// (their places NOT_FUSED): the other rows' entries keep their places (copied over), the
+/// plan already counted every row at the size the first run found (`out.len`; the sums are
+/// exact and order-free, so a row made again has the same size, which is checked), and the
+/// entries made are not counted again. Returns the new pool.
+fn remake_overflow<T: Scalar>(
+    gpu: &Gpu,
+    f: &FusedRows<'_, T>,
+    old: Pool<T>,
+    run: &FusedRun<'_>,
+    out: &mut FusedOut<'_>,
+    figures: &mut CudaSlice<u64>,
+) -> Result<Pool<T>> {
+    let s = &gpu.main;
+    let listed = check(
+        "copy the fused rows to the host",
+        s.clone_dtoh(&f.rows.rows()),
+    )?;
+    let at = check("copy the fused rows' places", s.clone_dtoh(&*out.at))?;
+    let len = check("copy the fused rows' sizes", s.clone_dtoh(&*out.len))?;
+    let again: Vec<u32> = listed
+        .into_iter()
+        .filter(|&r| at[r as usize] == NOT_FUSED)
+        .collect();
+    let need: u64 = again.iter().map(|&r| len[r as usize]).sum();
+    let mut pool = Pool::<T>::new(gpu, old.cap + need, run.poison)?;
+    let kept = old.cap as usize;
+    check(
+        "copy the fused rows' pool",
+        s.memcpy_dtod(&old.col.slice(..kept), &mut pool.col.slice_mut(..kept)),
+    )?;
+    check(
+        "copy the fused rows' pool",
+        s.memcpy_dtod(&old.val.slice(..kept), &mut pool.val.slice_mut(..kept)),
+    )?;
+    drop(old);
+    // Claims go on past the old pool's entries.
+    let mut now = download(gpu, s, figures, 4, "the pruning's figures")?;
+    now[POOL_USED] = pool.cap - need;
+    upload_into(gpu, s, &now, figures, "the pruning's figures")?;
+    let again_dev = upload(gpu, s, &again, "the fused rows made again")?;
+    let work = match f.rows.window() {
+        0 => Work::Whole(again_dev.slice(..), again.len() as u64),
+        _ => Work::Wide(wide_order(gpu, f, &again)?),
+    };
+    let mut uncounted = zeros::<u64>(s, 1, "entries made again")?;
+    fused_rows(
+        gpu,
+        f,
+        &work,
+        &mut pool,
+        run,
+        out,
+        figures,
+        Some(&mut uncounted),
+    )?;
+    let after = check("copy the fused rows' sizes", s.clone_dtoh(&*out.len))?;
+    let used = read_at(s, figures, POOL_USED, "the fused rows' pool claims")?;
+    if used > pool.cap || again.iter().any(|&r| after[r as usize] != len[r as usize]) {
+        return Err(Error::gpu(
+            "prune the fused columns",
+            "a column made again came out a different size".to_string(),
+        ));
+    }
+    Ok(pool)
 }
 
 /// Where the fused kernel writes the kept entries of its rows.
@@ -338,115 +443,103 @@ impl<T: Scalar> Pool<T> {
     }
 }
 
-/// The wide kernel's blocks: one per multiprocessor, or per row when there are fewer.
-fn wide_blocks<T: Scalar>(gpu: &Gpu, f: &FusedRows<'_, T>) -> u64 {
-    f.rows.count().min(gpu.multiprocessors() as u64)
-}
-
-/// Launches kernels/mcl_dense.cu over the deferred rows (row 0 of the batch is node `node0`):
-/// `mcl_dense_prune` when a whole row fits one window of shared memory, else (`wide`: the
-/// rows' items from [`wide_order`]) `mcl_wide_prune` with a scratch row and cursors in device
-/// memory for each of its blocks (claiming the items one at a time; the cursors poisoned with
-/// `poison`, as every walk must write one before the next reads it) and a scratch row for each
-/// split row. Their sizes go to `fused_len`, their places in `pool` to `pool_at`, the chaos,
-/// entries made and pool entries claimed to `figures`.
+/// Launches kernels/mcl_dense.cu over the deferred rows `work` (row 0 of the batch is node
+/// `run.node0`): `mcl_dense_prune` when a whole row fits one window of shared memory, else
+/// `mcl_wide_prune` with a scratch row and cursors in device memory for each of its blocks
+/// (claiming the items one at a time; the cursors poisoned with `run.poison`, as every walk
+/// must write one before the next reads it) and a scratch row for each split row. Their sizes
+/// and places in `pool` go to `out`, the chaos, entries made and pool entries claimed to
+/// `figures` (the entries made to `made_to` instead, when given).
 #[allow(clippy::too_many_arguments)]
 fn fused_rows<T: Scalar>(
     gpu: &Gpu,
     f: &FusedRows<'_, T>,
-    wide: Option<&WideOrder>,
+    work: &Work<'_>,
     pool: &mut Pool<T>,
-    node0: u64,
-    params: &PruneParams,
-    inflation: f64,
-    fused_len: &mut CudaSlice<u64>,
-    pool_at: &mut CudaSlice<u64>,
+    run: &FusedRun<'_>,
+    out: &mut FusedOut<'_>,
     figures: &mut CudaSlice<u64>,
-    poison: bool,
+    made_to: Option<&mut CudaSlice<u64>>,
 ) -> Result<()> {
     let s = &gpu.main;
     let ncols = f.b.ncols as u64;
+    let (params, node0, inflation) = (run.params, run.node0, run.inflation);
     let cutoff = T::from_f64(params.cutoff());
     let pct = params.pct as f64 / 100.0;
-    let rows = f.rows.rows();
     let (mut chaos, mut rest) = figures.split_at_mut(EXPANDED);
     let mut chaos = chaos.slice_mut(CHAOS..CHAOS + 1);
     let (mut expanded, mut used) = rest.split_at_mut(1);
-    if let Some(wide) = wide {
-        let window = f.rows.window();
-        let blocks = wide_blocks(gpu, f);
-        let scratch = (blocks * ncols) as usize;
-        let mut scratch_col = uninit::<u32>(s, scratch, false, "the wide rows' columns")?;
-        let mut scratch_val = uninit::<T>(s, scratch, false, "the wide rows' values")?;
-        let split = (wide.splits * ncols) as usize;
-        let mut split_col = uninit::<u32>(s, split, false, "the split rows' columns")?;
-        let mut split_val = uninit::<T>(s, split, false, "the split rows' values")?;
-        let mut part_len = uninit::<u64>(s, wide.parts as usize, poison, "the parts' lengths")?;
-        let mut parts_done = zeros::<u32>(s, wide.splits as usize, "the split rows' counters")?;
-        // The blocks claim the items one at a time from this counter, heaviest first.
-        let mut next_item = zeros::<u64>(s, 1, "the wide rows' counter")?;
-        // Cursors for the A entries past the shared ones, as many as the longest row needs.
-        let more_len = wide.longest.saturating_sub(DENSE_CURSORS);
-        let mut more_cursors = uninit::<u32>(
-            s,
-            (blocks * more_len) as usize,
-            poison,
-            "the wide rows' cursors",
-        )?;
-        // The head (cursors, list), then the window's sums as quanta, 8 bytes each.
-        let shared = MCL_WIDE_HEAD_BYTES + window as u64 * 8;
-        let kernel = format!("mcl_wide_prune_{}", T::NAME);
-        return launch(
-            gpu,
-            s,
-            &kernel,
-            shape(blocks, FUSED_THREADS, shared)?,
-            |l| {
-                l.arg(&f.a.row_ptr)
-                    .arg(&f.a.col_idx)
-                    .arg(&f.a.values)
-                    .arg(&f.b.row_ptr)
-                    .arg(&f.b.col_idx)
-                    .arg(&f.b.values)
-                    .arg(&f.row0)
-                    .arg(&node0)
-                    .arg(&wide.items)
-                    .arg(&wide.count)
-                    .arg(&ncols)
-                    .arg(&window)
-                    .arg(&cutoff)
-                    .arg(&params.select)
-                    .arg(&params.recover)
-                    .arg(&pct)
-                    .arg(&inflation)
-                    .arg(&pool.cap)
-                    .arg(&mut used)
-                    .arg(fused_len)
-                    .arg(pool_at)
-                    .arg(&mut pool.col)
-                    .arg(&mut pool.val)
-                    .arg(&mut expanded)
-                    .arg(&mut chaos)
-                    .arg(&mut scratch_col)
-                    .arg(&mut scratch_val)
-                    .arg(&mut split_col)
-                    .arg(&mut split_val)
-                    .arg(&mut part_len)
-                    .arg(&mut parts_done)
-                    .arg(&mut more_cursors)
-                    .arg(&more_len)
-                    .arg(&mut next_item);
-            },
-        );
-    }
-    // The window holds the row's sums as quanta, 8 bytes each.
-    let shared = ncols.div_ceil(32) * 32 * 8;
-    let kernel = format!("mcl_dense_prune_{}", T::NAME);
+    let mut expanded = match made_to {
+        Some(m) => m.slice_mut(..1),
+        None => expanded.slice_mut(..),
+    };
+    let wide = match work {
+        Work::Wide(wide) => wide,
+        Work::Whole(rows, count) => {
+            // The window holds the row's sums as quanta, 8 bytes each.
+            let shared = ncols.div_ceil(32) * 32 * 8;
+            let kernel = format!("mcl_dense_prune_{}", T::NAME);
+            return launch(
+                gpu,
+                s,
+                &kernel,
+                shape(*count, FUSED_THREADS, shared)?,
+                |l| {
+                    l.arg(&f.a.row_ptr)
+                        .arg(&f.a.col_idx)
+                        .arg(&f.a.values)
+                        .arg(&f.b.row_ptr)
+                        .arg(&f.b.col_idx)
+                        .arg(&f.b.values)
+                        .arg(&f.row0)
+                        .arg(&node0)
+                        .arg(rows)
+                        .arg(&ncols)
+                        .arg(&cutoff)
+                        .arg(&params.select)
+                        .arg(&params.recover)
+                        .arg(&pct)
+                        .arg(&inflation)
+                        .arg(&pool.cap)
+                        .arg(&mut used)
+                        .arg(&mut *out.len)
+                        .arg(&mut *out.at)
+                        .arg(&mut pool.col)
+                        .arg(&mut pool.val)
+                        .arg(&mut expanded)
+                        .arg(&mut chaos);
+                },
+            );
+        }
+    };
+    let window = f.rows.window();
+    let blocks = wide.blocks;
+    let scratch = (blocks * ncols) as usize;
+    let mut scratch_col = uninit::<u32>(s, scratch, false, "the wide rows' columns")?;
+    let mut scratch_val = uninit::<T>(s, scratch, false, "the wide rows' values")?;
+    let split = (wide.splits * ncols) as usize;
+    let mut split_col = uninit::<u32>(s, split, false, "the split rows' columns")?;
+    let mut split_val = uninit::<T>(s, split, false, "the split rows' values")?;
+    let mut part_len = uninit::<u64>(s, wide.parts as usize, run.poison, "the parts' lengths")?;
+    let mut parts_done = zeros::<u32>(s, wide.splits as usize, "the split rows' counters")?;
+    // The blocks claim the items one at a time from this counter, heaviest first.
+    let mut next_item = zeros::<u64>(s, 1, "the wide rows' counter")?;
+    // Cursors for the A entries past the shared ones, as many as the longest row needs.
+    let more_len = wide.longest.saturating_sub(DENSE_CURSORS);
+    let mut more_cursors = uninit::<u32>(
+        s,
+        (blocks * more_len) as usize,
+        run.poison,
+        "the wide rows' cursors",
+    )?;
+    // The head (cursors, list), then the window's sums as quanta, 8 bytes each.
+    let shared = MCL_WIDE_HEAD_BYTES + window as u64 * 8;
+    let kernel = format!("mcl_wide_prune_{}", T::NAME);
     launch(
         gpu,
         s,
         &kernel,
-        shape(f.rows.count(), FUSED_THREADS, shared)?,
+        shape(blocks, FUSED_THREADS, shared)?,
         |l| {
             l.arg(&f.a.row_ptr)
                 .arg(&f.a.col_idx)
@@ -456,8 +549,10 @@ fn fused_rows<T: Scalar>(
                 .arg(&f.b.values)
                 .arg(&f.row0)
                 .arg(&node0)
-                .arg(&rows)
+                .arg(&wide.items)
+                .arg(&wide.count)
                 .arg(&ncols)
+                .arg(&window)
                 .arg(&cutoff)
                 .arg(&params.select)
                 .arg(&params.recover)
@@ -465,15 +560,23 @@ fn fused_rows<T: Scalar>(
                 .arg(&inflation)
                 .arg(&pool.cap)
                 .arg(&mut used)
-                .arg(fused_len)
-                .arg(pool_at)
+                .arg(&mut *out.len)
+                .arg(&mut *out.at)
                 .arg(&mut pool.col)
                 .arg(&mut pool.val)
                 .arg(&mut expanded)
-                .arg(&mut chaos);
+                .arg(&mut chaos)
+                .arg(&mut scratch_col)
+                .arg(&mut scratch_val)
+                .arg(&mut split_col)
+                .arg(&mut split_val)
+                .arg(&mut part_len)
+                .arg(&mut parts_done)
+                .arg(&mut more_cursors)
+                .arg(&more_len)
+                .arg(&mut next_item);
         },
-    )?;
-    Ok(())
+    )
 }
 
 #[cfg(test)]
@@ -564,8 +667,9 @@ mod tests {
     }
 
     #[test]
-    fn whole_row_matches_the_kernel() {
+    fn markers_match_the_kernels() {
         assert_eq!(Some(u64::from(WHOLE_ROW)), defined("WHOLE_ROW"));
+        assert_eq!(Some(NOT_FUSED), defined("NOT_FUSED"));
     }
 
     #[test]
