@@ -15,7 +15,7 @@ pub use prune::{prune_batch, prune_expansion, FusedRows, Pruned};
 use std::time::Instant;
 
 /// MCL's dense rows on the GPU: those with at least the columns / this many products.
-const DENSE_FRACTION: u64 = 4;
+const DENSE_FRACTION: u64 = 8;
 
 /// The GPU engine for MCL, tuned by `params.gpu`: batches bounded by `params.batch_entries`
 /// when given, else by the device's memory alone.
@@ -24,9 +24,9 @@ pub(crate) fn engine(params: &MclParams) -> Result<GpuEngine> {
     Ok(GpuEngine::open()?.with_tuning(GpuTuning {
         max_batch_entries: params.batch_entries.or(tuning.max_batch_entries),
         // Dense rows are made and pruned by the fused kernels, which sweep every column of
-        // the row: rows with a quarter of the columns' products repay the sweep, against the
-        // hash tables' cost per product (docs/performance.md, session 19); rows with far
-        // fewer do not.
+        // the row: rows with an eighth of the columns' products repay the sweep, against the
+        // hash tables' cost per product and the stored columns' pruning (docs/performance.md,
+        // sessions 19 and 25); rows with far fewer do not.
         dense_fraction: tuning.dense_fraction.or(Some(DENSE_FRACTION)),
         // For the same reason the other rows keep the hash tables up to τ.
         hash_limit: tuning.hash_limit.or(Some(u64::MAX)),
