@@ -268,7 +268,7 @@ fn wide_items(rows: &[u32], products: impl Fn(u32) -> u64, windows: u64, blocks:
     let most = (total / (blocks.max(1) * ITEMS_PER_BLOCK)).max(1);
     let mut order: Vec<(u64, u32)> = rows.iter().map(|&r| (products(r), r)).collect();
     order.sort_unstable_by_key(|&(w, r)| (std::cmp::Reverse(w), r));
-    // (weight, row, part, parts, slot, first part length)
+    // (weight, row, part, parts, slot, where the row's parts' lengths start)
     let mut items = Vec::with_capacity(order.len());
     let (mut splits, mut parts_all) = (0u64, 0u64);
     for (w, r) in order {
