@@ -142,7 +142,7 @@ pub fn prune_expansion<T: Scalar>(
     };
     if let Some(f) = &fused {
         let work = match f.rows.window() {
-            0 => Work::Whole(f.rows.rows(), f.rows.count()),
+            0 => Work::Whole(f.rows.rows()),
             _ => {
                 let rows = check(
                     "copy the wide rows to the host",
@@ -194,7 +194,7 @@ pub fn prune_expansion<T: Scalar>(
             len: &mut fused_len,
             at: &mut pool_at,
         };
-        pool = remake_overflow(gpu, f, pool, &fused_run, &mut rows, &mut figures)?;
+        pool = remake_overflow(gpu, f, pool, &fused_run, &mut rows, (&mut figures, &got))?;
         got = download(gpu, s, &figures, 4, "the pruning's figures")?;
     }
     let mut col = uninit::<u32>(s, nnz as usize, poison, "pruned columns")?;
@@ -337,10 +337,10 @@ fn wide_order<T: Scalar>(gpu: &Gpu, f: &FusedRows<'_, T>, rows: &[u32]) -> Resul
     })
 }
 
-/// The fused rows a launch makes: all of them or some (listed, `count` of them) when each
-/// fits one window of shared memory, else the wide rows' items.
+/// The fused rows a launch makes: all of them or some (listed) when each fits one window of
+/// shared memory, else the wide rows' items.
 enum Work<'a> {
-    Whole(CudaView<'a, u32>, u64),
+    Whole(CudaView<'a, u32>),
     Wide(WideOrder),
 }
 
@@ -363,14 +363,15 @@ struct FusedOut<'a> {
 /// (their places NOT_FUSED): the other rows' entries keep their places (copied over), the
 /// plan already counted every row at the size the first run found (`out.len`; the sums are
 /// exact and order-free, so a row made again has the same size, which is checked), and the
-/// entries made are not counted again. Returns the new pool.
+/// entries made are not counted again. `figures`: the pruning's figures, with their values as
+/// last read. Returns the new pool.
 fn remake_overflow<T: Scalar>(
     gpu: &Gpu,
     f: &FusedRows<'_, T>,
     old: Pool<T>,
     run: &FusedRun<'_>,
     out: &mut FusedOut<'_>,
-    figures: &mut CudaSlice<u64>,
+    (figures, read): (&mut CudaSlice<u64>, &[u64]),
 ) -> Result<Pool<T>> {
     let s = &gpu.main;
     let listed = check(
@@ -386,6 +387,9 @@ fn remake_overflow<T: Scalar>(
     let need: u64 = again.iter().map(|&r| len[r as usize]).sum();
     let mut pool = Pool::<T>::new(gpu, old.cap + need, run.poison)?;
     let kept = old.cap as usize;
+    // Claims go on past the old pool's entries.
+    let mut restart = read.to_vec();
+    restart[POOL_USED] = old.cap;
     check(
         "copy the fused rows' pool",
         s.memcpy_dtod(&old.col.slice(..kept), &mut pool.col.slice_mut(..kept)),
@@ -395,13 +399,10 @@ fn remake_overflow<T: Scalar>(
         s.memcpy_dtod(&old.val.slice(..kept), &mut pool.val.slice_mut(..kept)),
     )?;
     drop(old);
-    // Claims go on past the old pool's entries.
-    let mut now = download(gpu, s, figures, 4, "the pruning's figures")?;
-    now[POOL_USED] = pool.cap - need;
-    upload_into(gpu, s, &now, figures, "the pruning's figures")?;
+    upload_into(gpu, s, &restart, figures, "the pruning's figures")?;
     let again_dev = upload(gpu, s, &again, "the fused rows made again")?;
     let work = match f.rows.window() {
-        0 => Work::Whole(again_dev.slice(..), again.len() as u64),
+        0 => Work::Whole(again_dev.slice(..)),
         _ => Work::Wide(wide_order(gpu, f, &again)?),
     };
     let mut uncounted = zeros::<u64>(s, 1, "entries made again")?;
@@ -475,7 +476,7 @@ fn fused_rows<T: Scalar>(
     };
     let wide = match work {
         Work::Wide(wide) => wide,
-        Work::Whole(rows, count) => {
+        Work::Whole(rows) => {
             // The window holds the row's sums as quanta, 8 bytes each.
             let shared = ncols.div_ceil(32) * 32 * 8;
             let kernel = format!("mcl_dense_prune_{}", T::NAME);
@@ -483,7 +484,7 @@ fn fused_rows<T: Scalar>(
                 gpu,
                 s,
                 &kernel,
-                shape(*count, FUSED_THREADS, shared)?,
+                shape(rows.len() as u64, FUSED_THREADS, shared)?,
                 |l| {
                     l.arg(&f.a.row_ptr)
                         .arg(&f.a.col_idx)
