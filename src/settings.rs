@@ -10,7 +10,8 @@
 //! - `GMCL_MEMORY_LIMIT=SIZE`: the memory the loaders check a graph against, in place of what
 //!   the machine, `ulimit -v` and the cgroup leave (bytes, or with a suffix K, M, G, T);
 //! - `GMCL_GPU_MEMORY_LIMIT`, `GMCL_GPU_DENSE_FROM`, `GMCL_GPU_DENSE_FRACTION`,
-//!   `GMCL_GPU_HASH_LIMIT`: the GPU engine's tuning knobs ([`GpuTuning`]);
+//!   `GMCL_GPU_DENSE_SMALL_TOP`, `GMCL_GPU_HASH_LIMIT`: the GPU engine's tuning knobs
+//!   ([`GpuTuning`]);
 //! - `GMCL_GPU_POISON=1`, `GMCL_GPU_PROFILE=1`: outputs poisoned before the kernels write them,
 //!   phase times on stderr;
 //! - `GMCL_GPU_FAULT=N`: a test switch, the N-th checked GPU driver call fails;
@@ -92,6 +93,7 @@ impl Settings {
                 profile,
                 dense_from: number("GMCL_GPU_DENSE_FROM"),
                 dense_fraction: number("GMCL_GPU_DENSE_FRACTION"),
+                dense_small_top: number("GMCL_GPU_DENSE_SMALL_TOP"),
                 hash_limit: number("GMCL_GPU_HASH_LIMIT"),
                 ..Default::default()
             },
@@ -180,6 +182,7 @@ mod tests {
             ("GMCL_MEMORY_LIMIT", "2G"),
             ("GMCL_GPU_FAULT", "7"),
             ("GMCL_GPU_DENSE_FRACTION", "8"),
+            ("GMCL_GPU_DENSE_SMALL_TOP", "0"),
             ("GMCL_GPU_HASH_LIMIT", "x"),
             ("GMCL_GPU_POISON", "1"),
             ("GMCL_GPU_PROFILE", "yes"),
@@ -191,6 +194,7 @@ mod tests {
         assert_eq!(s.memory_limit, Some(2 << 30));
         assert_eq!(s.gpu_fault, Some(7));
         assert_eq!(s.gpu.dense_fraction, Some(8));
+        assert_eq!(s.gpu.dense_small_top, Some(0));
         assert_eq!(s.gpu.hash_limit, None, "not a number: unset");
         assert!(s.gpu.poison && s.triangles.poison);
         assert!(!s.gpu.profile && !s.triangles.profile, "only 1 switches on");

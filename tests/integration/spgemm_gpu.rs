@@ -265,6 +265,37 @@ fn rows_past_a_lower_hash_limit_match_the_cpu_engine() {
 }
 
 #[test]
+fn dense_rows_split_by_size_match_the_cpu_engine() {
+    // The dense rows of at most `dense_small_top` products run in blocks several to a
+    // multiprocessor, the others in a block each on another stream: both at once for the low
+    // caps, the small blocks' own cap by default, one shape for a cap below the dense rows.
+    // C 600,000 columns wide takes no small blocks (a rank window of all of it does not fit).
+    for top in [Some(600), Some(3000), None, Some(0)] {
+        let Some(e) = engine(None).map(|e| {
+            e.with_tuning(GpuTuning {
+                poison: true,
+                dense_small_top: top,
+                ..Default::default()
+            })
+        }) else {
+            return;
+        };
+        let what = |s: &str| format!("{s}, small dense rows up to {top:?}");
+        let a = rmat::<f64>(12, 16, 5);
+        check_both(&e, &a, &a, &what("rmat s12 ef16"));
+        let a = rmat::<f64>(13, 4, 4);
+        let b = rmat::<f64>(13, 8, 1008);
+        check_both(&e, &a, &b, &what("rmat s13 ef4 times ef8"));
+        let a = random::<f64>(300, 2000, 40, 41);
+        let b = random::<f64>(2000, 70000, 20, 42);
+        check_both(&e, &a, &b, &what("300x2000x70000"));
+        let a = random::<f64>(64, 3000, 40, 43);
+        let b = random::<f64>(3000, 600_000, 40, 44);
+        check_both(&e, &a, &b, &what("64x3000x600000"));
+    }
+}
+
+#[test]
 fn empty_and_tiny_inputs() {
     let Some(e) = engine(None) else { return };
     let none = SpgemmOptions::default();

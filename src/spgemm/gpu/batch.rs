@@ -5,7 +5,7 @@
 use super::bins::BinLists;
 use super::chunks::{Buffers, FinalChunks};
 use super::operands::Operands;
-use super::plan::{Bin, DenseRows};
+use super::plan::{Bin, DenseBlocks, DenseRows};
 use super::{DeferredRows, GpuEngine};
 use crate::error::{Error, Result};
 use crate::gpu::matrix::DeviceCsr;
@@ -37,8 +37,6 @@ pub(super) struct Batch {
     pub(super) dense: Option<DenseRows>,
     /// Heavy rows (the outer product's).
     pub(super) nheavy: u64,
-    /// Dense rows made here (0 when they are deferred to the caller).
-    pub(super) ndense: u64,
     /// Whether the dense rows are left to the caller ([`DeferredRows`]).
     pub(super) deferred: bool,
     /// Each row's entries in C; C's row offsets after the offsets phase.
@@ -50,6 +48,37 @@ impl Batch {
     pub(super) fn heavy_rows(&self) -> CudaView<'_, u32> {
         self.row_lists.view(self.bins.len())
     }
+
+    /// The dense rows made here (none when they are deferred to the caller), as lists of rows
+    /// numbered from the batch's first row, each with its count and the blocks it runs in: the
+    /// large rows first, then the small ones where [`DenseRows::small`] splits them off.
+    pub(super) fn dense_lists(&self) -> Vec<DenseList<'_>> {
+        dense_lists(self.dense.as_ref(), self.bins.len() + 1, &self.row_lists)
+    }
+}
+
+/// A list of dense rows: the rows (numbered from the batch's first row), their count and the
+/// blocks they run in.
+pub(super) type DenseList<'a> = (CudaView<'a, u32>, u64, DenseBlocks);
+
+/// The dense rows' lists of [`Batch::dense_lists`], whose first bin is `first`.
+pub(super) fn dense_lists<'a>(
+    dense: Option<&DenseRows>,
+    first: usize,
+    bins: &'a BinLists,
+) -> Vec<DenseList<'a>> {
+    let Some(d) = dense.filter(|d| !d.deferred) else {
+        return Vec::new();
+    };
+    let lists = match d.small {
+        Some(small) => vec![(first + 1, d.large), (first, small)],
+        None => vec![(first, d.large)],
+    };
+    lists
+        .into_iter()
+        .map(|(b, blocks)| (bins.view(b), bins.counts[b], blocks))
+        .filter(|&(_, count, _)| count > 0)
+        .collect()
 }
 
 /// The heavy rows after their reorder: the chunk grid (each chunk's entries in C, then their

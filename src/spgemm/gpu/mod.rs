@@ -81,6 +81,10 @@ pub struct GpuTuning {
     /// Columns of the dense-row accumulator's window (a multiple of 32; default: what shared
     /// memory holds). Tests lower it to force several windows on small inputs.
     pub dense_window: Option<u32>,
+    /// Dense-row accumulator rows with at most this many products run in smaller blocks,
+    /// several to a multiprocessor (default: as many as such a block sums in one walk; below
+    /// the dense rows' smallest: never). Tests lower it to run both shapes on small inputs.
+    pub dense_small_top: Option<u64>,
     /// Sum products as MCL's order-free sums ([`crate::quantized`], for non-negative values
     /// whose sums stay below 2): values then do not vary from run to run and equal the CPU
     /// engine's MCL expansion bit for bit, at 8 bytes of shared memory per sum. Default off:

@@ -2,17 +2,17 @@
 //! tables or dense-row windows on the light stream; the heavy rows' final chunks in hash tables or
 //! dense chunk accumulators on the heavy stream, columns shifted back by each chunk's base.
 
-use super::batch::{Batch, HeavyChunks};
+use super::batch::{Batch, DenseList, HeavyChunks};
 use super::chunks::buf;
 use super::operands::Operands;
-use super::plan::DENSE_ROW_THREADS;
 use super::{sum_bytes, summing, GpuEngine};
 use crate::error::Result;
 use crate::gpu::prims::{launch, shape};
 use crate::gpu::profile::Profile;
 use crate::scalar::Scalar;
 use crate::spgemm::params::MagnusParams;
-use cudarc::driver::{CudaSlice, PushKernelArg};
+use cudarc::driver::{CudaSlice, CudaStream, PushKernelArg};
+use std::sync::Arc;
 
 impl GpuEngine {
     /// Writes the batch's rows of C into `c_col` and `c_val` (at the offsets `batch.row_nnz`).
@@ -32,7 +32,8 @@ impl GpuEngine {
         self.numeric_heavy(ops, p, batch, chunks, c_col, c_val)
     }
 
-    /// Light rows: hash-table bins, then the dense rows made here.
+    /// Light rows: hash-table bins, then the dense rows made here (the large ones first, on
+    /// the main stream, where they are split by size: see `symbolic_light`).
     fn numeric_light<T: Scalar>(
         &self,
         ops: &Operands<T>,
@@ -45,6 +46,10 @@ impl GpuEngine {
         let row0 = batch.row0;
         let quantized = self.tuning.quantized_sums;
         let sum_bytes = sum_bytes::<T>(quantized);
+        let mut dense = batch.dense_lists();
+        if dense.len() > 1 {
+            self.dense_numeric(ops, batch, &dense.remove(0), &g.main, c_col, c_val)?;
+        }
         for (b, bin) in batch.bins.iter().enumerate() {
             if batch.row_lists.counts[b] == 0 {
                 continue;
@@ -74,27 +79,36 @@ impl GpuEngine {
                 },
             )?;
         }
-        if let (Some(d), true) = (&batch.dense, batch.ndense > 0) {
-            let list = batch.row_lists.view(batch.bins.len() + 1);
-            let cfg = shape(batch.ndense, DENSE_ROW_THREADS, d.numeric_shared(sum_bytes))?;
-            launch(
-                g,
-                light,
-                &summing::<T>("dense_rows_numeric", quantized),
-                cfg,
-                |l| {
-                    ops.push_operands(l);
-                    l.arg(&row0)
-                        .arg(&list)
-                        .arg(&ops.c_cols)
-                        .arg(&d.numeric_width)
-                        .arg(&batch.row_nnz)
-                        .arg(&mut *c_col)
-                        .arg(&mut *c_val);
-                },
-            )?;
+        for list in &dense {
+            self.dense_numeric(ops, batch, list, light, c_col, c_val)?;
         }
         Ok(())
+    }
+
+    /// The dense rows of `list` (rows, count, blocks) on `stream`, into their places in C.
+    fn dense_numeric<T: Scalar>(
+        &self,
+        ops: &Operands<T>,
+        batch: &Batch,
+        (rows, count, blocks): &DenseList<'_>,
+        stream: &Arc<CudaStream>,
+        c_col: &mut CudaSlice<u32>,
+        c_val: &mut CudaSlice<T>,
+    ) -> Result<()> {
+        let quantized = self.tuning.quantized_sums;
+        let shared = blocks.numeric_shared(sum_bytes::<T>(quantized));
+        let cfg = shape(*count, blocks.threads, shared)?;
+        let kernel = summing::<T>("dense_rows_numeric", quantized);
+        launch(&self.gpu, stream, &kernel, cfg, |l| {
+            ops.push_operands(l);
+            l.arg(&batch.row0)
+                .arg(rows)
+                .arg(&ops.c_cols)
+                .arg(&blocks.numeric_width)
+                .arg(&batch.row_nnz)
+                .arg(c_col)
+                .arg(c_val);
+        })
     }
 
     /// The final chunks of the heavy rows.

@@ -129,18 +129,32 @@ const DENSE_CURSOR_BYTES: u64 = 4 * DENSE_CURSORS;
 /// than one window (kernels/mcl_dense.cu's `MCL_WIDE_HEAD_BYTES`).
 pub(crate) const MCL_WIDE_HEAD_BYTES: u64 = 18448;
 
-/// The dense-row path of a product: rows with at least `from` products, the window widths
-/// (columns) of its symbolic and numeric kernels, whether the rows are left to the caller, and
-/// the windows the caller makes them in (0: all of C's columns in one).
+/// The dense-row path of a product: rows with at least `from` products, the blocks that make
+/// them (`small` for the rows of at most `small_top` products, `large` for the others), whether
+/// the rows are left to the caller, and the windows the caller makes them in (0: all of C's
+/// columns in one).
 pub(super) struct DenseRows {
     pub(super) from: u64,
-    pub(super) numeric_width: u32,
-    pub(super) symbolic_width: u32,
+    pub(super) large: DenseBlocks,
+    /// Rows of up to `small_top` products run in smaller blocks several to a multiprocessor
+    /// (none when `small` is `None`): in one block a multiprocessor, a row of a few thousand
+    /// products kept most of the block's warps waiting at its barriers.
+    pub(super) small: Option<DenseBlocks>,
+    pub(super) small_top: u64,
     pub(super) deferred: bool,
     pub(super) deferred_window: u32,
 }
 
-impl DenseRows {
+/// A launch shape of the dense-row kernels: threads a block and the window widths (columns) of
+/// the symbolic and numeric kernels, sized from the shared memory a block gets.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) struct DenseBlocks {
+    pub(super) threads: u32,
+    pub(super) numeric_width: u32,
+    pub(super) symbolic_width: u32,
+}
+
+impl DenseBlocks {
     /// Dynamic shared memory of the numeric kernel: the cursors, then `numeric_width` sums of
     /// `sum_bytes` and their presence bits.
     pub(super) fn numeric_shared(&self, sum_bytes: u64) -> u64 {
@@ -152,7 +166,30 @@ impl DenseRows {
     pub(super) fn symbolic_shared(&self) -> u64 {
         DENSE_CURSOR_BYTES + self.symbolic_width as u64 / 8
     }
+
+    /// The most entries a row of C may have for the numeric kernel to sum it in one walk: what
+    /// its sums leave after one rank window over all `c_cols` columns (kernels/dense.cu's
+    /// `rank_row_numeric`); 0 where that window does not fit.
+    pub(super) fn one_walk_entries(&self, sum_bytes: u64, c_cols: u64) -> u64 {
+        let w = self.numeric_width as u64;
+        let shared = w * sum_bytes + w / 8;
+        let window = c_cols.div_ceil(RANK_BLOCK) * RANK_BLOCK;
+        let ranks = (window / 8 + window / 32 + (window / RANK_BLOCK + 1) * 4).next_multiple_of(16);
+        if shared < ranks + RANK_MIN_VALUES * sum_bytes + 32 {
+            return 0;
+        }
+        (shared - ranks) / sum_bytes
+    }
 }
+
+/// Columns of a rank block, values a rank window leaves room for at least (kernels/dense.cu's
+/// `RANK_BLOCK`, `RANK_MIN_VALUES`).
+const RANK_BLOCK: u64 = 1024;
+const RANK_MIN_VALUES: u64 = 4096;
+
+/// Blocks a multiprocessor the small dense rows are made in, tried in turn: the first whose
+/// shared memory still sums a row in one walk.
+const SMALL_DENSE_BLOCKS: [u32; 2] = [4, 2];
 
 impl GpuEngine {
     /// The gMAGNUS parameters for a product of `c_cols` columns with values of type `T`.
@@ -271,18 +308,7 @@ impl GpuEngine {
         };
         let val_bytes = super::sum_bytes::<T>(self.tuning.quantized_sums);
         let shared = self.gpu.large_shared();
-        // Windows are multiples of 1024 columns, no wider than C (rounded up to 32).
-        let fit = |w: u64| {
-            let w = match self.tuning.dense_window {
-                Some(t) => (t as u64).max(32) & !31,
-                None => w & !1023,
-            };
-            w.min(ops.c_cols.div_ceil(32) * 32).min(1 << 30) as u32
-        };
-        // The dense-row kernels keep their cursors ahead of the windows.
-        let windows = shared.saturating_sub(DENSE_CURSOR_BYTES);
-        let numeric_width = fit(windows * 8 / (8 * val_bytes + 1));
-        let symbolic_width = fit(windows * 8);
+        let large = self.dense_blocks(DENSE_ROW_THREADS, shared, val_bytes, ops.c_cols);
         // A deferred row is made in windows of sums alone (no presence bits), MCL's quanta of
         // 8 bytes whatever the engine's own sums: all of C's columns in one when they fit,
         // else windows behind the wide kernel's head.
@@ -295,10 +321,11 @@ impl GpuEngine {
             ),
         };
         let one_window = ops.c_cols.div_ceil(32) * 32 <= fused_cols;
-        (numeric_width >= 32).then_some(DenseRows {
+        (large.numeric_width >= 32).then_some(DenseRows {
             from,
-            numeric_width,
-            symbolic_width,
+            large,
+            small: None,
+            small_top: 0,
             deferred: ops.defer_dense && (one_window || wide_cols >= 32),
             deferred_window: if one_window {
                 0
@@ -306,6 +333,72 @@ impl GpuEngine {
                 wide_cols.min(1 << 30) as u32
             },
         })
+    }
+
+    /// The dense-row kernels' shape for blocks of `threads` with `shared` bytes of dynamic
+    /// shared memory, for values summed in `val_bytes` and C's `c_cols` columns. Windows are
+    /// multiples of 1024 columns (or the tuning's), no wider than C (rounded up to 32).
+    fn dense_blocks(&self, threads: u32, shared: u64, val_bytes: u64, c_cols: u64) -> DenseBlocks {
+        let fit = |w: u64| {
+            let w = match self.tuning.dense_window {
+                Some(t) => (t as u64).max(32) & !31,
+                None => w & !1023,
+            };
+            w.min(c_cols.div_ceil(32) * 32).min(1 << 30) as u32
+        };
+        // The dense-row kernels keep their cursors ahead of the windows.
+        let windows = shared.saturating_sub(DENSE_CURSOR_BYTES);
+        DenseBlocks {
+            threads,
+            numeric_width: fit(windows * 8 / (8 * val_bytes + 1)),
+            symbolic_width: fit(windows * 8),
+        }
+    }
+
+    /// Splits the dense rows `d` made here (not deferred) by size: the rows of at most
+    /// `small_top` products go to blocks of a fraction of [`DENSE_ROW_THREADS`] several to a
+    /// multiprocessor, each with the shared memory that leaves it, where that still sums such
+    /// a row in one walk over one rank window of all of C's columns. `small_top` is that row
+    /// size (capped by the tuning's `dense_small_top`). Leaves `d` as it is where no such shape
+    /// fits (wide C, tuned windows), and where the tuning turns the split off.
+    pub(super) fn split_dense<T: Scalar>(&self, d: &mut DenseRows, c_cols: u64) -> Result<()> {
+        let cap = self.tuning.dense_small_top.unwrap_or(u64::MAX);
+        if d.deferred || cap < d.from || self.tuning.dense_window.is_some() {
+            return Ok(());
+        }
+        let quantized = self.tuning.quantized_sums;
+        let val_bytes = super::sum_bytes::<T>(quantized);
+        let g = &*self.gpu;
+        let numeric = g.function(&super::summing::<T>("dense_rows_numeric", quantized))?;
+        let symbolic = g.function("dense_rows_symbolic")?;
+        let room = |f: &cudarc::driver::CudaFunction, k: u32, threads: u32| -> Result<u64> {
+            let r = f.occupancy_available_dynamic_smem_per_block(k, threads);
+            Ok(crate::gpu::prims::check("size the small dense rows' blocks", r)? as u64)
+        };
+        for k in SMALL_DENSE_BLOCKS {
+            let threads = DENSE_ROW_THREADS / k;
+            let shared = room(numeric, k, threads)?.min(room(symbolic, k, threads)?);
+            let small = self.dense_blocks(threads, shared, val_bytes, c_cols);
+            let top = small.one_walk_entries(val_bytes, c_cols).min(cap);
+            let fits = |f: &cudarc::driver::CudaFunction, shared: u64| -> Result<bool> {
+                let r = f.occupancy_max_active_blocks_per_multiprocessor(
+                    threads,
+                    shared as usize,
+                    None,
+                );
+                Ok(crate::gpu::prims::check("size the small dense rows' blocks", r)? >= k)
+            };
+            if top >= d.from
+                && small.symbolic_width >= 32
+                && fits(numeric, small.numeric_shared(val_bytes))?
+                && fits(symbolic, small.symbolic_shared())?
+            {
+                d.small = Some(small);
+                d.small_top = top;
+                return Ok(());
+            }
+        }
+        Ok(())
     }
 }
 
@@ -315,8 +408,32 @@ mod tests {
     use crate::gpu::kernels::defined;
 
     #[test]
+    fn one_walk_holds_what_the_rank_window_leaves() {
+        let blocks = |w: u32| DenseBlocks {
+            threads: 256,
+            numeric_width: w,
+            symbolic_width: w,
+        };
+        // 4096 columns: their bits, word ranks and block ranks take 672 bytes; the rest sums.
+        let b = blocks(8192);
+        let shared = 8192 * 4 + 8192 / 8;
+        assert_eq!(b.one_walk_entries(4, 4096), (shared - 672) / 4);
+        assert_eq!(b.one_walk_entries(8, 4096), (8192 * 8 + 1024 - 672) / 8);
+        // Too little room for the window and RANK_MIN_VALUES sums.
+        assert_eq!(blocks(4096).one_walk_entries(4, 4096), 0);
+        assert_eq!(b.one_walk_entries(4, 1 << 20), 0);
+        // The numeric kernel's shared memory is what `numeric_shared` asks for.
+        assert_eq!(b.numeric_shared(4), DENSE_CURSOR_BYTES + shared);
+    }
+
+    #[test]
     fn launch_sizes_match_the_kernels() {
         assert_eq!(Some(DENSE_ROW_THREADS as u64), defined("DENSE_ROW_THREADS"));
+        assert_eq!(Some(RANK_BLOCK), defined("RANK_BLOCK"));
+        assert_eq!(Some(RANK_MIN_VALUES), defined("RANK_MIN_VALUES"));
+        for k in SMALL_DENSE_BLOCKS {
+            assert_eq!(DENSE_ROW_THREADS % (k * 32), 0, "whole warps in {k} blocks");
+        }
         assert_eq!(Some(DENSE_CURSORS), defined("DENSE_CURSORS"));
         assert_eq!(Some(MCL_WIDE_HEAD_BYTES), defined("MCL_WIDE_HEAD_BYTES"));
         assert_eq!(Some(SPLIT_THREADS as u64), defined("SPLIT_THREADS"));

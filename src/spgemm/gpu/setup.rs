@@ -33,18 +33,18 @@ impl GpuEngine {
         let bins = self.row_bins(ops, p);
         // Rows past the hash tables: the outer product, or the dense-row bin (past dense_from).
         let mut limits = table_limits(&bins);
-        let dense = self.dense_rows(ops, p);
-        if let Some(d) = &dense {
+        // Then the dense rows: all in one bin, or the small ones and then the large ones.
+        let mut dense = self.dense_rows(ops, p);
+        if let Some(d) = &mut dense {
+            self.split_dense::<T>(d, ops.c_cols)?;
             limits.push(d.from - 1);
+            if d.small.is_some() {
+                limits.push(d.small_top);
+            }
         }
         let row_lists = self.bin_items(main, &prod, 0, n, &limits)?;
         let nheavy = row_lists.counts[bins.len()];
-        // Deferred dense rows are not made here: their `ndense` stays 0.
         let deferred = dense.as_ref().is_some_and(|d| d.deferred);
-        let ndense = match deferred {
-            true => 0,
-            false => row_lists.counts.get(bins.len() + 1).copied().unwrap_or(0),
-        };
         let row_nnz = zeros::<u64>(main, n as usize + 1, "row sizes of C")?;
         prof.mark("setup: products, bins")?;
         Ok(Batch {
@@ -56,7 +56,6 @@ impl GpuEngine {
             row_lists,
             dense,
             nheavy,
-            ndense,
             deferred,
             row_nnz,
         })

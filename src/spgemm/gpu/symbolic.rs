@@ -3,17 +3,17 @@
 //! into chunks (`heavy.rs`) on the heavy stream and each final chunk's count goes into the chunk
 //! grid.
 
-use super::batch::{Batch, HeavyChunks};
+use super::batch::{dense_lists, Batch, DenseList, HeavyChunks};
 use super::chunks::{buf, Buffers};
 use super::operands::Operands;
-use super::plan::DENSE_ROW_THREADS;
 use super::GpuEngine;
 use crate::error::Result;
 use crate::gpu::prims::{launch, shape, zeros};
 use crate::gpu::profile::Profile;
 use crate::scalar::Scalar;
 use crate::spgemm::params::MagnusParams;
-use cudarc::driver::PushKernelArg;
+use cudarc::driver::{CudaSlice, CudaStream, PushKernelArg};
+use std::sync::Arc;
 
 impl GpuEngine {
     /// Counts the entries of the batch's light rows into `batch.row_nnz` and those of its heavy
@@ -30,41 +30,65 @@ impl GpuEngine {
         self.symbolic_heavy(ops, p, batch, prof)
     }
 
-    /// Light rows: hash-table bins, then the dense rows made here.
+    /// Light rows: hash-table bins, then the dense rows made here. Where the dense rows are
+    /// split by size, the large ones go first, on the main stream (idle until the join), so
+    /// that their blocks, a multiprocessor each, start before the light rows fill the GPU.
     fn symbolic_light<T: Scalar>(&self, ops: &Operands<T>, batch: &mut Batch) -> Result<()> {
         let g = &*self.gpu;
         let light = &g.light;
-        let row0 = batch.row0;
-        for (b, bin) in batch.bins.iter().enumerate() {
-            if batch.row_lists.counts[b] == 0 {
+        let Batch {
+            row0,
+            bins,
+            row_lists,
+            dense,
+            row_nnz,
+            ..
+        } = batch;
+        let mut dense = dense_lists(dense.as_ref(), bins.len() + 1, row_lists);
+        if dense.len() > 1 {
+            self.dense_symbolic(ops, *row0, &dense.remove(0), &g.main, row_nnz)?;
+        }
+        for (b, bin) in bins.iter().enumerate() {
+            if row_lists.counts[b] == 0 {
                 continue;
             }
-            let list = batch.row_lists.view(b);
-            let cfg = shape(batch.row_lists.counts[b], bin.threads, bin.table as u64 * 4)?;
+            let list = row_lists.view(b);
+            let cfg = shape(row_lists.counts[b], bin.threads, bin.table as u64 * 4)?;
             launch(g, light, "hash_rows_symbolic", cfg, |l| {
                 ops.push_structure(l);
-                l.arg(&row0)
+                l.arg(&*row0)
                     .arg(&list)
                     .arg(&bin.table)
                     .arg(&ops.m_ptr)
                     .arg(&ops.m_col)
                     .arg(&ops.has_mask)
-                    .arg(&mut batch.row_nnz);
+                    .arg(&mut *row_nnz);
             })?;
         }
-        if let (Some(d), true) = (&batch.dense, batch.ndense > 0) {
-            let list = batch.row_lists.view(batch.bins.len() + 1);
-            let cfg = shape(batch.ndense, DENSE_ROW_THREADS, d.symbolic_shared())?;
-            launch(g, light, "dense_rows_symbolic", cfg, |l| {
-                ops.push_structure(l);
-                l.arg(&row0)
-                    .arg(&list)
-                    .arg(&ops.c_cols)
-                    .arg(&d.symbolic_width)
-                    .arg(&mut batch.row_nnz);
-            })?;
+        for list in &dense {
+            self.dense_symbolic(ops, *row0, list, light, row_nnz)?;
         }
         Ok(())
+    }
+
+    /// The dense rows of `list` (rows, count, blocks) on `stream`: each row's entries in C.
+    fn dense_symbolic<T: Scalar>(
+        &self,
+        ops: &Operands<T>,
+        row0: u64,
+        (rows, count, blocks): &DenseList<'_>,
+        stream: &Arc<CudaStream>,
+        row_nnz: &mut CudaSlice<u64>,
+    ) -> Result<()> {
+        let cfg = shape(*count, blocks.threads, blocks.symbolic_shared())?;
+        launch(&self.gpu, stream, "dense_rows_symbolic", cfg, |l| {
+            ops.push_structure(l);
+            l.arg(&row0)
+                .arg(rows)
+                .arg(&ops.c_cols)
+                .arg(&blocks.symbolic_width)
+                .arg(row_nnz);
+        })
     }
 
     /// Heavy rows: outer product, multisplit levels, then the symbolic of the final chunks.
