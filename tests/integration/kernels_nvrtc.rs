@@ -15,24 +15,25 @@ fn kernels_compile_for_hopper_and_ampere() {
         return;
     }
     for arch in ["sm_90", "sm_80"] {
-        let ptx = match kernels::compile(arch, &[]) {
-            Ok(p) => p,
+        let cubin = match kernels::compile(arch, &[]) {
+            Ok(c) => c,
             Err(e) => panic!("{e}"),
         };
-        let text = ptx.to_src();
+        assert!(cubin.starts_with(b"\x7fELF"), "{arch}: not a CUBIN");
         for k in kernels::UNTYPED {
-            assert!(
-                text.contains(&format!(".entry {k}(")),
-                "{arch}: no entry {k}"
-            );
+            assert!(kernels::defines_kernel(&cubin, k), "{arch}: no kernel {k}");
         }
         for k in kernels::TYPED {
             for s in ["f32", "f64"] {
+                let name = format!("{k}_{s}");
                 assert!(
-                    text.contains(&format!(".entry {k}_{s}(")),
-                    "{arch}: no entry {k}_{s}"
+                    kernels::defines_kernel(&cubin, &name),
+                    "{arch}: no kernel {name}"
                 );
             }
         }
+        assert!(!kernels::defines_kernel(&cubin, "no_such_kernel"));
+        // A prefix of a kernel's name is not a kernel.
+        assert!(!kernels::defines_kernel(&cubin, "row_produc"));
     }
 }
