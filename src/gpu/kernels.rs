@@ -4,6 +4,7 @@
 //! system headers and no include path to the source tree at run time).
 
 use crate::error::{Error, Result};
+use cudarc::nvrtc::{CompileOptions, Ptx};
 
 /// The kernel files, in the order they are concatenated.
 const SOURCES: [(&str, &str); 11] = [
@@ -176,12 +177,9 @@ fn options(arch: &str, defines: &[String]) -> Vec<String> {
     o
 }
 
-/// Compiles every kernel for `arch` (such as `sm_90`) with NVRTC, with the macro definitions
-/// `defines` (`NAME=VALUE`; none for the kernels as shipped), into a CUBIN: the GPU's own code,
-/// which the driver loads as it is. (PTX would be compiled again by the driver in every process
-/// its JIT cache misses, seconds for these kernels, and checked against that cache in every
-/// other.)
-pub fn compile(arch: &str, defines: &[String]) -> Result<Vec<u8>> {
+/// Compiles every kernel to PTX for `arch` (such as `sm_90`) with NVRTC, with the macro
+/// definitions `defines` (`NAME=VALUE`; none for the kernels as shipped).
+pub fn compile(arch: &str, defines: &[String]) -> Result<Ptx> {
     if !nvrtc_present() {
         return Err(Error::EngineUnavailable(
             "NVRTC (libnvrtc.so.13) was not found: install the CUDA 13 toolkit or \
@@ -189,72 +187,38 @@ pub fn compile(arch: &str, defines: &[String]) -> Result<Vec<u8>> {
                 .into(),
         ));
     }
-    use cudarc::nvrtc::{result, sys};
-    let stage = format!("compile kernels for {arch}");
-    let fail = |e: &dyn std::fmt::Display| Error::gpu(stage.clone(), e.to_string());
-    let src = std::ffi::CString::new(source()).map_err(|e| fail(&e))?;
-    /// Destroys the program however the compile ends.
-    struct Program(sys::nvrtcProgram);
-    impl Drop for Program {
-        fn drop(&mut self) {
-            // SAFETY: the program was created and is destroyed once, here.
-            let _ = unsafe { result::destroy_program(self.0) };
-        }
-    }
-    let prog = Program(result::create_program(&src, Some(c"gmagnus.cu")).map_err(|e| fail(&e))?);
-    // SAFETY: `prog` is a live program (destroyed only when `prog` drops, after these calls).
-    unsafe {
-        if let Err(e) = result::compile_program(prog.0, &options(arch, defines)) {
-            let log: Vec<u8> = result::get_program_log(prog.0)
-                .unwrap_or_default()
-                .into_iter()
-                .take_while(|&c| c != 0)
-                .map(|c| c as u8)
-                .collect();
-            let log = String::from_utf8_lossy(&log);
-            return Err(fail(&format!("{e:?}: {log}")));
-        }
-        let mut size = 0usize;
-        sys::nvrtcGetCUBINSize(prog.0, &mut size)
-            .result()
-            .map_err(|e| fail(&format!("{e:?}")))?;
-        let mut cubin = vec![0u8; size];
-        sys::nvrtcGetCUBIN(prog.0, cubin.as_mut_ptr().cast())
-            .result()
-            .map_err(|e| fail(&format!("{e:?}")))?;
-        Ok(cubin)
-    }
+    let opts = CompileOptions {
+        options: options(arch, defines),
+        name: Some("gmagnus.cu".into()),
+        ..Default::default()
+    };
+    cudarc::nvrtc::compile_ptx_with_opts(source(), opts)
+        .map_err(|e| Error::gpu(format!("compile kernels for {arch}"), e))
 }
 
-/// Whether `cubin` (from [`compile`]) defines the kernel `name`: its symbol is there.
-pub fn defines_kernel(cubin: &[u8], name: &str) -> bool {
-    let symbol = format!("\0{name}\0");
-    cubin.windows(symbol.len()).any(|w| w == symbol.as_bytes())
-}
-
-/// The CUBIN for `arch` with the macro definitions `defines`: read from the folder `cache` when
+/// The PTX for `arch` with the macro definitions `defines`: read from the folder `cache` when
 /// an earlier run compiled the same source with the same options (unless `refresh`), else
-/// compiled (seconds) and stored there. A cache that cannot be read or written only costs the
-/// compile; without one, every call compiles.
+/// compiled (a quarter to a half second) and stored there. A cache that cannot be read or
+/// written only costs the compile; without one, every call compiles.
 pub fn compile_cached(
     arch: &str,
     defines: &[String],
     cache: Option<&std::path::Path>,
     refresh: bool,
-) -> Result<Vec<u8>> {
+) -> Result<Ptx> {
     let Some(path) = cache.map(|d| d.join(cache_name(arch, defines))) else {
         return compile(arch, defines);
     };
     if !refresh {
-        if let Ok(bytes) = std::fs::read(&path) {
-            if bytes.starts_with(b"\x7fELF") {
-                return Ok(bytes);
+        if let Ok(text) = std::fs::read_to_string(&path) {
+            if text.contains(".entry") {
+                return Ok(Ptx::from_src(text));
             }
         }
     }
-    let cubin = compile(arch, defines)?;
-    let _ = store(&path, &cubin);
-    Ok(cubin)
+    let ptx = compile(arch, defines)?;
+    let _ = store(&path, &ptx.to_src());
+    Ok(ptx)
 }
 
 /// The cache file of `arch`: named by an FNV-1a hash of the source and the options, so that a
@@ -266,16 +230,16 @@ fn cache_name(arch: &str, defines: &[String]) -> String {
         h ^= b as u64;
         h = h.wrapping_mul(0x0000_0100_0000_01b3);
     }
-    format!("kernels-{arch}-{h:016x}.cubin")
+    format!("kernels-{arch}-{h:016x}.ptx")
 }
 
-/// Writes `bytes` to `path` through a temporary file and a rename, so that a reader never sees
+/// Writes `text` to `path` through a temporary file and a rename, so that a reader never sees
 /// half a file.
-fn store(path: &std::path::Path, bytes: &[u8]) -> std::io::Result<()> {
+fn store(path: &std::path::Path, text: &str) -> std::io::Result<()> {
     let dir = path.parent().unwrap_or(std::path::Path::new("."));
     std::fs::create_dir_all(dir)?;
     let tmp = dir.join(format!(".kernels.{}.tmp", std::process::id()));
-    std::fs::write(&tmp, bytes)?;
+    std::fs::write(&tmp, text)?;
     std::fs::rename(&tmp, path).inspect_err(|_| {
         let _ = std::fs::remove_file(&tmp);
     })
@@ -291,9 +255,9 @@ mod tests {
         assert_eq!(cache_name("sm_90", &[]), cache_name("sm_90", &[]));
         assert!(cache_name("sm_90", &[]).starts_with("kernels-sm_90-"));
         let dir = std::env::temp_dir().join(format!("gmcl-cache-test-{}", std::process::id()));
-        let path = dir.join("a.cubin");
-        store(&path, b"\x7fELF x").unwrap();
-        assert_eq!(std::fs::read(&path).unwrap(), b"\x7fELF x");
+        let path = dir.join("a.ptx");
+        store(&path, ".entry x(").unwrap();
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), ".entry x(");
         std::fs::remove_dir_all(&dir).unwrap();
     }
 

@@ -18,7 +18,6 @@ pub(crate) mod transfer;
 
 use crate::error::{Error, Result};
 use cudarc::driver::{sys, CudaContext, CudaFunction, CudaModule, CudaStream};
-use cudarc::nvrtc::Ptx;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock};
 
@@ -204,15 +203,13 @@ impl Gpu {
         )? as u32;
         let arch = format!("sm_{}{}", capability.0, capability.1);
         let (defines, cache) = (&options.kernel_defines, options.kernel_cache.as_deref());
-        let cubin = kernels::compile_cached(&arch, defines, cache, false)?;
-        let module = match ctx.load_module(Ptx::from_binary(cubin)) {
+        let ptx = kernels::compile_cached(&arch, defines, cache, false)?;
+        let module = match ctx.load_module(ptx) {
             Ok(m) => m,
-            // A cached file the driver refuses (damaged, or from another toolkit): compile again.
+            // A cached file the driver refuses (damaged, or from an older driver): compile again.
             Err(_) => driver(
                 "load the compiled kernels",
-                ctx.load_module(Ptx::from_binary(kernels::compile_cached(
-                    &arch, defines, cache, true,
-                )?)),
+                ctx.load_module(kernels::compile_cached(&arch, defines, cache, true)?),
             )?,
         };
         let mut functions = HashMap::new();

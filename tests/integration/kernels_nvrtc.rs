@@ -15,25 +15,24 @@ fn kernels_compile_for_hopper_and_ampere() {
         return;
     }
     for arch in ["sm_90", "sm_80"] {
-        let cubin = match kernels::compile(arch, &[]) {
-            Ok(c) => c,
+        let ptx = match kernels::compile(arch, &[]) {
+            Ok(p) => p,
             Err(e) => panic!("{e}"),
         };
-        assert!(cubin.starts_with(b"\x7fELF"), "{arch}: not a CUBIN");
+        let text = ptx.to_src();
         for k in kernels::UNTYPED {
-            assert!(kernels::defines_kernel(&cubin, k), "{arch}: no kernel {k}");
+            assert!(
+                text.contains(&format!(".entry {k}(")),
+                "{arch}: no entry {k}"
+            );
         }
         for k in kernels::TYPED {
             for s in ["f32", "f64"] {
-                let name = format!("{k}_{s}");
                 assert!(
-                    kernels::defines_kernel(&cubin, &name),
-                    "{arch}: no kernel {name}"
+                    text.contains(&format!(".entry {k}_{s}(")),
+                    "{arch}: no entry {k}_{s}"
                 );
             }
         }
-        assert!(!kernels::defines_kernel(&cubin, "no_such_kernel"));
-        // A prefix of a kernel's name is not a kernel.
-        assert!(!kernels::defines_kernel(&cubin, "row_produc"));
     }
 }
