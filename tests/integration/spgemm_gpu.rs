@@ -228,6 +228,30 @@ fn dense_rows_match_the_cpu_engine() {
     }
 }
 
+/// The engine with `tuning` and poisoned outputs, or `None` where no GPU is usable.
+fn tuned(tuning: GpuTuning) -> Option<GpuEngine> {
+    engine(None).map(|e| {
+        e.with_tuning(GpuTuning {
+            poison: true,
+            ..tuning
+        })
+    })
+}
+
+/// Products whose rows take the dense-row accumulator's paths, checked against the CPU engine
+/// (`what` names each): an R-MAT square, C of 70,000 columns, and C wider than one rank window
+/// when the shared memory is that of 8192 columns.
+fn check_dense_products(e: &GpuEngine, what: &dyn Fn(&str) -> String) {
+    let a = rmat::<f64>(12, 16, 5);
+    check_both(e, &a, &a, &what("rmat s12 ef16"));
+    let a = random::<f64>(300, 2000, 40, 41);
+    let b = random::<f64>(2000, 70000, 20, 42);
+    check_both(e, &a, &b, &what("300x2000x70000"));
+    let a = random::<f64>(64, 3000, 40, 43);
+    let b = random::<f64>(3000, 600_000, 40, 44);
+    check_both(e, &a, &b, &what("64x3000x600000"));
+}
+
 #[test]
 fn rows_past_a_lower_hash_limit_match_the_cpu_engine() {
     // Rows with more products than the hash limit leave the hash tables for the dense-row
@@ -240,27 +264,17 @@ fn rows_past_a_lower_hash_limit_match_the_cpu_engine() {
         (1000, Some(0), Some(8192)),
         (100, Some(u64::MAX), None),
     ] {
-        let Some(e) = engine(None).map(|e| {
-            e.with_tuning(GpuTuning {
-                poison: true,
-                hash_limit: Some(limit),
-                dense_from: from,
-                dense_window: window,
-                ..Default::default()
-            })
+        let Some(e) = tuned(GpuTuning {
+            hash_limit: Some(limit),
+            dense_from: from,
+            dense_window: window,
+            ..Default::default()
         }) else {
             return;
         };
-        let what = |s: &str| format!("{s}, hash limit {limit}, dense from {from:?}");
-        let a = rmat::<f64>(12, 16, 5);
-        check_both(&e, &a, &a, &what("rmat s12 ef16"));
-        let a = random::<f64>(300, 2000, 40, 41);
-        let b = random::<f64>(2000, 70000, 20, 42);
-        check_both(&e, &a, &b, &what("300x2000x70000"));
-        // C wider than one rank window when the shared memory is that of 8192 columns.
-        let a = random::<f64>(64, 3000, 40, 43);
-        let b = random::<f64>(3000, 600_000, 40, 44);
-        check_both(&e, &a, &b, &what("64x3000x600000"));
+        check_dense_products(&e, &|s| {
+            format!("{s}, hash limit {limit}, dense from {from:?}")
+        });
     }
 }
 
@@ -271,27 +285,17 @@ fn dense_rows_split_by_size_match_the_cpu_engine() {
     // caps, the small blocks' own cap by default, one shape for a cap below the dense rows.
     // C 600,000 columns wide takes no small blocks (a rank window of all of it does not fit).
     for top in [Some(600), Some(3000), None, Some(0)] {
-        let Some(e) = engine(None).map(|e| {
-            e.with_tuning(GpuTuning {
-                poison: true,
-                dense_small_top: top,
-                ..Default::default()
-            })
+        let Some(e) = tuned(GpuTuning {
+            dense_small_top: top,
+            ..Default::default()
         }) else {
             return;
         };
         let what = |s: &str| format!("{s}, small dense rows up to {top:?}");
-        let a = rmat::<f64>(12, 16, 5);
-        check_both(&e, &a, &a, &what("rmat s12 ef16"));
+        check_dense_products(&e, &what);
         let a = rmat::<f64>(13, 4, 4);
         let b = rmat::<f64>(13, 8, 1008);
         check_both(&e, &a, &b, &what("rmat s13 ef4 times ef8"));
-        let a = random::<f64>(300, 2000, 40, 41);
-        let b = random::<f64>(2000, 70000, 20, 42);
-        check_both(&e, &a, &b, &what("300x2000x70000"));
-        let a = random::<f64>(64, 3000, 40, 43);
-        let b = random::<f64>(3000, 600_000, 40, 44);
-        check_both(&e, &a, &b, &what("64x3000x600000"));
     }
 }
 
