@@ -1,12 +1,13 @@
 //! `gmcl convert`: a graph or matrix file written in another format, entry for entry.
 
+use super::ui::report_json;
+use super::wall::{timed, Stopwatch, Wall};
 use super::{InputArgs, Ui};
 use clap::Args;
 use gmcl::csr::{BuildOptions, Csr, Duplicates};
 use gmcl::io::{self, Format, Labels};
 use gmcl::{Error, Result};
 use std::path::PathBuf;
-use std::time::Instant;
 
 #[derive(Args)]
 pub struct ConvertArgs {
@@ -17,10 +18,24 @@ pub struct ConvertArgs {
     output: PathBuf,
     #[command(flatten)]
     input_args: InputArgs,
+    /// Print one JSON object to stdout: the matrix's size and where the time went.
+    #[arg(long)]
+    json: bool,
+}
+
+/// What `convert --json` reports.
+#[derive(serde::Serialize)]
+struct ConvertReport {
+    rows: usize,
+    cols: usize,
+    entries: usize,
+    input_format: String,
+    output: String,
+    output_format: String,
 }
 
 pub fn run(a: ConvertArgs, ui: Ui) -> Result<()> {
-    let start = Instant::now();
+    let mut sw = Stopwatch::start();
     super::paths::refuse_clobbering(&[&a.input], &[("OUTPUT", &a.output)])?;
     let to = match Format::from_path(&a.output) {
         Some(f @ (Format::El | Format::Wel | Format::Mtx | Format::Npz)) => f,
@@ -49,6 +64,8 @@ pub fn run(a: ConvertArgs, ui: Ui) -> Result<()> {
         ));
     }
     let el = &loaded.edges;
+    let load = sw.lap();
+    let mut compute = 0.0;
     if to == Format::Npz {
         let opts = BuildOptions {
             symmetrize: false,
@@ -56,19 +73,42 @@ pub fn run(a: ConvertArgs, ui: Ui) -> Result<()> {
             duplicates: Duplicates::Sum,
         };
         let m = Csr::<f64>::from_edges(el, &opts)?;
+        compute = sw.lap();
         gmcl::output::write_npz(&a.output, &m)?;
     } else {
         let bar = ui.bar(el.len() as u64, "writing");
         gmcl::generate::write_edges(&a.output, el, &|done| bar.set_position(done))?;
         bar.finish_and_clear();
     }
+    let write = sw.lap();
+    let wall = sw.finish(Wall {
+        load,
+        compute,
+        write,
+        ..Default::default()
+    });
     ui.notice(&format!(
         "wrote {} entries of a {} x {} matrix to {} in {:.2} s",
         el.len(),
         el.nrows,
         el.ncols,
         a.output.display(),
-        start.elapsed().as_secs_f64()
+        wall.total
     ));
+    if a.json {
+        let report = ConvertReport {
+            rows: el.nrows,
+            cols: el.ncols,
+            entries: el.len(),
+            input_format: loaded.format.to_string(),
+            output: a.output.display().to_string(),
+            output_format: to.to_string(),
+        };
+        let parameters = serde_json::json!({
+            "input": a.input.display().to_string(),
+            "output": a.output.display().to_string(),
+        });
+        outln!("{}", report_json(&timed(&report, wall), parameters)?)?;
+    }
     Ok(())
 }

@@ -1,11 +1,13 @@
 //! `gmcl generate`: an R-MAT graph written as .el, .wel or .mtx.
 
+use super::ui::report_json;
+use super::wall::{timed, Stopwatch, Wall};
 use super::Ui;
 use clap::Args;
 use gmcl::generate::{self, RmatParams, Symmetry};
+use gmcl::io::Format;
 use gmcl::{Error, Result};
 use std::path::PathBuf;
-use std::time::Instant;
 
 #[derive(Args)]
 pub struct GenerateArgs {
@@ -64,6 +66,18 @@ pub struct GenerateArgs {
     /// Output file; its extension picks the format (.el, .wel, .mtx, .npz).
     #[arg(long, short = 'o')]
     output: PathBuf,
+    /// Print one JSON object to stdout: the graph's size and where the time went.
+    #[arg(long)]
+    json: bool,
+}
+
+/// What `generate --json` reports.
+#[derive(serde::Serialize)]
+struct GenerateReport {
+    vertices: u64,
+    edges: u64,
+    output: String,
+    format: String,
 }
 
 pub fn run(a: GenerateArgs, ui: Ui) -> Result<()> {
@@ -95,8 +109,9 @@ pub fn run(a: GenerateArgs, ui: Ui) -> Result<()> {
     p.sorted = a.sorted;
     p.weights = a.weights;
     p.seed = a.seed;
-    let start = Instant::now();
+    let mut sw = Stopwatch::start();
     let el = generate::generate(&p)?;
+    let compute = sw.lap();
     let bar = ui.bar(el.len() as u64, "writing");
     let symmetry = if a.undirected {
         Symmetry::Symmetric
@@ -105,12 +120,41 @@ pub fn run(a: GenerateArgs, ui: Ui) -> Result<()> {
     };
     generate::write_edges_as(&a.output, &el, symmetry, &|done| bar.set_position(done))?;
     bar.finish_and_clear();
+    let write = sw.lap();
+    let wall = sw.finish(Wall {
+        compute,
+        write,
+        ..Default::default()
+    });
     ui.notice(&format!(
         "wrote {} over {} to {} in {:.2} s",
         super::ui::count(el.len() as u64, "edge", "edges"),
         super::ui::count(p.n_vertices(), "vertex", "vertices"),
         a.output.display(),
-        start.elapsed().as_secs_f64()
+        wall.total
     ));
+    if a.json {
+        let report = GenerateReport {
+            vertices: p.n_vertices(),
+            edges: el.len() as u64,
+            output: a.output.display().to_string(),
+            format: Format::from_path(&a.output).map_or_else(String::new, |f| f.to_string()),
+        };
+        let parameters = serde_json::json!({
+            "scale": a.scale,
+            "vertices": a.vertices,
+            "edges": edges,
+            "a": a.a,
+            "b": a.b,
+            "c": a.c,
+            "no_duplicates": a.no_duplicates,
+            "no_self_loops": a.no_self_loops,
+            "undirected": a.undirected,
+            "sorted": a.sorted,
+            "weights": a.weights,
+            "seed": a.seed,
+        });
+        outln!("{}", report_json(&timed(&report, wall), parameters)?)?;
+    }
     Ok(())
 }

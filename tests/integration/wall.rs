@@ -72,4 +72,37 @@ fn every_json_report_has_its_wall_time_breakdown() {
         .all(|(_, r)| r["wall_s"]["load"].as_f64() > Some(0.0)));
     let d = json(&["dist", s(&clusters), s(&clusters), "--json"]);
     check_wall(&d, "dist");
+    // generate has nothing to load: its steps are making the graph and writing it.
+    let g = out("g.el");
+    let r = json(&[
+        "generate",
+        "-s",
+        "8",
+        "-e",
+        "4",
+        "-o",
+        s(&g),
+        "--json",
+        "-q",
+    ]);
+    check_wall(&r, "generate");
+    assert_eq!(
+        (r["vertices"].as_u64(), r["edges"].as_u64()),
+        (Some(256), Some(1024))
+    );
+    assert_eq!(r["format"], "el");
+    assert!(r["wall_s"]["write"].as_f64() > Some(0.0), "{r}");
+    // convert loads and writes; building the CSR of an .npz is its computation.
+    let npz = out("k.npz");
+    let r = json(&["convert", k, s(&npz), "--json", "-q"]);
+    check_wall(&r, "convert");
+    assert_eq!(
+        (r["rows"].as_u64(), r["entries"].as_u64()),
+        (Some(34), Some(78))
+    );
+    assert_eq!(
+        (&r["input_format"], &r["output_format"]),
+        (&"el".into(), &"npz".into())
+    );
+    assert!(r["wall_s"]["load"].as_f64() > Some(0.0), "{r}");
 }
