@@ -51,7 +51,7 @@ impl Batch {
 
     /// The dense rows made here (none when they are deferred to the caller), as lists of rows
     /// numbered from the batch's first row, each with its count and the blocks it runs in: the
-    /// large rows first, then the small ones where [`DenseRows::small`] splits them off.
+    /// large rows first, then the small ones where the plan splits them off (`DenseRows::small`).
     pub(super) fn dense_lists(&self) -> Vec<DenseList<'_>> {
         dense_lists(self.dense.as_ref(), self.bins.len() + 1, &self.row_lists)
     }
