@@ -89,6 +89,9 @@ impl GraphInfo {
         // The groups made square, structure only.
         let mut ptr = e.ptr.clone();
         ptr.resize(vertices + 1, e.cols.len() as u64);
+        if let Some(info) = Self::of_symmetric(e, &ptr) {
+            return Ok(info);
+        }
         let square = RowEntries {
             nrows: vertices,
             ncols: vertices,
@@ -117,6 +120,45 @@ impl GraphInfo {
             self_loops,
             duplicate_edges: records - distinct,
             symmetric: distinct == undirected.nnz() as u64,
+            max_degree,
+            avg_degree: if vertices == 0 {
+                0.0
+            } else {
+                degree_sum as f64 / vertices as f64
+            },
+        })
+    }
+}
+
+impl GraphInfo {
+    /// [`GraphInfo::of_stored`] of groups that already are the undirected graph — each strictly
+    /// increasing, the pattern symmetric (loops allowed) — from the groups as they are:
+    /// `square_ptr` are their offsets over all vertices. `None` for any other pattern. (A
+    /// symmetric archive, as `generate --undirected` and SciPy write them, then needs no
+    /// symmetrized copy.)
+    fn of_symmetric(e: &RowEntries, square_ptr: &[u64]) -> Option<GraphInfo> {
+        let vertices = square_ptr.len() - 1;
+        let groups = || (0..e.nrows).into_par_iter().with_min_len(1024);
+        let increasing = groups().all(|i| group(e, i).windows(2).all(|w| w[0] < w[1]));
+        if !increasing || !crate::csr::is_symmetric(square_ptr, &e.cols) {
+            return None;
+        }
+        // Each group's distinct neighbours other than itself.
+        let (self_loops, max_degree) = groups()
+            .map(|i| {
+                let g = group(e, i);
+                let looped = g.binary_search(&(i as u32)).is_ok() as u64;
+                (looped, g.len() as u64 - looped)
+            })
+            .reduce(|| (0, 0), |a, b| (a.0 + b.0, a.1.max(b.1)));
+        let records = e.cols.len() as u64;
+        let degree_sum = records - self_loops;
+        Some(GraphInfo {
+            vertices: vertices as u64,
+            edges: records,
+            self_loops,
+            duplicate_edges: 0,
+            symmetric: true,
             max_degree,
             avg_degree: if vertices == 0 {
                 0.0
@@ -194,6 +236,47 @@ mod tests {
             let (r, c) = m.shape();
             let el = EdgeList { nrows: r, ncols: c, edges: (0..m.len()).map(|k| m.entry(k)).collect(), weights: None };
             proptest::prop_assert_eq!(GraphInfo::of_stored(&m).unwrap(), GraphInfo::of(&el, false).unwrap());
+        }
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn symmetric_stored_groups_give_the_figures_of_their_edges(
+            n in 1usize..12,
+            raw in proptest::collection::vec((0u32..12, 0u32..12), 0..50),
+            loops in proptest::bool::ANY,
+            transposed in proptest::bool::ANY,
+            broken in proptest::option::of(0usize..50),
+        ) {
+            // A symmetric pattern (with its loops or without), or one entry of it dropped.
+            let mut pairs = std::collections::BTreeSet::new();
+            for &(i, j) in &raw {
+                let (i, j) = (i % n as u32, j % n as u32);
+                if i != j || loops {
+                    pairs.insert((i, j));
+                    pairs.insert((j, i));
+                }
+            }
+            if let Some(k) = broken.filter(|_| !pairs.is_empty()) {
+                let gone = *pairs.iter().nth(k % pairs.len()).unwrap();
+                pairs.remove(&gone);
+            }
+            let mut e = RowEntries { nrows: n, ncols: n, ptr: vec![0; n + 1], ..Default::default() };
+            for &(i, j) in &pairs {
+                e.ptr[i as usize + 1] += 1;
+                e.cols.push(j);
+            }
+            for i in 0..n {
+                e.ptr[i + 1] += e.ptr[i];
+            }
+            let m = StoredMatrix { entries: e, transposed };
+            let el = EdgeList { nrows: n, ncols: n, edges: (0..m.len()).map(|k| m.entry(k)).collect(), weights: None };
+            let want = GraphInfo::of(&el, false).unwrap();
+            proptest::prop_assert_eq!(GraphInfo::of_stored(&m).unwrap(), want.clone());
+            proptest::prop_assert_eq!(
+                GraphInfo::of_symmetric(&m.entries, &m.entries.ptr).is_some(),
+                want.symmetric
+            );
         }
     }
 

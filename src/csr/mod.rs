@@ -13,7 +13,7 @@ mod symmetry;
 mod view;
 
 pub use rows::RowEntries;
-pub use symmetry::{diagonal_block_is_symmetric, is_symmetric_without_loops};
+pub use symmetry::{diagonal_block_is_symmetric, is_symmetric, is_symmetric_without_loops};
 pub use view::CsrRef;
 
 /// A sparse matrix in compressed sparse row form: 64-bit row offsets (nonzero counts pass 2^32 on

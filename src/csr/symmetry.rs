@@ -19,12 +19,24 @@ pub fn is_symmetric_without_loops(ptr: &[u64], cols: &[u32]) -> bool {
     diagonal_block_is_symmetric(0, ptr, cols)
 }
 
+/// Whether the square pattern `(ptr, cols)` holds `(j, i)` for every `(i, j)`, diagonal entries
+/// allowed; the same pattern requirements and the same single pass as
+/// [`is_symmetric_without_loops`].
+pub fn is_symmetric(ptr: &[u64], cols: &[u32]) -> bool {
+    block_is_symmetric(0, ptr, cols, true)
+}
+
 /// [`is_symmetric_without_loops`] for the diagonal block of a larger pattern: `(ptr, cols)` are
 /// the rows `first..first + k` (offsets from 0, columns global, each row strictly increasing),
 /// and only their entries in the columns `first..first + k` count. Whether that `k x k` block
 /// holds no `(i, i)` and holds `(j, i)` for each of its `(i, j)`; one rank of a distributed run
 /// decides its own block so, the entries leaving the block being checked across ranks.
 pub fn diagonal_block_is_symmetric(first: usize, ptr: &[u64], cols: &[u32]) -> bool {
+    block_is_symmetric(first, ptr, cols, false)
+}
+
+/// [`diagonal_block_is_symmetric`], diagonal entries allowed when `loops`.
+fn block_is_symmetric(first: usize, ptr: &[u64], cols: &[u32], loops: bool) -> bool {
     let n = ptr.len() - 1;
     let blocks = rayon::current_num_threads().clamp(1, n.max(1));
     let mut bounds: Vec<usize> = (0..blocks)
@@ -35,30 +47,34 @@ pub fn diagonal_block_is_symmetric(first: usize, ptr: &[u64], cols: &[u32]) -> b
     bounds.dedup();
     bounds
         .par_windows(2)
-        .all(|w| columns_are_symmetric(first, ptr, cols, w[0]..w[1]))
+        .all(|w| columns_are_symmetric(first, ptr, cols, w[0]..w[1], loops))
 }
 
 /// [`diagonal_block_is_symmetric`] for the rows and columns `first + js`: no diagonal entry in
-/// those rows, and their upper entries inside the block are exactly the lower entries of those
-/// columns.
+/// those rows (unless `loops`), and their upper entries inside the block are exactly the lower
+/// entries of those columns.
 fn columns_are_symmetric(
     first: usize,
     ptr: &[u64],
     cols: &[u32],
     js: std::ops::Range<usize>,
+    loops: bool,
 ) -> bool {
     let n = ptr.len() - 1;
     let end = first + n;
     let row = |i: usize| &cols[ptr[i] as usize..ptr[i + 1] as usize];
-    // The first entry right of the diagonal in each row (a diagonal entry fails at once), and
-    // the end of the row's entries inside the block.
+    // The first entry right of the diagonal in each row (a diagonal entry fails at once unless
+    // `loops`), and the end of the row's entries inside the block.
     let mut cursor = Vec::with_capacity(js.len());
     let mut stop = Vec::with_capacity(js.len());
     for j in js.clone() {
         let (r, g) = (row(j), first + j);
-        let split = r.partition_point(|&c| (c as usize) < g);
+        let mut split = r.partition_point(|&c| (c as usize) < g);
         if r.get(split).is_some_and(|&c| c as usize == g) {
-            return false;
+            if !loops {
+                return false;
+            }
+            split += 1;
         }
         cursor.push(ptr[j] as usize + split);
         let inside = match r.last() {
@@ -226,6 +242,28 @@ mod tests {
             }
             let (ptr, cols) = pattern(n, &entries);
             prop_assert_eq!(is_symmetric_without_loops(&ptr, &cols), reference(&entries));
+            // With loops allowed: symmetric exactly when the pattern less its diagonal is.
+            let off: BTreeSet<(u32, u32)> = entries.iter().copied().filter(|e| e.0 != e.1).collect();
+            for threads in [1, 3] {
+                let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap();
+                prop_assert_eq!(pool.install(|| is_symmetric(&ptr, &cols)), reference(&off));
+            }
         }
+    }
+
+    #[test]
+    fn loops_are_allowed_where_asked() {
+        let check = |n: usize, e: &[(u32, u32)]| {
+            let (ptr, cols) = pattern(n, &e.iter().copied().collect());
+            (
+                is_symmetric(&ptr, &cols),
+                is_symmetric_without_loops(&ptr, &cols),
+            )
+        };
+        assert_eq!(check(2, &[(0, 0), (0, 1), (1, 0)]), (true, false));
+        assert_eq!(check(2, &[(0, 0), (1, 1)]), (true, false));
+        assert_eq!(check(2, &[(0, 0), (0, 1)]), (false, false));
+        assert_eq!(check(3, &[(0, 1), (1, 0), (1, 1), (1, 2)]), (false, false));
+        assert_eq!(check(3, &[(0, 1), (1, 0), (2, 2)]), (true, false));
     }
 }
