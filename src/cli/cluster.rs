@@ -508,12 +508,7 @@ fn run_typed<T: Scalar>(a: ClusterArgs, ui: Ui) -> Result<()> {
         info.mass_fraction
     ));
     if a.json || report_out.is_some() {
-        let wall = sw.finish(Wall {
-            load,
-            compute,
-            write,
-            ..Default::default()
-        });
+        let wall = sw.finish_steps(load, compute, write);
         let run = Ran {
             result: &result,
             info: &info,
@@ -675,12 +670,7 @@ fn run_across_ranks<T: Scalar>(a: ClusterArgs, ui: Ui, comm: &dyn Comm) -> Resul
                 return AtomicOutput::commit_all(commits);
             }
             let write = sw.lap();
-            let wall = sw.finish(Wall {
-                load,
-                compute,
-                write,
-                ..Default::default()
-            });
+            let wall = sw.finish_steps(load, compute, write);
             let run = Ran {
                 result: &result,
                 info: &info,

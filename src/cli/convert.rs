@@ -1,7 +1,7 @@
 //! `gmcl convert`: a graph or matrix file written in another format, entry for entry.
 
 use super::ui::report_json;
-use super::wall::{timed, Stopwatch, Wall};
+use super::wall::{timed, Stopwatch};
 use super::{InputArgs, Ui};
 use clap::Args;
 use gmcl::csr::{BuildOptions, Csr, Duplicates};
@@ -81,12 +81,7 @@ pub fn run(a: ConvertArgs, ui: Ui) -> Result<()> {
         bar.finish_and_clear();
     }
     let write = sw.lap();
-    let wall = sw.finish(Wall {
-        load,
-        compute,
-        write,
-        ..Default::default()
-    });
+    let wall = sw.finish_steps(load, compute, write);
     ui.notice(&format!(
         "wrote {} entries of a {} x {} matrix to {} in {:.2} s",
         el.len(),

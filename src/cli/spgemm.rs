@@ -416,12 +416,7 @@ fn run_across_ranks<T: Scalar>(a: SpgemmArgs, ui: Ui, comm: &dyn Comm) -> Result
     };
     dist::agree(comm, written)?;
     let write = sw.lap();
-    let wall = sw.finish(Wall {
-        load,
-        compute,
-        write,
-        ..Default::default()
-    });
+    let wall = sw.finish_steps(load, compute, write);
     let rank_engine = match stats.gpu_ranks {
         0 => "cpu",
         g if g == comm.size() as u64 => "gpu",

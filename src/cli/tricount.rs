@@ -315,12 +315,7 @@ fn run_across_ranks(a: TricountArgs, ui: Ui, comm: &dyn Comm, mut sw: Stopwatch)
     dist::agree(comm, written)?;
     let (engines, engine) = dist::rank_engines(comm, t.engine);
     let write = sw.lap();
-    let wall = sw.finish(Wall {
-        load,
-        compute,
-        write,
-        ..Default::default()
-    });
+    let wall = sw.finish_steps(load, compute, write);
     ui.notice(&format!(
         "{} vertices, {} edges on {} ranks ({} engine); loaded in {:.3} s; counted in {:.4} s ({} method, {} rounds of row exchange{}, {:.3e} edges/s)",
         t.vertices,

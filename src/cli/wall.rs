@@ -52,6 +52,17 @@ impl Stopwatch {
         s
     }
 
+    /// The wall of a command whose steps were `load`, `compute` and `write` (seconds), with its
+    /// total.
+    pub fn finish_steps(&self, load: f64, compute: f64, write: f64) -> Wall {
+        self.finish(Wall {
+            load,
+            compute,
+            write,
+            ..Default::default()
+        })
+    }
+
     /// `wall` with its total: the seconds from the start until now.
     pub fn finish(&self, wall: Wall) -> Wall {
         Wall {
