@@ -71,92 +71,174 @@ degree_ranks(const u64* ptr, const u32* degree, u32 n, u64* starts, u32* rank) {
     }
 }
 
-// For each row u of a block of n rows (one warp each), the vertex first + u (in one process the
-// whole graph: first 0), with r = its rank: out_lens[r] = its neighbours ranked above it,
-// in_lens[r] = those below; *max_out = the longest out-row. Each adjacency entry is replaced by
-// its rank, so that orient_fill reads ranks in order instead of looking them up. Rows with both
-// are counted: light ones as items[r] items of triangles_light, heavy ones (more entries than
-// half a warp's table) listed in heavy_rows for triangles_heavy. Across ranks (else null):
-// block_lens[u] = the out-row's length.
-extern "C" __global__ void __launch_bounds__(TRI_THREADS)
-orient_counts(const u64* ptr, u32* adj, u32 n, u32 first, const u32* rank, u64* out_lens,
-              u64* in_lens, unsigned long long* max_out, u64* items, u32* heavy_rows,
-              u32* heavy_count, u64* block_lens) {
+// The orientation walks the adjacency entry by entry, not row by row: a warp per row left the
+// hubs' rows (tens of thousands of entries) to one warp each, which the whole launch then
+// waited for. Each warp takes an equal share of the entries, 32 at a time, and finds the row of
+// each lane's entry from the row offsets.
+
+// The last row u < n with ptr[u] <= x (the row holding entry x < ptr[n]): a 32-way search by
+// the whole warp. Every lane must call with the same x; every lane gets the row.
+__device__ __forceinline__ u64 warp_row_of(const u64* ptr, u64 n, u64 x) {
     const u32 lane = threadIdx.x & (WARP - 1);
+    u64 lo = 0, hi = n;
+    while (hi - lo > 1) {
+        const u64 step = (hi - lo + WARP - 1) / WARP;
+        const u64 p = lo + (u64)lane * step;
+        const u32 ok = __ballot_sync(0xffffffffu, p < hi && ptr[p] <= x);
+        lo += (u64)(31 - __clz(ok)) * step;
+        hi = min(hi, lo + step);
+    }
+    return lo;
+}
+
+// The warp's share of the entries ptr[0]..ptr[n], whole chunks of WARP entries: [*begin, *end),
+// and the row holding *begin (when the share is not empty).
+__device__ __forceinline__ void warp_entries(const u64* ptr, u64 n, u64* begin, u64* end,
+                                             u64* row) {
+    const u64 lo = ptr[0], len = ptr[n] - lo;
+    const u64 chunks = (len + WARP - 1) / WARP;
     const u64 warps = (u64)gridDim.x * (blockDim.x / WARP);
-    // The warp's longest row, published once at the end: an atomic per row on one address
-    // would serialise the whole kernel.
-    u64 longest = 0;
-    for (u64 u = ((u64)blockIdx.x * blockDim.x + threadIdx.x) / WARP; u < n; u += warps) {
-        const u64 lo = ptr[u], hi = ptr[u + 1];
-        const u32 r = rank[first + u];
-        u64 kept = 0;
-        for (u64 base = lo; base < hi; base += WARP) {
-            bool keep = false;
-            if (base + lane < hi) {
-                const u32 rv = rank[adj[base + lane]];
-                adj[base + lane] = rv;
-                keep = rv > r;
-            }
-            kept += __popc(__ballot_sync(0xffffffffu, keep));
+    const u64 w = ((u64)blockIdx.x * blockDim.x + threadIdx.x) / WARP;
+    *begin = lo + min(len, chunks * w / warps * WARP);
+    *end = lo + min(len, chunks * (w + 1) / warps * WARP);
+    *row = *begin < *end ? warp_row_of(ptr, n, *begin) : 0;
+}
+
+// The row of entry e for each lane (e at or past ptr[row0], below ptr[n]; any e where `valid`
+// is false, whose row is then meaningless): row0 plus the row offsets past it that are at most
+// e, read 32 at a time. Every lane must call with the same row0.
+__device__ __forceinline__ u64 lane_row(const u64* ptr, u64 n, u64 row0, u64 e, bool valid) {
+    const u32 lane = threadIdx.x & (WARP - 1);
+    u64 row = row0;
+    bool open = valid;
+    for (u64 base = row0; __any_sync(0xffffffffu, open); base += WARP) {
+        const u64 q = base + 1 + lane;
+        const u64 bound = q <= n ? ptr[q] : ~0ull;
+        // How many of the 32 offsets (ascending) are at most e.
+        u32 c = 0;
+        #pragma unroll
+        for (u32 s = 16; s > 0; s >>= 1) {
+            if (__shfl_sync(0xffffffffu, bound, c + s - 1) <= e) c += s;
         }
-        if (lane == 0) {
-            const u64 in = hi - lo - kept;
-            if (block_lens) block_lens[u] = kept;
-            out_lens[r] = kept;
-            in_lens[r] = in;
-            longest = max(longest, kept);
-            const bool heavy = 2 * kept > TRI_WARP_SLOTS;
-            items[r] = kept > 0 && !heavy ? (in + TRI_ITEM - 1) / TRI_ITEM : 0;
-            if (heavy && in > 0) heavy_rows[atomicAdd(heavy_count, 1u)] = r;
+        if (__shfl_sync(0xffffffffu, bound, WARP - 1) <= e) c = WARP;
+        if (open && c < WARP) {
+            row = base + c;
+            open = false;
         }
     }
-    if (lane == 0 && longest > 0) atomicMax(max_out, (unsigned long long)longest);
+    return row;
+}
+
+// Rows of a block of n rows, the vertex of row u being first + u (in one process the whole
+// graph: first 0), each adjacency entry replaced by its rank (so that orient_fill reads ranks
+// in order instead of looking them up), and out_lens[r] += the neighbours of row u's vertex
+// ranked above it, r its rank (out_lens zeroed before).
+extern "C" __global__ void __launch_bounds__(TRI_THREADS)
+orient_ranks(const u64* ptr, u32* adj, u32 n, u32 first, const u32* rank, u64* out_lens) {
+    const u32 lane = threadIdx.x & (WARP - 1);
+    u64 e, end, row;
+    warp_entries(ptr, n, &e, &end, &row);
+    for (; e < end; e += WARP) {
+        const u64 i = e + lane;
+        const bool valid = i < end;
+        const u64 u = lane_row(ptr, n, row, i, valid);
+        u32 r = 0;
+        bool keep = false;
+        if (valid) {
+            r = rank[first + u];
+            const u32 rv = rank[adj[i]];
+            adj[i] = rv;
+            keep = rv > r;
+        }
+        const u32 same = __match_any_sync(0xffffffffu, valid ? u : ~0ull);
+        const u32 kept = __popc(__ballot_sync(0xffffffffu, keep) & same);
+        if (valid && kept && lane == (u32)(__ffs(same) - 1)) atomicAdd(&out_lens[r], (u64)kept);
+        row = __shfl_sync(0xffffffffu, u, WARP - 1);
+    }
+}
+
+// After orient_ranks, for each row u of the block (r its vertex's rank, out_lens[r] its
+// out-row's length): in_lens[r] = the neighbours ranked below; *max_out = the longest out-row.
+// Rows with both are counted: light ones as items[r] items of triangles_light, heavy ones (more
+// entries than half a warp's table) listed in heavy_rows for triangles_heavy. Across ranks
+// (else null): block_lens[u] = the out-row's length.
+extern "C" __global__ void __launch_bounds__(TRI_THREADS)
+orient_counts(const u64* ptr, u32 n, u32 first, const u32* rank, const u64* out_lens,
+              u64* in_lens, unsigned long long* max_out, u64* items, u32* heavy_rows,
+              u32* heavy_count, u64* block_lens) {
+    const u64 stride = (u64)gridDim.x * blockDim.x;
+    u64 longest = 0;
+    for (u64 u = (u64)blockIdx.x * blockDim.x + threadIdx.x; u < n; u += stride) {
+        const u32 r = rank[first + u];
+        const u64 kept = out_lens[r];
+        const u64 in = ptr[u + 1] - ptr[u] - kept;
+        if (block_lens) block_lens[u] = kept;
+        in_lens[r] = in;
+        longest = max(longest, kept);
+        const bool heavy = 2 * kept > TRI_WARP_SLOTS;
+        items[r] = kept > 0 && !heavy ? (in + TRI_ITEM - 1) / TRI_ITEM : 0;
+        if (heavy && in > 0) heavy_rows[atomicAdd(heavy_count, 1u)] = r;
+    }
+    // The warp's longest row, published once: an atomic per row on one address would
+    // serialise the whole kernel.
+    #pragma unroll
+    for (u32 d = WARP / 2; d > 0; d >>= 1) longest = max(longest, __shfl_xor_sync(0xffffffffu, longest, d));
+    if ((threadIdx.x & (WARP - 1)) == 0 && longest > 0) atomicMax(max_out, (unsigned long long)longest);
 }
 
 // Writes U(r), r the rank of row u's vertex first + u, at optr[r] (at optr[u] with by_row: a
-// block's rows one after another), in the order of u's adjacency row (which orient_counts
-// turned into ranks).
+// block's rows one after another), from u's adjacency row (which orient_ranks turned into
+// ranks). cursor (n, zeroed) counts each row's entries written: a row's chunks may come in any
+// order, so a row's entries are in adjacency order only when sort_rows sorts them after.
 extern "C" __global__ void __launch_bounds__(TRI_THREADS)
 orient_fill(const u64* ptr, const u32* radj, u32 n, u32 first, const u32* rank, const u64* optr,
-            u32 by_row, u32* oadj) {
+            u32 by_row, u32* cursor, u32* oadj) {
     const u32 lane = threadIdx.x & (WARP - 1);
     const u32 below = (1u << lane) - 1;
-    const u64 warps = (u64)gridDim.x * (blockDim.x / WARP);
-    for (u64 u = ((u64)blockIdx.x * blockDim.x + threadIdx.x) / WARP; u < n; u += warps) {
-        const u64 lo = ptr[u], hi = ptr[u + 1];
-        const u32 r = rank[first + u];
-        u64 at = optr[by_row ? u : r];
-        for (u64 base = lo; base < hi; base += WARP) {
-            u32 rv = 0;
-            bool keep = false;
-            if (base + lane < hi) {
-                rv = radj[base + lane];
-                keep = rv > r;
-            }
-            const u32 mask = __ballot_sync(0xffffffffu, keep);
-            if (keep) oadj[at + __popc(mask & below)] = rv;
-            at += __popc(mask);
+    u64 e, end, row;
+    warp_entries(ptr, n, &e, &end, &row);
+    for (; e < end; e += WARP) {
+        const u64 i = e + lane;
+        const bool valid = i < end;
+        const u64 u = lane_row(ptr, n, row, i, valid);
+        u32 r = 0, rv = 0;
+        bool keep = false;
+        if (valid) {
+            r = rank[first + u];
+            rv = radj[i];
+            keep = rv > r;
         }
+        const u32 same = __match_any_sync(0xffffffffu, valid ? u : ~0ull);
+        const u32 kept = __ballot_sync(0xffffffffu, keep) & same;
+        const u32 leader = __ffs(same) - 1;
+        u32 at = 0;
+        if (valid && kept && lane == leader) at = atomicAdd(&cursor[u], (u32)__popc(kept));
+        at = __shfl_sync(0xffffffffu, at, leader);
+        if (keep) oadj[optr[by_row ? u : r] + at + __popc(kept & below)] = rv;
+        row = __shfl_sync(0xffffffffu, u, WARP - 1);
     }
 }
 
-// Rows of U up to this long are sorted by sort_rows (in a warp's shared memory); longer ones
-// (only on graphs far denser than power-law ones) stay in adjacency order.
+// Rows of U up to this long are sorted (longer ones, only on graphs far denser than power-law
+// ones, stay in the order orient_fill left them): up to TRI_SORT_WARP entries by sort_rows, a
+// warp a row, longer ones by sort_long_rows, a block a row, so that the longest rows do not
+// hold one warp each while the rest of the GPU waits.
 #define TRI_SORT_MAX 1024
+#define TRI_SORT_WARP 128
+#define TRI_SORT_THREADS 256
 
-// Sorts each row of U of at most TRI_SORT_MAX entries, one warp per row: a bitonic sort in
+// Sorts each row of U of at most TRI_SORT_WARP entries, one warp per row: a bitonic sort in
 // registers for rows of up to 32 entries, in the warp's shared memory for longer ones.
 extern "C" __global__ void __launch_bounds__(TRI_THREADS)
 sort_rows(const u64* optr, u32* oadj, u32 n) {
-    __shared__ u32 buffers[TRI_WARPS][TRI_SORT_MAX];
+    __shared__ u32 buffers[TRI_WARPS][TRI_SORT_WARP];
     const u32 lane = threadIdx.x & (WARP - 1), warp = threadIdx.x / WARP;
     u32* buf = buffers[warp];
     const u64 warps = (u64)gridDim.x * (blockDim.x / WARP);
     for (u64 r = ((u64)blockIdx.x * blockDim.x + threadIdx.x) / WARP; r < n; r += warps) {
         const u64 lo = optr[r];
         const u32 len = (u32)(optr[r + 1] - lo);
-        if (len < 2 || len > TRI_SORT_MAX) continue;
+        if (len < 2 || len > TRI_SORT_WARP) continue;
         if (len <= WARP) {
             u32 v = lane < len ? oadj[lo + lane] : TRI_EMPTY;
             for (u32 k = 2; k <= WARP; k <<= 1) {
@@ -190,6 +272,63 @@ sort_rows(const u64* optr, u32* oadj, u32 n) {
         }
         for (u32 i = lane; i < len; i += WARP) oadj[lo + i] = buf[i];
         __syncwarp();
+    }
+}
+
+// Lists the rows of U of more than TRI_SORT_WARP and at most TRI_SORT_MAX entries:
+// long_rows[0 .. *long_count), in any order. Rows are ordered by rank, so the long ones sit
+// together; listing them first lets sort_long_rows deal them out one a block.
+extern "C" __global__ void __launch_bounds__(TRI_THREADS)
+list_long_rows(const u64* optr, u32 n, u32* long_rows, u32* long_count) {
+    const u32 lane = threadIdx.x & (WARP - 1);
+    const u64 stride = (u64)gridDim.x * blockDim.x;
+    for (u64 base = (u64)blockIdx.x * blockDim.x; base < n; base += stride) {
+        const u64 r = base + threadIdx.x;
+        bool is_long = false;
+        if (r < n) {
+            const u64 len = optr[r + 1] - optr[r];
+            is_long = len > TRI_SORT_WARP && len <= TRI_SORT_MAX;
+        }
+        const u32 mask = __ballot_sync(0xffffffffu, is_long);
+        u32 at = 0;
+        if (lane == 0 && mask) at = atomicAdd(long_count, (u32)__popc(mask));
+        at = __shfl_sync(0xffffffffu, at, 0);
+        if (is_long) long_rows[at + __popc(mask & ((1u << lane) - 1))] = (u32)r;
+    }
+}
+
+// Sorts the rows list_long_rows listed, a block of TRI_SORT_THREADS a row, in its shared memory
+// (bitonic).
+extern "C" __global__ void __launch_bounds__(TRI_SORT_THREADS)
+sort_long_rows(const u64* optr, u32* oadj, const u32* long_rows, const u32* long_count) {
+    __shared__ u32 buf[TRI_SORT_MAX];
+    const u32 count = *long_count;
+    for (u32 k = blockIdx.x; k < count; k += gridDim.x) {
+        const u64 lo = optr[long_rows[k]];
+        const u32 len = (u32)(optr[long_rows[k] + 1] - lo);
+        u32 size = 2 * TRI_SORT_WARP;
+        while (size < len) size <<= 1;
+        for (u32 i = threadIdx.x; i < size; i += TRI_SORT_THREADS) {
+            buf[i] = i < len ? oadj[lo + i] : TRI_EMPTY;
+        }
+        __syncthreads();
+        for (u32 w = 2; w <= size; w <<= 1) {
+            for (u32 j = w >> 1; j > 0; j >>= 1) {
+                for (u32 i = threadIdx.x; i < size; i += TRI_SORT_THREADS) {
+                    const u32 p = i ^ j;
+                    if (p > i) {
+                        const u32 x = buf[i], y = buf[p];
+                        if ((x > y) == ((i & w) == 0)) {
+                            buf[i] = y;
+                            buf[p] = x;
+                        }
+                    }
+                }
+                __syncthreads();
+            }
+        }
+        for (u32 i = threadIdx.x; i < len; i += TRI_SORT_THREADS) oadj[lo + i] = buf[i];
+        __syncthreads();
     }
 }
 

@@ -20,6 +20,11 @@ const THREADS: u32 = 256;
 /// Hash slots of one warp of the light kernel (TRI_WARP_SLOTS): rows of more than half as
 /// many entries are heavy.
 pub(super) const WARP_SLOTS: u64 = 1024;
+/// Rows of U up to this long are sorted a warp each, longer ones a block each
+/// (TRI_SORT_WARP).
+const SORT_WARP: usize = 128;
+/// Threads of the long rows' sort (TRI_SORT_THREADS).
+const SORT_THREADS: u32 = 256;
 /// Threads of the heavy-row kernel (TRI_HEAVY_THREADS).
 const HEAVY_THREADS: u32 = 512;
 /// Static shared memory of the heavy-row kernel: one `WedgeSlots` (32 × 20 bytes) per warp and
@@ -216,8 +221,7 @@ impl Job<'_> {
         entries: usize,
         prof: &mut Profile,
     ) -> Result<DeviceDag> {
-        let (gpu, s, n, poison, per_row) =
-            (self.gpu, &self.gpu.main, self.n, self.poison, self.per_row);
+        let (gpu, s, n, poison) = (self.gpu, &self.gpu.main, self.n, self.poison);
         let (n32, n1) = (n as u32, n as u64 + 1);
         let mut optr = zeros::<u64>(s, n + 1, "the oriented row offsets")?;
         let mut iptr = zeros::<u64>(s, n + 1, "the in-edge row offsets")?;
@@ -231,13 +235,13 @@ impl Job<'_> {
             poison,
             "the heavy row list",
         )?;
-        launch(gpu, s, "orient_counts", per_row, |l| {
+        self.ranks_into_rows(&ptr, &mut adj, entries as u64, 0, rank, &mut optr)?;
+        launch(gpu, s, "orient_counts", self.per_vertex, |l| {
             l.arg(&ptr)
-                .arg(&mut adj)
                 .arg(&n32)
                 .arg(&0u32)
                 .arg(rank)
-                .arg(&mut optr)
+                .arg(&optr)
                 .arg(&mut iptr)
                 .arg(&mut max_out)
                 .arg(&mut item_ptr)
@@ -256,21 +260,10 @@ impl Job<'_> {
             )));
         }
         let mut oadj = uninit::<u32>(s, oriented as usize, poison, "the oriented adjacency")?;
-        launch(gpu, s, "orient_fill", per_row, |l| {
-            l.arg(&ptr)
-                .arg(&adj)
-                .arg(&n32)
-                .arg(&0u32)
-                .arg(rank)
-                .arg(&optr)
-                .arg(&0u32)
-                .arg(&mut oadj);
-        })?;
+        self.fill_rows(&ptr, &adj, entries as u64, 0, rank, &optr, false, &mut oadj)?;
         drop((ptr, adj));
         prof.mark("orient: fill")?;
-        launch(gpu, s, "sort_rows", per_row, |l| {
-            l.arg(&optr).arg(&mut oadj).arg(&n32);
-        })?;
+        self.sort_rows(&optr, &mut oadj, n)?;
         prof.mark("orient: sort rows")?;
         let (iadj, ifrom) = self.transpose(&optr, &oadj, &iptr, oriented, false)?;
         prof.mark("transpose")?;
@@ -289,6 +282,100 @@ impl Job<'_> {
             heavy_rows,
             heavy_count,
             longest,
+        })
+    }
+
+    /// The first step of the orientation of `rows` rows of the adjacency (`ptr`, `adj`, its
+    /// `entries` entries; row `u` is vertex `first + u`): each entry of `adj` becomes its
+    /// vertex's rank, and `out_lens[r]` (zeroed) gains the neighbours of rank `r` ranked above
+    /// it. The kernel walks the entries, not the rows, so that a hub's row takes many warps.
+    pub(super) fn ranks_into_rows(
+        &self,
+        ptr: &CudaSlice<u64>,
+        adj: &mut CudaSlice<u32>,
+        entries: u64,
+        first: u32,
+        rank: &CudaSlice<u32>,
+        out_lens: &mut CudaSlice<u64>,
+    ) -> Result<()> {
+        let rows = ptr.len().saturating_sub(1) as u32;
+        if rows == 0 {
+            return Ok(());
+        }
+        let per_entry = strided(self.gpu, entries.max(1), THREADS);
+        launch(self.gpu, &self.gpu.main, "orient_ranks", per_entry, |l| {
+            l.arg(ptr)
+                .arg(adj)
+                .arg(&rows)
+                .arg(&first)
+                .arg(rank)
+                .arg(out_lens);
+        })
+    }
+
+    /// Writes the rows of U (`oadj`, laid out by `optr`: by rank, or by row with `by_row`)
+    /// from the adjacency that [`Self::ranks_into_rows`] turned into ranks.
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn fill_rows(
+        &self,
+        ptr: &CudaSlice<u64>,
+        ranked_adj: &CudaSlice<u32>,
+        entries: u64,
+        first: u32,
+        rank: &CudaSlice<u32>,
+        optr: &CudaSlice<u64>,
+        by_row: bool,
+        oadj: &mut CudaSlice<u32>,
+    ) -> Result<()> {
+        let s = &self.gpu.main;
+        let rows = ptr.len().saturating_sub(1);
+        if rows == 0 {
+            return Ok(());
+        }
+        let mut cursor = zeros::<u32>(s, rows, "the oriented rows' cursors")?;
+        let per_entry = strided(self.gpu, entries.max(1), THREADS);
+        let (rows32, by_row) = (rows as u32, u32::from(by_row));
+        launch(self.gpu, s, "orient_fill", per_entry, |l| {
+            l.arg(ptr)
+                .arg(ranked_adj)
+                .arg(&rows32)
+                .arg(&first)
+                .arg(rank)
+                .arg(optr)
+                .arg(&by_row)
+                .arg(&mut cursor)
+                .arg(oadj);
+        })
+    }
+
+    /// Sorts the rows of U (`rows` of them, laid out by `optr`) of up to 1024 entries
+    /// (TRI_SORT_MAX): short ones a warp each; long ones listed, then a block each.
+    pub(super) fn sort_rows(
+        &self,
+        optr: &CudaSlice<u64>,
+        oadj: &mut CudaSlice<u32>,
+        rows: usize,
+    ) -> Result<()> {
+        let (gpu, s, rows32) = (self.gpu, &self.gpu.main, rows as u32);
+        if rows == 0 {
+            return Ok(());
+        }
+        launch(gpu, s, "sort_rows", self.per_row, |l| {
+            l.arg(optr).arg(&mut *oadj).arg(&rows32);
+        })?;
+        // Rows past SORT_WARP entries: at most this many.
+        let most = (oadj.len() / (SORT_WARP + 1) + 1).min(rows);
+        let mut long_rows = uninit::<u32>(s, most, self.poison, "the long oriented rows")?;
+        let mut long_count = zeros::<u32>(s, 1, "the long oriented row count")?;
+        launch(gpu, s, "list_long_rows", self.per_vertex, |l| {
+            l.arg(optr)
+                .arg(&rows32)
+                .arg(&mut long_rows)
+                .arg(&mut long_count);
+        })?;
+        let blocks = shape(gpu.multiprocessors() as u64 * 8, SORT_THREADS, 0)?;
+        launch(gpu, s, "sort_long_rows", blocks, |l| {
+            l.arg(optr).arg(oadj).arg(&long_rows).arg(&long_count);
         })
     }
 
@@ -507,6 +594,8 @@ mod tests {
             ("TRI_THREADS", THREADS as u64),
             ("TRI_WARP_SLOTS", WARP_SLOTS),
             ("TRI_HEAVY_THREADS", HEAVY_THREADS as u64),
+            ("TRI_SORT_WARP", SORT_WARP as u64),
+            ("TRI_SORT_THREADS", SORT_THREADS as u64),
         ] {
             assert_eq!(
                 crate::gpu::kernels::defined(name),

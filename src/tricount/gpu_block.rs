@@ -170,13 +170,21 @@ impl BlockCount {
         let mut heavy_count = zeros::<u32>(s, 1, "the heavy row count")?;
         let mut heavy_rows = uninit::<u32>(s, rows.max(1), poison, "the heavy rows")?;
         let mut own_ptr = zeros::<u64>(s, rows + 1, "the block's oriented row offsets")?;
-        launch(g, s, "orient_counts", job.per_row, |l| {
+        let block_entries = d_adj.len() as u64;
+        job.ranks_into_rows(
+            &d_ptr,
+            &mut d_adj,
+            block_entries,
+            first32,
+            &self.rank,
+            &mut self.lengths,
+        )?;
+        launch(g, s, "orient_counts", job.per_vertex, |l| {
             l.arg(&d_ptr)
-                .arg(&mut d_adj)
                 .arg(&rows32)
                 .arg(&first32)
                 .arg(&self.rank)
-                .arg(&mut self.lengths)
+                .arg(&self.lengths)
                 .arg(&mut in_lens)
                 .arg(&mut max_out)
                 .arg(&mut items)
@@ -195,21 +203,19 @@ impl BlockCount {
         )?;
         let entries = read_at(s, &own_ptr, rows, "the block's oriented entries")?;
         let mut own = uninit::<u32>(s, entries as usize, poison, "the block's rows")?;
-        launch(g, s, "orient_fill", job.per_row, |l| {
-            l.arg(&d_ptr)
-                .arg(&d_adj)
-                .arg(&rows32)
-                .arg(&first32)
-                .arg(&self.rank)
-                .arg(&own_ptr)
-                .arg(&1u32)
-                .arg(&mut own);
-        })?;
+        job.fill_rows(
+            &d_ptr,
+            &d_adj,
+            block_entries,
+            first32,
+            &self.rank,
+            &own_ptr,
+            true,
+            &mut own,
+        )?;
         drop((d_ptr, d_adj));
         self.prof.mark("orient: fill")?;
-        launch(g, s, "sort_rows", job.per_row, |l| {
-            l.arg(&own_ptr).arg(&mut own).arg(&rows32);
-        })?;
+        job.sort_rows(&own_ptr, &mut own, rows)?;
         check("orient the block", s.synchronize())?;
         self.prof.mark("orient: sort rows")?;
         self.own = Some((own_ptr, own));
