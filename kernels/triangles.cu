@@ -224,7 +224,7 @@ orient_fill(const u64* ptr, const u32* radj, u32 n, u32 first, const u32* rank, 
 // warp a row, longer ones by sort_long_rows, a block a row, so that the longest rows do not
 // hold one warp each while the rest of the GPU waits.
 #define TRI_SORT_MAX 1024
-#define TRI_SORT_WARP 128
+#define TRI_SORT_WARP 256
 #define TRI_SORT_THREADS 256
 
 // Sorts each row of U of at most TRI_SORT_WARP entries, one warp per row: a bitonic sort in

@@ -22,7 +22,7 @@ const THREADS: u32 = 256;
 pub(super) const WARP_SLOTS: u64 = 1024;
 /// Rows of U up to this long are sorted a warp each, longer ones a block each
 /// (TRI_SORT_WARP).
-const SORT_WARP: usize = 128;
+const SORT_WARP: usize = 256;
 /// Threads of the long rows' sort (TRI_SORT_THREADS).
 const SORT_THREADS: u32 = 256;
 /// Threads of the heavy-row kernel (TRI_HEAVY_THREADS).

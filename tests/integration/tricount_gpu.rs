@@ -96,7 +96,7 @@ fn complete_graphs_through_every_kernel_path() {
     let Some(_) = gpu() else { return };
     // K_40: light rows only. K_600: rows of 513 to 599 entries go to the heavy kernel, in
     // shared memory, or with a cap of 64 searched in device memory; K_1000 with a cap of 700:
-    // both heavy paths in one launch. Rows of U past 128 entries are sorted a block a row, and
+    // both heavy paths in one launch. Rows of U past 256 entries are sorted a block a row, and
     // K_1100's rows past 1024 entries are not sorted at all.
     for (n, cap) in [
         (40u64, None),
