@@ -227,6 +227,35 @@ orient_fill(const u64* ptr, const u32* radj, u32 n, u32 first, const u32* rank, 
 #define TRI_SORT_WARP 256
 #define TRI_SORT_THREADS 256
 
+// Sorts row[0 .. len) in place through buf (shared memory of at least len rounded up to a power
+// of two, and at least `least`, slots): a bitonic sort by the threads `first`, `first + step`,
+// ... of one warp (BLOCK false) or of the whole block (BLOCK true), all of which must call.
+template <bool BLOCK>
+__device__ __forceinline__ void sort_in_shared(u32* row, u32 len, u32 least, u32* buf, u32 first,
+                                               u32 step) {
+    u32 size = least;
+    while (size < len) size <<= 1;
+    for (u32 i = first; i < size; i += step) buf[i] = i < len ? row[i] : TRI_EMPTY;
+    if (BLOCK) __syncthreads(); else __syncwarp();
+    for (u32 k = 2; k <= size; k <<= 1) {
+        for (u32 j = k >> 1; j > 0; j >>= 1) {
+            for (u32 i = first; i < size; i += step) {
+                const u32 p = i ^ j;
+                if (p > i) {
+                    const u32 x = buf[i], y = buf[p];
+                    if ((x > y) == ((i & k) == 0)) {
+                        buf[i] = y;
+                        buf[p] = x;
+                    }
+                }
+            }
+            if (BLOCK) __syncthreads(); else __syncwarp();
+        }
+    }
+    for (u32 i = first; i < len; i += step) row[i] = buf[i];
+    if (BLOCK) __syncthreads(); else __syncwarp();
+}
+
 // Sorts each row of U of at most TRI_SORT_WARP entries, one warp per row: a bitonic sort in
 // registers for rows of up to 32 entries, in the warp's shared memory for longer ones.
 extern "C" __global__ void __launch_bounds__(TRI_THREADS)
@@ -251,27 +280,7 @@ sort_rows(const u64* optr, u32* oadj, u32 n) {
             if (lane < len) oadj[lo + lane] = v;
             continue;
         }
-        u32 size = 64;
-        while (size < len) size <<= 1;
-        for (u32 i = lane; i < size; i += WARP) buf[i] = i < len ? oadj[lo + i] : TRI_EMPTY;
-        __syncwarp();
-        for (u32 k = 2; k <= size; k <<= 1) {
-            for (u32 j = k >> 1; j > 0; j >>= 1) {
-                for (u32 i = lane; i < size; i += WARP) {
-                    const u32 p = i ^ j;
-                    if (p > i) {
-                        const u32 x = buf[i], y = buf[p];
-                        if ((x > y) == ((i & k) == 0)) {
-                            buf[i] = y;
-                            buf[p] = x;
-                        }
-                    }
-                }
-                __syncwarp();
-            }
-        }
-        for (u32 i = lane; i < len; i += WARP) oadj[lo + i] = buf[i];
-        __syncwarp();
+        sort_in_shared<false>(oadj + lo, len, 64, buf, lane, WARP);
     }
 }
 
@@ -306,29 +315,8 @@ sort_long_rows(const u64* optr, u32* oadj, const u32* long_rows, const u32* long
     for (u32 k = blockIdx.x; k < count; k += gridDim.x) {
         const u64 lo = optr[long_rows[k]];
         const u32 len = (u32)(optr[long_rows[k] + 1] - lo);
-        u32 size = 2 * TRI_SORT_WARP;
-        while (size < len) size <<= 1;
-        for (u32 i = threadIdx.x; i < size; i += TRI_SORT_THREADS) {
-            buf[i] = i < len ? oadj[lo + i] : TRI_EMPTY;
-        }
-        __syncthreads();
-        for (u32 w = 2; w <= size; w <<= 1) {
-            for (u32 j = w >> 1; j > 0; j >>= 1) {
-                for (u32 i = threadIdx.x; i < size; i += TRI_SORT_THREADS) {
-                    const u32 p = i ^ j;
-                    if (p > i) {
-                        const u32 x = buf[i], y = buf[p];
-                        if ((x > y) == ((i & w) == 0)) {
-                            buf[i] = y;
-                            buf[p] = x;
-                        }
-                    }
-                }
-                __syncthreads();
-            }
-        }
-        for (u32 i = threadIdx.x; i < len; i += TRI_SORT_THREADS) oadj[lo + i] = buf[i];
-        __syncthreads();
+        sort_in_shared<true>(oadj + lo, len, 2 * TRI_SORT_WARP, buf, threadIdx.x,
+                             TRI_SORT_THREADS);
     }
 }
 
