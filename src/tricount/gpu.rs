@@ -235,7 +235,7 @@ impl Job<'_> {
             poison,
             "the heavy row list",
         )?;
-        self.ranks_into_rows(&ptr, &mut adj, entries as u64, 0, rank, &mut optr)?;
+        self.ranks_into_rows(&ptr, &mut adj, 0, rank, &mut optr)?;
         launch(gpu, s, "orient_counts", self.per_vertex, |l| {
             l.arg(&ptr)
                 .arg(&n32)
@@ -260,7 +260,7 @@ impl Job<'_> {
             )));
         }
         let mut oadj = uninit::<u32>(s, oriented as usize, poison, "the oriented adjacency")?;
-        self.fill_rows(&ptr, &adj, entries as u64, 0, rank, &optr, false, &mut oadj)?;
+        self.fill_rows(&ptr, &adj, 0, rank, &optr, false, &mut oadj)?;
         drop((ptr, adj));
         prof.mark("orient: fill")?;
         self.sort_rows(&optr, &mut oadj, n)?;
@@ -285,15 +285,13 @@ impl Job<'_> {
         })
     }
 
-    /// The first step of the orientation of `rows` rows of the adjacency (`ptr`, `adj`, its
-    /// `entries` entries; row `u` is vertex `first + u`): each entry of `adj` becomes its
+    /// The first step of the orientation of `rows` rows of the adjacency (`ptr`, `adj`; row `u` is vertex `first + u`): each entry of `adj` becomes its
     /// vertex's rank, and `out_lens[r]` (zeroed) gains the neighbours of rank `r` ranked above
     /// it. The kernel walks the entries, not the rows, so that a hub's row takes many warps.
     pub(super) fn ranks_into_rows(
         &self,
         ptr: &CudaSlice<u64>,
         adj: &mut CudaSlice<u32>,
-        entries: u64,
         first: u32,
         rank: &CudaSlice<u32>,
         out_lens: &mut CudaSlice<u64>,
@@ -302,7 +300,7 @@ impl Job<'_> {
         if rows == 0 {
             return Ok(());
         }
-        let per_entry = strided(self.gpu, entries.max(1), THREADS);
+        let per_entry = strided(self.gpu, adj.len().max(1) as u64, THREADS);
         launch(self.gpu, &self.gpu.main, "orient_ranks", per_entry, |l| {
             l.arg(ptr)
                 .arg(adj)
@@ -320,7 +318,6 @@ impl Job<'_> {
         &self,
         ptr: &CudaSlice<u64>,
         ranked_adj: &CudaSlice<u32>,
-        entries: u64,
         first: u32,
         rank: &CudaSlice<u32>,
         optr: &CudaSlice<u64>,
@@ -333,7 +330,7 @@ impl Job<'_> {
             return Ok(());
         }
         let mut cursor = zeros::<u32>(s, rows, "the oriented rows' cursors")?;
-        let per_entry = strided(self.gpu, entries.max(1), THREADS);
+        let per_entry = strided(self.gpu, ranked_adj.len().max(1) as u64, THREADS);
         let (rows32, by_row) = (rows as u32, u32::from(by_row));
         launch(self.gpu, s, "orient_fill", per_entry, |l| {
             l.arg(ptr)

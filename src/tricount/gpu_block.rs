@@ -170,15 +170,7 @@ impl BlockCount {
         let mut heavy_count = zeros::<u32>(s, 1, "the heavy row count")?;
         let mut heavy_rows = uninit::<u32>(s, rows.max(1), poison, "the heavy rows")?;
         let mut own_ptr = zeros::<u64>(s, rows + 1, "the block's oriented row offsets")?;
-        let block_entries = d_adj.len() as u64;
-        job.ranks_into_rows(
-            &d_ptr,
-            &mut d_adj,
-            block_entries,
-            first32,
-            &self.rank,
-            &mut self.lengths,
-        )?;
+        job.ranks_into_rows(&d_ptr, &mut d_adj, first32, &self.rank, &mut self.lengths)?;
         launch(g, s, "orient_counts", job.per_vertex, |l| {
             l.arg(&d_ptr)
                 .arg(&rows32)
@@ -204,14 +196,7 @@ impl BlockCount {
         let entries = read_at(s, &own_ptr, rows, "the block's oriented entries")?;
         let mut own = uninit::<u32>(s, entries as usize, poison, "the block's rows")?;
         job.fill_rows(
-            &d_ptr,
-            &d_adj,
-            block_entries,
-            first32,
-            &self.rank,
-            &own_ptr,
-            true,
-            &mut own,
+            &d_ptr, &d_adj, first32, &self.rank, &own_ptr, true, &mut own,
         )?;
         drop((d_ptr, d_adj));
         self.prof.mark("orient: fill")?;
