@@ -354,8 +354,10 @@ fn read(bytes: &[u8], path: &Path) -> Result<Stored> {
     let archive = Archive::open(bytes, path)?;
     let member = |name: &str| archive.member(name);
     let (format, nrows, ncols) = (&archive.format, archive.nrows, archive.ncols);
-    let data_raw = member("data")?;
-    let data = array_of(path, "data", &data_raw)?;
+    // The large members' CRCs are checked by the passes that decode them.
+    let (data_body, data_member) = archive.member_unchecked("data")?;
+    let data = array_of(path, "data", &data_body.bytes)?;
+    let data_crc = MemberCrc::of(&data_body, data_member);
     let check_len = |entries: usize| {
         if data.len != entries {
             return Err(bad(format!(
@@ -363,18 +365,21 @@ fn read(bytes: &[u8], path: &Path) -> Result<Stored> {
                 data.len
             )));
         }
-        values(&data).map_err(bad)
+        values(&data, data_crc.as_ref()).map_err(bad)
     };
     let stored = match format.as_str() {
         "csr" | "csc" => {
-            let (ptr_raw, idx_raw) = (member("indptr")?, member("indices")?);
+            let ptr_raw = member("indptr")?;
+            let (idx_body, idx_member) = archive.member_unchecked("indices")?;
             let (indptr, indices) = (
                 array_of(path, "indptr", &ptr_raw)?,
-                array_of(path, "indices", &idx_raw)?,
+                array_of(path, "indices", &idx_body.bytes)?,
             );
+            let idx_crc = MemberCrc::of(&idx_body, idx_member);
             let csr = format == "csr";
             let (major, minor) = if csr { (nrows, ncols) } else { (ncols, nrows) };
-            let (ptr, cols) = compressed(&indptr, &indices, major, minor).map_err(bad)?;
+            let (ptr, cols) =
+                compressed(&indptr, &indices, major, minor, idx_crc.as_ref()).map_err(bad)?;
             let values = check_len(cols.len())?;
             let rows = RowEntries {
                 nrows: major,
@@ -472,10 +477,53 @@ fn compressed(
     indices: &Array<'_>,
     major: usize,
     minor: usize,
+    crc: Option<&MemberCrc<'_>>,
 ) -> std::result::Result<(Vec<u64>, Vec<u32>), String> {
     let ptr = offsets(indptr, indices, major)?;
-    let cols = decode_indices(indices, 0..indices.len, minor)?;
+    let cols = decode_indices_checked(indices, 0..indices.len, minor, crc)?;
     Ok((ptr, cols))
+}
+
+/// Elements per part of an array decoded by the threads: a part's bytes stay in cache from its
+/// CRC to its decoding.
+const PART: usize = 1 << 16;
+
+/// The CRC a stored member's bytes must have, checked by the pass that decodes its array from
+/// the CRCs of the array's parts (so the bytes are read once).
+struct MemberCrc<'a> {
+    member: &'a zip::Member,
+    body: &'a [u8],
+    want: u32,
+}
+
+impl<'a> MemberCrc<'a> {
+    /// The check `body` (of `member`) still needs; `None` when it needs none (an inflated
+    /// member, checked as it was inflated).
+    fn of(body: &'a zip::Body<'_>, member: &'a zip::Member) -> Option<Self> {
+        body.crc.map(|want| MemberCrc {
+            member,
+            body: &body.bytes,
+            want,
+        })
+    }
+
+    /// Checks the member from the CRCs of consecutive parts covering all of `array`'s elements.
+    fn check<'h>(
+        &self,
+        array: &Array<'_>,
+        parts: impl IntoIterator<Item = &'h crc32fast::Hasher>,
+    ) -> std::result::Result<(), String> {
+        zip::check_crc_around(self.member, self.want, self.body, array.data, parts)
+    }
+}
+
+/// The CRC of one part's `bytes`, or an empty one when no check needs it.
+fn part_crc(check: bool, bytes: &[u8]) -> crc32fast::Hasher {
+    let mut h = crc32fast::Hasher::new();
+    if check {
+        h.update(bytes);
+    }
+    h
 }
 
 /// The offsets `indptr` of a compressed matrix of `major` rows (or columns), checked: they
@@ -528,17 +576,32 @@ fn decode_indices(
     range: std::ops::Range<usize>,
     minor: usize,
 ) -> std::result::Result<Vec<u32>, String> {
-    const PART: usize = 1 << 16;
+    decode_indices_checked(indices, range, minor, None)
+}
+
+/// [`decode_indices`], checking the member's CRC `crc` (when given, `range` being the whole
+/// array) in the same pass; a damaged member is that error before any bad index.
+fn decode_indices_checked(
+    indices: &Array<'_>,
+    range: std::ops::Range<usize>,
+    minor: usize,
+    crc: Option<&MemberCrc<'_>>,
+) -> std::result::Result<Vec<u32>, String> {
+    debug_assert!(crc.is_none() || range == (0..indices.len));
+    let width = indices.dtype.size();
     let mut cols = vec![0u32; range.len()];
-    cols.par_chunks_mut(PART)
+    let parts: Vec<_> = cols
+        .par_chunks_mut(PART)
         .enumerate()
         .map(|(p, out)| {
             let start = range.start + p * PART;
+            let bytes = &indices.data[start * width..(start + out.len()) * width];
+            let h = part_crc(crc.is_some(), bytes);
             if indices_below(indices, start, out, minor) {
-                return Ok(());
+                return (h, Ok(()));
             }
             // Some index is out of range: the element by element walk names the first.
-            indices.for_each_int(start..start + out.len(), |k, j| {
+            let walked = indices.for_each_int(start..start + out.len(), |k, j| {
                 if j < 0 || j >= minor as i64 {
                     return Err(format!(
                         "array 'indices' holds {j} at position {k}, outside 0..{minor}"
@@ -546,11 +609,14 @@ fn decode_indices(
                 }
                 out[k - start] = j as u32;
                 Ok(())
-            })
+            });
+            (h, walked)
         })
-        .collect::<Vec<_>>()
-        .into_iter()
-        .collect::<std::result::Result<(), String>>()?;
+        .collect();
+    if let Some(c) = crc {
+        c.check(indices, parts.iter().map(|(h, _)| h))?;
+    }
+    parts.into_iter().try_for_each(|(_, r)| r)?;
     Ok(cols)
 }
 
@@ -605,8 +671,12 @@ fn coordinate_pairs(
 }
 
 /// The values as `f64` (`None` when every one is 1: the matrix is its pattern); NaN and
-/// infinities are refused as in the text formats.
-fn values(data: &Array<'_>) -> std::result::Result<Option<Vec<f64>>, String> {
+/// infinities are refused as in the text formats. With `crc`, the member is checked in the same
+/// pass (a damaged member is that error before any bad value).
+fn values(
+    data: &Array<'_>,
+    crc: Option<&MemberCrc<'_>>,
+) -> std::result::Result<Option<Vec<f64>>, String> {
     if !matches!(
         data.dtype,
         Dtype::Float(_) | Dtype::Int(_) | Dtype::Uint(_) | Dtype::Bool
@@ -616,22 +686,44 @@ fn values(data: &Array<'_>) -> std::result::Result<Option<Vec<f64>>, String> {
             data.dtype.descr()
         ));
     }
-    // An unweighted matrix saved by SciPy holds ones: told by reading the member alone, so no
-    // array of values is made to be dropped.
-    const PART: usize = 1 << 16;
-    if all_ones(data, PART) {
+    // An unweighted matrix saved by SciPy holds ones, which its first part tells: then the
+    // member is read for ones alone, and no array of values is made to be dropped.
+    if !all_ones(data, 0..PART.min(data.len)) {
+        return decoded(data, crc).map(Some);
+    }
+    let width = data.dtype.size();
+    let scanned: Vec<_> = (0..data.len.div_ceil(PART))
+        .into_par_iter()
+        .map(|p| {
+            let range = p * PART..((p + 1) * PART).min(data.len);
+            let bytes = &data.data[range.start * width..range.end * width];
+            (part_crc(crc.is_some(), bytes), all_ones(data, range))
+        })
+        .collect();
+    if let Some(c) = crc {
+        c.check(data, scanned.iter().map(|(h, _)| h))?;
+    }
+    if scanned.iter().all(|&(_, ones)| ones) {
         return Ok(None);
     }
-    // Decoded in parts, each part noting its first value that is not finite.
+    // Checked above.
+    decoded(data, None).map(Some)
+}
+
+/// The values of `data` as `f64`, decoded in parts by the threads (the member checked against
+/// `crc` in the same pass), each part noting its first value that is not finite.
+fn decoded(data: &Array<'_>, crc: Option<&MemberCrc<'_>>) -> std::result::Result<Vec<f64>, String> {
+    let width = data.dtype.size();
     let mut v = vec![0f64; data.len];
-    let parts: Vec<Option<usize>> = v
+    let parts: Vec<_> = v
         .par_chunks_mut(PART)
         .enumerate()
         .map(|(p, out)| {
             let start = p * PART;
+            let bytes = &data.data[start * width..(start + out.len()) * width];
+            let h = part_crc(crc.is_some(), bytes);
             match data.dtype {
                 Dtype::Float(8) => {
-                    let bytes = &data.data[start * 8..(start + out.len()) * 8];
                     for (o, c) in out.iter_mut().zip(bytes.chunks_exact(8)) {
                         let mut b = [0u8; 8];
                         b.copy_from_slice(c);
@@ -639,7 +731,6 @@ fn values(data: &Array<'_>) -> std::result::Result<Option<Vec<f64>>, String> {
                     }
                 }
                 Dtype::Float(4) => {
-                    let bytes = &data.data[start * 4..(start + out.len()) * 4];
                     for (o, c) in out.iter_mut().zip(bytes.chunks_exact(4)) {
                         let mut b = [0u8; 4];
                         b.copy_from_slice(c);
@@ -652,44 +743,44 @@ fn values(data: &Array<'_>) -> std::result::Result<Option<Vec<f64>>, String> {
                     }
                 }
             }
-            out.iter().position(|w| !w.is_finite()).map(|k| start + k)
+            (
+                h,
+                out.iter().position(|w| !w.is_finite()).map(|k| start + k),
+            )
         })
         .collect();
-    if let Some(k) = parts.into_iter().flatten().next() {
+    if let Some(c) = crc {
+        c.check(data, parts.iter().map(|(h, _)| h))?;
+    }
+    if let Some(k) = parts.iter().find_map(|&(_, k)| k) {
         return Err(format!(
             "array 'data' holds {} at position {k}: values must be finite",
             v[k]
         ));
     }
-    Ok(Some(v))
+    Ok(v)
 }
 
-/// Whether every value of the numeric array `data` is 1 (read in parts of `part` by the
-/// threads, stopping at the first part that holds another).
-fn all_ones(data: &Array<'_>, part: usize) -> bool {
-    // Each part's values xor-ed with one's bits and or-ed together (a loop the compiler
-    // vectorises): zero where every value is one.
+/// Whether every value in `range` of the numeric array `data` is 1.
+fn all_ones(data: &Array<'_>, range: std::ops::Range<usize>) -> bool {
+    // The values xor-ed with one's bits and or-ed together (a loop the compiler vectorises):
+    // zero where every value is one.
     macro_rules! ones {
         ($n:literal, $bits:ty, $one:expr) => {
-            data.data[..data.len * $n]
-                .par_chunks(part * $n)
-                .all(|bytes| {
-                    let other = bytes.chunks_exact($n).fold(0, |acc, c| {
-                        let mut b = [0u8; $n];
-                        b.copy_from_slice(c);
-                        acc | (<$bits>::from_le_bytes(b) ^ $one.to_bits())
-                    });
-                    other == 0
+            data.data[range.start * $n..range.end * $n]
+                .chunks_exact($n)
+                .fold(0, |acc, c| {
+                    let mut b = [0u8; $n];
+                    b.copy_from_slice(c);
+                    acc | (<$bits>::from_le_bytes(b) ^ $one.to_bits())
                 })
+                == 0
         };
     }
     match data.dtype {
         Dtype::Float(8) => ones!(8, u64, 1f64),
         Dtype::Float(4) => ones!(4, u32, 1f32),
-        _ => (0..data.len)
-            .into_par_iter()
-            .with_min_len(part)
-            .all(|i| data.float(i) == Some(1.0)),
+        _ => range.into_iter().all(|i| data.float(i) == Some(1.0)),
     }
 }
 
@@ -1066,7 +1157,7 @@ mod tests {
     fn pairs(ptr: &[i64], idx: &[i64]) -> std::result::Result<Vec<(u32, u32)>, String> {
         let (p, i) = (ints(Dtype::Int(8), ptr), ints(Dtype::Uint(2), idx));
         let major = ptr.len() - 1;
-        let (ptr, cols) = compressed(&Array::parse(&p)?, &Array::parse(&i)?, major, 4)?;
+        let (ptr, cols) = compressed(&Array::parse(&p)?, &Array::parse(&i)?, major, 4, None)?;
         let rows = RowEntries {
             nrows: major,
             ncols: 4,
@@ -1147,7 +1238,7 @@ mod tests {
                 len: v.len(),
                 data: &bytes,
             };
-            values(&a)
+            values(&a, None)
         };
         let mut v = vec![1.0f64; 140_000];
         for n in [4, 8] {
@@ -1169,7 +1260,7 @@ mod tests {
             len: 10,
             data: &ones,
         };
-        assert_eq!(values(&a).unwrap(), None);
+        assert_eq!(values(&a, None).unwrap(), None);
     }
 
     #[test]
@@ -1309,6 +1400,37 @@ mod tests {
         let l = loaded(&write(Vec::new(), &wide).unwrap()).unwrap();
         assert_eq!(l.edges.ncols, 3_000_000_000);
         assert_eq!(l.edges.weights.as_deref(), Some(wide.values()));
+    }
+
+    #[test]
+    fn a_damaged_byte_anywhere_in_a_large_member_is_its_crc_failure() {
+        // Several parts' worth of entries, with values and with ones; bits flipped in the first
+        // part, a middle one and the last element of each array, and in its header: each is the
+        // member's CRC failure, never a value read as a weight or an index read as bad.
+        let weighted = random::<f64>(2000, 3000, 3 * PART + 17, 11);
+        let mut ones = weighted.clone();
+        ones.values_mut().fill(1.0);
+        let nnz = weighted.nnz();
+        for m in [&weighted, &ones] {
+            let good = write(Vec::new(), m).unwrap();
+            let l = loaded(&good).unwrap();
+            let want = (!std::ptr::eq(m, &ones)).then(|| m.values().to_vec());
+            assert_eq!(l.edges.weights, want);
+            for (name, width, bit) in [("indices.npy", 4, 30), ("data.npy", 8, 3)] {
+                let start = find_npy(&good, name);
+                for (at, bit) in [
+                    (start + 5 * width, bit),
+                    (start + (PART + PART / 2) * width, bit),
+                    (start + (nnz - 1) * width, bit),
+                    (start - 3, 0),
+                ] {
+                    let mut bad = good.clone();
+                    bad[at + bit / 8] ^= 1 << (bit % 8);
+                    let e = loaded(&bad).unwrap_err().to_string();
+                    assert!(e.contains(&format!("{name} fails its CRC")), "{at}: {e}");
+                }
+            }
+        }
     }
 
     /// Where the elements of the member `name` start in an archive written by [`write`].

@@ -37,18 +37,8 @@ pub(super) fn off_diagonal(
     let parts = parts(&ptr);
     let scanned = scan(&ptr, &parts, 0, indices, crc.is_some());
     if let Some(want) = crc {
-        // The member is its header, the indices, then anything after them.
-        let start = indices.data.as_ptr() as usize - body.as_ptr() as usize;
-        let end = start + indices.data.len();
-        let mut all = crc32fast::Hasher::new();
-        all.update(&body[..start]);
-        for (c, _) in &scanned {
-            all.combine(c);
-        }
-        all.update(&body[end..]);
-        if all.finalize() != want {
-            return Err(zip::crc_failure(member));
-        }
+        let parts = scanned.iter().map(|(c, _)| c);
+        zip::check_crc_around(member, want, body, indices.data, parts)?;
     }
     decode(ptr, &parts, &scanned, 0, indices, minor)
 }
