@@ -307,6 +307,44 @@ mod tests {
         }
     }
 
+    /// The names of the kernels the source defines (`extern "C" __global__`), a typed one with
+    /// its `_##S` suffix.
+    fn defined_kernels(s: &str) -> Vec<String> {
+        let mut names = Vec::new();
+        // Macros continue their lines with backslashes.
+        let blank = |c: char| c.is_whitespace() || c == '\\';
+        for (k, _) in s.match_indices("extern \"C\" __global__") {
+            let mut rest = s[k..].trim_start_matches("extern \"C\" __global__");
+            rest = rest.trim_start_matches(blank);
+            rest = rest
+                .strip_prefix("void")
+                .unwrap_or(rest)
+                .trim_start_matches(blank);
+            if let Some(r) = rest.strip_prefix("__launch_bounds__(") {
+                rest = r[r.find(')').unwrap() + 1..].trim_start_matches(blank);
+            }
+            let end = rest
+                .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_' || c == '#'))
+                .unwrap();
+            names.push(rest[..end].to_string());
+        }
+        names
+    }
+
+    #[test]
+    fn every_kernel_defined_is_listed() {
+        // A kernel missing from the lists is not loaded, and launching it fails on the GPU
+        // alone: caught here, without one.
+        let names = defined_kernels(&source());
+        assert!(names.len() > 40, "{names:?}");
+        for name in names {
+            match name.strip_suffix("_##S") {
+                Some(typed) => assert!(TYPED.contains(&typed), "{typed} is not in TYPED"),
+                None => assert!(UNTYPED.contains(&name.as_str()), "{name} is not in UNTYPED"),
+            }
+        }
+    }
+
     #[test]
     fn entry_points_and_their_kernels() {
         let all = entry_points();
