@@ -373,13 +373,17 @@ pivot_items(const u64* optr, const u64* in_lens, u32 n, u32 parts, u32 me, u64* 
 // The rows of L: for each edge a -> c of U, a joins L(c) at the next free place of cursor[c]
 // (which starts as iptr), with where U(a) may hold vertices above c: past c when U(a) is
 // sorted, else from its start. One warp per row a. With `filtered` (a rank's part of U across
-// ranks), only the vertices c with a row of L in iptr take their in-edges.
+// ranks), only the vertices c with a row of L in iptr take their in-edges. The rows a are
+// taken from the highest rank down, so each L(c) lists its in-neighbours roughly from the
+// highest rank down: the heavy rows' count reads them faster in that order (the light rows'
+// a little slower; measured in docs/performance.md).
 extern "C" __global__ void __launch_bounds__(TRI_THREADS)
 transpose_fill(const u64* optr, const u32* oadj, u32 n, const u64* iptr, u32 filtered,
                u64* cursor, u32* iadj, u32* ifrom) {
     const u32 lane = threadIdx.x & (WARP - 1);
     const u64 warps = (u64)gridDim.x * (blockDim.x / WARP);
-    for (u64 a = ((u64)blockIdx.x * blockDim.x + threadIdx.x) / WARP; a < n; a += warps) {
+    for (u64 w = ((u64)blockIdx.x * blockDim.x + threadIdx.x) / WARP; w < n; w += warps) {
+        const u64 a = n - 1 - w;
         const u64 lo = optr[a], hi = optr[a + 1];
         const bool sorted = hi - lo <= TRI_SORT_MAX;
         for (u64 i = lo + lane; i < hi; i += WARP) {
