@@ -356,7 +356,7 @@ fn read(bytes: &[u8], path: &Path) -> Result<Stored> {
     let (format, nrows, ncols) = (&archive.format, archive.nrows, archive.ncols);
     // The large members' CRCs are checked by the passes that decode them.
     let (data_body, data_member) = archive.member_unchecked("data")?;
-    let data = array_of(path, "data", &data_body.bytes)?;
+    let data = array_checked(&archive, "data", &data_body.bytes)?;
     let data_crc = MemberCrc::of(&data_body, data_member);
     let check_len = |entries: usize| {
         if data.len != entries {
@@ -373,7 +373,7 @@ fn read(bytes: &[u8], path: &Path) -> Result<Stored> {
             let (idx_body, idx_member) = archive.member_unchecked("indices")?;
             let (indptr, indices) = (
                 array_of(path, "indptr", &ptr_raw)?,
-                array_of(path, "indices", &idx_body.bytes)?,
+                array_checked(&archive, "indices", &idx_body.bytes)?,
             );
             let idx_crc = MemberCrc::of(&idx_body, idx_member);
             let csr = format == "csr";
@@ -451,6 +451,12 @@ fn pairs_of(r: &RowEntries, transpose: bool) -> Vec<(u32, u32)> {
 }
 
 /// The array in `raw`, the bytes of the member `name`.
+/// [`array_of`] for a member whose CRC is still to check: where its header does not parse, the
+/// member's CRC failure is the error when it fails (the header was damaged).
+fn array_checked<'a>(archive: &Archive<'_>, name: &str, raw: &'a [u8]) -> Result<Array<'a>> {
+    array_of(archive.path, name, raw).map_err(|e| archive.member(name).err().unwrap_or(e))
+}
+
 fn array_of<'a>(path: &Path, name: &str, raw: &'a [u8]) -> Result<Array<'a>> {
     Array::parse(raw).map_err(|e| Error::Input {
         path: path.to_path_buf(),
@@ -1429,6 +1435,12 @@ mod tests {
                     let e = loaded(&bad).unwrap_err().to_string();
                     assert!(e.contains(&format!("{name} fails its CRC")), "{at}: {e}");
                 }
+                // The header's magic, which no longer parses.
+                let mut bad = good.clone();
+                let magic = good.windows(name.len()).position(|w| w == name.as_bytes());
+                bad[magic.unwrap() + name.len()] ^= 1;
+                let e = loaded(&bad).unwrap_err().to_string();
+                assert!(e.contains(&format!("{name} fails its CRC")), "magic: {e}");
             }
         }
     }
