@@ -107,7 +107,7 @@ pub fn count(
     let mut prof = Profile::new(&gpu.ctx, tuning.profile);
     let job = Job::new(gpu, n, poison)?;
     let rank = job.degree_ranks(Degrees::Rows(&ptr), &mut prof)?;
-    let dag = job.orient(ptr, adj, &rank, col_idx.len(), &mut prof)?;
+    let dag = job.orient(ptr, adj, &rank, &mut prof)?;
     out.orient_seconds = start.elapsed().as_secs_f64();
 
     let (total, by_rank) = job.count_oriented(tuning, &dag, per_vertex, &mut prof)?;
@@ -211,17 +211,17 @@ impl Job<'_> {
         Ok(rank)
     }
 
-    /// U and L, renumbered by rank, from the adjacency (`entries` of them) on the device, which
-    /// is freed once U is filled.
+    /// U and L, renumbered by rank, from the adjacency on the device, which is freed once U is
+    /// filled.
     fn orient(
         &self,
         ptr: CudaSlice<u64>,
         mut adj: CudaSlice<u32>,
         rank: &CudaSlice<u32>,
-        entries: usize,
         prof: &mut Profile,
     ) -> Result<DeviceDag> {
         let (gpu, s, n, poison) = (self.gpu, &self.gpu.main, self.n, self.poison);
+        let entries = adj.len();
         let (n32, n1) = (n as u32, n as u64 + 1);
         let mut optr = zeros::<u64>(s, n + 1, "the oriented row offsets")?;
         let mut iptr = zeros::<u64>(s, n + 1, "the in-edge row offsets")?;
@@ -285,9 +285,9 @@ impl Job<'_> {
         })
     }
 
-    /// The first step of the orientation of `rows` rows of the adjacency (`ptr`, `adj`; row `u` is vertex `first + u`): each entry of `adj` becomes its
-    /// vertex's rank, and `out_lens[r]` (zeroed) gains the neighbours of rank `r` ranked above
-    /// it. The kernel walks the entries, not the rows, so that a hub's row takes many warps.
+    /// The first step of the orientation of `rows` rows of the adjacency (`ptr`, `adj`; row `u`
+    /// is vertex `first + u`): each entry of `adj` becomes its vertex's rank, and `out_lens[r]`
+    /// (zeroed) gains the neighbours of rank `r` ranked above it. The kernel walks the entries, not the rows, so that a hub's row takes many warps.
     pub(super) fn ranks_into_rows(
         &self,
         ptr: &CudaSlice<u64>,

@@ -114,8 +114,8 @@ pub(crate) fn parse_pattern(bytes: &[u8], path: &Path) -> Result<Pattern> {
     let indices = array_of(path, "indices", &idx.bytes)?;
     values_unread(&archive, indices.len)?;
     let ptr = offsets(&indptr, &indices, major).map_err(bad)?;
-    let read = pattern::off_diagonal(ptr, &indices, (&idx.bytes, idx.crc, idx_member), minor)
-        .map_err(bad)?;
+    let crc = MemberCrc::of(&idx, idx_member);
+    let read = pattern::off_diagonal(ptr, &indices, crc.as_ref(), minor).map_err(bad)?;
     crate::interrupt::check()?;
     Ok(Pattern::Stored {
         matrix: StoredMatrix {
@@ -496,7 +496,7 @@ const PART: usize = 1 << 16;
 
 /// The CRC a stored member's bytes must have, checked by the pass that decodes its array from
 /// the CRCs of the array's parts (so the bytes are read once).
-struct MemberCrc<'a> {
+pub(super) struct MemberCrc<'a> {
     member: &'a zip::Member,
     body: &'a [u8],
     want: u32,
@@ -513,13 +513,26 @@ impl<'a> MemberCrc<'a> {
         })
     }
 
-    /// Checks the member from the CRCs of consecutive parts covering all of `array`'s elements.
-    fn check<'h>(
+    /// Checks the member from the CRCs of consecutive parts covering all of `array`'s elements
+    /// (a slice of the member's bytes): the header before them and anything after are added
+    /// around the parts'.
+    pub(super) fn check<'h>(
         &self,
         array: &Array<'_>,
         parts: impl IntoIterator<Item = &'h crc32fast::Hasher>,
     ) -> std::result::Result<(), String> {
-        zip::check_crc_around(self.member, self.want, self.body, array.data, parts)
+        let start = array.data.as_ptr() as usize - self.body.as_ptr() as usize;
+        let end = start + array.data.len();
+        let mut all = crc32fast::Hasher::new();
+        all.update(&self.body[..start]);
+        for c in parts {
+            all.combine(c);
+        }
+        all.update(&self.body[end..]);
+        if all.finalize() != self.want {
+            return Err(zip::crc_failure(self.member));
+        }
+        Ok(())
     }
 }
 

@@ -8,7 +8,7 @@
 //! read.
 
 use super::npy::Array;
-use super::zip;
+use super::MemberCrc;
 use rayon::prelude::*;
 use std::mem::MaybeUninit;
 
@@ -26,19 +26,18 @@ pub(super) struct OffDiagonal {
 }
 
 /// The pattern of the compressed matrix whose checked offsets are `ptr` and whose `indices` lie
-/// in `member` (bytes `body`, which must have the CRC `crc` when given), every index checked to
+/// in a member whose CRC `crc` (when given) is checked in the same pass, every index checked to
 /// be below `minor`, the entries `(i, i)` left out.
 pub(super) fn off_diagonal(
     ptr: Vec<u64>,
     indices: &Array<'_>,
-    (body, crc, member): (&[u8], Option<u32>, &zip::Member),
+    crc: Option<&MemberCrc<'_>>,
     minor: usize,
 ) -> Result<OffDiagonal, String> {
     let parts = parts(&ptr);
     let scanned = scan(&ptr, &parts, 0, indices, crc.is_some());
-    if let Some(want) = crc {
-        let parts = scanned.iter().map(|(c, _)| c);
-        zip::check_crc_around(member, want, body, indices.data, parts)?;
+    if let Some(c) = crc {
+        c.check(indices, scanned.iter().map(|(h, _)| h))?;
     }
     decode(ptr, &parts, &scanned, 0, indices, minor)
 }
@@ -222,8 +221,8 @@ fn changed() -> String {
 #[cfg(test)]
 mod tests {
     use super::super::npy::{header, Dtype};
+    use super::super::zip;
     use super::super::{parse_grouped, parse_pattern, Grouped, Pattern};
-    use super::zip;
     use proptest::prelude::*;
     use std::path::Path;
 

@@ -136,30 +136,6 @@ pub struct Body<'a> {
     pub crc: Option<u32>,
 }
 
-/// Checks a stored member's CRC `want` from the CRCs a reading pass made of consecutive parts
-/// of `inner` (its array's elements, a slice of the member's bytes `body`), so that those bytes
-/// are read once: the bytes before and after `inner` are added around the parts'.
-pub fn check_crc_around<'h>(
-    m: &Member,
-    want: u32,
-    body: &[u8],
-    inner: &[u8],
-    parts: impl IntoIterator<Item = &'h crc32fast::Hasher>,
-) -> Result<(), String> {
-    let start = inner.as_ptr() as usize - body.as_ptr() as usize;
-    let end = start + inner.len();
-    let mut all = crc32fast::Hasher::new();
-    all.update(&body[..start]);
-    for c in parts {
-        all.combine(c);
-    }
-    all.update(&body[end..]);
-    if all.finalize() != want {
-        return Err(crc_failure(m));
-    }
-    Ok(())
-}
-
 /// The error for a member whose bytes fail their CRC.
 pub fn crc_failure(m: &Member) -> String {
     format!("member {} fails its CRC check", m.name)
