@@ -10,12 +10,49 @@ use cudarc::driver::{CudaSlice, CudaStream, DeviceRepr, PinnedHostSlice};
 use rayon::prelude::*;
 use std::sync::{Arc, MutexGuard};
 
-/// Bytes of each of the two staging buffers.
+/// Bytes of each of the two staging buffers a process pins first. Pinning takes time in
+/// proportion to the bytes pinned, which a process that copies little (a small MCL run, one
+/// upload of a graph) would mostly spend on buffers larger than it needs.
+const STAGING_FIRST: usize = 16 << 20;
+
+/// Bytes of each of the larger pair, which replaces the first once [`GROW_AFTER`] bytes have
+/// gone through the staging buffers: larger pieces copy faster (fewer waits between the host's
+/// half of a piece and the device's), which pays for their pinning on the copies that follow.
 const STAGING_BYTES: usize = 64 << 20;
+
+/// Bytes through the staging buffers (the copy about to start included) from which the larger
+/// pair is used.
+const GROW_AFTER: u64 = 1 << 30;
+
+/// Downloads of at least this many bytes take the larger pair at once: the host threads that
+/// map and fill the new memory of each piece gain most from larger pieces.
+const LARGE_DOWNLOAD: u64 = 256 << 20;
+
+/// Which way a copy goes.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Way {
+    Up,
+    Down,
+}
+
+/// Bytes of each staging buffer for a copy of `moving` bytes `way` after `moved` bytes went
+/// through the staging buffers before it.
+fn staging_bytes(moved: u64, moving: u64, way: Way) -> usize {
+    let large = moved.saturating_add(moving) >= GROW_AFTER
+        || (way == Way::Down && moving >= LARGE_DOWNLOAD);
+    if large {
+        STAGING_BYTES
+    } else {
+        STAGING_FIRST
+    }
+}
 
 /// Copies of at most this many bytes go straight to or from pageable memory: staging them would
 /// cost more than it saves.
 const DIRECT_BYTES: usize = 4 << 20;
+
+// The direct copies are smaller than the first pair, and the first pair than the larger one.
+const _: () = assert!(DIRECT_BYTES < STAGING_FIRST && STAGING_FIRST < STAGING_BYTES);
 
 /// Elements one host thread moves between the staging buffer and the caller's memory at a time.
 const HOST_PIECE: usize = 1 << 18;
@@ -24,11 +61,13 @@ const HOST_PIECE: usize = 1 << 18;
 /// (pinning host memory costs milliseconds, every product and every MCL run would pay it).
 pub(crate) struct Staging {
     buffers: [PinnedHostSlice<u8>; 2],
+    /// Bytes that went through the staging buffers so far (through smaller ones too).
+    moved: u64,
 }
 
 impl Staging {
     /// Two new pinned buffers of `bytes` bytes each.
-    fn allocate(gpu: &Gpu, bytes: usize, stage: &str) -> Result<Staging> {
+    fn allocate(gpu: &Gpu, bytes: usize, moved: u64, stage: &str) -> Result<Staging> {
         // SAFETY: a staging buffer is only read where a copy has written it first.
         let alloc = || {
             check(stage, unsafe {
@@ -37,25 +76,47 @@ impl Staging {
         };
         Ok(Staging {
             buffers: [alloc()?, alloc()?],
+            moved,
         })
+    }
+
+    /// Bytes of each buffer.
+    fn bytes(&self) -> usize {
+        self.buffers[0].len()
     }
 }
 
 impl Gpu {
-    /// The staging buffers, allocated on first use; held for one copy at a time.
-    fn staging(&self, stage: &str) -> Result<MutexGuard<'_, Option<Staging>>> {
+    /// The staging buffers for a copy of `moving` bytes `way`, allocated on first use (and
+    /// replaced by the larger pair as [`staging_bytes`] says); held for one copy at a time.
+    fn staging(
+        &self,
+        moving: usize,
+        way: Way,
+        stage: &str,
+    ) -> Result<MutexGuard<'_, Option<Staging>>> {
         let guard = self.staging.lock().unwrap_or_else(|p| p.into_inner());
-        self.allocated(guard, stage)
+        self.allocated(guard, moving as u64, way, stage)
     }
 
-    /// `guard`'s staging buffers, allocated if they are not yet.
+    /// `guard`'s staging buffers for `moving` bytes `way`, allocated if they are not yet, or
+    /// not as large as [`staging_bytes`] asks.
     fn allocated<'g>(
         &self,
         mut guard: MutexGuard<'g, Option<Staging>>,
+        moving: u64,
+        way: Way,
         stage: &str,
     ) -> Result<MutexGuard<'g, Option<Staging>>> {
-        if guard.is_none() {
-            *guard = Some(Staging::allocate(self, STAGING_BYTES, stage)?);
+        let moved = guard.as_ref().map_or(0, |s| s.moved);
+        let bytes = staging_bytes(moved, moving, way);
+        if guard.as_ref().map_or(true, |s| s.bytes() < bytes) {
+            // The smaller pair is unpinned before the larger one is pinned.
+            *guard = None;
+            *guard = Some(Staging::allocate(self, bytes, moved, stage)?);
+        }
+        if let Some(s) = guard.as_mut() {
+            s.moved = moved.saturating_add(moving);
         }
         Ok(guard)
     }
@@ -93,14 +154,17 @@ impl Gpu {
     /// another thread holds those. Never waiting for them keeps ranks that share one `Gpu` in
     /// a process (threads standing for ranks) from waiting on each other's loans.
     pub(crate) fn pinned(&self, words: usize, stage: &str) -> Result<Pinned<'_>> {
+        // A loan takes the larger pair: its callers size their pieces by PINNED_WORDS.
         match self.staging.try_lock() {
-            Ok(guard) => self.allocated(guard, stage).map(Pinned::Shared),
-            Err(std::sync::TryLockError::Poisoned(p)) => {
-                self.allocated(p.into_inner(), stage).map(Pinned::Shared)
-            }
+            Ok(guard) => self
+                .allocated(guard, GROW_AFTER, Way::Up, stage)
+                .map(Pinned::Shared),
+            Err(std::sync::TryLockError::Poisoned(p)) => self
+                .allocated(p.into_inner(), GROW_AFTER, Way::Up, stage)
+                .map(Pinned::Shared),
             Err(std::sync::TryLockError::WouldBlock) => {
                 let bytes = words.clamp(1, PINNED_WORDS) * std::mem::size_of::<u32>();
-                Staging::allocate(self, bytes, stage).map(Pinned::Own)
+                Staging::allocate(self, bytes, 0, stage).map(Pinned::Own)
             }
         }
     }
@@ -149,7 +213,7 @@ pub(crate) fn download_append<T: DeviceRepr + Copy + Send + Sync>(
         out.extend_from_slice(&v);
         return Ok(());
     }
-    let mut guard = gpu.staging(&stage)?;
+    let mut guard = gpu.staging(bytes, Way::Down, &stage)?;
     let Some(staging) = guard.as_mut() else {
         return Err(crate::error::Error::gpu(&stage, "no staging buffers"));
     };
@@ -250,7 +314,7 @@ pub(crate) fn upload_into<T: DeviceRepr + Copy + Send + Sync>(
     if std::mem::size_of_val(h) <= DIRECT_BYTES {
         return check(&stage, s.memcpy_htod(h, &mut dst.slice_mut(..h.len())));
     }
-    let mut guard = gpu.staging(&stage)?;
+    let mut guard = gpu.staging(std::mem::size_of_val(h), Way::Up, &stage)?;
     let Some(staging) = guard.as_mut() else {
         return Err(crate::error::Error::gpu(&stage, "no staging buffers"));
     };
@@ -290,6 +354,27 @@ mod tests {
     use super::*;
 
     #[test]
+    fn the_first_pair_is_small_and_the_larger_one_comes_with_the_bytes() {
+        for way in [Way::Up, Way::Down] {
+            assert_eq!(staging_bytes(0, 20 << 20, way), STAGING_FIRST);
+            assert_eq!(staging_bytes(0, GROW_AFTER, way), STAGING_BYTES);
+            assert_eq!(
+                staging_bytes(GROW_AFTER - (8 << 20), 8 << 20, way),
+                STAGING_BYTES
+            );
+            assert_eq!(staging_bytes(u64::MAX, u64::MAX, way), STAGING_BYTES);
+        }
+        // An upload of most of a GiB (a graph, once) keeps the first pair; a download as
+        // large takes the larger one.
+        assert_eq!(staging_bytes(0, GROW_AFTER - 1, Way::Up), STAGING_FIRST);
+        assert_eq!(
+            staging_bytes(0, LARGE_DOWNLOAD - 1, Way::Down),
+            STAGING_FIRST
+        );
+        assert_eq!(staging_bytes(0, LARGE_DOWNLOAD, Way::Down), STAGING_BYTES);
+    }
+
+    #[test]
     fn a_loan_while_the_staging_buffers_are_out_gets_its_own_pair() {
         let Some(gpu) = crate::gpu::for_tests() else {
             return;
@@ -297,7 +382,7 @@ mod tests {
         let stage = "test the loans";
         // The staging pair held here (once other tests' copies are done with it), as a rank's
         // loan holds it through a collective.
-        let held = gpu.staging(stage).unwrap();
+        let held = gpu.staging(0, Way::Up, stage).unwrap();
         // A loan from another thread, as a rank standing beside this one takes it: no waiting.
         std::thread::scope(|s| {
             s.spawn(|| {
