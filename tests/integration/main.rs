@@ -14,6 +14,7 @@ mod gzip;
 mod inputs;
 mod interrupt;
 mod io_errors;
+mod kernel_cache;
 mod kernels_nvrtc;
 mod limits;
 mod mcl;
