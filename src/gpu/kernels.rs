@@ -220,42 +220,29 @@ pub fn compile_cached(
         }
     }
     let ptx = compile(arch, defines)?;
-    let _ = store(&path, ptx.to_src().as_bytes());
+    let _ = store(&path, &ptx.to_src());
     Ok(ptx)
 }
 
-/// The cache file of `arch`'s PTX: named by an FNV-1a hash of the source and the options, so
-/// that a changed kernel or option never reads a stale file.
+/// The cache file of `arch`: named by an FNV-1a hash of the source and the options, so that a
+/// changed kernel or option never reads a stale file.
 fn cache_name(arch: &str, defines: &[String]) -> String {
-    format!("kernels-{arch}-{:016x}.ptx", source_hash(arch, defines))
-}
-
-/// The cache file of the machine code the CUDA driver of version `driver` made of that PTX.
-pub(super) fn cubin_cache_name(arch: &str, defines: &[String], driver: i32) -> String {
-    format!(
-        "kernels-{arch}-{:016x}-driver{driver}.cubin",
-        source_hash(arch, defines)
-    )
-}
-
-/// An FNV-1a hash of the kernels' source and their compile options for `arch`.
-fn source_hash(arch: &str, defines: &[String]) -> u64 {
     let mut h: u64 = 0xcbf2_9ce4_8422_2325;
     let text = source() + &options(arch, defines).join(" ");
     for b in text.bytes() {
         h ^= b as u64;
         h = h.wrapping_mul(0x0000_0100_0000_01b3);
     }
-    h
+    format!("kernels-{arch}-{h:016x}.ptx")
 }
 
-/// Writes `bytes` to `path` through a temporary file and a rename, so that a reader never sees
+/// Writes `text` to `path` through a temporary file and a rename, so that a reader never sees
 /// half a file.
-pub(super) fn store(path: &std::path::Path, bytes: &[u8]) -> std::io::Result<()> {
+fn store(path: &std::path::Path, text: &str) -> std::io::Result<()> {
     let dir = path.parent().unwrap_or(std::path::Path::new("."));
     std::fs::create_dir_all(dir)?;
     let tmp = dir.join(format!(".kernels.{}.tmp", std::process::id()));
-    std::fs::write(&tmp, bytes)?;
+    std::fs::write(&tmp, text)?;
     std::fs::rename(&tmp, path).inspect_err(|_| {
         let _ = std::fs::remove_file(&tmp);
     })
@@ -270,13 +257,9 @@ mod tests {
         assert_ne!(cache_name("sm_90", &[]), cache_name("sm_80", &[]));
         assert_eq!(cache_name("sm_90", &[]), cache_name("sm_90", &[]));
         assert!(cache_name("sm_90", &[]).starts_with("kernels-sm_90-"));
-        let cubin = cubin_cache_name("sm_90", &[], 13000);
-        assert!(cubin.starts_with(cache_name("sm_90", &[]).trim_end_matches(".ptx")));
-        assert!(cubin.ends_with("-driver13000.cubin"));
-        assert_ne!(cubin, cubin_cache_name("sm_90", &[], 13010));
         let dir = std::env::temp_dir().join(format!("gmcl-cache-test-{}", std::process::id()));
         let path = dir.join("a.ptx");
-        store(&path, b".entry x(").unwrap();
+        store(&path, ".entry x(").unwrap();
         assert_eq!(std::fs::read_to_string(&path).unwrap(), ".entry x(");
         std::fs::remove_dir_all(&dir).unwrap();
     }

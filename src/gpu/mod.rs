@@ -6,7 +6,6 @@
 
 pub mod fault;
 pub mod kernels;
-mod load;
 pub mod matrix;
 #[cfg(feature = "mpi")]
 pub mod nccl;
@@ -204,7 +203,15 @@ impl Gpu {
         )? as u32;
         let arch = format!("sm_{}{}", capability.0, capability.1);
         let (defines, cache) = (&options.kernel_defines, options.kernel_cache.as_deref());
-        let module = load::kernels(&ctx, &arch, defines, cache)?;
+        let ptx = kernels::compile_cached(&arch, defines, cache, false)?;
+        let module = match ctx.load_module(ptx) {
+            Ok(m) => m,
+            // A cached file the driver refuses (damaged, or from an older driver): compile again.
+            Err(_) => driver(
+                "load the compiled kernels",
+                ctx.load_module(kernels::compile_cached(&arch, defines, cache, true)?),
+            )?,
+        };
         let mut functions = HashMap::new();
         for k in kernels::entry_points() {
             let f = driver(&format!("find kernel {k}"), module.load_function(&k))?;

@@ -14,7 +14,6 @@ mod gzip;
 mod inputs;
 mod interrupt;
 mod io_errors;
-mod kernel_cache;
 mod kernels_nvrtc;
 mod limits;
 mod mcl;
