@@ -37,7 +37,7 @@ impl Oriented {
     /// The in-edges of each vertex `b`, grouped by `b` (offsets, then spans): for an edge
     /// `a → b` at position `e` of `adj`, the span `e + 1 .. end of row a` (the entries of row `a`
     /// after `b`), packed as `start << 32 | end`. `None` when positions pass 32 bits.
-    fn in_spans(&self) -> Option<(Vec<u64>, Vec<u64>)> {
+    fn in_spans(&self) -> Option<InSpans> {
         let n = self.n();
         if self.adj.len() > u32::MAX as usize {
             return None;
@@ -60,7 +60,25 @@ impl Oriented {
             .into_par_iter()
             .with_min_len(256)
             .for_each(|seg| seg.sort_unstable());
-        Some((tptr, spans))
+        Some(InSpans { tptr, spans })
+    }
+
+    /// The vertices in tasks of about equal work for the wedge walks over `ins`: each vertex
+    /// with an out-row costs its row plus the spans of its in-edges.
+    fn pair_tasks(&self, ins: &InSpans) -> Vec<Range<usize>> {
+        balanced(self.n(), |b| {
+            let out = self.row(b).len() as u64;
+            if out == 0 {
+                return 0;
+            }
+            out + ins
+                .of(b)
+                .map(|k| {
+                    let (s, e) = ins.span(k);
+                    (e - s) as u64
+                })
+                .sum::<u64>()
+        })
     }
 
     /// The total count, wedge by wedge at the lowest vertex: for each vertex `b`, its row is
@@ -69,27 +87,11 @@ impl Oriented {
     /// at most once: `Σ out(a)²/2` lookups at most, fewer than the `Σ in(b)·out(b)` of walking
     /// the rows of a row's entries ([`Oriented::count_marked`]) on graphs ordered by degree.
     fn count_pairs(&self) -> u64 {
-        let Some((tptr, spans)) = self.in_spans() else {
+        let Some(ins) = self.in_spans() else {
             return self.count_marked();
         };
         let n = self.n();
-        let span = |k: usize| {
-            let x = spans[k];
-            ((x >> 32) as usize, (x & u32::MAX as u64) as usize)
-        };
-        let in_of = |b: usize| tptr[b] as usize..tptr[b + 1] as usize;
-        let tasks = balanced(n, |b| {
-            let out = self.row(b).len() as u64;
-            if out == 0 {
-                return 0;
-            }
-            out + in_of(b)
-                .map(|k| {
-                    let (s, e) = span(k);
-                    (e - s) as u64
-                })
-                .sum::<u64>()
-        });
+        let tasks = self.pair_tasks(&ins);
         let words = n.div_ceil(64);
         tasks
             .into_par_iter()
@@ -109,12 +111,12 @@ impl Oriented {
                     for &c in nb {
                         bits[c as usize >> 6] |= 1u64 << (c & 63);
                     }
-                    for k in in_of(b) {
+                    for k in ins.of(b) {
                         // Each span starts at a random place of `adj`: fetch a few ahead.
-                        if k + AHEAD < spans.len() {
-                            prefetch(self.adj.as_ptr().wrapping_add(span(k + AHEAD).0));
+                        if k + AHEAD < ins.spans.len() {
+                            prefetch(self.adj.as_ptr().wrapping_add(ins.span(k + AHEAD).0));
                         }
-                        let (s, e) = span(k);
+                        let (s, e) = ins.span(k);
                         for &c in &self.adj[s..e] {
                             if c > hi {
                                 break;
@@ -138,25 +140,9 @@ impl Oriented {
     /// stored at the in-edge's position in `adj` and summed row by row at the end. `None` when
     /// positions pass 32 bits.
     fn per_vertex_pairs(&self) -> Option<Vec<u64>> {
-        let (tptr, spans) = self.in_spans()?;
+        let ins = self.in_spans()?;
         let n = self.n();
-        let span = |k: usize| {
-            let x = spans[k];
-            ((x >> 32) as usize, (x & u32::MAX as u64) as usize)
-        };
-        let in_of = |b: usize| tptr[b] as usize..tptr[b + 1] as usize;
-        let tasks = balanced(n, |b| {
-            let out = self.row(b).len() as u64;
-            if out == 0 {
-                return 0;
-            }
-            out + in_of(b)
-                .map(|k| {
-                    let (s, e) = span(k);
-                    (e - s) as u64
-                })
-                .sum::<u64>()
-        });
+        let tasks = self.pair_tasks(&ins);
         let counts: Vec<AtomicU64> = (0..n).map(|_| AtomicU64::new(0)).collect();
         // Triangles whose lowest two vertices are the edge at each position of `adj`.
         let low: Vec<AtomicU32> = (0..self.adj.len()).map(|_| AtomicU32::new(0)).collect();
@@ -179,11 +165,11 @@ impl Oriented {
                 high.clear();
                 high.resize(nb.len(), 0);
                 let mut mid = 0u64;
-                for k in in_of(b) {
-                    if k + AHEAD < spans.len() {
-                        prefetch(self.adj.as_ptr().wrapping_add(span(k + AHEAD).0));
+                for k in ins.of(b) {
+                    if k + AHEAD < ins.spans.len() {
+                        prefetch(self.adj.as_ptr().wrapping_add(ins.span(k + AHEAD).0));
                     }
-                    let (s, e) = span(k);
+                    let (s, e) = ins.span(k);
                     let mut found = 0u32;
                     for &c in &self.adj[s..e] {
                         if c > hi {
@@ -315,6 +301,27 @@ impl Oriented {
 
 /// Spans ahead of the current one whose first entries are prefetched.
 const AHEAD: usize = 8;
+
+/// The in-edges of each vertex ([`Oriented::in_spans`]).
+struct InSpans {
+    /// Offsets of each vertex's in-edges in `spans` (`n + 1`).
+    tptr: Vec<u64>,
+    /// For the in-edge `a → b` at position `e` of `adj`: `(e + 1) << 32 | end of row a`.
+    spans: Vec<u64>,
+}
+
+impl InSpans {
+    /// The positions in `spans` of `b`'s in-edges.
+    fn of(&self, b: usize) -> Range<usize> {
+        self.tptr[b] as usize..self.tptr[b + 1] as usize
+    }
+
+    /// In-edge `k`'s span of `adj`: start and end.
+    fn span(&self, k: usize) -> (usize, usize) {
+        let x = self.spans[k];
+        ((x >> 32) as usize, (x & u32::MAX as u64) as usize)
+    }
+}
 
 /// Cuts `0..n` into consecutive ranges of about equal total `cost`, many per thread so that
 /// rayon can balance them.
