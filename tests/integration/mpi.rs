@@ -18,13 +18,24 @@ const RANKS: &[usize] = &[1, 2, 3, 4];
 /// core on CI's 2 cores (so kept to the cases that prove the most for their time).
 const RANKS_TO_8: &[usize] = &[1, 2, 3, 4, 8];
 
+/// `mpirun` with what every launch of the tests needs: permission to run as root (CI runs as
+/// root; OpenMPI refuses it unless told both variables) and a session folder of its own under
+/// `session` (launches at once share `/tmp/ompi.HOST.UID` otherwise, which one that ends may
+/// remove while another is creating it: "mkdir ... File exists").
+fn launcher(session: &Path) -> Command {
+    let mut c = Command::new("mpirun");
+    c.env("OMPI_ALLOW_RUN_AS_ROOT", "1")
+        .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
+        .env("OMPI_MCA_orte_tmpdir_base", session)
+        .env("PRTE_MCA_prte_tmpdir_base", session);
+    c
+}
+
 /// Runs `gmcl args` on `ranks` MPI ranks, with `env` set on every rank.
 fn mpirun(ranks: usize, env: &[(&str, &str)], args: &[&str]) -> Output {
-    let mut c = Command::new("mpirun");
-    c.args(["--oversubscribe", "-n", &ranks.to_string()])
-        // CI runs as root; OpenMPI refuses that unless told both of these.
-        .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
-        .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1");
+    let session = tempfile::tempdir().expect("a temporary folder for mpirun's session");
+    let mut c = launcher(session.path());
+    c.args(["--oversubscribe", "-n", &ranks.to_string()]);
     for (k, v) in env {
         c.args(["-x", &format!("{k}={v}")]);
     }

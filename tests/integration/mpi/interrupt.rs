@@ -7,7 +7,7 @@
 use crate::util::{generated, gmcl_bin};
 use std::os::unix::process::CommandExt;
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
 
 /// Waits at most `limit` for `child`; kills its process group and fails the test past that.
@@ -45,7 +45,9 @@ fn ctrl_c_under_mpirun_stops_every_rank_with_130_and_no_output() {
     // so that it outlives gmcl and records its status.
     let script = "trap '' INT TERM; r=$OMPI_COMM_WORLD_RANK; \
                   \"$0\" --threads 1 cluster \"$1\" -I 1.2 -o \"$2\" 2>\"$3/err.$r\"; echo $? >\"$3/status.$r\"";
-    let mut child = Command::new("mpirun")
+    // Apart from `dir`, which must hold nothing new afterwards.
+    let session = tempfile::tempdir().unwrap();
+    let mut child = super::launcher(session.path())
         .args([
             "--oversubscribe",
             // The grace mpirun gives the ranks before SIGKILL: a rank stops at its next
@@ -64,8 +66,6 @@ fn ctrl_c_under_mpirun_stops_every_rank_with_130_and_no_output() {
             out.as_os_str(),
             logs.as_os_str(),
         ])
-        .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
-        .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         // mpirun leads a group of its own, as a shell's foreground job does.
