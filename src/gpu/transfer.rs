@@ -35,6 +35,16 @@ enum Way {
     Down,
 }
 
+/// What the staging buffers are taken for.
+#[derive(Clone, Copy, Debug)]
+enum Use {
+    /// A copy of this many bytes, this way.
+    Copy(u64, Way),
+    /// A loan ([`Gpu::pinned`]): its callers size their pieces by [`PINNED_WORDS`], so it
+    /// takes the larger pair.
+    Loan,
+}
+
 /// Bytes of each staging buffer for a copy of `moving` bytes `way` after `moved` bytes went
 /// through the staging buffers before it.
 fn staging_bytes(moved: u64, moving: u64, way: Way) -> usize {
@@ -96,20 +106,22 @@ impl Gpu {
         stage: &str,
     ) -> Result<MutexGuard<'_, Option<Staging>>> {
         let guard = self.staging.lock().unwrap_or_else(|p| p.into_inner());
-        self.allocated(guard, moving as u64, way, stage)
+        self.allocated(guard, Use::Copy(moving as u64, way), stage)
     }
 
-    /// `guard`'s staging buffers for `moving` bytes `way`, allocated if they are not yet, or
-    /// not as large as [`staging_bytes`] asks.
+    /// `guard`'s staging buffers for `usage`, allocated if they are not yet, or not as large as
+    /// it needs; a copy's bytes are counted.
     fn allocated<'g>(
         &self,
         mut guard: MutexGuard<'g, Option<Staging>>,
-        moving: u64,
-        way: Way,
+        usage: Use,
         stage: &str,
     ) -> Result<MutexGuard<'g, Option<Staging>>> {
         let moved = guard.as_ref().map_or(0, |s| s.moved);
-        let bytes = staging_bytes(moved, moving, way);
+        let (bytes, moving) = match usage {
+            Use::Copy(moving, way) => (staging_bytes(moved, moving, way), moving),
+            Use::Loan => (STAGING_BYTES, 0),
+        };
         if guard.as_ref().map_or(true, |s| s.bytes() < bytes) {
             // The smaller pair is unpinned before the larger one is pinned.
             *guard = None;
@@ -154,13 +166,10 @@ impl Gpu {
     /// another thread holds those. Never waiting for them keeps ranks that share one `Gpu` in
     /// a process (threads standing for ranks) from waiting on each other's loans.
     pub(crate) fn pinned(&self, words: usize, stage: &str) -> Result<Pinned<'_>> {
-        // A loan takes the larger pair: its callers size their pieces by PINNED_WORDS.
         match self.staging.try_lock() {
-            Ok(guard) => self
-                .allocated(guard, GROW_AFTER, Way::Up, stage)
-                .map(Pinned::Shared),
+            Ok(guard) => self.allocated(guard, Use::Loan, stage).map(Pinned::Shared),
             Err(std::sync::TryLockError::Poisoned(p)) => self
-                .allocated(p.into_inner(), GROW_AFTER, Way::Up, stage)
+                .allocated(p.into_inner(), Use::Loan, stage)
                 .map(Pinned::Shared),
             Err(std::sync::TryLockError::WouldBlock) => {
                 let bytes = words.clamp(1, PINNED_WORDS) * std::mem::size_of::<u32>();

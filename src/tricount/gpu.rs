@@ -287,7 +287,8 @@ impl Job<'_> {
 
     /// The first step of the orientation of `rows` rows of the adjacency (`ptr`, `adj`; row `u`
     /// is vertex `first + u`): each entry of `adj` becomes its vertex's rank, and `out_lens[r]`
-    /// (zeroed) gains the neighbours of rank `r` ranked above it. The kernel walks the entries, not the rows, so that a hub's row takes many warps.
+    /// (zeroed) gains the neighbours of rank `r` ranked above it. The kernel walks the entries,
+    /// not the rows, so that a hub's row takes many warps.
     pub(super) fn ranks_into_rows(
         &self,
         ptr: &CudaSlice<u64>,

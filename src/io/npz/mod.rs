@@ -450,13 +450,13 @@ fn pairs_of(r: &RowEntries, transpose: bool) -> Vec<(u32, u32)> {
     pairs
 }
 
-/// The array in `raw`, the bytes of the member `name`.
 /// [`array_of`] for a member whose CRC is still to check: where its header does not parse, the
 /// member's CRC failure is the error when it fails (the header was damaged).
 fn array_checked<'a>(archive: &Archive<'_>, name: &str, raw: &'a [u8]) -> Result<Array<'a>> {
     array_of(archive.path, name, raw).map_err(|e| archive.member(name).err().unwrap_or(e))
 }
 
+/// The array in `raw`, the bytes of the member `name`.
 fn array_of<'a>(path: &Path, name: &str, raw: &'a [u8]) -> Result<Array<'a>> {
     Array::parse(raw).map_err(|e| Error::Input {
         path: path.to_path_buf(),
