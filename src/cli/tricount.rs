@@ -7,7 +7,7 @@ use super::{InputArgs, Ui};
 use clap::Args;
 use gmcl::dist::{self, Comm};
 use gmcl::spgemm::EngineKind;
-use gmcl::tricount::{self, SimpleGraph};
+use gmcl::tricount::{self, LoadedGraph};
 use gmcl::{engine, io, measure};
 use gmcl::{Error, Result};
 use std::path::PathBuf;
@@ -76,6 +76,10 @@ struct TricountReport {
     load_seconds: f64,
     /// Of `seconds`, orienting (and renumbering) the graph.
     orient_seconds: f64,
+    /// Fused GPU kernel on a `.npz` archive's rows taken unchecked: of `seconds`, checking on
+    /// the device that they are symmetric.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    check_seconds: Option<f64>,
     /// Fused GPU kernel only: from the graph on the device to the count, and its rate.
     #[serde(skip_serializing_if = "Option::is_none")]
     device_seconds: Option<f64>,
@@ -122,8 +126,15 @@ pub fn run(a: TricountArgs, ui: Ui, comm: Option<&dyn Comm>) -> Result<()> {
             )));
         }
     }
-    engine::open_gpu_early(a.engine, engine::file_bytes(&a.input));
-    let (g, labels) = SimpleGraph::load(&a.input, a.input_args.format)?;
+    let bytes = engine::file_bytes(&a.input);
+    engine::open_gpu_early(a.engine, bytes);
+    // Where the fused count may run, it checks a `.npz` archive's rows on the GPU.
+    let fused = matches!(a.method, tricount::Method::Auto | tricount::Method::Fused);
+    let check = match fused && engine::gpu_may_pay(a.engine, bytes) {
+        true => io::SymmetryCheck::Caller,
+        false => io::SymmetryCheck::Load,
+    };
+    let mut g = LoadedGraph::load(&a.input, a.input_args.format, check)?;
     let load_seconds = start.elapsed().as_secs_f64();
     let load = sw.lap();
     let notice = &mut |msg: &str| ui.notice(msg);
@@ -143,11 +154,11 @@ pub fn run(a: TricountArgs, ui: Ui, comm: Option<&dyn Comm>) -> Result<()> {
         None => None,
     };
     let (t, engine) = engine::run_with_fallback(a.engine, resolved, notice, |engine| {
-        count_repeatedly(&g, &tricount::Options { engine, ..opts }, a.repeat)
+        count_repeatedly(&mut g, &tricount::Options { engine, ..opts }, a.repeat)
     })?;
     let compute = sw.lap();
     if let (Some(out), Some(counts)) = (per_vertex_out, &t.per_vertex) {
-        write_per_vertex(out, &labels, counts)?;
+        write_per_vertex(out, g.labels(), counts)?;
     }
     let fused = t.method == tricount::Method::Fused;
     let write = sw.lap();
@@ -169,6 +180,7 @@ pub fn run(a: TricountArgs, ui: Ui, comm: Option<&dyn Comm>) -> Result<()> {
         runs: a.repeat,
         load_seconds,
         orient_seconds: t.orient_seconds,
+        check_seconds: (t.check_seconds > 0.0).then_some(t.check_seconds),
         device_seconds: (t.method == tricount::Method::Fused).then_some(t.device_seconds),
         device_edges_per_second: (t.method == tricount::Method::Fused)
             .then(|| rate(g.edges(), t.device_seconds)),
@@ -191,8 +203,12 @@ pub fn run(a: TricountArgs, ui: Ui, comm: Option<&dyn Comm>) -> Result<()> {
             )
         }
         tricount::Method::Fused => format!(
-            "fused GPU kernel: upload {:.4} s, on the device {:.4} s ({:.3e} edges/s)",
+            "fused GPU kernel: upload {:.4} s,{} on the device {:.4} s ({:.3e} edges/s)",
             t.upload_seconds,
+            match t.check_seconds > 0.0 {
+                true => format!(" symmetry checked {:.4} s,", t.check_seconds),
+                false => String::new(),
+            },
             t.device_seconds,
             rate(g.edges(), t.device_seconds)
         ),
@@ -351,6 +367,7 @@ fn run_across_ranks(a: TricountArgs, ui: Ui, comm: &dyn Comm, mut sw: Stopwatch)
         runs: 1,
         load_seconds: t.load_seconds,
         orient_seconds: 0.0,
+        check_seconds: None,
         device_seconds: None,
         device_edges_per_second: None,
         ranks: Some(comm.size()),
@@ -377,7 +394,7 @@ fn run_across_ranks(a: TricountArgs, ui: Ui, comm: &dyn Comm, mut sw: Stopwatch)
 /// Counts `repeat` times (after a warm-up count when more than once); the result has the
 /// median of each time. Differing counts (which would be a bug) are an error.
 fn count_repeatedly(
-    g: &SimpleGraph,
+    g: &mut LoadedGraph,
     opts: &tricount::Options,
     repeat: usize,
 ) -> Result<tricount::Triangles> {
@@ -386,7 +403,7 @@ fn count_repeatedly(
     }
     let warm_up = usize::from(repeat > 1);
     let runs = (0..repeat.saturating_add(warm_up))
-        .map(|_| tricount::count(g, opts))
+        .map(|_| g.count(opts))
         .collect::<Result<Vec<_>>>()?;
     if runs
         .iter()

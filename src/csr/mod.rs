@@ -1,6 +1,7 @@
 //! Compressed sparse row matrices: the type, its accessors and conversions. Building one from
 //! an edge list in parallel is `build.rs`'s job, from entries a file already groups by row
-//! `rows.rs`'s; whether a pattern already is a simple undirected graph's, `symmetry.rs`'s.
+//! `rows.rs`'s; whether a pattern already is a simple undirected graph's, `symmetry.rs`'s (on the GPU,
+//! `gpu_symmetry.rs`'s).
 
 use crate::edges::EdgeList;
 use crate::error::Result;
@@ -8,10 +9,12 @@ use crate::scalar::Scalar;
 use rayon::prelude::*;
 
 mod build;
+mod gpu_symmetry;
 mod rows;
 mod symmetry;
 mod view;
 
+pub use gpu_symmetry::is_symmetric_without_loops_on;
 pub use rows::RowEntries;
 pub use symmetry::{diagonal_block_is_symmetric, is_symmetric, is_symmetric_without_loops};
 pub use view::CsrRef;

@@ -7,7 +7,7 @@ use crate::error::{Error, Result};
 use cudarc::nvrtc::{CompileOptions, Ptx};
 
 /// The kernel files, in the order they are concatenated.
-const SOURCES: [(&str, &str); 11] = [
+const SOURCES: [(&str, &str); 12] = [
     ("common.cuh", include_str!("../../kernels/common.cuh")),
     ("scan.cu", include_str!("../../kernels/scan.cu")),
     ("setup.cu", include_str!("../../kernels/setup.cu")),
@@ -19,6 +19,7 @@ const SOURCES: [(&str, &str); 11] = [
     ("dense.cu", include_str!("../../kernels/dense.cu")),
     ("mcl_dense.cu", include_str!("../../kernels/mcl_dense.cu")),
     ("rows.cu", include_str!("../../kernels/rows.cu")),
+    ("symmetry.cu", include_str!("../../kernels/symmetry.cu")),
 ];
 
 /// Every entry point gmcl launches; a typed kernel `k` exists as `k_f32` and `k_f64`.
@@ -62,6 +63,7 @@ pub const UNTYPED: &[&str] = &[
     "dense_rows_symbolic",
     "flag_columns",
     "place_pattern",
+    "mirror_check",
 ];
 
 /// Kernels instantiated once per value type (suffix `_f32` / `_f64`).

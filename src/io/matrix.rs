@@ -188,6 +188,21 @@ pub struct LoadedPattern {
     pub labels: Labels,
     /// The format the file was read as.
     pub format: Format,
+    /// Whether the rows are known to be a simple graph's: false only where the caller took the
+    /// check ([`SymmetryCheck::Caller`]).
+    pub checked: bool,
+}
+
+/// Who decides whether a `.npz` archive's stored rows already are a simple graph's
+/// ([`load_simple_pattern`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SymmetryCheck {
+    /// The load, on the host: the pattern returned is the simple graph's.
+    Load,
+    /// The caller, where it runs the check anyway (on the GPU it uploads the rows to): rows
+    /// stored strictly increasing come back as read and unchecked, and where they are not
+    /// symmetric the caller makes the simple graph of them with [`simple_pattern`].
+    Caller,
 }
 
 /// Loads a graph file (as [`load_matrix`] does: `-` the standard input, the same checks of memory
@@ -195,12 +210,14 @@ pub struct LoadedPattern {
 /// `.npz` archive is read without its values and its diagonal; when its rows are then already a
 /// simple graph's (strictly increasing, and symmetric by
 /// [`crate::csr::is_symmetric_without_loops`], an exact check of every entry), they are the
-/// pattern as read, with no transpose and no merge. Any other archive is built as
-/// [`load_matrix`] builds it, which gives the same pattern.
+/// pattern as read, with no transpose and no merge; with [`SymmetryCheck::Caller`], rows stored
+/// strictly increasing come back unchecked. Any other archive is built as [`load_matrix`]
+/// builds it, which gives the same pattern.
 pub fn load_simple_pattern(
     path: &Path,
     format: Option<Format>,
     footprint: &limits::Footprint,
+    check: SymmetryCheck,
 ) -> Result<LoadedPattern> {
     let is_npz = format.or_else(|| Format::of_input(path)) == Some(Format::Npz);
     if !is_npz || super::is_stdin(path) || path.is_dir() {
@@ -245,12 +262,14 @@ pub fn load_simple_pattern(
     entries.ptr.resize(n + 1, entries.cols.len() as u64);
     (entries.nrows, entries.ncols) = (n, n);
     crate::interrupt::check()?;
-    if sorted && crate::csr::is_symmetric_without_loops(&entries.ptr, &entries.cols) {
+    let unchecked = sorted && check == SymmetryCheck::Caller;
+    if unchecked || sorted && crate::csr::is_symmetric_without_loops(&entries.ptr, &entries.cols) {
         return Ok(LoadedPattern {
             row_ptr: entries.ptr,
             col_idx: entries.cols,
             labels: Labels::Identity,
             format: Format::Npz,
+            checked: !unchecked,
         });
     }
     let rows = StoredMatrix {
@@ -286,6 +305,27 @@ pub fn load_pattern_block(
     block
 }
 
+/// The simple graph's pattern of rows [`load_simple_pattern`] returned unchecked, which the
+/// caller found not symmetric: the rows with their mirrors added, as the load would have built
+/// them. (A CSC archive's groups are taken as rows: a pattern and its transpose have the same
+/// simple graph.) Patterns already checked come back as they are.
+pub fn simple_pattern(p: LoadedPattern) -> Result<LoadedPattern> {
+    if p.checked {
+        return Ok(p);
+    }
+    let n = p.row_ptr.len() - 1;
+    let rows = crate::csr::RowEntries {
+        nrows: n,
+        ncols: n,
+        ptr: p.row_ptr,
+        cols: p.col_idx,
+        values: None,
+    };
+    let m = Csr::<f32>::from_row_entries(rows, &SIMPLE_GRAPH.build)?;
+    crate::interrupt::check()?;
+    Ok(pattern_of(m, p.labels, p.format))
+}
+
 /// The pattern of a matrix built by [`SIMPLE_GRAPH`] (its values dropped).
 fn pattern_of(m: Csr<f32>, labels: Labels, format: Format) -> LoadedPattern {
     let (_, _, row_ptr, col_idx, _) = m.into_parts();
@@ -294,6 +334,7 @@ fn pattern_of(m: Csr<f32>, labels: Labels, format: Format) -> LoadedPattern {
         col_idx,
         labels,
         format,
+        checked: true,
     }
 }
 
@@ -350,15 +391,24 @@ mod tests {
             let stored = Csr::<f64>::from_edges(&edges, &sum).unwrap();
             let path = dir.path().join(format!("g{k}.npz"));
             std::fs::write(&path, npz::write(Vec::new(), &stored).unwrap()).unwrap();
-            let got = load_simple_pattern(&path, None, &crate::tricount::FOOTPRINT).unwrap();
             let want = Csr::<f32>::from_edges(&edges, &SIMPLE_GRAPH.build).unwrap();
-            assert_eq!(got.row_ptr, want.row_ptr(), "{k}");
-            assert_eq!(got.col_idx, want.col_idx(), "{k}");
-            assert_eq!((got.labels, got.format), (Labels::Identity, Format::Npz));
-            assert!(crate::csr::is_symmetric_without_loops(
-                &got.row_ptr,
-                &got.col_idx
-            ));
+            let foot = &crate::tricount::FOOTPRINT;
+            let got = load_simple_pattern(&path, None, foot, SymmetryCheck::Load).unwrap();
+            assert!(got.checked);
+            // Left to the caller, the rows come as read (loops dropped), and the simple graph
+            // is made of them where they are not one.
+            let rows = load_simple_pattern(&path, None, foot, SymmetryCheck::Caller).unwrap();
+            assert!(!rows.checked);
+            assert_eq!(
+                crate::csr::is_symmetric_without_loops(&rows.row_ptr, &rows.col_idx),
+                k == 0
+            );
+            for got in [got, simple_pattern(rows).unwrap()] {
+                assert_eq!(got.row_ptr, want.row_ptr(), "{k}");
+                assert_eq!(got.col_idx, want.col_idx(), "{k}");
+                assert_eq!((got.labels, got.format), (Labels::Identity, Format::Npz));
+                assert!(got.checked);
+            }
         }
     }
 }

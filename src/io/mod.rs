@@ -38,8 +38,9 @@ use crate::edges::EdgeList;
 use crate::error::{Error, Result};
 pub use labels::{Labels, TWO_NUMBERINGS};
 pub use matrix::{
-    load_graph, load_graph_as, load_matrix, load_pattern_block, load_simple_pattern, GraphInput,
-    LoadedMatrix, LoadedPattern, MatrixOptions, SIMPLE_GRAPH,
+    load_graph, load_graph_as, load_matrix, load_pattern_block, load_simple_pattern,
+    simple_pattern, GraphInput, LoadedMatrix, LoadedPattern, MatrixOptions, SymmetryCheck,
+    SIMPLE_GRAPH,
 };
 pub use mtx::PartFacts;
 pub use npz::StoredMatrix;

@@ -60,6 +60,8 @@ pub struct DeviceTriangles {
     pub per_vertex: Option<Vec<u64>>,
     /// Copying the adjacency to the device.
     pub upload_seconds: f64,
+    /// Checking on the device that the adjacency is symmetric, where asked to.
+    pub check_seconds: f64,
     /// Orientation on the device.
     pub orient_seconds: f64,
     /// From the adjacency on the device to the count (orientation included), per-vertex counts'
@@ -78,6 +80,43 @@ pub fn count(
     per_vertex: bool,
     tuning: &TriangleTuning,
 ) -> Result<DeviceTriangles> {
+    let counted = count_rows(gpu, row_ptr, col_idx, per_vertex, tuning, false)?;
+    known_symmetric(counted)
+}
+
+/// The count of rows known symmetric, which is never `None`.
+fn known_symmetric<T>(counted: Option<T>) -> Result<T> {
+    counted.ok_or_else(|| {
+        Error::Invalid(
+            "a count of rows known symmetric came back unchecked: please report this as a bug"
+                .into(),
+        )
+    })
+}
+
+/// [`count`] of rows `(row_ptr, col_idx)` not known to be symmetric (strictly increasing, every
+/// column below the row count): the device checks them after the upload
+/// ([`crate::csr::is_symmetric_without_loops_on`]) and counts where they are a simple graph's;
+/// `None` where they are not.
+pub fn count_unchecked(
+    gpu: &Gpu,
+    row_ptr: &[u64],
+    col_idx: &[u32],
+    per_vertex: bool,
+    tuning: &TriangleTuning,
+) -> Result<Option<DeviceTriangles>> {
+    count_rows(gpu, row_ptr, col_idx, per_vertex, tuning, true)
+}
+
+/// [`count`], or with `check_rows` [`count_unchecked`].
+fn count_rows(
+    gpu: &Gpu,
+    row_ptr: &[u64],
+    col_idx: &[u32],
+    per_vertex: bool,
+    tuning: &TriangleTuning,
+    check_rows: bool,
+) -> Result<Option<DeviceTriangles>> {
     let poison = tuning.poison;
     let n = row_ptr.len().saturating_sub(1);
     if n >= u32::MAX as usize {
@@ -89,9 +128,9 @@ pub fn count(
         per_vertex: per_vertex.then(|| vec![0; n]),
         ..Default::default()
     };
-    if col_idx.len() < 6 {
+    if col_idx.len() < 6 && !check_rows {
         // Fewer than three edges: no triangle, nothing to launch.
-        return Ok(out);
+        return Ok(Some(out));
     }
     let _busy = gpu.busy.lock().unwrap_or_else(|e| e.into_inner());
     let s = &gpu.main;
@@ -102,6 +141,16 @@ pub fn count(
     let adj = upload(gpu, s, col_idx, "the adjacency's columns")?;
     check("upload the adjacency", s.synchronize())?;
     out.upload_seconds = start.elapsed().as_secs_f64();
+    if check_rows {
+        let start = Instant::now();
+        if !crate::csr::is_symmetric_without_loops_on(gpu, &ptr, &adj, n)? {
+            return Ok(None);
+        }
+        out.check_seconds = start.elapsed().as_secs_f64();
+        if col_idx.len() < 6 {
+            return Ok(Some(out));
+        }
+    }
 
     let start = Instant::now();
     let mut prof = Profile::new(&gpu.ctx, tuning.profile);
@@ -118,7 +167,7 @@ pub fn count(
     if per_vertex {
         out.per_vertex = Some(job.gather_by_rank(&rank, by_rank)?);
     }
-    Ok(out)
+    Ok(Some(out))
 }
 
 /// Where [`Job::degree_ranks`] reads the degrees: the rows' lengths (offsets of `n + 1`), or
@@ -554,6 +603,21 @@ pub(super) fn count_fused(
     engine: EngineKind,
     start: Instant,
 ) -> Result<Triangles> {
+    let counted = count_fused_rows(g.row_ptr(), g.col_idx(), false, opts, engine, start)?;
+    known_symmetric(counted)
+}
+
+/// [`count_fused`] of rows `(row_ptr, col_idx)` that are a simple graph's where `check_rows` is
+/// false, else strictly increasing rows checked on the device first: `None` where they are not
+/// symmetric.
+pub(super) fn count_fused_rows(
+    row_ptr: &[u64],
+    col_idx: &[u32],
+    check_rows: bool,
+    opts: &Options,
+    engine: EngineKind,
+    start: Instant,
+) -> Result<Option<Triangles>> {
     if engine != EngineKind::Gpu {
         return Err(Error::Invalid(
             "the fused method runs on the GPU engine: use --engine gpu, or --method merge on \
@@ -567,18 +631,26 @@ pub(super) fn count_fused(
         }
         other => other,
     })?;
-    let d = count(&gpu, g.row_ptr(), g.col_idx(), opts.per_vertex, &opts.gpu)?;
-    Ok(Triangles {
+    let counted = count_rows(
+        &gpu,
+        row_ptr,
+        col_idx,
+        opts.per_vertex,
+        &opts.gpu,
+        check_rows,
+    )?;
+    Ok(counted.map(|d| Triangles {
         triangles: d.triangles,
         per_vertex: d.per_vertex,
         method: Method::Fused,
         relabelled: false,
         orient_seconds: d.orient_seconds,
         upload_seconds: d.upload_seconds,
+        check_seconds: d.check_seconds,
         device_seconds: d.device_seconds,
         seconds: start.elapsed().as_secs_f64(),
         ..Default::default()
-    })
+    }))
 }
 
 #[cfg(test)]

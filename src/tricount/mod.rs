@@ -35,9 +35,11 @@ mod cpu;
 pub mod gpu;
 pub mod gpu_block;
 pub mod gpu_pairs;
+mod loaded;
 mod masked;
 pub(crate) mod orient;
 
+pub use loaded::LoadedGraph;
 pub use orient::worth_relabelling;
 
 /// What counting triangles allocates per vertex (the simple graph's and the oriented graph's row
@@ -82,7 +84,8 @@ impl SimpleGraph<'static> {
         path: &std::path::Path,
         format: Option<crate::io::Format>,
     ) -> Result<(SimpleGraph<'static>, crate::io::Labels)> {
-        let l = crate::io::load_simple_pattern(path, format, &FOOTPRINT)?;
+        let check = crate::io::SymmetryCheck::Load;
+        let l = crate::io::load_simple_pattern(path, format, &FOOTPRINT, check)?;
         let g = SimpleGraph {
             row_ptr: Cow::Owned(l.row_ptr),
             col_idx: Cow::Owned(l.col_idx),
@@ -312,9 +315,24 @@ pub struct Triangles {
     pub product_seconds: f64,
     /// Fused kernel: of `seconds`, the copy of the graph to the device.
     pub upload_seconds: f64,
+    /// Fused kernel on rows loaded unchecked ([`LoadedGraph`]): of `seconds`, the check on the
+    /// device that they are symmetric.
+    pub check_seconds: f64,
     /// Fused kernel: of `seconds`, the time from the graph on the device to the count
     /// (orientation included).
     pub device_seconds: f64,
+}
+
+/// The engine and the method [`count`] takes for a graph of `edges` edges.
+fn plan(edges: u64, opts: &Options) -> (EngineKind, Method) {
+    let work = crate::engine::Work::TriangleEdges(edges);
+    let engine = crate::engine::resolve(opts.engine, Some(work), &mut |_| {});
+    let method = match (opts.method, engine) {
+        (Method::Auto, EngineKind::Gpu) => Method::Fused,
+        (Method::Auto, _) => Method::Merge,
+        (m, _) => m,
+    };
+    (engine, method)
 }
 
 /// Counts the triangles of `g`.
@@ -324,13 +342,7 @@ pub struct Triangles {
 /// with [`Error::EngineUnavailable`] when the GPU engine is asked for and cannot run here.
 pub fn count(g: &SimpleGraph, opts: &Options) -> Result<Triangles> {
     let start = Instant::now();
-    let work = crate::engine::Work::TriangleEdges(g.edges());
-    let engine = crate::engine::resolve(opts.engine, Some(work), &mut |_| {});
-    let method = match (opts.method, engine) {
-        (Method::Auto, EngineKind::Gpu) => Method::Fused,
-        (Method::Auto, _) => Method::Merge,
-        (m, _) => m,
-    };
+    let (engine, method) = plan(g.edges(), opts);
     if method == Method::Fused {
         return gpu::count_fused(g, opts, engine, start);
     }

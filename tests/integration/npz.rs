@@ -333,3 +333,42 @@ fn cluster_and_info_read_an_archive_as_its_edge_list() {
         assert_eq!(figures(&npz), want, "weighted {weighted}");
     }
 }
+
+/// Archives of a directed graph (one-way entries) and of an undirected one, large enough for
+/// `auto` to leave their symmetry to the count: every engine counts what the CPU engine counts
+/// after the load's own check, and on a GPU only the simple graph's rows are checked there.
+#[test]
+fn tricount_checks_an_archive_where_it_counts() {
+    let dir = tempfile::tempdir().unwrap();
+    let gpu = crate::util::gpu().is_some();
+    for undirected in [false, true] {
+        let mut opts = vec!["-s", "12", "-e", "16", "--seed", "3"];
+        if undirected {
+            opts.push("--undirected");
+        }
+        let npz = crate::util::generated(dir.path().join("g.npz"), &opts);
+        assert!(std::fs::metadata(&npz).unwrap().len() > 1 << 18);
+        let count = |engine: &str| {
+            let per_vertex = dir.path().join(format!("{engine}.tsv"));
+            let args = ["tricount", s(&npz), "--engine", engine, "--json", "-q"];
+            let json = ok(&[&args[..], &["--per-vertex", s(&per_vertex)]].concat());
+            let report: serde_json::Value = serde_json::from_str(&json).unwrap();
+            (report, std::fs::read(&per_vertex).unwrap())
+        };
+        let (want, want_file) = count("cpu");
+        assert!(want["triangles"].as_u64().unwrap() > 0);
+        let mut engines = vec!["auto"];
+        if gpu {
+            engines.push("gpu");
+        }
+        for engine in engines {
+            let (got, file) = count(engine);
+            for field in ["triangles", "vertices", "edges"] {
+                assert_eq!(got[field], want[field], "{engine} {undirected} {field}");
+            }
+            assert_eq!(file, want_file, "{engine} {undirected}");
+            let on_gpu = got["method"] == "fused";
+            assert_eq!(got.get("check_seconds").is_some(), on_gpu && undirected);
+        }
+    }
+}
