@@ -7,27 +7,32 @@
 // row is searched. The pattern is symmetric without loops exactly when counts[0] is 0 and
 // counts[1] equals counts[2]: the checked entries are distinct, so their mirrors, all present and
 // all of the other kind, are as many distinct entries of the other kind; with equal counts they
-// are all of them. A warp per row; counts zeroed by the caller.
+// are all of them. Entry by entry (warp_entries): a hub's row is shared by many warps. Counts
+// zeroed by the caller.
 extern "C" __global__ void mirror_check(const u64* ptr, const u32* col, u64 n, u64* counts) {
     const u32 lane = threadIdx.x & (WARP - 1);
-    const u64 warps = (u64)gridDim.x * (blockDim.x / WARP);
     u64 bad = 0, checked = 0, others = 0;
-    for (u64 i = ((u64)blockIdx.x * blockDim.x + threadIdx.x) / WARP; i < n; i += warps) {
-        const u64 lo = ptr[i], hi = ptr[i + 1], len = hi - lo;
-        for (u64 e = lo + lane; e < hi; e += WARP) {
-            const u32 j = col[e];
-            if (j == i) {
-                bad++;
-                continue;
-            }
-            const u64 jlo = ptr[j], jhi = ptr[j + 1], jlen = jhi - jlo;
-            if (jlen > len || (jlen == len && j > i)) {
-                others++;
-                continue;
-            }
-            checked++;
-            if (!sorted_contains(col, jlo, jhi, (u32)i)) bad++;
+    u64 e, end, row;
+    warp_entries(ptr, n, &e, &end, &row);
+    for (; e < end; e += WARP) {
+        const u64 x = e + lane;
+        const bool valid = x < end;
+        const u64 i = lane_row(ptr, n, row, x, valid);
+        row = __shfl_sync(0xffffffffu, i, WARP - 1);
+        if (!valid) continue;
+        const u32 j = col[x];
+        if (j == i) {
+            bad++;
+            continue;
         }
+        const u64 len = ptr[i + 1] - ptr[i];
+        const u64 jlo = ptr[j], jhi = ptr[j + 1], jlen = jhi - jlo;
+        if (jlen > len || (jlen == len && j > i)) {
+            others++;
+            continue;
+        }
+        checked++;
+        if (!sorted_contains(col, jlo, jhi, (u32)i)) bad++;
     }
     #pragma unroll
     for (u32 d = WARP / 2; d > 0; d >>= 1) {

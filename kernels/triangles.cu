@@ -71,63 +71,9 @@ degree_ranks(const u64* ptr, const u32* degree, u32 n, u64* starts, u32* rank) {
     }
 }
 
-// The orientation walks the adjacency entry by entry, not row by row: a warp per row left the
-// hubs' rows (tens of thousands of entries) to one warp each, which the whole launch then
-// waited for. Each warp takes an equal share of the entries, 32 at a time, and finds the row of
-// each lane's entry from the row offsets.
-
-// The last row u < n with ptr[u] <= x (the row holding entry x < ptr[n]): a 32-way search by
-// the whole warp. Every lane must call with the same x; every lane gets the row.
-__device__ __forceinline__ u64 warp_row_of(const u64* ptr, u64 n, u64 x) {
-    const u32 lane = threadIdx.x & (WARP - 1);
-    u64 lo = 0, hi = n;
-    while (hi - lo > 1) {
-        const u64 step = (hi - lo + WARP - 1) / WARP;
-        const u64 p = lo + (u64)lane * step;
-        const u32 ok = __ballot_sync(0xffffffffu, p < hi && ptr[p] <= x);
-        lo += (u64)(31 - __clz(ok)) * step;
-        hi = min(hi, lo + step);
-    }
-    return lo;
-}
-
-// The warp's share of the entries ptr[0]..ptr[n], whole chunks of WARP entries: [*begin, *end),
-// and the row holding *begin (when the share is not empty).
-__device__ __forceinline__ void warp_entries(const u64* ptr, u64 n, u64* begin, u64* end,
-                                             u64* row) {
-    const u64 lo = ptr[0], len = ptr[n] - lo;
-    const u64 chunks = (len + WARP - 1) / WARP;
-    const u64 warps = (u64)gridDim.x * (blockDim.x / WARP);
-    const u64 w = ((u64)blockIdx.x * blockDim.x + threadIdx.x) / WARP;
-    *begin = lo + min(len, chunks * w / warps * WARP);
-    *end = lo + min(len, chunks * (w + 1) / warps * WARP);
-    *row = *begin < *end ? warp_row_of(ptr, n, *begin) : 0;
-}
-
-// The row of entry e for each lane (e at or past ptr[row0], below ptr[n]; any e where `valid`
-// is false, whose row is then meaningless): row0 plus the row offsets past it that are at most
-// e, read 32 at a time. Every lane must call with the same row0.
-__device__ __forceinline__ u64 lane_row(const u64* ptr, u64 n, u64 row0, u64 e, bool valid) {
-    const u32 lane = threadIdx.x & (WARP - 1);
-    u64 row = row0;
-    bool open = valid;
-    for (u64 base = row0; __any_sync(0xffffffffu, open); base += WARP) {
-        const u64 q = base + 1 + lane;
-        const u64 bound = q <= n ? ptr[q] : ~0ull;
-        // How many of the 32 offsets (ascending) are at most e.
-        u32 c = 0;
-        #pragma unroll
-        for (u32 s = 16; s > 0; s >>= 1) {
-            if (__shfl_sync(0xffffffffu, bound, c + s - 1) <= e) c += s;
-        }
-        if (__shfl_sync(0xffffffffu, bound, WARP - 1) <= e) c = WARP;
-        if (open && c < WARP) {
-            row = base + c;
-            open = false;
-        }
-    }
-    return row;
-}
+// The orientation walks the adjacency entry by entry, not row by row (warp_entries and
+// lane_row in common.cuh): a warp per row left the hubs' rows (tens of thousands of entries) to
+// one warp each, which the whole launch then waited for.
 
 // Rows of a block of n rows, the vertex of row u being first + u (in one process the whole
 // graph: first 0), each adjacency entry replaced by its rank (so that orient_fill reads ranks

@@ -1,6 +1,6 @@
 //! [`super::is_symmetric_without_loops`] on the GPU (kernels/symmetry.cu), for a pattern a
-//! caller has uploaded anyway: a thread per entry's lookup instead of the host's pass, whose
-//! random reads of the rows bound it on large graphs.
+//! caller has uploaded anyway: each entry looked up by a thread instead of the host's pass,
+//! whose random reads of the rows bound it on large graphs.
 
 use crate::error::Result;
 use crate::gpu::prims::{check, launch, strided, zeros};
@@ -21,7 +21,8 @@ pub fn is_symmetric_without_loops_on(
     let mut counts = zeros::<u64>(s, 3, "the symmetry check's counts")?;
     if n > 0 {
         let n64 = n as u64;
-        launch(gpu, s, "mirror_check", strided(gpu, n64 * 32, 256), |l| {
+        let per_entry = strided(gpu, cols.len() as u64, 256);
+        launch(gpu, s, "mirror_check", per_entry, |l| {
             l.arg(ptr).arg(cols).arg(&n64).arg(&mut counts);
         })?;
     }
