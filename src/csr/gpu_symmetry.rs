@@ -35,6 +35,7 @@ pub fn is_symmetric_without_loops_on(
 
 #[cfg(test)]
 mod tests {
+    use super::super::symmetry::tests::pattern;
     use super::*;
     use crate::gpu::transfer::upload;
     use proptest::prelude::*;
@@ -45,17 +46,6 @@ mod tests {
         let d_ptr = upload(gpu, s, ptr, "offsets").unwrap();
         let d_cols = upload(gpu, s, cols, "columns").unwrap();
         is_symmetric_without_loops_on(gpu, &d_ptr, &d_cols, ptr.len() - 1).unwrap()
-    }
-
-    fn pattern(n: usize, entries: &BTreeSet<(u32, u32)>) -> (Vec<u64>, Vec<u32>) {
-        let mut ptr = vec![0u64; n + 1];
-        for &(i, _) in entries {
-            ptr[i as usize + 1] += 1;
-        }
-        for i in 0..n {
-            ptr[i + 1] += ptr[i];
-        }
-        (ptr, entries.iter().map(|&(_, j)| j).collect())
     }
 
     #[test]

@@ -105,13 +105,16 @@ fn columns_are_symmetric(
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
     use proptest::prelude::*;
     use std::collections::BTreeSet;
 
     /// The rows of `n` vertices holding `entries` (each row sorted, no repeats).
-    fn pattern(n: usize, entries: &BTreeSet<(u32, u32)>) -> (Vec<u64>, Vec<u32>) {
+    pub(in crate::csr) fn pattern(
+        n: usize,
+        entries: &BTreeSet<(u32, u32)>,
+    ) -> (Vec<u64>, Vec<u32>) {
         let mut ptr = vec![0u64; n + 1];
         for &(i, _) in entries {
             ptr[i as usize + 1] += 1;
