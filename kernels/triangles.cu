@@ -280,34 +280,6 @@ block_degrees(const u64* ptr, u32 rows, u32 first, u32* degree) {
     }
 }
 
-// Whether a block's rows, taken from a file unchecked, are its part of a simple graph, once
-// every rank holds all of U (optr, oadj by rank id, each row sorted): *missing += the block's
-// entries (ptr, radj as orient_ranks left them, each neighbour's rank; row u is vertex first +
-// u) that are diagonal, or ranked below their row's vertex without their mirror in U. The rows
-// are symmetric without loops exactly when nothing is missing on any rank and U holds half of
-// all the blocks' entries: the entries ranked below their row then name as many distinct
-// entries of U, all of them. Entry by entry (warp_entries).
-extern "C" __global__ void
-mirrors_in_upper(const u64* ptr, const u32* radj, u32 n, u32 first, const u32* rank,
-                 const u64* optr, const u32* oadj, u64* missing) {
-    const u32 lane = threadIdx.x & (WARP - 1);
-    u64 bad = 0;
-    u64 e, end, row;
-    warp_entries(ptr, n, &e, &end, &row);
-    for (; e < end; e += WARP) {
-        const u64 x = e + lane;
-        const bool valid = x < end;
-        const u64 u = lane_row(ptr, n, row, x, valid);
-        row = __shfl_sync(0xffffffffu, u, WARP - 1);
-        if (!valid) continue;
-        const u32 r = rank[first + u], rb = radj[x];
-        if (rb == r || (rb < r && !sorted_contains(oadj, optr[rb], optr[rb + 1], r))) bad++;
-    }
-    #pragma unroll
-    for (u32 d = WARP / 2; d > 0; d >>= 1) bad += __shfl_xor_sync(0xffffffffu, bad, d);
-    if (lane == 0 && bad) atomicAdd(missing, bad);
-}
-
 // in_lens[b] = the in-edges a -> b of the rank's pivots b (b % parts == me) among the rows of
 // U held (optr, oadj over all n rank ids; rows not held are empty). One warp per row, the
 // increments of equal b within a warp added at once (hubs take many).

@@ -53,7 +53,6 @@ pub const UNTYPED: &[&str] = &[
     "sort_long_rows",
     "transpose_fill",
     "block_degrees",
-    "mirrors_in_upper",
     "pivot_in_lens",
     "pivot_items",
     "triangles_light",

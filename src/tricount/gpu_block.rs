@@ -40,9 +40,6 @@ pub struct BlockCount {
     prof: Profile,
     /// The block's symmetric adjacency, until it is oriented.
     block: Option<(CudaSlice<u64>, CudaSlice<u32>)>,
-    /// The block's adjacency as ranks, kept from the orientation until its rows are checked
-    /// against all of U ([`Self::mirrors_in_upper`]) where asked for.
-    ranked: Option<(CudaSlice<u64>, CudaSlice<u32>)>,
     /// Every vertex's degree (the block's written, zero elsewhere until summed).
     degree: CudaSlice<u32>,
     /// Every vertex's rank (zero until made or summed).
@@ -115,7 +112,6 @@ impl BlockCount {
                 tuning,
                 prof,
                 block: Some((d_ptr, d_adj)),
-                ranked: None,
                 degree,
                 rank,
                 lengths,
@@ -154,9 +150,8 @@ impl BlockCount {
 
     /// Orients the block's rows by the ranks (summed): each row `U(a)` keeps the neighbours
     /// ranked above `a`, sorted; its length is written at `a`'s rank ([`Self::lengths_mut`]).
-    /// Returns the block's entries of U. With `keep`, the block's adjacency (as ranks) stays
-    /// on the device for [`Self::mirrors_in_upper`].
-    pub fn orient(&mut self, keep: bool) -> Result<u64> {
+    /// Returns the block's entries of U.
+    pub fn orient(&mut self) -> Result<u64> {
         let g = &*self.gpu;
         let s = &g.main;
         let _busy = g.busy.lock().unwrap_or_else(|e| e.into_inner());
@@ -203,10 +198,7 @@ impl BlockCount {
         job.fill_rows(
             &d_ptr, &d_adj, first32, &self.rank, &own_ptr, true, &mut own,
         )?;
-        match keep {
-            true => self.ranked = Some((d_ptr, d_adj)),
-            false => drop((d_ptr, d_adj)),
-        }
+        drop((d_ptr, d_adj));
         self.prof.mark("orient: fill")?;
         job.sort_rows(&own_ptr, &mut own, rows)?;
         check("orient the block", s.synchronize())?;
@@ -259,39 +251,6 @@ impl BlockCount {
         self.prof.mark("place: rows")?;
         self.oadj = Some(oadj);
         Ok(entries)
-    }
-
-    /// Whether every entry of the block (kept by [`Self::orient`]) ranked below its row's vertex
-    /// has its mirror in U (summed), and none is diagonal: where this holds on every rank and U
-    /// holds half of all the blocks' entries, the blocks are a simple graph's (see
-    /// `mirrors_in_upper` in kernels/triangles.cu). Frees the kept adjacency.
-    pub fn mirrors_in_upper(&mut self) -> Result<bool> {
-        let g = &*self.gpu;
-        let s = &g.main;
-        let _busy = g.busy.lock().unwrap_or_else(|e| e.into_inner());
-        let (Some((ptr, radj)), Some(oadj)) = (self.ranked.take(), self.oadj.as_ref()) else {
-            return Err(Error::Invalid(
-                "the block's rows are checked once, kept from the orientation and U summed".into(),
-            ));
-        };
-        let mut missing = zeros::<u64>(s, 1, "the missing mirrors")?;
-        if self.rows > 0 {
-            let (rows32, first32) = (self.rows as u32, self.first as u32);
-            let per_entry = strided(g, radj.len() as u64, 256);
-            launch(g, s, "mirrors_in_upper", per_entry, |l| {
-                l.arg(&ptr)
-                    .arg(&radj)
-                    .arg(&rows32)
-                    .arg(&first32)
-                    .arg(&self.rank)
-                    .arg(&self.lengths)
-                    .arg(oadj)
-                    .arg(&mut missing);
-            })?;
-        }
-        let missing = read_at(s, &missing, 0, "the missing mirrors")?;
-        self.prof.mark("check the rows")?;
-        Ok(missing == 0)
     }
 
     /// All of U (`entries` of [`Self::place`]), for the caller to sum across the ranks.
@@ -496,19 +455,13 @@ mod tests {
             assert!(order
                 .windows(2)
                 .all(|w| degree[w[0] as usize] <= degree[w[1] as usize]));
-            // Every other block keeps its rows to check them against U.
-            let own: u64 = (blocks.iter_mut().enumerate())
-                .map(|(p, b)| b.orient(p % 2 == 0).unwrap())
-                .sum();
+            let own: u64 = blocks.iter_mut().map(|b| b.orient().unwrap()).sum();
             assert_eq!(2 * own, adj.len() as u64, "{parts} blocks");
             sum_over(&gpu, &mut blocks, n + 1, |b| b.lengths_mut());
             for b in blocks.iter_mut() {
                 assert_eq!(b.place().unwrap(), own);
             }
             sum_over(&gpu, &mut blocks, own as usize, |b| b.rows_mut().unwrap());
-            for (p, b) in blocks.iter_mut().enumerate() {
-                assert_eq!(b.mirrors_in_upper().ok(), (p % 2 == 0).then_some(true));
-            }
             let (mut total, mut per_vertex) = (0, vec![0u64; n]);
             for b in blocks {
                 let (t, pv, steps) = b.count(true).unwrap();
@@ -522,47 +475,5 @@ mod tests {
             assert_eq!(total, want.triangles, "{parts} blocks");
             assert_eq!(Some(per_vertex), want.per_vertex, "{parts} blocks");
         }
-    }
-
-    /// One direction of an edge left out of the adjacency, in a single block: where it was the
-    /// direction kept in U, U lacks it and its mirror finds nothing there; where it was the
-    /// other, U holds more than half of the entries.
-    #[test]
-    fn a_missing_mirror_is_found_against_u() {
-        let Some(gpu) = crate::gpu::for_tests() else {
-            return;
-        };
-        let g = graph();
-        let n = g.vertices();
-        let (a, b) = (5usize, g.neighbours(5)[0] as usize);
-        let (mut caught_by_u, mut caught_by_count) = (false, false);
-        for (from, to) in [(a, b), (b, a)] {
-            let mut ptr = vec![0u64];
-            let mut adj = Vec::new();
-            for v in 0..n {
-                adj.extend(
-                    g.neighbours(v)
-                        .iter()
-                        .filter(|&&w| (v, w as usize) != (from, to)),
-                );
-                ptr.push(adj.len() as u64);
-            }
-            let tuning = TriangleTuning::default();
-            let mut block =
-                BlockCount::upload(gpu.clone(), &ptr, &adj, 0, n, 1, 0, tuning).unwrap();
-            block.rank_by_degree().unwrap();
-            let own = block.orient(true).unwrap();
-            if 2 * own != adj.len() as u64 {
-                caught_by_count = true;
-                continue;
-            }
-            block.place().unwrap();
-            assert!(
-                !block.mirrors_in_upper().unwrap(),
-                "({from}, {to}) left out"
-            );
-            caught_by_u = true;
-        }
-        assert!(caught_by_u && caught_by_count);
     }
 }

@@ -38,29 +38,17 @@ pub(super) struct RankCount {
     pub steps: Vec<(&'static str, f64)>,
 }
 
-/// What [`count`] came to, alike on every rank.
-pub(super) enum Fused {
-    /// The rank's count.
-    Counted(RankCount),
-    /// All of U does not fit (on some rank): nothing was counted and the GPU holds nothing of it.
-    TooLarge,
-    /// The blocks, taken unchecked, are not a simple graph's: nothing was counted.
-    NotSymmetric,
-}
-
 /// The rank's triangles (those whose middle vertex it owns), its per-vertex counts when asked
-/// for, and the rounds of the exchange (1 across ranks, 0 alone). With `check_rows`, the blocks
-/// need not be known symmetric: once U is summed, each rank looks up its entries ranked below
-/// their rows in U ([`BlockCount::mirrors_in_upper`]). Collective; every rank must count on its
-/// GPU.
+/// for, and the rounds of the exchange (1 across ranks, 0 alone); `None` where all of U does
+/// not fit (on any rank): nothing was counted and the GPU holds nothing of it. Collective;
+/// every rank must count on its GPU.
 pub(super) fn count(
     comm: &dyn Comm,
     gpu: Arc<Gpu>,
     block: &Block<'_>,
     opts: &Options,
     exchange: &mut Exchange,
-    check_rows: bool,
-) -> Result<Fused> {
+) -> Result<Option<RankCount>> {
     let (me, p) = (comm.rank(), comm.size());
     let mut steps = Vec::new();
     let mut clock = Instant::now();
@@ -91,10 +79,7 @@ pub(super) fn count(
     agree(comm, ranked)?;
     sum(comm, &gpu, b.ranks_mut(), n)?;
     lap("rank");
-    let own = agree(
-        comm,
-        b.mark("sum the ranks").and_then(|()| b.orient(check_rows)),
-    )?;
+    let own = agree(comm, b.mark("sum the ranks").and_then(|()| b.orient()))?;
     lap("orient");
 
     // All of U on every rank: within the exchange's bound and the GPU's memory?
@@ -102,9 +87,6 @@ pub(super) fn count(
     comm.sum_u64(&mut totals);
     let [entries, adjacency] = totals;
     if 2 * entries != adjacency {
-        if check_rows {
-            return Ok(Fused::NotSymmetric);
-        }
         return Err(Error::Invalid(format!(
             "the adjacency is not symmetric: {entries} oriented edges from {adjacency} entries"
         )));
@@ -116,7 +98,7 @@ pub(super) fn count(
     let mut short = [u64::from(!fits)];
     comm.max_u64(&mut short);
     if short[0] != 0 {
-        return Ok(Fused::TooLarge);
+        return Ok(None);
     }
     let t = Instant::now();
     sum(comm, &gpu, b.lengths_mut(), n + 1)?;
@@ -127,20 +109,13 @@ pub(super) fn count(
     exchange.seconds += t.elapsed().as_secs_f64();
     exchange.bytes += 4 * received + 8 * (n - block.ptr.len().saturating_sub(1)) as u64;
     lap("exchange");
-    agree(comm, b.mark("sum the rows"))?;
-    if check_rows {
-        let found = agree(comm, b.mirrors_in_upper())?;
-        let mut missing = [u64::from(!found)];
-        comm.max_u64(&mut missing);
-        if missing[0] != 0 {
-            return Ok(Fused::NotSymmetric);
-        }
-        lap("check");
-    }
 
-    let (triangles, per_vertex, counted) = agree(comm, b.count(opts.per_vertex))?;
+    let counted = b
+        .mark("sum the rows")
+        .and_then(|()| b.count(opts.per_vertex));
+    let (triangles, per_vertex, counted) = agree(comm, counted)?;
     steps.extend(counted);
-    Ok(Fused::Counted(RankCount {
+    Ok(Some(RankCount {
         triangles,
         per_vertex,
         rounds: u64::from(p > 1),

@@ -18,14 +18,13 @@
 //! vertex is one of its pivots (dealt out by degree rank, so evenly whatever the blocks hold).
 
 mod gpu_blocks;
-use gpu_blocks::Fused;
 
-use super::input::{row_block_checked_by, simple_row_block, RowBlock};
+use super::input::{simple_row_block, RowBlock};
 use super::labels::LabelShare;
 use super::{agree, asked_entries_bound, distinct_outside, Blocks, Comm, Step};
 use crate::engine::Work;
 use crate::error::{Error, Result};
-use crate::io::{Format, SymmetryCheck};
+use crate::io::Format;
 use crate::spgemm::EngineKind;
 use crate::tricount::gpu_pairs::{Other, PairCounter, Rows};
 use crate::tricount::Method;
@@ -118,25 +117,9 @@ pub fn count_file(
     opts: &Options,
 ) -> Result<Counted> {
     let start = Instant::now();
-    // Where the ranks may count on their GPUs, those check an archive's blocks for symmetry
-    // after their upload, instead of the hosts before it.
-    let check = match opts.engine != EngineKind::Cpu && opts.method != Method::Merge {
-        true => SymmetryCheck::Caller,
-        false => SymmetryCheck::Load,
-    };
-    let (mut block, checked) = row_block_checked_by(comm, path, format, opts.stage_edges, check)?;
-    let mut load_seconds = start.elapsed().as_secs_f64();
-    let mut c = match count_rows(comm, &block, opts, checked)? {
-        Some(c) => c,
-        None => {
-            // Not a simple graph's rows: read the file again as any other, which makes one.
-            drop(block);
-            let again = Instant::now();
-            block = simple_row_block(comm, path, format, opts.stage_edges)?;
-            load_seconds += again.elapsed().as_secs_f64();
-            count_block(comm, &block, opts)?
-        }
-    };
+    let block = simple_row_block(comm, path, format, opts.stage_edges)?;
+    let load_seconds = start.elapsed().as_secs_f64();
+    let mut c = count_block(comm, &block, opts)?;
     c.load_seconds = load_seconds;
     c.labels = block.labels;
     Ok(c)
@@ -144,20 +127,6 @@ pub fn count_file(
 
 /// Counts the triangles of a graph given as every rank's block of rows. Collective.
 pub fn count_block(comm: &dyn Comm, block: &RowBlock, opts: &Options) -> Result<Counted> {
-    count_rows(comm, block, opts, true)?.ok_or_else(|| {
-        Error::Invalid("blocks known symmetric were found not to be: please report this".into())
-    })
-}
-
-/// [`count_block`] of blocks known to be a simple graph's where `checked`, else of blocks whose
-/// rows strictly increase with no diagonal entry, checked first (on the ranks' GPUs with the
-/// fused count, else on the hosts): `None` where they are not symmetric. Collective.
-fn count_rows(
-    comm: &dyn Comm,
-    block: &RowBlock,
-    opts: &Options,
-    checked: bool,
-) -> Result<Option<Counted>> {
     let start = Instant::now();
     let blocks = &block.blocks;
     let n = blocks.n;
@@ -180,35 +149,27 @@ fn count_rows(
                 .into(),
         ));
     }
-    let fused =
-        match (elsewhere[0], opts.method) {
-            (0, Method::Auto | Method::Fused) => {
-                let gpu = agree(comm, rank_gpu())?;
-                let b = gpu_blocks::Block {
-                    ptr: &block.ptr,
-                    adj: &block.adj,
-                    first,
-                    n,
-                };
-                match gpu_blocks::count(comm, gpu, &b, opts, &mut exchange, !checked)? {
-                    Fused::Counted(c) => Some(c),
-                    Fused::NotSymmetric => return Ok(None),
-                    Fused::TooLarge if opts.method == Method::Fused => return Err(Error::Invalid(
-                        "--method fused: the oriented graph does not fit one exchange and every \
-                         rank's GPU memory; use --method merge (rows fetched in rounds)"
-                            .into(),
-                    )),
-                    Fused::TooLarge => None,
-                }
+    let fused = match (elsewhere[0], opts.method) {
+        (0, Method::Auto | Method::Fused) => {
+            let gpu = agree(comm, rank_gpu())?;
+            let b = gpu_blocks::Block {
+                ptr: &block.ptr,
+                adj: &block.adj,
+                first,
+                n,
+            };
+            let counted = gpu_blocks::count(comm, gpu, &b, opts, &mut exchange)?;
+            if counted.is_none() && opts.method == Method::Fused {
+                return Err(Error::Invalid(
+                    "--method fused: the oriented graph does not fit one exchange and every \
+                     rank's GPU memory; use --method merge (rows fetched in rounds)"
+                        .into(),
+                ));
             }
-            _ => None,
-        };
-    if fused.is_none()
-        && !checked
-        && !crate::dist::stored::is_simple(comm, block, opts.stage_edges)?
-    {
-        return Ok(None);
-    }
+            counted
+        }
+        _ => None,
+    };
     let method = match fused {
         Some(_) => Method::Fused,
         None => Method::Merge,
@@ -250,7 +211,7 @@ fn count_rows(
         }
         None => None,
     };
-    Ok(Some(Counted {
+    Ok(Counted {
         triangles: sums[0],
         vertices: n as u64,
         edges: sums[1] / 2,
@@ -265,7 +226,7 @@ fn count_rows(
         engine,
         notice,
         labels: None,
-    }))
+    })
 }
 
 /// Every vertex's degree, the blocks' gathered.
