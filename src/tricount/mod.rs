@@ -19,7 +19,8 @@
 //! Counts are `u64`. The engine path multiplies `f64` matrices of ones: every entry of the
 //! product is a count of at most the number of vertices (< 2³²), far below 2⁵³, so it is exact.
 //!
-//! Where each part lives: `orient.rs` the relabelling rule and the oriented graph, `cpu.rs` the
+//! Where each part lives: `loaded.rs` a graph file loaded for counting, its symmetry checked
+//! where the count runs; `orient.rs` the relabelling rule and the oriented graph, `cpu.rs` the
 //! dedicated CPU kernel, `masked.rs` the masked products on the engine, [`gpu`] the host side of
 //! the fused GPU kernel (kernels/triangles.cu).
 
