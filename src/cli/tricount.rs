@@ -129,8 +129,8 @@ pub fn run(a: TricountArgs, ui: Ui, comm: Option<&dyn Comm>) -> Result<()> {
     let bytes = engine::file_bytes(&a.input);
     engine::open_gpu_early(a.engine, bytes);
     // Where the fused count may run, it checks a `.npz` archive's rows on the GPU.
-    let fused = matches!(a.method, tricount::Method::Auto | tricount::Method::Fused);
-    let check = match fused && engine::gpu_may_pay(a.engine, bytes) {
+    let may_fuse = matches!(a.method, tricount::Method::Auto | tricount::Method::Fused);
+    let check = match may_fuse && engine::gpu_may_pay(a.engine, bytes) {
         true => io::SymmetryCheck::Caller,
         false => io::SymmetryCheck::Load,
     };

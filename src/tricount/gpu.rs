@@ -94,21 +94,10 @@ fn known_symmetric<T>(counted: Option<T>) -> Result<T> {
     })
 }
 
-/// [`count`] of rows `(row_ptr, col_idx)` not known to be symmetric (strictly increasing, every
+/// [`count`]; with `check_rows`, of rows not known to be symmetric (strictly increasing, every
 /// column below the row count): the device checks them after the upload
-/// ([`crate::csr::is_symmetric_without_loops_on`]) and counts where they are a simple graph's;
+/// ([`crate::csr::is_symmetric_without_loops_on`]) and counts where they are a simple graph's,
 /// `None` where they are not.
-pub fn count_unchecked(
-    gpu: &Gpu,
-    row_ptr: &[u64],
-    col_idx: &[u32],
-    per_vertex: bool,
-    tuning: &TriangleTuning,
-) -> Result<Option<DeviceTriangles>> {
-    count_rows(gpu, row_ptr, col_idx, per_vertex, tuning, true)
-}
-
-/// [`count`], or with `check_rows` [`count_unchecked`].
 fn count_rows(
     gpu: &Gpu,
     row_ptr: &[u64],
