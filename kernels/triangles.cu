@@ -280,6 +280,45 @@ block_degrees(const u64* ptr, u32 rows, u32 first, u32* degree) {
     }
 }
 
+// inverse[rank[v]] = v for the n vertices: each rank id's vertex.
+extern "C" __global__ void invert_ranks(const u32* rank, u32 n, u32* inverse) {
+    for (u64 v = (u64)blockIdx.x * blockDim.x + threadIdx.x; v < n;
+         v += (u64)gridDim.x * blockDim.x) {
+        inverse[rank[v]] = (u32)v;
+    }
+}
+
+// Whether a block's rows, taken from a file unchecked, are its part of a simple graph, once
+// every rank holds all of U (optr, oadj over the n rank ids; rows in any order): *missing +=
+// the entries a -> b of U whose upper end's vertex vertex[b] is one of the block's (rows
+// first.. of ptr, adj as read: vertex ids, each row strictly increasing, no diagonal entry)
+// and whose row there lacks vertex[a]. Every entry of U is looked for by the rank owning its
+// upper end, in rows sorted by id (a long row of U is not sorted). The blocks are symmetric
+// exactly when nothing is missing on any rank and U holds half of all the blocks' entries:
+// every entry of U then names a distinct entry ranked below its row, as many as there are,
+// so all of them. Entry by entry (warp_entries): a hub's row is shared by many warps.
+extern "C" __global__ void
+upper_mirrored_in_block(const u64* optr, const u32* oadj, u32 n, const u32* vertex, u32 first,
+                        u32 rows, const u64* ptr, const u32* adj, u64* missing) {
+    const u32 lane = threadIdx.x & (WARP - 1);
+    u64 bad = 0;
+    u64 e, end, row;
+    warp_entries(optr, n, &e, &end, &row);
+    for (; e < end; e += WARP) {
+        const u64 x = e + lane;
+        const bool valid = x < end;
+        const u64 a = lane_row(optr, n, row, x, valid);
+        row = __shfl_sync(0xffffffffu, a, WARP - 1);
+        if (!valid) continue;
+        const u32 k = vertex[oadj[x]] - first;
+        if (k >= rows) continue;
+        if (!sorted_contains(adj, ptr[k], ptr[k + 1], vertex[a])) bad++;
+    }
+    #pragma unroll
+    for (u32 d = WARP / 2; d > 0; d >>= 1) bad += __shfl_xor_sync(0xffffffffu, bad, d);
+    if (lane == 0 && bad) atomicAdd(missing, bad);
+}
+
 // in_lens[b] = the in-edges a -> b of the rank's pivots b (b % parts == me) among the rows of
 // U held (optr, oadj over all n rank ids; rows not held are empty). One warp per row, the
 // increments of equal b within a warp added at once (hubs take many).

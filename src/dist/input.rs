@@ -11,7 +11,7 @@ use super::labels::LabelShare;
 use super::owners::RecordSource;
 use super::{in_rounds, Blocks, Comm, MAX_MESSAGE};
 use crate::error::Result;
-use crate::io::Format;
+use crate::io::{Format, SymmetryCheck};
 use rayon::prelude::*;
 use std::path::Path;
 
@@ -61,9 +61,24 @@ pub fn simple_row_block(
     format: Option<Format>,
     stage_edges: usize,
 ) -> Result<RowBlock> {
-    match super::stored::row_block(comm, path, format, stage_edges)? {
-        Some(block) => Ok(block),
-        None => parsed_row_block(comm, path, format, stage_edges),
+    let check = SymmetryCheck::Load;
+    Ok(row_block_checked_by(comm, path, format, stage_edges, check)?.0)
+}
+
+/// [`simple_row_block`], except that with [`SymmetryCheck::Caller`] an archive's blocks read as
+/// stored come without their symmetry check: the second value says whether the blocks are known
+/// to be the simple graph's, and where they are not the caller checks them
+/// ([`super::stored::is_simple`]) or counts in a way that checks them. Collective.
+pub fn row_block_checked_by(
+    comm: &dyn Comm,
+    path: &Path,
+    format: Option<Format>,
+    stage_edges: usize,
+    check: SymmetryCheck,
+) -> Result<(RowBlock, bool)> {
+    match super::stored::row_block(comm, path, format, stage_edges, check)? {
+        Some(read) => Ok(read),
+        None => Ok((parsed_row_block(comm, path, format, stage_edges)?, true)),
     }
 }
 

@@ -26,7 +26,7 @@ use super::owners::{by_owner, RecordSource};
 use super::{agree, in_rounds, Blocks, Comm, MAX_MESSAGE};
 use crate::error::Result;
 use crate::io::npz::{crc_pieces_match, CrcPiece, GroupOffsets};
-use crate::io::Format;
+use crate::io::{Format, SymmetryCheck};
 use crate::mem::SharedSlice;
 use rayon::prelude::*;
 use std::ops::Range;
@@ -34,13 +34,16 @@ use std::path::Path;
 
 /// This rank's block of the simple graph of `path`, read as stored when the file is a CSR or CSC
 /// `.npz` archive that already holds a simple graph (see the module's comment); `None`, on
-/// every rank, when it does not. Collective.
+/// every rank, when it does not. With [`SymmetryCheck::Caller`], blocks whose rows strictly
+/// increase come back without the symmetry check, which is then the caller's ([`is_simple`]);
+/// the second value says whether the blocks were checked. Collective.
 pub(crate) fn row_block(
     comm: &dyn Comm,
     path: &Path,
     format: Option<Format>,
     stage_edges: usize,
-) -> Result<Option<RowBlock>> {
+    check: SymmetryCheck,
+) -> Result<Option<(RowBlock, bool)>> {
     if format.or_else(|| Format::of_input(path)) != Some(Format::Npz) {
         return Ok(None);
     }
@@ -94,22 +97,36 @@ pub(crate) fn row_block(
     let blocks = chosen
         .into_inner()
         .unwrap_or_else(|| Blocks::even(block.n, parts));
-    let first = blocks.start(rank);
-    let inside = crate::csr::diagonal_block_is_symmetric(first, &block.ptr, &block.cols);
-    if !all_ranks(comm, inside) {
-        return Ok(None);
-    }
-    let across = mirrored_across(comm, &blocks, first, (&block.ptr, &block.cols), stage_edges)?;
-    if !all_ranks(comm, across) {
-        return Ok(None);
-    }
-    Ok(Some(RowBlock {
+    let rows = RowBlock {
         blocks,
         rank,
         ptr: block.ptr,
         adj: block.cols,
         labels: None,
-    }))
+    };
+    if check == SymmetryCheck::Caller {
+        return Ok(Some((rows, false)));
+    }
+    Ok(is_simple(comm, &rows, stage_edges)?.then_some((rows, true)))
+}
+
+/// Whether the ranks' blocks of rows (each row strictly increasing, no diagonal entry) are a
+/// simple graph's: each diagonal block symmetric, and each entry between blocks mirrored (see
+/// the module's comment). Collective.
+pub(crate) fn is_simple(comm: &dyn Comm, rows: &RowBlock, stage_edges: usize) -> Result<bool> {
+    let first = rows.first();
+    let inside = crate::csr::diagonal_block_is_symmetric(first, &rows.ptr, &rows.adj);
+    if !all_ranks(comm, inside) {
+        return Ok(false);
+    }
+    let across = mirrored_across(
+        comm,
+        &rows.blocks,
+        first,
+        (&rows.ptr, &rows.adj),
+        stage_edges,
+    )?;
+    Ok(all_ranks(comm, across))
 }
 
 /// The groups cut into `parts` blocks of about equal entries (R-MAT's hubs at low ids would
@@ -460,16 +477,35 @@ mod tests {
     fn archives_taken_as_stored_give_the_rows_the_general_path_gives() {
         let dir = tempfile::tempdir().unwrap();
         for (name, f, taken) in inputs(dir.path()) {
-            let one = row_block(&SelfComm, &f, None, 1 << 20).unwrap();
+            let load = SymmetryCheck::Load;
+            let one = row_block(&SelfComm, &f, None, 1 << 20, load).unwrap();
             assert_eq!(one.is_some(), taken, "{name} on one rank");
             for ranks in 1..=4 {
                 for stage in [3, 1 << 20] {
                     let what = format!("{name} on {ranks} ranks, stage {stage}");
                     let got = on_ranks(ranks, |c| {
-                        let stored = row_block(c, &f, None, stage).unwrap();
+                        let stored = row_block(c, &f, None, stage, load).unwrap();
+                        // Left to the caller, the check decides what the load's decided.
+                        let caller = SymmetryCheck::Caller;
+                        if let Some((rows, checked)) =
+                            row_block(c, &f, None, stage, caller).unwrap()
+                        {
+                            assert!(!checked);
+                            assert_eq!(is_simple(c, &rows, stage).unwrap(), taken, "{name}");
+                            if let Some((s, _)) = &stored {
+                                assert_eq!(s, &rows, "{name}");
+                            }
+                        }
                         let block = simple_row_block(c, &f, None, stage).unwrap();
                         let parsed = parsed_row_block(c, &f, None, stage).unwrap();
-                        (stored, block, parsed)
+                        (
+                            stored.map(|(s, checked)| {
+                                assert!(checked);
+                                s
+                            }),
+                            block,
+                            parsed,
+                        )
                     });
                     // The stored blocks hold about equal entries, the parsed ones equal rows:
                     // the same rows, cut elsewhere.
@@ -551,7 +587,7 @@ mod tests {
         std::fs::write(&f, bytes).unwrap();
         for ranks in [1, 3] {
             let got = on_ranks(ranks, |c| {
-                let stored = row_block(c, &f, None, 8).unwrap();
+                let stored = row_block(c, &f, None, 8, SymmetryCheck::Caller).unwrap();
                 let e = simple_row_block(c, &f, None, 8).unwrap_err().to_string();
                 (stored, e)
             });

@@ -53,6 +53,8 @@ pub const UNTYPED: &[&str] = &[
     "sort_long_rows",
     "transpose_fill",
     "block_degrees",
+    "invert_ranks",
+    "upper_mirrored_in_block",
     "pivot_in_lens",
     "pivot_items",
     "triangles_light",

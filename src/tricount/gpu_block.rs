@@ -40,6 +40,10 @@ pub struct BlockCount {
     prof: Profile,
     /// The block's symmetric adjacency, until it is oriented.
     block: Option<(CudaSlice<u64>, CudaSlice<u32>)>,
+    /// The block's rows as uploaded (vertex ids, each row sorted), kept through the
+    /// orientation until they are checked against all of U ([`Self::upper_mirrored_in_block`])
+    /// where asked for.
+    as_read: Option<(CudaSlice<u64>, CudaSlice<u32>)>,
     /// Every vertex's degree (the block's written, zero elsewhere until summed).
     degree: CudaSlice<u32>,
     /// Every vertex's rank (zero until made or summed).
@@ -112,6 +116,7 @@ impl BlockCount {
                 tuning,
                 prof,
                 block: Some((d_ptr, d_adj)),
+                as_read: None,
                 degree,
                 rank,
                 lengths,
@@ -150,8 +155,9 @@ impl BlockCount {
 
     /// Orients the block's rows by the ranks (summed): each row `U(a)` keeps the neighbours
     /// ranked above `a`, sorted; its length is written at `a`'s rank ([`Self::lengths_mut`]).
-    /// Returns the block's entries of U.
-    pub fn orient(&mut self) -> Result<u64> {
+    /// Returns the block's entries of U. With `keep`, the block's rows as uploaded stay on the
+    /// device for [`Self::upper_mirrored_in_block`].
+    pub fn orient(&mut self, keep: bool) -> Result<u64> {
         let g = &*self.gpu;
         let s = &g.main;
         let _busy = g.busy.lock().unwrap_or_else(|e| e.into_inner());
@@ -170,6 +176,11 @@ impl BlockCount {
         let mut heavy_count = zeros::<u32>(s, 1, "the heavy row count")?;
         let mut heavy_rows = uninit::<u32>(s, rows.max(1), poison, "the heavy rows")?;
         let mut own_ptr = zeros::<u64>(s, rows + 1, "the block's oriented row offsets")?;
+        // The rows by vertex id are rewritten as ranks next: a copy kept for the check.
+        let as_read = match keep {
+            true => Some(check("keep the block's rows", s.clone_dtod(&d_adj))?),
+            false => None,
+        };
         job.ranks_into_rows(&d_ptr, &mut d_adj, first32, &self.rank, &mut self.lengths)?;
         launch(g, s, "orient_counts", job.per_vertex, |l| {
             l.arg(&d_ptr)
@@ -198,7 +209,8 @@ impl BlockCount {
         job.fill_rows(
             &d_ptr, &d_adj, first32, &self.rank, &own_ptr, true, &mut own,
         )?;
-        drop((d_ptr, d_adj));
+        drop(d_adj);
+        self.as_read = as_read.map(|adj| (d_ptr, adj));
         self.prof.mark("orient: fill")?;
         job.sort_rows(&own_ptr, &mut own, rows)?;
         check("orient the block", s.synchronize())?;
@@ -251,6 +263,48 @@ impl BlockCount {
         self.prof.mark("place: rows")?;
         self.oadj = Some(oadj);
         Ok(entries)
+    }
+
+    /// Whether every entry `a → b` of U (summed) whose upper end `b` is a vertex of this block
+    /// has its mirror among the block's rows as read (kept by [`Self::orient`]): where this
+    /// holds on every rank and U holds half of all the blocks' entries, the blocks (rows strictly
+    /// increasing, no diagonal entry) are a simple graph's (see `upper_mirrored_in_block` in
+    /// kernels/triangles.cu). Frees the kept rows.
+    pub fn upper_mirrored_in_block(&mut self) -> Result<bool> {
+        let g = &*self.gpu;
+        let s = &g.main;
+        let _busy = g.busy.lock().unwrap_or_else(|e| e.into_inner());
+        let (Some((ptr, adj)), Some(oadj)) = (self.as_read.take(), self.oadj.as_ref()) else {
+            return Err(Error::Invalid(
+                "the block's rows are checked once, kept from the orientation and U summed".into(),
+            ));
+        };
+        let n = self.n;
+        let mut missing = zeros::<u64>(s, 1, "the missing mirrors")?;
+        if self.rows > 0 {
+            let poison = self.tuning.poison;
+            let n32 = n as u32;
+            let mut vertex = uninit::<u32>(s, n, poison, "each rank's vertex")?;
+            launch(g, s, "invert_ranks", strided(g, n as u64, 256), |l| {
+                l.arg(&self.rank).arg(&n32).arg(&mut vertex);
+            })?;
+            let (rows32, first32) = (self.rows as u32, self.first as u32);
+            let per_entry = strided(g, oadj.len() as u64, 256);
+            launch(g, s, "upper_mirrored_in_block", per_entry, |l| {
+                l.arg(&self.lengths)
+                    .arg(oadj)
+                    .arg(&n32)
+                    .arg(&vertex)
+                    .arg(&first32)
+                    .arg(&rows32)
+                    .arg(&ptr)
+                    .arg(&adj)
+                    .arg(&mut missing);
+            })?;
+        }
+        let missing = read_at(s, &missing, 0, "the missing mirrors")?;
+        self.prof.mark("check the rows")?;
+        Ok(missing == 0)
     }
 
     /// All of U (`entries` of [`Self::place`]), for the caller to sum across the ranks.
@@ -408,6 +462,57 @@ mod tests {
         }
     }
 
+    /// The graph `(ptr, adj)` of `n` vertices uploaded as `parts` blocks of about equal rows.
+    fn upload_blocks(
+        gpu: &Arc<Gpu>,
+        ptr: &[u64],
+        adj: &[u32],
+        n: usize,
+        parts: usize,
+    ) -> Vec<BlockCount> {
+        let cut = |p: usize| p * n / parts;
+        (0..parts)
+            .map(|p| {
+                let rows = cut(p)..cut(p + 1);
+                let (lo, hi) = (ptr[rows.start] as usize, ptr[rows.end] as usize);
+                let local: Vec<u64> = ptr[rows.start..=rows.end]
+                    .iter()
+                    .map(|&x| x - lo as u64)
+                    .collect();
+                let tuning = TriangleTuning {
+                    poison: true,
+                    ..Default::default()
+                };
+                let adj = &adj[lo..hi];
+                BlockCount::upload(gpu.clone(), &local, adj, rows.start, n, parts, p, tuning)
+                    .unwrap()
+            })
+            .collect()
+    }
+
+    /// The steps of a count across ranks up to all of U on every block, the sums made here:
+    /// the degrees, the ranks (made by the first block), the orientation (block `p` keeping its
+    /// rows where `keep(p)`), the lengths and the rows. Returns U's entries.
+    fn orient_and_place(
+        gpu: &Arc<Gpu>,
+        blocks: &mut [BlockCount],
+        n: usize,
+        keep: impl Fn(usize) -> bool,
+    ) -> u64 {
+        sum_over(gpu, blocks, n, |b| b.degrees_mut());
+        blocks[0].rank_by_degree().unwrap();
+        sum_over(gpu, blocks, n, |b| b.ranks_mut());
+        let own: u64 = (blocks.iter_mut().enumerate())
+            .map(|(p, b)| b.orient(keep(p)).unwrap())
+            .sum();
+        sum_over(gpu, blocks, n + 1, |b| b.lengths_mut());
+        for b in blocks.iter_mut() {
+            assert_eq!(b.place().unwrap(), own);
+        }
+        sum_over(gpu, blocks, own as usize, |b| b.rows_mut().unwrap());
+        own
+    }
+
     #[test]
     fn blocks_counted_apart_sum_to_the_one_process_count() {
         let Some(gpu) = crate::gpu::for_tests() else {
@@ -423,29 +528,13 @@ mod tests {
         let n = g.vertices();
         let (ptr, adj) = (g.row_ptr(), g.col_idx());
         for parts in [1, 2, 3, 5] {
-            let cut = |p: usize| p * n / parts;
-            let mut blocks: Vec<BlockCount> = (0..parts)
-                .map(|p| {
-                    let rows = cut(p)..cut(p + 1);
-                    let (lo, hi) = (ptr[rows.start] as usize, ptr[rows.end] as usize);
-                    let local: Vec<u64> = ptr[rows.start..=rows.end]
-                        .iter()
-                        .map(|&x| x - lo as u64)
-                        .collect();
-                    let adj = &adj[lo..hi];
-                    let tuning = TriangleTuning {
-                        poison: true,
-                        ..Default::default()
-                    };
-                    BlockCount::upload(gpu.clone(), &local, adj, rows.start, n, parts, p, tuning)
-                        .unwrap()
-                })
-                .collect();
+            let mut blocks = upload_blocks(&gpu, ptr, adj, n, parts);
             sum_over(&gpu, &mut blocks, n, |b| b.degrees_mut());
             let degree = download(&gpu, &gpu.main, blocks[0].degrees_mut(), n, "d").unwrap();
             assert!((0..n).all(|v| degree[v] as usize == g.degree(v)));
-            blocks[0].rank_by_degree().unwrap();
-            sum_over(&gpu, &mut blocks, n, |b| b.ranks_mut());
+            // Every other block keeps its rows to check them against U.
+            let own = orient_and_place(&gpu, &mut blocks, n, |p| p % 2 == 0);
+            assert_eq!(2 * own, adj.len() as u64, "{parts} blocks");
             let rank = download(&gpu, &gpu.main, blocks[parts - 1].ranks_mut(), n, "r").unwrap();
             let mut order = vec![u32::MAX; n];
             for (v, &r) in rank.iter().enumerate() {
@@ -455,13 +544,10 @@ mod tests {
             assert!(order
                 .windows(2)
                 .all(|w| degree[w[0] as usize] <= degree[w[1] as usize]));
-            let own: u64 = blocks.iter_mut().map(|b| b.orient().unwrap()).sum();
-            assert_eq!(2 * own, adj.len() as u64, "{parts} blocks");
-            sum_over(&gpu, &mut blocks, n + 1, |b| b.lengths_mut());
-            for b in blocks.iter_mut() {
-                assert_eq!(b.place().unwrap(), own);
+            for (p, b) in blocks.iter_mut().enumerate() {
+                let checked = b.upper_mirrored_in_block().ok();
+                assert_eq!(checked, (p % 2 == 0).then_some(true), "{parts} blocks");
             }
-            sum_over(&gpu, &mut blocks, own as usize, |b| b.rows_mut().unwrap());
             let (mut total, mut per_vertex) = (0, vec![0u64; n]);
             for b in blocks {
                 let (t, pv, steps) = b.count(true).unwrap();
@@ -474,6 +560,67 @@ mod tests {
             }
             assert_eq!(total, want.triangles, "{parts} blocks");
             assert_eq!(Some(per_vertex), want.per_vertex, "{parts} blocks");
+        }
+    }
+
+    /// Rows with the same entry count as the simple graph's and U half of them, one row's
+    /// entry swapped for another vertex's, on 1-3 blocks: where the two are ranked below the
+    /// row's vertex (the hub's row), U lacks the entry's mirror; where above (a light row), U's
+    /// new entry finds no mirror. The degrees stay the same, so the ranks do too.
+    #[test]
+    fn a_row_with_an_entry_swapped_is_found_against_u() {
+        let Some(gpu) = crate::gpu::for_tests() else {
+            return;
+        };
+        let g = graph();
+        let n = g.vertices();
+        let adjacent = |v: usize, w: usize| g.neighbours(v).contains(&(w as u32));
+        // Vertices 0 and 1 are joined to every other: the heaviest of the rest.
+        let hub = (2..n).max_by_key(|&v| g.degree(v)).unwrap();
+        let light = (0..n)
+            .filter(|&v| g.degree(v) > 0)
+            .min_by_key(|&v| g.degree(v))
+            .unwrap();
+        // (row, entry out, entry in), each a vertex of a differing degree from the row's.
+        let below = g
+            .neighbours(hub)
+            .iter()
+            .map(|&w| w as usize)
+            .find(|&w| g.degree(w) < g.degree(hub))
+            .unwrap();
+        let outside = (0..n)
+            .find(|&w| w != hub && !adjacent(hub, w) && g.degree(w) < g.degree(hub))
+            .unwrap();
+        let above = (g.neighbours(light).iter())
+            .map(|&w| w as usize)
+            .find(|&w| g.degree(w) > g.degree(light))
+            .unwrap();
+        let other = (0..n)
+            .find(|&w| w != light && !adjacent(light, w) && g.degree(w) > g.degree(light))
+            .unwrap();
+        for (row, out, into) in [(hub, below, outside), (light, above, other)] {
+            let mut ptr = vec![0u64];
+            let mut adj: Vec<u32> = Vec::new();
+            for v in 0..n {
+                let mut r: Vec<u32> = g.neighbours(v).to_vec();
+                if v == row {
+                    r.retain(|&w| w as usize != out);
+                    r.push(into as u32);
+                    r.sort_unstable();
+                }
+                adj.extend(r);
+                ptr.push(adj.len() as u64);
+            }
+            for parts in [1, 2, 3] {
+                let what = format!("row {row}: {out} for {into}, {parts} blocks");
+                let mut blocks = upload_blocks(&gpu, &ptr, &adj, n, parts);
+                let own = orient_and_place(&gpu, &mut blocks, n, |_| true);
+                assert_eq!(2 * own, adj.len() as u64, "{what}");
+                let found: Vec<bool> = (blocks.iter_mut())
+                    .map(|b| b.upper_mirrored_in_block().unwrap())
+                    .collect();
+                assert!(found.contains(&false), "{what}");
+            }
         }
     }
 }

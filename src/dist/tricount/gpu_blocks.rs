@@ -38,17 +38,29 @@ pub(super) struct RankCount {
     pub steps: Vec<(&'static str, f64)>,
 }
 
+/// What [`count`] came to, alike on every rank.
+pub(super) enum Fused {
+    /// The rank's count.
+    Counted(RankCount),
+    /// All of U does not fit (on some rank): nothing was counted and the GPU holds nothing of it.
+    TooLarge,
+    /// The blocks, taken unchecked, are not a simple graph's: nothing was counted.
+    NotSymmetric,
+}
+
 /// The rank's triangles (those whose middle vertex it owns), its per-vertex counts when asked
-/// for, and the rounds of the exchange (1 across ranks, 0 alone); `None` where all of U does
-/// not fit (on any rank): nothing was counted and the GPU holds nothing of it. Collective;
-/// every rank must count on its GPU.
+/// for, and the rounds of the exchange (1 across ranks, 0 alone). With `check_rows`, the blocks
+/// need not be known symmetric: once U is summed, each rank looks for the mirror of every entry
+/// of U whose upper end it owns in its rows as read ([`BlockCount::upper_mirrored_in_block`]).
+/// Collective; every rank must count on its GPU.
 pub(super) fn count(
     comm: &dyn Comm,
     gpu: Arc<Gpu>,
     block: &Block<'_>,
     opts: &Options,
     exchange: &mut Exchange,
-) -> Result<Option<RankCount>> {
+    check_rows: bool,
+) -> Result<Fused> {
     let (me, p) = (comm.rank(), comm.size());
     let mut steps = Vec::new();
     let mut clock = Instant::now();
@@ -79,7 +91,10 @@ pub(super) fn count(
     agree(comm, ranked)?;
     sum(comm, &gpu, b.ranks_mut(), n)?;
     lap("rank");
-    let own = agree(comm, b.mark("sum the ranks").and_then(|()| b.orient()))?;
+    let own = agree(
+        comm,
+        b.mark("sum the ranks").and_then(|()| b.orient(check_rows)),
+    )?;
     lap("orient");
 
     // All of U on every rank: within the exchange's bound and the GPU's memory?
@@ -87,6 +102,9 @@ pub(super) fn count(
     comm.sum_u64(&mut totals);
     let [entries, adjacency] = totals;
     if 2 * entries != adjacency {
+        if check_rows {
+            return Ok(Fused::NotSymmetric);
+        }
         return Err(Error::Invalid(format!(
             "the adjacency is not symmetric: {entries} oriented edges from {adjacency} entries"
         )));
@@ -98,7 +116,7 @@ pub(super) fn count(
     let mut short = [u64::from(!fits)];
     comm.max_u64(&mut short);
     if short[0] != 0 {
-        return Ok(None);
+        return Ok(Fused::TooLarge);
     }
     let t = Instant::now();
     sum(comm, &gpu, b.lengths_mut(), n + 1)?;
@@ -109,13 +127,20 @@ pub(super) fn count(
     exchange.seconds += t.elapsed().as_secs_f64();
     exchange.bytes += 4 * received + 8 * (n - block.ptr.len().saturating_sub(1)) as u64;
     lap("exchange");
+    agree(comm, b.mark("sum the rows"))?;
+    if check_rows {
+        let found = agree(comm, b.upper_mirrored_in_block())?;
+        let mut missing = [u64::from(!found)];
+        comm.max_u64(&mut missing);
+        if missing[0] != 0 {
+            return Ok(Fused::NotSymmetric);
+        }
+        lap("check");
+    }
 
-    let counted = b
-        .mark("sum the rows")
-        .and_then(|()| b.count(opts.per_vertex));
-    let (triangles, per_vertex, counted) = agree(comm, counted)?;
+    let (triangles, per_vertex, counted) = agree(comm, b.count(opts.per_vertex))?;
     steps.extend(counted);
-    Ok(Some(RankCount {
+    Ok(Fused::Counted(RankCount {
         triangles,
         per_vertex,
         rounds: u64::from(p > 1),

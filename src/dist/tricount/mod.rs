@@ -18,13 +18,14 @@
 //! vertex is one of its pivots (dealt out by degree rank, so evenly whatever the blocks hold).
 
 mod gpu_blocks;
+use gpu_blocks::Fused;
 
-use super::input::{simple_row_block, RowBlock};
+use super::input::{parsed_row_block, row_block_checked_by, RowBlock};
 use super::labels::LabelShare;
 use super::{agree, asked_entries_bound, distinct_outside, Blocks, Comm, Step};
 use crate::engine::Work;
 use crate::error::{Error, Result};
-use crate::io::Format;
+use crate::io::{Format, SymmetryCheck};
 use crate::spgemm::EngineKind;
 use crate::tricount::gpu_pairs::{Other, PairCounter, Rows};
 use crate::tricount::Method;
@@ -98,7 +99,9 @@ pub struct Counted {
     /// "upload" (the block to the GPU), "rank" (every vertex's degree summed across the ranks,
     /// the vertices ranked by degree on rank 0's GPU, the ranks summed), "orient" (the block's
     /// rows oriented), "exchange" (the rows' lengths and then all of the oriented graph summed
-    /// across the ranks), "lay out" (the in-edges of the rank's pivots), "count".
+    /// across the ranks), "check" (only for blocks read from an archive unchecked: each entry
+    /// of U looked for mirrored in the rows as read), "lay out" (the in-edges of the rank's
+    /// pivots), "count".
     pub steps: Vec<Step>,
     /// The engine this rank counted on.
     pub engine: EngineKind,
@@ -117,9 +120,25 @@ pub fn count_file(
     opts: &Options,
 ) -> Result<Counted> {
     let start = Instant::now();
-    let block = simple_row_block(comm, path, format, opts.stage_edges)?;
-    let load_seconds = start.elapsed().as_secs_f64();
-    let mut c = count_block(comm, &block, opts)?;
+    // Where the ranks may count on their GPUs, those check an archive's blocks for symmetry
+    // after their upload, instead of the hosts before it.
+    let check = match opts.engine != EngineKind::Cpu && opts.method != Method::Merge {
+        true => SymmetryCheck::Caller,
+        false => SymmetryCheck::Load,
+    };
+    let (mut block, checked) = row_block_checked_by(comm, path, format, opts.stage_edges, check)?;
+    let mut load_seconds = start.elapsed().as_secs_f64();
+    let mut c = match count_rows(comm, &block, opts, checked)? {
+        Some(c) => c,
+        None => {
+            // Not a simple graph's rows: read the file again as any other, which makes one.
+            drop(block);
+            let again = Instant::now();
+            block = parsed_row_block(comm, path, format, opts.stage_edges)?;
+            load_seconds += again.elapsed().as_secs_f64();
+            count_block(comm, &block, opts)?
+        }
+    };
     c.load_seconds = load_seconds;
     c.labels = block.labels;
     Ok(c)
@@ -127,6 +146,20 @@ pub fn count_file(
 
 /// Counts the triangles of a graph given as every rank's block of rows. Collective.
 pub fn count_block(comm: &dyn Comm, block: &RowBlock, opts: &Options) -> Result<Counted> {
+    count_rows(comm, block, opts, true)?.ok_or_else(|| {
+        Error::Invalid("blocks known symmetric were found not to be: please report this".into())
+    })
+}
+
+/// [`count_block`] of blocks known to be a simple graph's where `checked`, else of blocks whose
+/// rows strictly increase with no diagonal entry, checked first (on the ranks' GPUs with the
+/// fused count, else on the hosts): `None` where they are not symmetric. Collective.
+fn count_rows(
+    comm: &dyn Comm,
+    block: &RowBlock,
+    opts: &Options,
+    checked: bool,
+) -> Result<Option<Counted>> {
     let start = Instant::now();
     let blocks = &block.blocks;
     let n = blocks.n;
@@ -149,27 +182,35 @@ pub fn count_block(comm: &dyn Comm, block: &RowBlock, opts: &Options) -> Result<
                 .into(),
         ));
     }
-    let fused = match (elsewhere[0], opts.method) {
-        (0, Method::Auto | Method::Fused) => {
-            let gpu = agree(comm, rank_gpu())?;
-            let b = gpu_blocks::Block {
-                ptr: &block.ptr,
-                adj: &block.adj,
-                first,
-                n,
-            };
-            let counted = gpu_blocks::count(comm, gpu, &b, opts, &mut exchange)?;
-            if counted.is_none() && opts.method == Method::Fused {
-                return Err(Error::Invalid(
-                    "--method fused: the oriented graph does not fit one exchange and every \
-                     rank's GPU memory; use --method merge (rows fetched in rounds)"
-                        .into(),
-                ));
-            }
-            counted
-        }
-        _ => None,
+    // Blocks taken unchecked are checked on the hosts where the fused count does not check them.
+    let host_check = |comm: &dyn Comm| -> Result<bool> {
+        Ok(checked || crate::dist::stored::is_simple(comm, block, opts.stage_edges)?)
     };
+    let fused =
+        match (elsewhere[0], opts.method) {
+            (0, Method::Auto | Method::Fused) => {
+                let gpu = agree(comm, rank_gpu())?;
+                let b = gpu_blocks::Block {
+                    ptr: &block.ptr,
+                    adj: &block.adj,
+                    first,
+                    n,
+                };
+                match gpu_blocks::count(comm, gpu, &b, opts, &mut exchange, !checked)? {
+                    Fused::Counted(c) => Some(c),
+                    Fused::NotSymmetric => return Ok(None),
+                    Fused::TooLarge if !host_check(comm)? => return Ok(None),
+                    Fused::TooLarge if opts.method == Method::Fused => return Err(Error::Invalid(
+                        "--method fused: the oriented graph does not fit one exchange and every \
+                         rank's GPU memory; use --method merge (rows fetched in rounds)"
+                            .into(),
+                    )),
+                    Fused::TooLarge => None,
+                }
+            }
+            _ if !host_check(comm)? => return Ok(None),
+            _ => None,
+        };
     let method = match fused {
         Some(_) => Method::Fused,
         None => Method::Merge,
@@ -211,7 +252,7 @@ pub fn count_block(comm: &dyn Comm, block: &RowBlock, opts: &Options) -> Result<
         }
         None => None,
     };
-    Ok(Counted {
+    Ok(Some(Counted {
         triangles: sums[0],
         vertices: n as u64,
         edges: sums[1] / 2,
@@ -226,7 +267,7 @@ pub fn count_block(comm: &dyn Comm, block: &RowBlock, opts: &Options) -> Result<
         engine,
         notice,
         labels: None,
-    })
+    }))
 }
 
 /// Every vertex's degree, the blocks' gathered.

@@ -272,6 +272,17 @@ fn simple_entries() -> Vec<(u64, u64, f64)> {
     set.into_iter().map(|(u, v)| (u, v, 1.0)).collect()
 }
 
+/// `entries` (a simple graph's, by row) with row 30's first entry moved to a column the row
+/// does not name: as many entries as before, one of them without its mirror.
+fn moved_entry(entries: &[(u64, u64, f64)]) -> Vec<(u64, u64, f64)> {
+    let row: Vec<u64> = entries.iter().filter(|e| e.0 == 30).map(|e| e.1).collect();
+    let mut moved = entries.to_vec();
+    let k = moved.iter().position(|e| e.0 == 30).unwrap();
+    moved[k].1 = (0..61).find(|c| *c != 30 && !row.contains(c)).unwrap();
+    moved.sort_by_key(|e| (e.0, e.1));
+    moved
+}
+
 #[test]
 fn archives_of_simple_graphs_taken_as_stored_count_as_the_single_process() {
     // Ranks read a CSR or CSC archive that already holds a simple graph as stored, and decide
@@ -287,6 +298,8 @@ fn archives_of_simple_graphs_taken_as_stored_count_as_the_single_process() {
     let mut one_way = simple.clone();
     let k = one_way.iter().position(|e| e.0 > 50 && e.1 < 10).unwrap();
     one_way.remove(k);
+    // An entry moved within its row: as many entries both ways, one of them unmirrored.
+    let moved = moved_entry(&simple);
     // Columns in decreasing order.
     let mut unsorted = simple.clone();
     unsorted.sort_by_key(|e| (e.1, std::cmp::Reverse(e.0)));
@@ -299,6 +312,7 @@ fn archives_of_simple_graphs_taken_as_stored_count_as_the_single_process() {
         archive(d, "simple-csc64z.npz", "csc+z", 61, &by_column, 8),
         archive(d, "looped64.npz", "csr", 61, &looped, 8),
         archive(d, "one-way32.npz", "csr", 61, &one_way, 4),
+        archive(d, "moved32.npz", "csr", 61, &moved, 4),
         archive(d, "unsorted-csc32.npz", "csc", 61, &unsorted, 4),
         undirected,
     ];
@@ -306,5 +320,58 @@ fn archives_of_simple_graphs_taken_as_stored_count_as_the_single_process() {
         let args = ["tricount", s(g), "--per-vertex", "@pv.tsv", "-q"];
         let (out, want) = assert_same_as_single(d, &args, &[], RANKS, &["16777216", "7"]);
         assert!(!out.trim().is_empty() && !want[0].is_empty(), "{}", s(g));
+    }
+}
+
+/// `--engine gpu` on every rank (ranks sharing one GPU): an archive read as stored is checked on
+/// the ranks' GPUs once all of U is summed (a "check" step), and one that is no simple graph's
+/// though its entries are as many both ways (an entry moved within its row) is found so there
+/// and read again as any other; counts and per-vertex files are the single process's. Without
+/// a usable GPU, one message (exit 3).
+#[test]
+fn archives_checked_on_the_ranks_gpus_count_as_the_single_process() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let simple = simple_entries();
+    let inputs = [
+        (archive(d, "simple32.npz", "csr", 61, &simple, 4), true),
+        (
+            archive(d, "moved32.npz", "csr", 61, &moved_entry(&simple), 4),
+            false,
+        ),
+        (
+            generated(d.join("rmat.npz"), &["-s", "8", "-e", "8", "--undirected"]),
+            true,
+        ),
+    ];
+    let has_gpu = crate::util::gpu().is_some();
+    for (g, stored) in &inputs {
+        let (count, per_vertex) = super::single(g, &d.join("single.tsv"));
+        for ranks in [1, 2, 3] {
+            let what = format!("{} on {ranks} ranks", s(g));
+            let pv = d.join(format!("pv-{ranks}.tsv"));
+            let args = ["tricount", s(g), "--engine", "gpu", "--per-vertex", s(&pv)];
+            let o = mpirun(ranks, &[], &[&args[..], &["--json"]].concat());
+            let err = text(&o.stderr);
+            if !has_gpu {
+                assert_eq!(o.status.code(), Some(3), "{what}: {err}");
+                assert!(err.contains("the GPU engine cannot run"), "{what}: {err}");
+                continue;
+            }
+            assert!(o.status.success(), "{what}: {err}");
+            let v: serde_json::Value = serde_json::from_str(&text(&o.stdout)).unwrap();
+            assert_eq!(v["triangles"].to_string(), count.trim(), "{what}");
+            assert_eq!(v["method"], "fused", "{what}");
+            let names: Vec<_> = (v["steps"].as_array().unwrap().iter())
+                .map(|s| s["name"].as_str().unwrap())
+                .collect();
+            let mut want = vec!["upload", "rank", "orient", "exchange", "lay out", "count"];
+            if *stored {
+                want.insert(4, "check");
+            }
+            assert_eq!(names, want, "{what}");
+            assert_eq!(std::fs::read(&pv).unwrap(), per_vertex, "{what}");
+            std::fs::remove_file(&pv).unwrap();
+        }
     }
 }
