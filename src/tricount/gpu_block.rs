@@ -529,12 +529,11 @@ mod tests {
         let (ptr, adj) = (g.row_ptr(), g.col_idx());
         for parts in [1, 2, 3, 5] {
             let mut blocks = upload_blocks(&gpu, ptr, adj, n, parts);
-            sum_over(&gpu, &mut blocks, n, |b| b.degrees_mut());
-            let degree = download(&gpu, &gpu.main, blocks[0].degrees_mut(), n, "d").unwrap();
-            assert!((0..n).all(|v| degree[v] as usize == g.degree(v)));
             // Every other block keeps its rows to check them against U.
             let own = orient_and_place(&gpu, &mut blocks, n, |p| p % 2 == 0);
             assert_eq!(2 * own, adj.len() as u64, "{parts} blocks");
+            let degree = download(&gpu, &gpu.main, blocks[0].degrees_mut(), n, "d").unwrap();
+            assert!((0..n).all(|v| degree[v] as usize == g.degree(v)));
             let rank = download(&gpu, &gpu.main, blocks[parts - 1].ranks_mut(), n, "r").unwrap();
             let mut order = vec![u32::MAX; n];
             for (v, &r) in rank.iter().enumerate() {
