@@ -11,11 +11,18 @@ use mpi::environment::Universe;
 use mpi::topology::SimpleCommunicator;
 use mpi::traits::*;
 use mpi::Count;
+use std::cell::RefCell;
 
 /// The world communicator of an MPI run. MPI is finalised when it is dropped, so keep it until
 /// the process has nothing more to say to the other ranks.
 pub struct MpiComm {
     world: SimpleCommunicator,
+    /// The send sides of the reductions, a piece at a time, kept from one to the next: a fresh
+    /// copy of each piece costs its pages' first touch, more than the reduction itself (the
+    /// sums through a GPU's pinned buffer reduce many pieces in a row). At most
+    /// [`REDUCE_PIECE`] elements each.
+    u64_pieces: RefCell<Vec<u64>>,
+    f64_pieces: RefCell<Vec<f64>>,
     // Dropped after `world`: finalises MPI.
     _universe: Universe,
 }
@@ -35,10 +42,17 @@ impl MpiComm {
         }
         Ok(MpiComm {
             world: universe.world(),
+            u64_pieces: RefCell::default(),
+            f64_pieces: RefCell::default(),
             _universe: universe,
         })
     }
 }
+
+/// The longest piece of a reduction, in elements: pieces of a few tens of MB reduce as fast
+/// as longer ones, and their send side is kept between reductions.
+const REDUCE_PIECE: usize = 1 << 22;
+const _: () = assert!(REDUCE_PIECE <= MAX_MESSAGE);
 
 /// MPI's 32-bit count of `n` elements. The algorithms stage their messages below
 /// [`MAX_MESSAGE`]; a larger one is a bug in them, and the ranks cannot agree on it any more.
@@ -65,11 +79,19 @@ fn displacements(comm: &MpiComm, counts: &[Count]) -> Vec<Count> {
 }
 
 impl MpiComm {
-    fn reduce<T: Equivalence + Copy>(&self, values: &mut [T], op: SystemOperation) {
-        // MPI counts are 32-bit: a long buffer goes a piece at a time (each piece's copy is
-        // the send side).
-        for piece in values.chunks_mut(MAX_MESSAGE) {
-            let send = piece.to_vec();
+    /// Reduces `values` across the ranks in place, a piece of at most [`REDUCE_PIECE`]
+    /// elements at a time, each piece copied into `send` as MPI's send side (the `mpi` crate
+    /// has no `MPI_IN_PLACE`).
+    fn reduce<T: Equivalence + Copy>(
+        &self,
+        values: &mut [T],
+        op: SystemOperation,
+        send: &RefCell<Vec<T>>,
+    ) {
+        let mut send = send.borrow_mut();
+        for piece in values.chunks_mut(REDUCE_PIECE) {
+            send.clear();
+            send.extend_from_slice(piece);
             self.world.all_reduce_into(&send[..], piece, op);
         }
     }
@@ -110,16 +132,16 @@ impl Comm for MpiComm {
         self.world.barrier();
     }
     fn sum_u64(&self, values: &mut [u64]) {
-        self.reduce(values, SystemOperation::sum());
+        self.reduce(values, SystemOperation::sum(), &self.u64_pieces);
     }
     fn max_u64(&self, values: &mut [u64]) {
-        self.reduce(values, SystemOperation::max());
+        self.reduce(values, SystemOperation::max(), &self.u64_pieces);
     }
     fn sum_f64(&self, values: &mut [f64]) {
-        self.reduce(values, SystemOperation::sum());
+        self.reduce(values, SystemOperation::sum(), &self.f64_pieces);
     }
     fn max_f64(&self, values: &mut [f64]) {
-        self.reduce(values, SystemOperation::max());
+        self.reduce(values, SystemOperation::max(), &self.f64_pieces);
     }
     fn all_gather_bytes(&self, mine: &[u8]) -> (Vec<u8>, Vec<usize>) {
         self.gather(mine)
