@@ -32,8 +32,9 @@ fn read(p: &Path) -> String {
 fn ctrl_c_under_mpirun_stops_every_rank_with_130_and_no_output() {
     let dir = tempfile::tempdir().unwrap();
     // Large enough that the clustering is still running when the SIGTERM comes, seconds after
-    // the first iteration: one thread a rank whatever the host's cores, and a low inflation
-    // that keeps the later iterations as heavy as the second.
+    // the first iteration: one thread a rank whatever the host's cores, the CPU engine even
+    // where a GPU would finish first, and a low inflation that keeps the later iterations as
+    // heavy as the second.
     let g = generated(
         dir.path().join("g.el"),
         &["-s", "15", "-e", "16", "--undirected", "--seed", "1"],
@@ -44,7 +45,7 @@ fn ctrl_c_under_mpirun_stops_every_rank_with_130_and_no_output() {
     // Each rank's status and stderr land in files of their own; the shell ignores the signals
     // so that it outlives gmcl and records its status.
     let script = "trap '' INT TERM; r=$OMPI_COMM_WORLD_RANK; \
-                  \"$0\" --threads 1 cluster \"$1\" -I 1.2 -o \"$2\" 2>\"$3/err.$r\"; echo $? >\"$3/status.$r\"";
+                  \"$0\" --threads 1 cluster \"$1\" -I 1.2 --engine cpu -o \"$2\" 2>\"$3/err.$r\"; echo $? >\"$3/status.$r\"";
     // Apart from `dir`, which must hold nothing new afterwards.
     let session = tempfile::tempdir().unwrap();
     let mut child = super::launcher(session.path())
