@@ -280,6 +280,16 @@ block_degrees(const u64* ptr, u32 rows, u32 first, u32* degree) {
     }
 }
 
+// lens[v] = the length of vertex v's row of U (optr: offsets by rank id), for the rows gathered
+// in vertex order to be laid out by rank.
+extern "C" __global__ void lengths_by_vertex(const u64* optr, const u32* rank, u32 n, u64* lens) {
+    for (u64 v = (u64)blockIdx.x * blockDim.x + threadIdx.x; v < n;
+         v += (u64)gridDim.x * blockDim.x) {
+        const u32 r = rank[v];
+        lens[v] = optr[r + 1] - optr[r];
+    }
+}
+
 // inverse[rank[v]] = v for the n vertices: each rank id's vertex.
 extern "C" __global__ void invert_ranks(const u32* rank, u32 n, u32* inverse) {
     for (u64 v = (u64)blockIdx.x * blockDim.x + threadIdx.x; v < n;

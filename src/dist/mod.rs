@@ -91,6 +91,14 @@ pub trait Comm {
         debug_assert_eq!(from, recv_counts);
         recv[..got.len()].copy_from_slice(&got);
     }
+    /// [`Comm::all_gather_u32`] where every rank knows what it receives: `counts[q]` elements
+    /// from each rank `q` land in `recv`, one after another in rank order (nothing allocated
+    /// where the transport writes in place).
+    fn all_gather_into(&self, mine: &[u32], recv: &mut [u32], counts: &[usize]) {
+        let (got, from) = self.all_gather_u32(mine);
+        debug_assert_eq!(from, counts);
+        recv[..got.len()].copy_from_slice(&got);
+    }
     /// Rank `root`'s `data` on every rank (other ranks' `data` is replaced).
     fn broadcast_bytes(&self, root: usize, data: &mut Vec<u8>);
     /// Ends every rank at once with exit status `code`, after printing `message` once on stderr.

@@ -192,6 +192,19 @@ impl Comm for MpiComm {
         let mut rpart = PartitionMut::new(&mut recv[..total], &recv_counts[..], &recv_displs[..]);
         self.world.all_to_all_varcount_into(&part, &mut rpart);
     }
+    fn all_gather_into(&self, mine: &[u32], recv: &mut [u32], counts: &[usize]) {
+        let counts: Vec<Count> = counts.iter().map(|&c| count(self, c)).collect();
+        let displs = displacements(self, &counts);
+        let total: usize = counts.iter().map(|&c| c as usize).sum();
+        // As in `gather`: nothing travels, no call; an empty contribution from a real address.
+        if total == 0 {
+            return;
+        }
+        let none = [0u32];
+        let mine = if mine.is_empty() { &none[..0] } else { mine };
+        let mut part = PartitionMut::new(&mut recv[..total], &counts[..], &displs[..]);
+        self.world.all_gather_varcount_into(mine, &mut part);
+    }
     fn broadcast_bytes(&self, root: usize, data: &mut Vec<u8>) {
         let root = self.world.process_at_rank(root as mpi::Rank);
         let mut len = data.len() as u64;

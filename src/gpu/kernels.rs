@@ -54,6 +54,7 @@ pub const UNTYPED: &[&str] = &[
     "transpose_fill",
     "block_degrees",
     "invert_ranks",
+    "lengths_by_vertex",
     "upper_mirrored_in_block",
     "pivot_in_lens",
     "pivot_items",

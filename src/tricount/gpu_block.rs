@@ -226,27 +226,16 @@ impl BlockCount {
     }
 
     /// Lays out all of U by rank from the lengths (summed), the block's rows at their places
-    /// and zeros elsewhere. Returns U's entries.
+    /// and zeros elsewhere, for the caller to sum across the ranks ([`Self::rows_mut`]).
+    /// Returns U's entries.
     pub fn place(&mut self) -> Result<u64> {
-        let g = &*self.gpu;
+        let gpu = Arc::clone(&self.gpu);
+        let g = &*gpu;
         let s = &g.main;
         let _busy = g.busy.lock().unwrap_or_else(|e| e.into_inner());
-        let Some((own_ptr, own)) = self.own.take() else {
-            return Err(Error::Invalid(
-                "the block is placed once, after its orientation".into(),
-            ));
-        };
-        let n = self.n;
-        exclusive_scan(
-            g,
-            s,
-            &mut self.lengths,
-            n as u64 + 1,
-            "the oriented row lengths",
-        )?;
-        let entries = read_at(s, &self.lengths, n, "the oriented edge count")?;
+        let (own_ptr, own) = self.take_own()?;
+        let entries = self.offsets()?;
         let mut oadj = zeros::<u32>(s, (entries as usize).max(1), "the oriented adjacency")?;
-        self.prof.mark("place: offsets")?;
         if self.rows > 0 {
             let own_ranks = self.rank.slice(self.first..self.first + self.rows);
             let k = self.rows as u64;
@@ -262,6 +251,84 @@ impl BlockCount {
         check("place the block's rows", s.synchronize())?;
         self.prof.mark("place: rows")?;
         self.oadj = Some(oadj);
+        Ok(entries)
+    }
+
+    /// The block's rows of U one after another (its vertices' in order), from the orientation
+    /// until they are placed: what the block gives to [`Self::place_gathered`] on every rank.
+    pub fn own_rows(&self) -> Result<&CudaSlice<u32>> {
+        self.own
+            .as_ref()
+            .map(|(_, own)| own)
+            .ok_or_else(|| Error::Invalid("the block's rows are given once oriented".into()))
+    }
+
+    /// Lays out all of U by rank from the lengths (summed) and `all`: every block's
+    /// [`Self::own_rows`] one after another in block order (so every vertex's row in vertex
+    /// order), gathered by the caller instead of summed. Returns U's entries.
+    pub fn place_gathered(&mut self, all: CudaSlice<u32>) -> Result<u64> {
+        let gpu = Arc::clone(&self.gpu);
+        let g = &*gpu;
+        let s = &g.main;
+        let _busy = g.busy.lock().unwrap_or_else(|e| e.into_inner());
+        drop(self.take_own()?);
+        let entries = self.offsets()?;
+        if (all.len() as u64) < entries {
+            return Err(Error::Invalid(format!(
+                "{} rows' entries gathered for {entries} entries of U",
+                all.len()
+            )));
+        }
+        let n = self.n;
+        let n32 = n as u32;
+        let mut by_vertex = zeros::<u64>(s, n + 1, "the gathered rows' offsets")?;
+        let mut oadj = uninit::<u32>(
+            s,
+            (entries as usize).max(1),
+            self.tuning.poison,
+            "the oriented adjacency",
+        )?;
+        if n > 0 {
+            launch(g, s, "lengths_by_vertex", strided(g, n as u64, 256), |l| {
+                l.arg(&self.lengths)
+                    .arg(&self.rank)
+                    .arg(&n32)
+                    .arg(&mut by_vertex);
+            })?;
+            let offsets = "the gathered rows' offsets";
+            exclusive_scan(g, s, &mut by_vertex, n as u64 + 1, offsets)?;
+            let k = n as u64;
+            launch(g, s, "place_pattern", strided(g, k * 32, 256), |l| {
+                l.arg(&by_vertex)
+                    .arg(&all)
+                    .arg(&self.rank)
+                    .arg(&k)
+                    .arg(&self.lengths)
+                    .arg(&mut oadj);
+            })?;
+        }
+        check("place the gathered rows", s.synchronize())?;
+        self.prof.mark("place: gathered rows")?;
+        self.oadj = Some(oadj);
+        Ok(entries)
+    }
+
+    /// The block's oriented rows and their offsets, taken to be placed.
+    fn take_own(&mut self) -> Result<(CudaSlice<u64>, CudaSlice<u32>)> {
+        self.own
+            .take()
+            .ok_or_else(|| Error::Invalid("the block is placed once, after its orientation".into()))
+    }
+
+    /// The lengths (summed) made U's offsets by rank; returns U's entries.
+    fn offsets(&mut self) -> Result<u64> {
+        let gpu = Arc::clone(&self.gpu);
+        let g = &*gpu;
+        let s = &g.main;
+        let n = self.n as u64;
+        exclusive_scan(g, s, &mut self.lengths, n + 1, "the oriented row lengths")?;
+        let entries = read_at(s, &self.lengths, n as usize, "the oriented edge count")?;
+        self.prof.mark("place: offsets")?;
         Ok(entries)
     }
 
@@ -492,12 +559,14 @@ mod tests {
 
     /// The steps of a count across ranks up to all of U on every block, the sums made here:
     /// the degrees, the ranks (made by the first block), the orientation (block `p` keeping its
-    /// rows where `keep(p)`), the lengths and the rows. Returns U's entries.
+    /// rows where `keep(p)`), the lengths and the rows (summed, or `gathered` in block order).
+    /// Returns U's entries.
     fn orient_and_place(
         gpu: &Arc<Gpu>,
         blocks: &mut [BlockCount],
         n: usize,
         keep: impl Fn(usize) -> bool,
+        gathered: bool,
     ) -> u64 {
         sum_over(gpu, blocks, n, |b| b.degrees_mut());
         blocks[0].rank_by_degree().unwrap();
@@ -506,6 +575,21 @@ mod tests {
             .map(|(p, b)| b.orient(keep(p)).unwrap())
             .sum();
         sum_over(gpu, blocks, n + 1, |b| b.lengths_mut());
+        if gathered {
+            let mut all = Vec::new();
+            for b in blocks.iter() {
+                let rows = b.own_rows().unwrap();
+                all.extend(download(gpu, &gpu.main, rows, rows.len(), "rows").unwrap());
+            }
+            assert_eq!(all.len() as u64, own);
+            for b in blocks.iter_mut() {
+                let mut d =
+                    crate::gpu::prims::uninit::<u32>(&gpu.main, all.len(), true, "all").unwrap();
+                upload_into(gpu, &gpu.main, &all, &mut d, "all").unwrap();
+                assert_eq!(b.place_gathered(d).unwrap(), own);
+            }
+            return own;
+        }
         for b in blocks.iter_mut() {
             assert_eq!(b.place().unwrap(), own);
         }
@@ -527,10 +611,10 @@ mod tests {
         assert!(want.triangles > 0);
         let n = g.vertices();
         let (ptr, adj) = (g.row_ptr(), g.col_idx());
-        for parts in [1, 2, 3, 5] {
+        for (parts, gathered) in [(1, false), (2, false), (2, true), (3, true), (5, false)] {
             let mut blocks = upload_blocks(&gpu, ptr, adj, n, parts);
             // Every other block keeps its rows to check them against U.
-            let own = orient_and_place(&gpu, &mut blocks, n, |p| p % 2 == 0);
+            let own = orient_and_place(&gpu, &mut blocks, n, |p| p % 2 == 0, gathered);
             assert_eq!(2 * own, adj.len() as u64, "{parts} blocks");
             let degree = download(&gpu, &gpu.main, blocks[0].degrees_mut(), n, "d").unwrap();
             assert!((0..n).all(|v| degree[v] as usize == g.degree(v)));
@@ -557,8 +641,12 @@ mod tests {
                     *s += x;
                 }
             }
-            assert_eq!(total, want.triangles, "{parts} blocks");
-            assert_eq!(Some(per_vertex), want.per_vertex, "{parts} blocks");
+            assert_eq!(total, want.triangles, "{parts} blocks, {gathered}");
+            assert_eq!(
+                Some(per_vertex),
+                want.per_vertex,
+                "{parts} blocks, {gathered}"
+            );
         }
     }
 
@@ -613,7 +701,7 @@ mod tests {
             for parts in [1, 2, 3] {
                 let what = format!("row {row}: {out} for {into}, {parts} blocks");
                 let mut blocks = upload_blocks(&gpu, &ptr, &adj, n, parts);
-                let own = orient_and_place(&gpu, &mut blocks, n, |_| true);
+                let own = orient_and_place(&gpu, &mut blocks, n, |_| true, parts == 2);
                 assert_eq!(2 * own, adj.len() as u64, "{what}");
                 let found: Vec<bool> = (blocks.iter_mut())
                     .map(|b| b.upper_mirrored_in_block().unwrap())

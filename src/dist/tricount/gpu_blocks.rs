@@ -10,6 +10,7 @@ use super::{Exchange, Options};
 use crate::dist::words::{elements_mut, Wire};
 use crate::dist::{agree, pinned, Comm};
 use crate::error::{Error, Result};
+use crate::gpu::prims::uninit;
 use crate::gpu::transfer::PINNED_WORDS;
 use crate::gpu::Gpu;
 use crate::tricount::gpu_block::BlockCount;
@@ -120,10 +121,17 @@ pub(super) fn count(
     }
     let t = Instant::now();
     sum(comm, &gpu, b.lengths_mut(), n + 1)?;
-    let placed = agree(comm, b.mark("sum the lengths").and_then(|()| b.place()))?;
+    agree(comm, b.mark("sum the lengths"))?;
+    let placed = match joined(comm) {
+        true => {
+            let placed = agree(comm, b.place())?;
+            let rows = agree(comm, b.rows_mut())?;
+            sum(comm, &gpu, rows, entries as usize)?;
+            placed
+        }
+        false => gather_rows(comm, &gpu, &mut b, own, entries)?,
+    };
     debug_assert_eq!(placed, entries);
-    let rows = agree(comm, b.rows_mut())?;
-    sum(comm, &gpu, rows, entries as usize)?;
     exchange.seconds += t.elapsed().as_secs_f64();
     exchange.bytes += 4 * received + 8 * (n - block.ptr.len().saturating_sub(1)) as u64;
     lap("exchange");
@@ -167,6 +175,83 @@ where
         return Ok(());
     }
     sum_through_host(comm, gpu, buf, len)
+}
+
+/// Whether the ranks' GPUs are joined by NCCL, or there is one rank: the rows of U are then
+/// placed by each block and summed; else gathered through host memory ([`gather_rows`]).
+fn joined(comm: &dyn Comm) -> bool {
+    #[cfg(feature = "mpi")]
+    if comm.gpu_link().is_some() {
+        return true;
+    }
+    comm.size() == 1
+}
+
+/// All of U on every rank from the blocks' own rows ([`BlockCount::own_rows`], `own` entries
+/// here, `entries` in all), gathered through host memory instead of summed: a sum moves and
+/// adds every entry of U on every rank, a gather only each rank's own. A round copies the
+/// next piece of this rank's rows into the GPU's pinned buffer, gathers every rank's piece
+/// (MPI writing into the same buffer), and copies each into its place among the blocks' rows,
+/// which follow one another in block order, as the vertices; the rows are then laid out by rank
+/// ([`BlockCount::place_gathered`]). Returns U's entries. Collective.
+fn gather_rows(
+    comm: &dyn Comm,
+    gpu: &Gpu,
+    b: &mut BlockCount,
+    own: u64,
+    entries: u64,
+) -> Result<u64> {
+    let stage = "gather the rows of U through host memory";
+    let check = crate::gpu::prims::check;
+    let (me, p) = (comm.rank(), comm.size());
+    let (parts, _) = comm.all_gather_u64(&[own]);
+    let starts: Vec<u64> = (parts.iter())
+        .scan(0, |at, &c| {
+            *at += c;
+            Some(*at - c)
+        })
+        .collect();
+    let s = &gpu.main;
+    let mut all = agree(
+        comm,
+        uninit::<u32>(s, entries.max(1) as usize, false, stage),
+    )?;
+    let mut lent = pinned::lend(comm, gpu, PINNED_WORDS, stage)?;
+    let [words, _] = agree(comm, lent.words(stage))?;
+    // A round's piece of each rank's rows, and this rank's own piece before them.
+    let per = (words.len() / (p + 1)) as u64;
+    let (send, recv) = words.split_at_mut(per as usize);
+    let rounds = parts.iter().map(|&c| c.div_ceil(per)).max().unwrap_or(0);
+    let mine = agree(comm, b.own_rows())?;
+    for r in 0..rounds {
+        let piece = |q: usize| (r * per).min(parts[q])..((r + 1) * per).min(parts[q]);
+        let counts: Vec<usize> = (0..p).map(|q| piece(q).count()).collect();
+        let span = piece(me);
+        let (from, to) = (span.start as usize, span.end as usize);
+        let sent = &mut send[..counts[me]];
+        let copied = match counts[me] {
+            0 => Ok(()),
+            _ => check(stage, s.memcpy_dtoh(&mine.slice(from..to), sent))
+                .and_then(|()| check(stage, s.synchronize())),
+        };
+        agree(comm, copied)?;
+        comm.all_gather_into(sent, recv, &counts);
+        let mut at = 0;
+        let mut placed = Ok(());
+        for q in 0..p {
+            let span = piece(q);
+            let dst = (starts[q] + span.start) as usize..(starts[q] + span.end) as usize;
+            if !dst.is_empty() && placed.is_ok() {
+                let src = &recv[at..at + counts[q]];
+                placed = check(stage, s.memcpy_htod(src, &mut all.slice_mut(dst)));
+            }
+            at += counts[q];
+        }
+        let placed = placed.and_then(|()| check(stage, s.synchronize()));
+        agree(comm, placed.and_then(|()| crate::interrupt::check()))?;
+    }
+    drop(lent);
+    agree(comm, b.place_gathered(all))
 }
 
 /// [`sum`] through host memory, a piece of the GPU's pinned buffer at a time: copied into it,
