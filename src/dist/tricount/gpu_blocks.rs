@@ -2,9 +2,10 @@
 //! kernels ([`BlockCount`]): every vertex's degree and rank, the rows' lengths and then the
 //! rows of U are summed across the ranks from each block's disjoint part (GPU to GPU through
 //! NCCL where the ranks' GPUs are joined, else through host memory by MPI, where the rows are
-//! gathered instead), so that every rank holds all of U, and each rank counts the triangles of its pivots (dealt out by rank id
-//! modulo the ranks). Taken where every rank counts on its GPU and U fits the exchange's
-//! bound and every rank's device memory; otherwise the caller counts in rounds.
+//! gathered instead), so that every rank holds all of U, and each rank counts the triangles of
+//! its pivots (dealt out by rank id modulo the ranks). Taken where every rank counts on its GPU
+//! and U fits the exchange's bound and every rank's device memory; otherwise the caller counts
+//! in rounds.
 
 use super::{Exchange, Options};
 use crate::dist::words::{elements_mut, Wire};
