@@ -110,14 +110,25 @@ impl MpiComm {
             return (Vec::new(), counts_out);
         }
         let mut all = vec![T::default(); total];
-        // An empty contribution from a real address, for the same reason.
+        self.gather_into(mine, &mut all, &counts, &displs);
+        (all, counts_out)
+    }
+
+    /// Every rank's `mine` (`counts[q]` elements from rank `q`, at `displs[q]`) into `recv`,
+    /// which holds them all (at least one element).
+    fn gather_into<T: Equivalence + Copy + Default>(
+        &self,
+        mine: &[T],
+        recv: &mut [T],
+        counts: &[Count],
+        displs: &[Count],
+    ) {
+        // An empty contribution from a real address (an empty vector's address is 1, which
+        // OpenMPI reads as MPI_IN_PLACE).
         let none = [T::default()];
         let mine = if mine.is_empty() { &none[..0] } else { mine };
-        {
-            let mut part = PartitionMut::new(&mut all[..], &counts[..], &displs[..]);
-            self.world.all_gather_varcount_into(mine, &mut part);
-        }
-        (all, counts_out)
+        let mut part = PartitionMut::new(recv, counts, displs);
+        self.world.all_gather_varcount_into(mine, &mut part);
     }
 }
 
@@ -196,14 +207,11 @@ impl Comm for MpiComm {
         let counts: Vec<Count> = counts.iter().map(|&c| count(self, c)).collect();
         let displs = displacements(self, &counts);
         let total: usize = counts.iter().map(|&c| c as usize).sum();
-        // As in `gather`: nothing travels, no call; an empty contribution from a real address.
+        // As in `gather`: when nothing travels, none calls MPI.
         if total == 0 {
             return;
         }
-        let none = [0u32];
-        let mine = if mine.is_empty() { &none[..0] } else { mine };
-        let mut part = PartitionMut::new(&mut recv[..total], &counts[..], &displs[..]);
-        self.world.all_gather_varcount_into(mine, &mut part);
+        self.gather_into(mine, &mut recv[..total], &counts, &displs);
     }
     fn broadcast_bytes(&self, root: usize, data: &mut Vec<u8>) {
         let root = self.world.process_at_rank(root as mpi::Rank);

@@ -20,7 +20,7 @@ use crate::gpu::prims::{check, exclusive_scan, launch, read_at, strided, uninit,
 use crate::gpu::profile::Profile;
 use crate::gpu::transfer::upload;
 use crate::gpu::Gpu;
-use cudarc::driver::{CudaSlice, PushKernelArg};
+use cudarc::driver::{CudaSlice, CudaView, PushKernelArg};
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -56,6 +56,21 @@ pub struct BlockCount {
     own: Option<(CudaSlice<u64>, CudaSlice<u32>)>,
     /// All of U laid out by rank (the block's rows placed, zeros elsewhere until summed).
     oadj: Option<CudaSlice<u32>>,
+}
+
+/// Writes row `i` of `rows` (offsets, columns) as row `ranks[i]` of U (`optr`, `oadj`), a warp
+/// per row (`place_pattern`), on the GPU's main stream.
+fn place_rows(
+    g: &Gpu,
+    (ptr, col): (&CudaSlice<u64>, &CudaSlice<u32>),
+    ranks: &CudaView<'_, u32>,
+    optr: &CudaSlice<u64>,
+    oadj: &mut CudaSlice<u32>,
+) -> Result<()> {
+    let k = ranks.len() as u64;
+    launch(g, &g.main, "place_pattern", strided(g, k * 32, 256), |l| {
+        l.arg(ptr).arg(col).arg(ranks).arg(&k).arg(optr).arg(oadj);
+    })
 }
 
 /// The count of a block: its triangles, the triangles through each vertex when asked for, and
@@ -238,15 +253,7 @@ impl BlockCount {
         let mut oadj = zeros::<u32>(s, (entries as usize).max(1), "the oriented adjacency")?;
         if self.rows > 0 {
             let own_ranks = self.rank.slice(self.first..self.first + self.rows);
-            let k = self.rows as u64;
-            launch(g, s, "place_pattern", strided(g, k * 32, 256), |l| {
-                l.arg(&own_ptr)
-                    .arg(&own)
-                    .arg(&own_ranks)
-                    .arg(&k)
-                    .arg(&self.lengths)
-                    .arg(&mut oadj);
-            })?;
+            place_rows(g, (&own_ptr, &own), &own_ranks, &self.lengths, &mut oadj)?;
         }
         check("place the block's rows", s.synchronize())?;
         self.prof.mark("place: rows")?;
@@ -297,15 +304,8 @@ impl BlockCount {
             })?;
             let offsets = "the gathered rows' offsets";
             exclusive_scan(g, s, &mut by_vertex, n as u64 + 1, offsets)?;
-            let k = n as u64;
-            launch(g, s, "place_pattern", strided(g, k * 32, 256), |l| {
-                l.arg(&by_vertex)
-                    .arg(&all)
-                    .arg(&self.rank)
-                    .arg(&k)
-                    .arg(&self.lengths)
-                    .arg(&mut oadj);
-            })?;
+            let every_rank = self.rank.slice(0..n);
+            place_rows(g, (&by_vertex, &all), &every_rank, &self.lengths, &mut oadj)?;
         }
         check("place the gathered rows", s.synchronize())?;
         self.prof.mark("place: gathered rows")?;
