@@ -298,35 +298,95 @@ extern "C" __global__ void invert_ranks(const u32* rank, u32 n, u32* inverse) {
     }
 }
 
-// Whether a block's rows, taken from a file unchecked, are its part of a simple graph, once
-// every rank holds all of U (optr, oadj over the n rank ids; rows in any order): *missing +=
-// the entries a -> b of U whose upper end's vertex vertex[b] is one of the block's (rows
-// first.. of ptr, adj as read: vertex ids, each row strictly increasing, no diagonal entry)
-// and whose row there lacks vertex[a]. Every entry of U is looked for by the rank owning its
-// upper end, in rows sorted by id (a long row of U is not sorted). The blocks are symmetric
-// exactly when nothing is missing on any rank and U holds half of all the blocks' entries:
-// every entry of U then names a distinct entry ranked below its row, as many as there are,
-// so all of them. Entry by entry (warp_entries): a hub's row is shared by many warps.
+// Whether the blocks' rows, taken from a file unchecked, are a simple graph's, once every rank
+// holds all of U (optr, oadj over the n rank ids). A block's rows are kept as the orientation
+// left them (ptr, radj: rows first.. of the graph, each entry its neighbour's rank, in the
+// order read: by vertex id, strictly increasing, no diagonal). With U half of all the blocks'
+// entries, the pairs {a, b} (a ranked below b) split by a's row of U:
+// - a's row sorted (at most TRI_SORT_MAX entries): every down entry b -> a of the blocks must
+//   find b in U(a) (mirrors_of_down_entries, on the block holding b's row);
+// - a's row longer (unsorted): every entry a -> b of U(a) must find a in b's row as read
+//   (mirrors_of_unsorted_rows, on the block holding b's row).
+// Both maps are injective; the blocks are symmetric exactly when nothing is missing and, summed
+// over the blocks, the down entries into unsorted rows are as many as those rows' entries:
+// then the down entries into sorted rows are as many as those rows' entries too (the down
+// entries being half of all), and both maps are onto. Each block walks its own entries and the
+// unsorted rows only: the work divides among the ranks.
+// counts[0] += the mirrors missing, counts[1] += the down entries into unsorted rows,
+// counts[2] += the unsorted rows' entries whose upper end is the block's.
+
+// The block's part, entry by entry (warp_entries: a hub's row is shared by many warps).
 extern "C" __global__ void
-upper_mirrored_in_block(const u64* optr, const u32* oadj, u32 n, const u32* vertex, u32 first,
-                        u32 rows, const u64* ptr, const u32* adj, u64* missing) {
+mirrors_of_down_entries(const u64* ptr, const u32* radj, u32 rows, u32 first, const u32* rank,
+                        const u64* optr, const u32* oadj, u64* counts) {
     const u32 lane = threadIdx.x & (WARP - 1);
-    u64 bad = 0;
+    u64 missing = 0, unsorted = 0;
     u64 e, end, row;
-    warp_entries(optr, n, &e, &end, &row);
+    warp_entries(ptr, rows, &e, &end, &row);
     for (; e < end; e += WARP) {
         const u64 x = e + lane;
         const bool valid = x < end;
-        const u64 a = lane_row(optr, n, row, x, valid);
-        row = __shfl_sync(0xffffffffu, a, WARP - 1);
+        const u64 u = lane_row(ptr, rows, row, x, valid);
+        row = __shfl_sync(0xffffffffu, u, WARP - 1);
         if (!valid) continue;
-        const u32 k = vertex[oadj[x]] - first;
-        if (k >= rows) continue;
-        if (!sorted_contains(adj, ptr[k], ptr[k + 1], vertex[a])) bad++;
+        const u32 b = rank[first + u], a = radj[x];
+        if (a > b) continue;
+        const u64 lo = optr[a], hi = optr[a + 1];
+        if (hi - lo > TRI_SORT_MAX) unsorted++;
+        else if (!sorted_contains(oadj, lo, hi, b)) missing++;
     }
     #pragma unroll
-    for (u32 d = WARP / 2; d > 0; d >>= 1) bad += __shfl_xor_sync(0xffffffffu, bad, d);
-    if (lane == 0 && bad) atomicAdd(missing, bad);
+    for (u32 d = WARP / 2; d > 0; d >>= 1) {
+        missing += __shfl_xor_sync(0xffffffffu, missing, d);
+        unsorted += __shfl_xor_sync(0xffffffffu, unsorted, d);
+    }
+    if (lane == 0) {
+        if (missing) atomicAdd(&counts[0], missing);
+        if (unsorted) atomicAdd(&counts[1], unsorted);
+    }
+}
+
+// The unsorted rows of U, a warp a row: each entry a -> b whose upper end's vertex vertex[b]
+// is one of the block's looks for vertex[a] in that row as read (radj by vertex id through
+// vertex: the ranks are in the order of the ids).
+extern "C" __global__ void __launch_bounds__(TRI_THREADS)
+mirrors_of_unsorted_rows(const u64* optr, const u32* oadj, u32 n, const u32* vertex, u32 first,
+                         u32 rows, const u64* ptr, const u32* radj, u64* counts) {
+    const u32 lane = threadIdx.x & (WARP - 1);
+    const u64 warps = (u64)gridDim.x * (blockDim.x / WARP);
+    u64 missing = 0, owned = 0;
+    for (u64 base = ((u64)blockIdx.x * blockDim.x + threadIdx.x) / WARP * WARP; base < n;
+         base += warps * WARP) {
+        const u64 r = base + lane;
+        const bool unsorted = r < n && optr[r + 1] - optr[r] > TRI_SORT_MAX;
+        for (u32 m = __ballot_sync(0xffffffffu, unsorted); m; m &= m - 1) {
+            const u64 a = base + __ffs(m) - 1;
+            const u32 va = vertex[a];
+            for (u64 x = optr[a] + lane; x < optr[a + 1]; x += WARP) {
+                const u32 k = vertex[oadj[x]] - first;
+                if (k >= rows) continue;
+                owned++;
+                u64 lo = ptr[k], hi = ptr[k + 1];
+                bool found = false;
+                while (lo < hi && !found) {
+                    const u64 mid = lo + ((hi - lo) >> 1);
+                    const u32 v = vertex[radj[mid]];
+                    found = v == va;
+                    if (v < va) lo = mid + 1; else hi = mid;
+                }
+                if (!found) missing++;
+            }
+        }
+    }
+    #pragma unroll
+    for (u32 d = WARP / 2; d > 0; d >>= 1) {
+        missing += __shfl_xor_sync(0xffffffffu, missing, d);
+        owned += __shfl_xor_sync(0xffffffffu, owned, d);
+    }
+    if (lane == 0) {
+        if (missing) atomicAdd(&counts[0], missing);
+        if (owned) atomicAdd(&counts[2], owned);
+    }
 }
 
 // in_lens[b] = the in-edges a -> b of the rank's pivots b (b % parts == me) among the rows of

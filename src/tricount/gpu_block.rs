@@ -18,7 +18,7 @@ use super::gpu::{Degrees, DeviceDag, Job, TriangleTuning};
 use crate::error::{Error, Result};
 use crate::gpu::prims::{check, exclusive_scan, launch, read_at, strided, uninit, zeros};
 use crate::gpu::profile::Profile;
-use crate::gpu::transfer::upload;
+use crate::gpu::transfer::{download, upload};
 use crate::gpu::Gpu;
 use cudarc::driver::{CudaSlice, CudaView, PushKernelArg};
 use std::sync::Arc;
@@ -40,10 +40,10 @@ pub struct BlockCount {
     prof: Profile,
     /// The block's symmetric adjacency, until it is oriented.
     block: Option<(CudaSlice<u64>, CudaSlice<u32>)>,
-    /// The block's rows as uploaded (vertex ids, each row sorted), kept through the
-    /// orientation until they are checked against all of U ([`Self::upper_mirrored_in_block`])
-    /// where asked for.
-    as_read: Option<(CudaSlice<u64>, CudaSlice<u32>)>,
+    /// The block's rows as the orientation leaves them (each entry its neighbour's rank, in
+    /// the order read), kept until they are checked against all of U ([`Self::mirrors`]) where
+    /// asked for.
+    ranked: Option<(CudaSlice<u64>, CudaSlice<u32>)>,
     /// Every vertex's degree (the block's written, zero elsewhere until summed).
     degree: CudaSlice<u32>,
     /// Every vertex's rank (zero until made or summed).
@@ -76,6 +76,52 @@ fn place_rows(
 /// The count of a block: its triangles, the triangles through each vertex when asked for, and
 /// the steps of the count's layout and count with their seconds.
 pub type BlockCounted = (u64, Option<Vec<u64>>, Vec<(&'static str, f64)>);
+
+/// A block's part of the symmetry check of rows taken unchecked ([`BlockCount::mirrors`]),
+/// summed over the blocks by the caller.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Mirrors {
+    /// Entries whose mirror is missing.
+    pub missing: u64,
+    /// The block's down entries `b → a` whose lower end's row of U is unsorted.
+    pub into_unsorted: u64,
+    /// The entries of U's unsorted rows whose upper end is the block's.
+    pub unsorted_owned: u64,
+}
+
+impl Mirrors {
+    /// Whether the blocks are symmetric, `self` summed over all of them and U holding half of
+    /// all their entries: no mirror missing, and as many down entries into U's unsorted rows
+    /// as those rows hold.
+    pub fn symmetric(&self) -> bool {
+        self.missing == 0 && self.into_unsorted == self.unsorted_owned
+    }
+
+    /// The counts as words, for a sum across the ranks.
+    pub fn words(&self) -> [u64; 3] {
+        [self.missing, self.into_unsorted, self.unsorted_owned]
+    }
+
+    /// The counts from their words.
+    pub fn from_words([missing, into_unsorted, unsorted_owned]: [u64; 3]) -> Mirrors {
+        Mirrors {
+            missing,
+            into_unsorted,
+            unsorted_owned,
+        }
+    }
+}
+
+impl std::ops::Add for Mirrors {
+    type Output = Mirrors;
+    fn add(self, o: Mirrors) -> Mirrors {
+        Mirrors {
+            missing: self.missing + o.missing,
+            into_unsorted: self.into_unsorted + o.into_unsorted,
+            unsorted_owned: self.unsorted_owned + o.unsorted_owned,
+        }
+    }
+}
 
 impl BlockCount {
     /// Uploads the block of rows `first..` (the symmetric adjacency `ptr`, `adj`: rows sorted,
@@ -131,7 +177,7 @@ impl BlockCount {
                 tuning,
                 prof,
                 block: Some((d_ptr, d_adj)),
-                as_read: None,
+                ranked: None,
                 degree,
                 rank,
                 lengths,
@@ -170,8 +216,8 @@ impl BlockCount {
 
     /// Orients the block's rows by the ranks (summed): each row `U(a)` keeps the neighbours
     /// ranked above `a`, sorted; its length is written at `a`'s rank ([`Self::lengths_mut`]).
-    /// Returns the block's entries of U. With `keep`, the block's rows as uploaded stay on the
-    /// device for [`Self::upper_mirrored_in_block`].
+    /// Returns the block's entries of U. With `keep`, the block's rows (their entries turned
+    /// into ranks) stay on the device for [`Self::mirrors`].
     pub fn orient(&mut self, keep: bool) -> Result<u64> {
         let g = &*self.gpu;
         let s = &g.main;
@@ -191,11 +237,6 @@ impl BlockCount {
         let mut heavy_count = zeros::<u32>(s, 1, "the heavy row count")?;
         let mut heavy_rows = uninit::<u32>(s, rows.max(1), poison, "the heavy rows")?;
         let mut own_ptr = zeros::<u64>(s, rows + 1, "the block's oriented row offsets")?;
-        // The rows by vertex id are rewritten as ranks next: a copy kept for the check.
-        let as_read = match keep {
-            true => Some(check("keep the block's rows", s.clone_dtod(&d_adj))?),
-            false => None,
-        };
         job.ranks_into_rows(&d_ptr, &mut d_adj, first32, &self.rank, &mut self.lengths)?;
         launch(g, s, "orient_counts", job.per_vertex, |l| {
             l.arg(&d_ptr)
@@ -224,8 +265,9 @@ impl BlockCount {
         job.fill_rows(
             &d_ptr, &d_adj, first32, &self.rank, &own_ptr, true, &mut own,
         )?;
-        drop(d_adj);
-        self.as_read = as_read.map(|adj| (d_ptr, adj));
+        if keep {
+            self.ranked = Some((d_ptr, d_adj));
+        }
         self.prof.mark("orient: fill")?;
         job.sort_rows(&own_ptr, &mut own, rows)?;
         check("orient the block", s.synchronize())?;
@@ -332,46 +374,67 @@ impl BlockCount {
         Ok(entries)
     }
 
-    /// Whether every entry `a → b` of U (summed) whose upper end `b` is a vertex of this block
-    /// has its mirror among the block's rows as read (kept by [`Self::orient`]): where this
-    /// holds on every rank and U holds half of all the blocks' entries, the blocks (rows strictly
-    /// increasing, no diagonal entry) are a simple graph's (see `upper_mirrored_in_block` in
-    /// kernels/triangles.cu). Frees the kept rows.
-    pub fn upper_mirrored_in_block(&mut self) -> Result<bool> {
+    /// This block's part of the check that the blocks' rows, taken unchecked (rows strictly
+    /// increasing, no diagonal entry), are a simple graph's, once all of U is summed: the
+    /// mirrors of the block's down entries looked for in U's sorted rows, and of the entries
+    /// of U's unsorted rows in the block's rows (kept by [`Self::orient`]; see
+    /// `mirrors_of_down_entries` in kernels/triangles.cu). Summed over the blocks, where U
+    /// holds half of all their entries, [`Mirrors::symmetric`] decides. Frees the kept rows.
+    pub fn mirrors(&mut self) -> Result<Mirrors> {
         let g = &*self.gpu;
         let s = &g.main;
         let _busy = g.busy.lock().unwrap_or_else(|e| e.into_inner());
-        let (Some((ptr, adj)), Some(oadj)) = (self.as_read.take(), self.oadj.as_ref()) else {
+        let (Some((ptr, radj)), Some(oadj)) = (self.ranked.take(), self.oadj.as_ref()) else {
             return Err(Error::Invalid(
                 "the block's rows are checked once, kept from the orientation and U summed".into(),
             ));
         };
         let n = self.n;
-        let mut missing = zeros::<u64>(s, 1, "the missing mirrors")?;
+        let mut counts = zeros::<u64>(s, 3, "the mirrors' counts")?;
         if self.rows > 0 {
             let poison = self.tuning.poison;
             let n32 = n as u32;
+            let (rows32, first32) = (self.rows as u32, self.first as u32);
+            let per_entry = strided(g, radj.len() as u64, 256);
+            launch(g, s, "mirrors_of_down_entries", per_entry, |l| {
+                l.arg(&ptr)
+                    .arg(&radj)
+                    .arg(&rows32)
+                    .arg(&first32)
+                    .arg(&self.rank)
+                    .arg(&self.lengths)
+                    .arg(oadj)
+                    .arg(&mut counts);
+            })?;
             let mut vertex = uninit::<u32>(s, n, poison, "each rank's vertex")?;
             launch(g, s, "invert_ranks", strided(g, n as u64, 256), |l| {
                 l.arg(&self.rank).arg(&n32).arg(&mut vertex);
             })?;
-            let (rows32, first32) = (self.rows as u32, self.first as u32);
-            let per_entry = strided(g, oadj.len() as u64, 256);
-            launch(g, s, "upper_mirrored_in_block", per_entry, |l| {
-                l.arg(&self.lengths)
-                    .arg(oadj)
-                    .arg(&n32)
-                    .arg(&vertex)
-                    .arg(&first32)
-                    .arg(&rows32)
-                    .arg(&ptr)
-                    .arg(&adj)
-                    .arg(&mut missing);
-            })?;
+            launch(
+                g,
+                s,
+                "mirrors_of_unsorted_rows",
+                strided(g, n as u64, 256),
+                |l| {
+                    l.arg(&self.lengths)
+                        .arg(oadj)
+                        .arg(&n32)
+                        .arg(&vertex)
+                        .arg(&first32)
+                        .arg(&rows32)
+                        .arg(&ptr)
+                        .arg(&radj)
+                        .arg(&mut counts);
+                },
+            )?;
         }
-        let missing = read_at(s, &missing, 0, "the missing mirrors")?;
+        let counts = download(g, s, &counts, 3, "the mirrors' counts")?;
         self.prof.mark("check the rows")?;
-        Ok(missing == 0)
+        Ok(Mirrors {
+            missing: counts[0],
+            into_unsorted: counts[1],
+            unsorted_owned: counts[2],
+        })
     }
 
     /// All of U (`entries` of [`Self::place`]), for the caller to sum across the ranks.
@@ -628,8 +691,8 @@ mod tests {
                 .windows(2)
                 .all(|w| degree[w[0] as usize] <= degree[w[1] as usize]));
             for (p, b) in blocks.iter_mut().enumerate() {
-                let checked = b.upper_mirrored_in_block().ok();
-                assert_eq!(checked, (p % 2 == 0).then_some(true), "{parts} blocks");
+                let missing = b.mirrors().ok().map(|m| m.missing);
+                assert_eq!(missing, (p % 2 == 0).then_some(0), "{parts} blocks");
             }
             let (mut total, mut per_vertex) = (0, vec![0u64; n]);
             for b in blocks {
@@ -703,11 +766,101 @@ mod tests {
                 let mut blocks = upload_blocks(&gpu, &ptr, &adj, n, parts);
                 let own = orient_and_place(&gpu, &mut blocks, n, |_| true, parts == 2);
                 assert_eq!(2 * own, adj.len() as u64, "{what}");
-                let found: Vec<bool> = (blocks.iter_mut())
-                    .map(|b| b.upper_mirrored_in_block().unwrap())
-                    .collect();
-                assert!(found.contains(&false), "{what}");
+                let summed = (blocks.iter_mut())
+                    .map(|b| b.mirrors().unwrap())
+                    .fold(Mirrors::default(), |a, b| a + b);
+                assert!(!summed.symmetric(), "{what}: {summed:?}");
             }
         }
+    }
+
+    /// Whether `(ptr, adj)` (rows strictly increasing) is symmetric, checked on the host.
+    fn symmetric_on_host(ptr: &[u64], adj: &[u32]) -> bool {
+        let row = |v: usize| &adj[ptr[v] as usize..ptr[v + 1] as usize];
+        (0..ptr.len() - 1).all(|v| {
+            row(v)
+                .iter()
+                .all(|&w| row(w as usize).binary_search(&(v as u32)).is_ok())
+        })
+    }
+
+    /// A clique large enough for rows of U past the sorted length (`TRI_SORT_MAX`), among
+    /// sparser vertices: rows with an entry swapped for another vertex's, on 1-3 blocks, are
+    /// found not symmetric whichever part of the check their pairs fall to, and the graph
+    /// itself is found symmetric.
+    #[test]
+    fn swapped_entries_are_found_in_rows_of_u_past_the_sorted_length() {
+        let Some(gpu) = crate::gpu::for_tests() else {
+            return;
+        };
+        let (clique, n) = (1100u32, 1400u32);
+        let mut rng = crate::generate::rng::SplitMix64::new(5);
+        let mut edges = Vec::new();
+        for a in 0..clique {
+            for b in a + 1..clique {
+                edges.push((a, b));
+            }
+        }
+        for v in clique..n {
+            for _ in 0..4 {
+                edges.push((v, rng.next_u64() as u32 % n));
+            }
+        }
+        let g = SimpleGraph::from_edges(crate::EdgeList::square(n as usize, edges, None)).unwrap();
+        let n = n as usize;
+        let rows: Vec<Vec<u32>> = (0..n).map(|v| g.neighbours(v).to_vec()).collect();
+        let csr = |rows: &[Vec<u32>]| {
+            let mut ptr = vec![0u64];
+            let mut adj = Vec::new();
+            for r in rows {
+                adj.extend_from_slice(r);
+                ptr.push(adj.len() as u64);
+            }
+            (ptr, adj)
+        };
+        let mut cases = vec![(rows.clone(), true)];
+        for _ in 0..12 {
+            let mut swapped = rows.clone();
+            // A row of the clique or of the rest, an entry out for a vertex not adjacent.
+            let v = match cases.len() % 2 {
+                0 => rng.next_u64() as usize % clique as usize,
+                _ => clique as usize + rng.next_u64() as usize % (n - clique as usize),
+            };
+            let out = rng.next_u64() as usize % swapped[v].len();
+            let into = loop {
+                let w = (rng.next_u64() % n as u64) as u32;
+                if w as usize != v && swapped[v].binary_search(&w).is_err() {
+                    break w;
+                }
+            };
+            swapped[v].remove(out);
+            let at = swapped[v].binary_search(&into).unwrap_err();
+            swapped[v].insert(at, into);
+            cases.push((swapped, false));
+        }
+        let mut unsorted_seen = false;
+        for (k, (rows, symmetric)) in cases.iter().enumerate() {
+            let (ptr, adj) = csr(rows);
+            assert_eq!(symmetric_on_host(&ptr, &adj), *symmetric, "case {k}");
+            for parts in [1, 2, 3] {
+                let mut blocks = upload_blocks(&gpu, &ptr, &adj, n, parts);
+                let own = orient_and_place(&gpu, &mut blocks, n, |_| true, parts == 3);
+                if 2 * own != adj.len() as u64 {
+                    // Found before the check: U does not hold half of all entries.
+                    assert!(!symmetric, "case {k}, {parts} blocks");
+                    continue;
+                }
+                let summed = (blocks.iter_mut())
+                    .map(|b| b.mirrors().unwrap())
+                    .fold(Mirrors::default(), |a, b| a + b);
+                unsorted_seen |= summed.unsorted_owned > 0;
+                assert_eq!(
+                    summed.symmetric(),
+                    *symmetric,
+                    "case {k}, {parts} blocks: {summed:?}"
+                );
+            }
+        }
+        assert!(unsorted_seen, "no row of U past the sorted length");
     }
 }

@@ -14,7 +14,7 @@ use crate::error::{Error, Result};
 use crate::gpu::prims::uninit;
 use crate::gpu::transfer::PINNED_WORDS;
 use crate::gpu::Gpu;
-use crate::tricount::gpu_block::BlockCount;
+use crate::tricount::gpu_block::{BlockCount, Mirrors};
 use cudarc::driver::{CudaSlice, DeviceRepr};
 use std::sync::Arc;
 use std::time::Instant;
@@ -52,8 +52,8 @@ pub(super) enum Fused {
 
 /// The rank's triangles (those whose middle vertex it owns), its per-vertex counts when asked
 /// for, and the rounds of the exchange (1 across ranks, 0 alone). With `check_rows`, the blocks
-/// need not be known symmetric: once U is summed, each rank looks for the mirror of every entry
-/// of U whose upper end it owns in its rows as read ([`BlockCount::upper_mirrored_in_block`]).
+/// need not be known symmetric: once U is summed, each rank looks for the mirrors of its rows'
+/// entries in U, and of the entries of U's unsorted rows in its rows ([`BlockCount::mirrors`]).
 /// Collective; every rank must count on its GPU.
 pub(super) fn count(
     comm: &dyn Comm,
@@ -138,10 +138,9 @@ pub(super) fn count(
     lap("exchange");
     agree(comm, b.mark("sum the rows"))?;
     if check_rows {
-        let found = agree(comm, b.upper_mirrored_in_block())?;
-        let mut missing = [u64::from(!found)];
-        comm.max_u64(&mut missing);
-        if missing[0] != 0 {
+        let mut mirrors = agree(comm, b.mirrors())?.words();
+        comm.sum_u64(&mut mirrors);
+        if !Mirrors::from_words(mirrors).symmetric() {
             return Ok(Fused::NotSymmetric);
         }
         lap("check");
