@@ -280,13 +280,22 @@ block_degrees(const u64* ptr, u32 rows, u32 first, u32* degree) {
     }
 }
 
-// lens[v] = the length of vertex v's row of U (optr: offsets by rank id), for the rows gathered
-// in vertex order to be laid out by rank.
-extern "C" __global__ void lengths_by_vertex(const u64* optr, const u32* rank, u32 n, u64* lens) {
+// lens[first + u] = the length of row u of a block of rows (ptr): a rank's part of every
+// vertex's row length, gathered across the ranks by vertex.
+extern "C" __global__ void block_lengths(const u64* ptr, u32 rows, u32 first, u64* lens) {
+    for (u64 u = (u64)blockIdx.x * blockDim.x + threadIdx.x; u < rows;
+         u += (u64)gridDim.x * blockDim.x) {
+        lens[first + u] = ptr[u + 1] - ptr[u];
+    }
+}
+
+// by_rank[rank[v]] = by_vertex[v] for the n vertices: the rows' lengths, gathered by vertex,
+// laid out by rank.
+extern "C" __global__ void lengths_by_rank(const u64* by_vertex, const u32* rank, u32 n,
+                                           u64* by_rank) {
     for (u64 v = (u64)blockIdx.x * blockDim.x + threadIdx.x; v < n;
          v += (u64)gridDim.x * blockDim.x) {
-        const u32 r = rank[v];
-        lens[v] = optr[r + 1] - optr[r];
+        by_rank[rank[v]] = by_vertex[v];
     }
 }
 

@@ -312,15 +312,57 @@ impl BlockCount {
             .ok_or_else(|| Error::Invalid("the block's rows are given once oriented".into()))
     }
 
-    /// Lays out all of U by rank from the lengths (summed) and `all`: every block's
-    /// [`Self::own_rows`] one after another in block order (so every vertex's row in vertex
-    /// order), gathered by the caller instead of summed. Returns U's entries.
-    pub fn place_gathered(&mut self, all: CudaSlice<u32>) -> Result<u64> {
+    /// Every vertex's row length in U by vertex (`n + 1`), the block's written and zeros
+    /// elsewhere: what the block gives to [`Self::place_gathered`] on every rank.
+    pub fn lengths_by_vertex(&self) -> Result<CudaSlice<u64>> {
+        let g = &*self.gpu;
+        let s = &g.main;
+        let _busy = g.busy.lock().unwrap_or_else(|e| e.into_inner());
+        let (own_ptr, _) = self
+            .own
+            .as_ref()
+            .ok_or_else(|| Error::Invalid("the block's lengths are given once oriented".into()))?;
+        let mut lens = zeros::<u64>(s, self.n + 1, "the rows' lengths by vertex")?;
+        if self.rows > 0 {
+            let (rows32, first32) = (self.rows as u32, self.first as u32);
+            launch(
+                g,
+                s,
+                "block_lengths",
+                strided(g, self.rows as u64, 256),
+                |l| {
+                    l.arg(own_ptr).arg(&rows32).arg(&first32).arg(&mut lens);
+                },
+            )?;
+        }
+        check("the block's lengths by vertex", s.synchronize())?;
+        Ok(lens)
+    }
+
+    /// Lays out all of U by rank from `by_vertex` (every block's [`Self::lengths_by_vertex`],
+    /// gathered) and `all` (every block's [`Self::own_rows`] one after another in block order,
+    /// so every vertex's row in vertex order), gathered by the caller instead of summed: the
+    /// lengths summed by rank ([`Self::lengths_mut`]) are not needed. Returns U's entries.
+    pub fn place_gathered(
+        &mut self,
+        mut by_vertex: CudaSlice<u64>,
+        all: CudaSlice<u32>,
+    ) -> Result<u64> {
         let gpu = Arc::clone(&self.gpu);
         let g = &*gpu;
         let s = &g.main;
         let _busy = g.busy.lock().unwrap_or_else(|e| e.into_inner());
         drop(self.take_own()?);
+        let n = self.n;
+        let n32 = n as u32;
+        if n > 0 {
+            launch(g, s, "lengths_by_rank", strided(g, n as u64, 256), |l| {
+                l.arg(&by_vertex)
+                    .arg(&self.rank)
+                    .arg(&n32)
+                    .arg(&mut self.lengths);
+            })?;
+        }
         let entries = self.offsets()?;
         if (all.len() as u64) < entries {
             return Err(Error::Invalid(format!(
@@ -328,9 +370,6 @@ impl BlockCount {
                 all.len()
             )));
         }
-        let n = self.n;
-        let n32 = n as u32;
-        let mut by_vertex = zeros::<u64>(s, n + 1, "the gathered rows' offsets")?;
         let mut oadj = uninit::<u32>(
             s,
             (entries as usize).max(1),
@@ -338,12 +377,6 @@ impl BlockCount {
             "the oriented adjacency",
         )?;
         if n > 0 {
-            launch(g, s, "lengths_by_vertex", strided(g, n as u64, 256), |l| {
-                l.arg(&self.lengths)
-                    .arg(&self.rank)
-                    .arg(&n32)
-                    .arg(&mut by_vertex);
-            })?;
             let offsets = "the gathered rows' offsets";
             exclusive_scan(g, s, &mut by_vertex, n as u64 + 1, offsets)?;
             let every_rank = self.rank.slice(0..n);
@@ -637,22 +670,31 @@ mod tests {
         let own: u64 = (blocks.iter_mut().enumerate())
             .map(|(p, b)| b.orient(keep(p)).unwrap())
             .sum();
-        sum_over(gpu, blocks, n + 1, |b| b.lengths_mut());
         if gathered {
-            let mut all = Vec::new();
+            let (mut all, mut lengths) = (Vec::new(), vec![0u64; n + 1]);
             for b in blocks.iter() {
                 let rows = b.own_rows().unwrap();
                 all.extend(download(gpu, &gpu.main, rows, rows.len(), "rows").unwrap());
+                let part = b.lengths_by_vertex().unwrap();
+                let part = download(gpu, &gpu.main, &part, n + 1, "lengths").unwrap();
+                for (s, x) in lengths.iter_mut().zip(part) {
+                    *s += x;
+                }
             }
             assert_eq!(all.len() as u64, own);
+            assert_eq!(lengths.iter().sum::<u64>(), own);
             for b in blocks.iter_mut() {
                 let mut d =
                     crate::gpu::prims::uninit::<u32>(&gpu.main, all.len(), true, "all").unwrap();
                 upload_into(gpu, &gpu.main, &all, &mut d, "all").unwrap();
-                assert_eq!(b.place_gathered(d).unwrap(), own);
+                let mut l =
+                    crate::gpu::prims::uninit::<u64>(&gpu.main, n + 1, true, "lengths").unwrap();
+                upload_into(gpu, &gpu.main, &lengths, &mut l, "lengths").unwrap();
+                assert_eq!(b.place_gathered(l, d).unwrap(), own);
             }
             return own;
         }
+        sum_over(gpu, blocks, n + 1, |b| b.lengths_mut());
         for b in blocks.iter_mut() {
             assert_eq!(b.place().unwrap(), own);
         }

@@ -1,14 +1,14 @@
 //! The count across ranks with every rank's block on its GPU, counted by the one-process
 //! kernels ([`BlockCount`]): every vertex's degree and rank, the rows' lengths and then the
-//! rows of U are summed across the ranks from each block's disjoint part (GPU to GPU through
-//! NCCL where the ranks' GPUs are joined, else through host memory by MPI, where the rows are
-//! gathered instead), so that every rank holds all of U, and each rank counts the triangles of
+//! rows of U are made whole on every rank from each block's disjoint part (summed GPU to GPU
+//! through NCCL where the ranks' GPUs are joined, else gathered through host memory by MPI),
+//! so that every rank holds all of U, and each rank counts the triangles of
 //! its pivots (dealt out by rank id modulo the ranks). Taken where every rank counts on its GPU
 //! and U fits the exchange's bound and every rank's device memory; otherwise the caller counts
 //! in rounds.
 
 use super::{Exchange, Options};
-use crate::dist::words::{elements_mut, Wire};
+use crate::dist::words::Wire;
 use crate::dist::{agree, pinned, Comm};
 use crate::error::{Error, Result};
 use crate::gpu::prims::uninit;
@@ -83,19 +83,25 @@ pub(super) fn count(
     let mut b = agree(comm, made)?;
     lap("upload");
     let n = block.n;
-    // Each sum's profile mark (a wait for the device, when profiling) is agreed on with the
+    let rows = block.ptr.len().saturating_sub(1);
+    let (blocks, _) = comm.all_gather_u64(&[block.first as u64, rows as u64]);
+    let by_vertex = vertex_parts(&blocks, n)?;
+    let mut by_rank_zero = vec![0; p];
+    by_rank_zero[0] = n;
+    // Each share's profile mark (a wait for the device, when profiling) is agreed on with the
     // step after it.
-    sum(comm, &gpu, b.degrees_mut(), n)?;
-    let ranked = b.mark("sum the degrees").and_then(|()| match me {
+    share(comm, &gpu, b.degrees_mut(), &by_vertex)?;
+    let ranked = b.mark("share the degrees").and_then(|()| match me {
         0 => b.rank_by_degree(),
         _ => Ok(()),
     });
     agree(comm, ranked)?;
-    sum(comm, &gpu, b.ranks_mut(), n)?;
+    share(comm, &gpu, b.ranks_mut(), &by_rank_zero)?;
     lap("rank");
     let own = agree(
         comm,
-        b.mark("sum the ranks").and_then(|()| b.orient(check_rows)),
+        b.mark("share the ranks")
+            .and_then(|()| b.orient(check_rows)),
     )?;
     lap("orient");
 
@@ -121,22 +127,22 @@ pub(super) fn count(
         return Ok(Fused::TooLarge);
     }
     let t = Instant::now();
-    sum(comm, &gpu, b.lengths_mut(), n + 1)?;
-    agree(comm, b.mark("sum the lengths"))?;
     let placed = match joined(comm) {
         true => {
+            sum(comm, b.lengths_mut(), n + 1)?;
+            agree(comm, b.mark("sum the lengths"))?;
             let placed = agree(comm, b.place())?;
             let rows = agree(comm, b.rows_mut())?;
-            sum(comm, &gpu, rows, entries as usize)?;
+            sum(comm, rows, entries as usize)?;
             placed
         }
-        false => gather_rows(comm, &gpu, &mut b, own, entries)?,
+        false => gather_rows(comm, &gpu, &mut b, &by_vertex, own, entries)?,
     };
     debug_assert_eq!(placed, entries);
     exchange.seconds += t.elapsed().as_secs_f64();
     exchange.bytes += 4 * received + 8 * (n - block.ptr.len().saturating_sub(1)) as u64;
     lap("exchange");
-    agree(comm, b.mark("sum the rows"))?;
+    agree(comm, b.mark("share the rows"))?;
     if check_rows {
         let mut mirrors = agree(comm, b.mirrors())?.words();
         comm.sum_u64(&mut mirrors);
@@ -156,10 +162,49 @@ pub(super) fn count(
     }))
 }
 
-/// Sums the first `len` elements of `buf` across the ranks, in place, where each element is
-/// nonzero on at most one rank: GPU to GPU through NCCL where the ranks' GPUs are joined, else
-/// through host memory ([`sum_through_host`]). Collective.
-fn sum<T>(comm: &dyn Comm, gpu: &Gpu, buf: &mut CudaSlice<T>, len: usize) -> Result<()>
+/// How many of the vertices each rank's block holds, in rank order, from every rank's `[first,
+/// rows]`: the blocks must follow one another from vertex 0 to `n` (an empty block's first
+/// vertex is not looked at), as the gathers by vertex place them.
+fn vertex_parts(blocks: &[u64], n: usize) -> Result<Vec<usize>> {
+    let mut at = 0usize;
+    let mut parts = Vec::with_capacity(blocks.len() / 2);
+    for (q, b) in blocks.chunks_exact(2).enumerate() {
+        let (first, rows) = (b[0] as usize, b[1] as usize);
+        if rows > 0 && first != at {
+            return Err(Error::Invalid(format!(
+                "rank {q}'s block starts at vertex {first}, not where the blocks before it end \
+                 ({at})"
+            )));
+        }
+        at += rows;
+        parts.push(rows);
+    }
+    if at != n {
+        return Err(Error::Invalid(format!(
+            "the blocks hold {at} of the graph's {n} vertices"
+        )));
+    }
+    Ok(parts)
+}
+
+/// Makes `buf` whole on every rank from the ranks' parts: `parts[q]` elements from where the
+/// parts before it end, valid on rank q, zero elsewhere. Summed GPU to GPU through NCCL where
+/// the ranks' GPUs are joined, else gathered through host memory ([`gather_through_host`]).
+/// Collective.
+fn share<T>(comm: &dyn Comm, gpu: &Gpu, buf: &mut CudaSlice<T>, parts: &[usize]) -> Result<()>
+where
+    T: DeviceRepr + Wire + NcclWord,
+{
+    match joined(comm) {
+        true => sum(comm, buf, parts.iter().sum()),
+        false => gather_through_host(comm, gpu, buf, parts),
+    }
+}
+
+/// Sums the first `len` elements of `buf` across the ranks, in place, GPU to GPU through NCCL,
+/// where each element is nonzero on at most one rank. Only where the ranks are [`joined`].
+/// Collective.
+fn sum<T>(comm: &dyn Comm, buf: &mut CudaSlice<T>, len: usize) -> Result<()>
 where
     T: DeviceRepr + Wire + NcclWord,
 {
@@ -174,11 +219,15 @@ where
         }
         return Ok(());
     }
-    sum_through_host(comm, gpu, buf, len)
+    let _ = buf;
+    Err(Error::Invalid(
+        "a sum on the GPUs across ranks needs them joined by NCCL".into(),
+    ))
 }
 
-/// Whether the ranks' GPUs are joined by NCCL, or there is one rank: the rows of U are then
-/// placed by each block and summed; else gathered through host memory ([`gather_rows`]).
+/// Whether the ranks' GPUs are joined by NCCL, or there is one rank: what the blocks share is
+/// then summed on the GPUs ([`sum`]), else gathered through host memory
+/// ([`gather_through_host`]).
 fn joined(comm: &dyn Comm) -> bool {
     #[cfg(feature = "mpi")]
     if comm.gpu_link().is_some() {
@@ -188,100 +237,97 @@ fn joined(comm: &dyn Comm) -> bool {
 }
 
 /// All of U on every rank from the blocks' own rows ([`BlockCount::own_rows`], `own` entries
-/// here, `entries` in all), gathered through host memory instead of summed: a sum moves and
-/// adds every entry of U on every rank, a gather only each rank's own. A round copies the
-/// next piece of this rank's rows into the GPU's pinned buffer, gathers every rank's piece
-/// (MPI writing into the same buffer), and copies each into its place among the blocks' rows,
-/// which follow one another in block order, as the vertices; the rows are then laid out by rank
-/// ([`BlockCount::place_gathered`]). Returns U's entries. Collective.
+/// here, `entries` in all) and their lengths by vertex (the blocks holding `vertex_parts` of
+/// the vertices), gathered through host memory: a sum would move and add all of U on every
+/// rank, a gather moves each rank's own. The rows follow one another in block order, as the
+/// vertices; [`BlockCount::place_gathered`] lays them out by rank. Returns U's entries.
+/// Collective.
 fn gather_rows(
     comm: &dyn Comm,
     gpu: &Gpu,
     b: &mut BlockCount,
+    vertex_parts: &[usize],
     own: u64,
     entries: u64,
 ) -> Result<u64> {
     let stage = "gather the rows of U through host memory";
     let check = crate::gpu::prims::check;
-    let (me, p) = (comm.rank(), comm.size());
-    let (parts, _) = comm.all_gather_u64(&[own]);
-    let starts: Vec<u64> = (parts.iter())
-        .scan(0, |at, &c| {
-            *at += c;
-            Some(*at - c)
-        })
-        .collect();
+    let mut lengths = agree(comm, b.lengths_by_vertex())?;
+    gather_through_host(comm, gpu, &mut lengths, vertex_parts)?;
+    agree(comm, b.mark("gather the lengths"))?;
+    let (counts, _) = comm.all_gather_u64(&[own]);
+    let counts: Vec<usize> = counts.iter().map(|&c| c as usize).collect();
+    let at: usize = counts[..comm.rank()].iter().sum();
     let s = &gpu.main;
     let mut all = agree(
         comm,
         uninit::<u32>(s, entries.max(1) as usize, false, stage),
     )?;
-    let mut lent = pinned::lend(comm, gpu, PINNED_WORDS, stage)?;
+    // This rank's rows at their place among all, the others' gathered around them.
+    let own = own as usize;
+    let copied = b.own_rows().and_then(|mine| match own {
+        0 => Ok(()),
+        _ => check(stage, s.memcpy_dtod(mine, &mut all.slice_mut(at..at + own))),
+    });
+    agree(comm, copied)?;
+    gather_through_host(comm, gpu, &mut all, &counts)?;
+    agree(comm, b.place_gathered(lengths, all))
+}
+
+/// Makes `buf` whole on every rank from the ranks' parts through host memory: `parts[q]`
+/// elements from where the parts before it end, valid on rank q. A round copies the next piece
+/// of this rank's part into the GPU's pinned buffer, gathers every rank's piece (MPI writing
+/// into the same buffer) and copies the others' to their places. Collective.
+fn gather_through_host<T: DeviceRepr + Wire>(
+    comm: &dyn Comm,
+    gpu: &Gpu,
+    buf: &mut CudaSlice<T>,
+    parts: &[usize],
+) -> Result<()> {
+    let stage = "gather across the ranks through host memory";
+    let check = crate::gpu::prims::check;
+    let (me, p) = (comm.rank(), comm.size());
+    let starts: Vec<usize> = (parts.iter())
+        .scan(0, |at, &c| {
+            *at += c;
+            Some(*at - c)
+        })
+        .collect();
+    // A round's piece of each rank's part, this rank's own piece before them, alike on every
+    // rank (the buffers lent may differ in size between ranks).
+    let largest = parts.iter().copied().max().unwrap_or(0);
+    let per = largest.min(PINNED_WORDS / (p + 1) / T::WORDS).max(1);
+    let mut lent = pinned::lend(comm, gpu, per * (p + 1) * T::WORDS, stage)?;
     let [words, _] = agree(comm, lent.words(stage))?;
-    // A round's piece of each rank's rows, and this rank's own piece before them.
-    let per = (words.len() / (p + 1)) as u64;
-    let (send, recv) = words.split_at_mut(per as usize);
+    let (send, recv) = words.split_at_mut(per * T::WORDS);
     let rounds = parts.iter().map(|&c| c.div_ceil(per)).max().unwrap_or(0);
-    let mine = agree(comm, b.own_rows())?;
+    let s = &gpu.main;
     for r in 0..rounds {
-        let piece = |q: usize| (r * per).min(parts[q])..((r + 1) * per).min(parts[q]);
-        let counts: Vec<usize> = (0..p).map(|q| piece(q).count()).collect();
-        let span = piece(me);
-        let (from, to) = (span.start as usize, span.end as usize);
+        let piece = |q: usize| {
+            starts[q] + (r * per).min(parts[q])..starts[q] + ((r + 1) * per).min(parts[q])
+        };
+        let counts: Vec<usize> = (0..p).map(|q| piece(q).len() * T::WORDS).collect();
+        let mine = piece(me);
         let sent = &mut send[..counts[me]];
-        let copied = match counts[me] {
-            0 => Ok(()),
-            _ => check(stage, s.memcpy_dtoh(&mine.slice(from..to), sent))
+        let copied = match mine.is_empty() {
+            true => Ok(()),
+            false => pinned::elements::<T>(sent, stage)
+                .and_then(|dst| check(stage, s.memcpy_dtoh(&buf.slice(mine), dst)))
                 .and_then(|()| check(stage, s.synchronize())),
         };
         agree(comm, copied)?;
         comm.all_gather_into(sent, recv, &counts);
         let mut at = 0;
         let mut placed = Ok(());
-        for q in 0..p {
+        for (q, &count) in counts.iter().enumerate() {
             let span = piece(q);
-            let dst = (starts[q] + span.start) as usize..(starts[q] + span.end) as usize;
-            if !dst.is_empty() && placed.is_ok() {
-                let src = &recv[at..at + counts[q]];
-                placed = check(stage, s.memcpy_htod(src, &mut all.slice_mut(dst)));
+            if q != me && !span.is_empty() && placed.is_ok() {
+                placed = pinned::elements::<T>(&mut recv[at..at + count], stage)
+                    .and_then(|src| check(stage, s.memcpy_htod(&*src, &mut buf.slice_mut(span))));
             }
-            at += counts[q];
+            at += count;
         }
         let placed = placed.and_then(|()| check(stage, s.synchronize()));
-        agree(comm, placed.and_then(|()| crate::interrupt::check()))?;
-    }
-    drop(lent);
-    agree(comm, b.place_gathered(all))
-}
-
-/// [`sum`] through host memory, a piece of the GPU's pinned buffer at a time: copied into it,
-/// summed there by MPI as 64-bit words ([`sum_words`]), and copied back. Collective.
-fn sum_through_host<T: DeviceRepr + Wire>(
-    comm: &dyn Comm,
-    gpu: &Gpu,
-    buf: &mut CudaSlice<T>,
-    len: usize,
-) -> Result<()> {
-    let stage = "sum across the ranks through host memory";
-    let check = crate::gpu::prims::check;
-    // A piece's words, and one more to pad an odd count of one-word elements.
-    let per = (PINNED_WORDS - 1) / T::WORDS;
-    let mut lent = pinned::lend(comm, gpu, (len * T::WORDS + 1).min(PINNED_WORDS), stage)?;
-    let [words, _] = agree(comm, lent.words(stage))?;
-    let s = &gpu.main;
-    for lo in (0..len).step_by(per) {
-        let span = lo..(lo + per).min(len);
-        let used = span.len() * T::WORDS;
-        let padded = used.next_multiple_of(2);
-        let copied = pinned::elements::<T>(&mut words[..used], stage)
-            .and_then(|dst| check(stage, s.memcpy_dtoh(&buf.slice(span.clone()), dst)))
-            .and_then(|()| check(stage, s.synchronize()));
-        agree(comm, copied)?;
-        words[used..padded].fill(0);
-        sum_words(comm, &mut words[..padded]);
-        let placed = pinned::elements::<T>(&mut words[..used], stage)
-            .and_then(|src| check(stage, s.memcpy_htod(&*src, &mut buf.slice_mut(span))))
-            .and_then(|()| check(stage, s.synchronize()));
         agree(comm, placed.and_then(|()| crate::interrupt::check()))?;
     }
     Ok(())
@@ -295,51 +341,21 @@ trait NcclWord {}
 #[cfg(not(feature = "mpi"))]
 impl<T> NcclWord for T {}
 
-/// Sums `words` (an even count) across the ranks as 64-bit words, in place: a 64-bit element's
-/// two words are one such word, and two 32-bit elements that are each nonzero on at most one
-/// rank share one with no carry from one half into the other.
-fn sum_words(comm: &dyn Comm, words: &mut [u32]) {
-    match elements_mut::<u64>(words) {
-        Some(wide) => comm.sum_u64(wide),
-        // Pinned and vector buffers are aligned for 64-bit words; this copy is never taken.
-        None => {
-            let mut wide: Vec<u64> = words
-                .chunks_exact(2)
-                .map(|w| u64::from(w[0]) | u64::from(w[1]) << 32)
-                .collect();
-            comm.sum_u64(&mut wide);
-            for (w, x) in words.chunks_exact_mut(2).zip(wide) {
-                (w[0], w[1]) = (x as u32, (x >> 32) as u32);
-            }
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::dist::threads::on_ranks;
 
     #[test]
-    fn disjoint_parts_sum_across_ranks_without_carries_between_halves() {
-        // Each element nonzero on at most one of three ranks, the largest value included, the
-        // last word's upper half the padding; summed where the words are aligned for 64-bit
-        // words (the pinned buffer's case) and where they are not (behind one word).
-        let parts = [
-            [u32::MAX, 0, 0, 7, 0, 0],
-            [0, u32::MAX, 0, 0, 1, 0],
-            [0, 0, 5, 0, 0, 0],
-        ];
-        for from in [0, 1] {
-            let sums = on_ranks(3, |c| {
-                let mut v = vec![0u32; from];
-                v.extend_from_slice(&parts[c.rank()]);
-                sum_words(c, &mut v[from..]);
-                v[from..].to_vec()
-            });
-            for v in sums {
-                assert_eq!(v, [u32::MAX, u32::MAX, 5, 7, 1, 0], "{from}");
-            }
-        }
+    fn blocks_following_one_another_are_the_vertices_parts() {
+        assert_eq!(
+            vertex_parts(&[0, 3, 3, 0, 3, 6, 99, 0], 9).unwrap(),
+            [3, 0, 6, 0]
+        );
+        assert_eq!(vertex_parts(&[0, 5], 5).unwrap(), [5]);
+        assert_eq!(vertex_parts(&[], 0).unwrap(), Vec::<usize>::new());
+        let gap = vertex_parts(&[0, 3, 4, 5], 9).unwrap_err().to_string();
+        assert!(gap.contains("rank 1's block starts at vertex 4"), "{gap}");
+        let short = vertex_parts(&[0, 3, 3, 5], 9).unwrap_err().to_string();
+        assert!(short.contains("8 of the graph's 9"), "{short}");
     }
 }
