@@ -324,6 +324,19 @@ extern "C" __global__ void invert_ranks(const u32* rank, u32 n, u32* inverse) {
 // counts[0] += the mirrors missing, counts[1] += the down entries into unsorted rows,
 // counts[2] += the unsorted rows' entries whose upper end is the block's.
 
+// *at_x += x and *at_y += y summed over the warp's lanes, added once by its first lane.
+__device__ __forceinline__ void add_warp_counts(u64 x, u64* at_x, u64 y, u64* at_y) {
+    #pragma unroll
+    for (u32 d = WARP / 2; d > 0; d >>= 1) {
+        x += __shfl_xor_sync(0xffffffffu, x, d);
+        y += __shfl_xor_sync(0xffffffffu, y, d);
+    }
+    if ((threadIdx.x & (WARP - 1)) == 0) {
+        if (x) atomicAdd(at_x, x);
+        if (y) atomicAdd(at_y, y);
+    }
+}
+
 // The block's part, entry by entry (warp_entries: a hub's row is shared by many warps).
 extern "C" __global__ void
 mirrors_of_down_entries(const u64* ptr, const u32* radj, u32 rows, u32 first, const u32* rank,
@@ -344,15 +357,7 @@ mirrors_of_down_entries(const u64* ptr, const u32* radj, u32 rows, u32 first, co
         if (hi - lo > TRI_SORT_MAX) unsorted++;
         else if (!sorted_contains(oadj, lo, hi, b)) missing++;
     }
-    #pragma unroll
-    for (u32 d = WARP / 2; d > 0; d >>= 1) {
-        missing += __shfl_xor_sync(0xffffffffu, missing, d);
-        unsorted += __shfl_xor_sync(0xffffffffu, unsorted, d);
-    }
-    if (lane == 0) {
-        if (missing) atomicAdd(&counts[0], missing);
-        if (unsorted) atomicAdd(&counts[1], unsorted);
-    }
+    add_warp_counts(missing, &counts[0], unsorted, &counts[1]);
 }
 
 // The unsorted rows of U, a warp a row: each entry a -> b whose upper end's vertex vertex[b]
@@ -387,15 +392,7 @@ mirrors_of_unsorted_rows(const u64* optr, const u32* oadj, u32 n, const u32* ver
             }
         }
     }
-    #pragma unroll
-    for (u32 d = WARP / 2; d > 0; d >>= 1) {
-        missing += __shfl_xor_sync(0xffffffffu, missing, d);
-        owned += __shfl_xor_sync(0xffffffffu, owned, d);
-    }
-    if (lane == 0) {
-        if (missing) atomicAdd(&counts[0], missing);
-        if (owned) atomicAdd(&counts[2], owned);
-    }
+    add_warp_counts(missing, &counts[0], owned, &counts[2]);
 }
 
 // in_lens[b] = the in-edges a -> b of the rank's pivots b (b % parts == me) among the rows of

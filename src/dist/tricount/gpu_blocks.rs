@@ -140,7 +140,7 @@ pub(super) fn count(
     };
     debug_assert_eq!(placed, entries);
     exchange.seconds += t.elapsed().as_secs_f64();
-    exchange.bytes += 4 * received + 8 * (n - block.ptr.len().saturating_sub(1)) as u64;
+    exchange.bytes += 4 * received + 8 * (n - rows) as u64;
     lap("exchange");
     agree(comm, b.mark("share the rows"))?;
     if check_rows {
