@@ -115,11 +115,8 @@ impl Mirrors {
 impl std::ops::Add for Mirrors {
     type Output = Mirrors;
     fn add(self, o: Mirrors) -> Mirrors {
-        Mirrors {
-            missing: self.missing + o.missing,
-            into_unsorted: self.into_unsorted + o.into_unsorted,
-            unsorted_owned: self.unsorted_owned + o.unsorted_owned,
-        }
+        let (a, b) = (self.words(), o.words());
+        Mirrors::from_words(std::array::from_fn(|i| a[i] + b[i]))
     }
 }
 
@@ -463,11 +460,7 @@ impl BlockCount {
         }
         let counts = download(g, s, &counts, 3, "the mirrors' counts")?;
         self.prof.mark("check the rows")?;
-        Ok(Mirrors {
-            missing: counts[0],
-            into_unsorted: counts[1],
-            unsorted_owned: counts[2],
-        })
+        Ok(Mirrors::from_words([counts[0], counts[1], counts[2]]))
     }
 
     /// All of U (`entries` of [`Self::place`]), for the caller to sum across the ranks.
