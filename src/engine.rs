@@ -121,11 +121,18 @@ pub fn gpu_may_pay(kind: EngineKind, input_bytes: Option<u64>) -> bool {
 
 /// Starts opening the GPU on a thread of its own when `kind` may use it, so that the driver's
 /// and the context's start-up overlaps loading the input; whoever needs the GPU first waits for
-/// it there ([`crate::gpu::device`] opens it once). Under `auto`, an input of `input_bytes`
-/// (`None`: unknown, as for a pipe) too small for the GPU to pay is left alone.
+/// it there ([`crate::gpu::device`] opens it once). The same thread then pins the staging
+/// buffers an upload of `input_bytes` will take ([`crate::gpu::Gpu::prepare_upload`]: the
+/// input's size stands for what is uploaded). Under `auto`, an input of `input_bytes` (`None`:
+/// unknown, as for a pipe) too small for the GPU to pay is left alone.
 pub fn open_gpu_early(kind: EngineKind, input_bytes: Option<u64>) {
     if gpu_may_pay(kind, input_bytes) {
-        std::thread::spawn(|| crate::gpu::device().is_ok());
+        std::thread::spawn(move || {
+            if let (Ok(gpu), Some(bytes)) = (crate::gpu::device(), input_bytes) {
+                // A failure here is met again, and reported, by the copy itself.
+                let _ = gpu.prepare_upload(bytes);
+            }
+        });
     }
 }
 

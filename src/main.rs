@@ -78,6 +78,14 @@ fn run(cli: Cli, world: &World) -> Result<(), Error> {
         )));
     }
     let on_gpus = cli.command.may_use_gpus();
+    if let (true, Some((engine, bytes))) =
+        (world.comm().is_some(), cli.command.engine_and_input_bytes())
+    {
+        // Each rank opens its GPU while it reads its share of the input (one process does so
+        // in its command).
+        let share = bytes.map(|b| b / world.ranks() as u64);
+        gmcl::engine::open_gpu_early(engine, share);
+    }
     world.with_comm(cli.exchange, on_gpus, ui, |comm| match cli.command {
         Command::Generate(a) => cli::generate::run(a, ui),
         Command::Info(a) => cli::info::run(a),

@@ -21,6 +21,7 @@ pub mod world;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use gmcl::io::Format;
+use gmcl::spgemm::EngineKind;
 pub use ui::Ui;
 
 #[derive(Parser)]
@@ -74,14 +75,25 @@ impl Command {
     /// Whether a command that runs across ranks may run them on their GPUs: `--engine gpu`, or
     /// `auto` with inputs large enough for the GPU to pay ([`gmcl::engine::gpu_may_pay`]).
     pub fn may_use_gpus(&self) -> bool {
+        match self.engine_and_input_bytes() {
+            Some((engine, bytes)) => gmcl::engine::gpu_may_pay(engine, bytes),
+            None => false,
+        }
+    }
+
+    /// The engine and the input files' bytes (`None`: some input's size is unknown) of a
+    /// command that runs across ranks.
+    pub fn engine_and_input_bytes(&self) -> Option<(EngineKind, Option<u64>)> {
         let (engine, inputs) = match self {
             Command::Cluster(a) => (a.engine(), vec![a.input()]),
             Command::Tricount(a) => (a.engine(), vec![a.input()]),
             Command::Spgemm(a) => (a.engine(), a.inputs()),
-            _ => return false,
+            _ => return None,
         };
-        let bytes = inputs.into_iter().map(gmcl::engine::file_bytes).sum();
-        gmcl::engine::gpu_may_pay(engine, bytes)
+        Some((
+            engine,
+            inputs.into_iter().map(gmcl::engine::file_bytes).sum(),
+        ))
     }
 }
 

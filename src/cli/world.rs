@@ -59,12 +59,18 @@ impl World {
             }
             if on_gpus {
                 let min_words = super::env::nccl_min_words();
-                let nccl = gmcl::dist::nccl::open(mpi, exchange, min_words, &mut |m| ui.notice(m))?;
+                let notice = |m: &str| ui.notice(m);
+                let nccl = gmcl::dist::nccl::open(mpi, exchange, min_words, &notice)?;
                 let comm: &dyn Comm = match &nccl {
                     Some(n) => n,
                     None => mpi,
                 };
-                return f(Some(comm));
+                let done = f(Some(comm));
+                // The process ends once the command returns.
+                if let Some(n) = nccl {
+                    n.end_with_process();
+                }
+                return done;
             }
         }
         let _ = (exchange, on_gpus, ui);

@@ -236,6 +236,17 @@ impl Comm for MpiComm {
 }
 
 impl MpiComm {
+    /// Ends every rank with exit status `code` after rank 0 alone has said why (`message`,
+    /// which every rank knows): the others wait for rank 0's abort. Collective.
+    pub fn end_all(&self, code: i32, message: &str) -> ! {
+        if self.rank() == 0 {
+            eprintln!("gmcl: error: {message}");
+            self.world.abort(code)
+        }
+        self.world.barrier();
+        self.world.abort(code)
+    }
+
     /// The name of this rank's host, as MPI reports it (ranks with the same name share a host).
     pub fn host(&self) -> String {
         mpi::environment::processor_name().unwrap_or_default()

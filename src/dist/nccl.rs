@@ -11,7 +11,9 @@ use super::{Comm, Exchange, MpiComm, MAX_MESSAGE};
 use crate::error::{Error, Result};
 use crate::gpu::nccl::{self, Link, ID_BYTES};
 use crate::gpu::Gpu;
+use std::cell::{OnceCell, RefCell};
 use std::sync::Arc;
+use std::thread::JoinHandle;
 
 /// By default, exchanges of fewer words than this (the most any rank sends or receives) go by
 /// MPI: the copies to and from the GPU and NCCL's launch cost more than they save.
@@ -20,10 +22,41 @@ pub const MIN_WORDS: u64 = 1 << 16;
 /// The ranks' communicator with NCCL between their GPUs.
 pub struct NcclComm<'a> {
     // Dropped before MPI is finalised (the `MpiComm` outlives this borrow).
-    link: Link,
+    link: Joining,
     mpi: &'a MpiComm,
     min_words: u64,
+    asked: Exchange,
+    notice: &'a dyn Fn(&str),
 }
+
+/// The link NCCL makes on a thread of its own while the command goes on (NCCL's start, its
+/// kernels loaded and its connections made, takes longer than loading a large graph), taken
+/// up by the ranks together where it is first used.
+struct Joining {
+    thread: RefCell<Option<JoinHandle<Result<Link>>>>,
+    link: OnceCell<Option<Link>>,
+}
+
+impl Joining {
+    /// What the thread made (its failures named, a panic included).
+    fn joined(&self) -> Result<Link> {
+        match self.thread.borrow_mut().take().map(JoinHandle::join) {
+            Some(Ok(link)) => link,
+            Some(Err(_)) => Err(Error::gpu(JOIN_STAGE, "the joining thread panicked")),
+            None => Err(Error::gpu(JOIN_STAGE, "the link was already taken")),
+        }
+    }
+}
+
+impl Drop for Joining {
+    fn drop(&mut self) {
+        // A link never used still ends with every rank's (NCCL's start is collective).
+        let _ = self.thread.get_mut().take().map(JoinHandle::join);
+    }
+}
+
+/// The stage named by a failure to join the ranks' GPUs.
+const JOIN_STAGE: &str = "join the ranks' GPUs (NCCL)";
 
 /// Where a rank stands: its GPU (the host and the GPU's PCI address), or why it cannot join.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -107,17 +140,37 @@ fn local_place(mpi: &MpiComm) -> (Option<Arc<Gpu>>, Place) {
 /// (`None`: one rank, `Exchange::Mpi`, or `Auto` where NCCL cannot be had, `notice` told why
 /// when every rank has a GPU). `Exchange::Nccl` where it cannot be had is an error naming the
 /// rank and the cause. Exchanges of fewer than `min_words` words ([`MIN_WORDS`]) go by MPI.
-/// Opens each rank's GPU. Collective.
+/// Opens each rank's GPU and returns while NCCL joins them on a thread: where that fails,
+/// the link's first use (collective, as every use is) falls back to MPI with a notice, or
+/// with `Exchange::Nccl` ends every rank (exit status 3). Collective.
 pub fn open<'a>(
     mpi: &'a MpiComm,
     asked: Exchange,
     min_words: u64,
-    notice: &mut dyn FnMut(&str),
+    notice: &'a dyn Fn(&str),
 ) -> Result<Option<NcclComm<'a>>> {
     if asked == Exchange::Mpi || mpi.size() == 1 {
         return Ok(None);
     }
+    // Rank 0 makes the communicator's id while its GPU opens (NCCL's network start takes about
+    // as long), however the places turn out.
+    let id = (mpi.rank() == 0 && nccl::missing().is_none()).then(|| {
+        std::thread::Builder::new()
+            .name("nccl-id".into())
+            .spawn(nccl::unique_id)
+    });
     let (gpu, mine) = local_place(mpi);
+    let id = id.map(|made| match made.map(JoinHandle::join) {
+        Ok(Ok(id)) => id,
+        Ok(Err(_)) => Err(Error::gpu(
+            JOIN_STAGE,
+            "the thread making NCCL's id panicked",
+        )),
+        Err(e) => Err(Error::gpu(
+            JOIN_STAGE,
+            format!("no thread to make NCCL's id: {e}"),
+        )),
+    });
     let (all, counts) = mpi.all_gather_bytes(&encode(&mine));
     let mut at = 0;
     let places: Vec<Place> = counts
@@ -128,7 +181,7 @@ pub fn open<'a>(
         })
         .collect();
     let every_gpu = !places.iter().any(|p| matches!(p, Place::NoGpu(_)));
-    let refuse = |why: String, notice: &mut dyn FnMut(&str)| -> Result<Option<NcclComm<'a>>> {
+    let refuse = |why: String, notice: &dyn Fn(&str)| -> Result<Option<NcclComm<'a>>> {
         match asked {
             Exchange::Nccl => Err(Error::EngineUnavailable(format!(
                 "--exchange nccl: NCCL cannot join the ranks' GPUs: {why}"
@@ -148,12 +201,10 @@ pub fn open<'a>(
         return refuse(format!("rank {} lost its GPU", mpi.rank()), notice);
     };
     // Rank 0 makes the communicator's id; every rank gets it (or rank 0's failure).
-    let mut id = match mpi.rank() {
-        0 => match nccl::unique_id() {
-            Ok(id) => [&[0u8][..], &id].concat(),
-            Err(e) => [&[1u8][..], e.to_string().as_bytes()].concat(),
-        },
-        _ => Vec::new(),
+    let mut id = match id {
+        Some(Ok(id)) => [&[0u8][..], &id].concat(),
+        Some(Err(e)) => [&[1u8][..], e.to_string().as_bytes()].concat(),
+        None => Vec::new(),
     };
     mpi.broadcast_bytes(0, &mut id);
     let id: [u8; ID_BYTES] = match (id.first(), id.get(1..).map(<[u8; ID_BYTES]>::try_from)) {
@@ -163,18 +214,61 @@ pub fn open<'a>(
             return refuse(format!("rank 0: {why}"), notice);
         }
     };
-    let joined = Link::join(gpu, mpi.rank(), mpi.size(), &id);
-    match super::agree(mpi, joined) {
-        Ok(link) => Ok(Some(NcclComm {
-            link,
+    let (rank, size) = (mpi.rank(), mpi.size());
+    let thread = std::thread::Builder::new()
+        .name("nccl-join".into())
+        .spawn(move || Link::join(gpu, rank, size, &id))
+        .map_err(|e| Error::gpu(JOIN_STAGE, format!("no thread to join on: {e}")));
+    match super::agree(mpi, thread) {
+        Ok(thread) => Ok(Some(NcclComm {
+            link: Joining {
+                thread: RefCell::new(Some(thread)),
+                link: OnceCell::new(),
+            },
             mpi,
             min_words,
+            asked,
+            notice,
         })),
         Err(e) => refuse(e.to_string(), notice),
     }
 }
 
 impl NcclComm<'_> {
+    /// The ranks' link once every rank has joined, or `None` where some rank could not and
+    /// MPI carries the exchanges (`--exchange auto`: told once). The first call waits for the
+    /// joining thread and agrees with the other ranks: collective.
+    fn link(&self) -> Option<&Link> {
+        self.link
+            .link
+            .get_or_init(|| match super::agree(self.mpi, self.link.joined()) {
+                Ok(link) => Some(link),
+                Err(e) if self.asked == Exchange::Nccl => self.mpi.end_all(
+                    3,
+                    &format!("--exchange nccl: NCCL cannot join the ranks' GPUs: {e}"),
+                ),
+                Err(e) => {
+                    (self.notice)(&format!("the ranks exchange rows through MPI: {e}"));
+                    None
+                }
+            })
+            .as_ref()
+    }
+
+    /// Leaves the link to the end of the process, which follows: the driver takes NCCL's
+    /// resources down with the process, where ending the communicator first would wait for
+    /// NCCL's teardown (a large part of a short run's wall). Waits for the joining thread.
+    pub fn end_with_process(mut self) {
+        let joined = self.link.thread.get_mut().take().map(JoinHandle::join);
+        let link = self.link.link.take().flatten().or(match joined {
+            Some(Ok(Ok(link))) => Some(link),
+            _ => None,
+        });
+        if let Some(link) = link {
+            link.end_with_process();
+        }
+    }
+
     /// The exchange through NCCL, what this rank receives appended to `out`; `false` (and
     /// nothing done) when it goes by MPI instead (small, or a rank's GPU short of memory).
     /// Collective.
@@ -192,16 +286,18 @@ impl NcclComm<'_> {
         if words[0] < self.min_words {
             return Ok(false);
         }
+        let Some(link) = self.link() else {
+            return Ok(false);
+        };
         // Then whether any rank lacks room (or failed) for it.
-        let bufs = self.link.buffers(send.len(), received);
+        let bufs = link.buffers(send.len(), received);
         let mut short = [u64::from(!matches!(bufs, Ok(Some(_))))];
         self.mpi.max_u64(&mut short);
         let mut bufs = match bufs? {
             Some(b) if short[0] == 0 => b,
             _ => return Ok(false),
         };
-        self.link
-            .exchange(&mut bufs, send, counts, recv_counts, out)?;
+        link.exchange(&mut bufs, send, counts, recv_counts, out)?;
         Ok(true)
     }
 }
@@ -267,10 +363,14 @@ impl Comm for NcclComm<'_> {
         self.mpi.abort(code, message)
     }
     fn exchange(&self) -> Exchange {
-        Exchange::Nccl
+        match self.link.link.get() {
+            // Some rank could not join: MPI carried the exchanges.
+            Some(None) => Exchange::Mpi,
+            _ => Exchange::Nccl,
+        }
     }
     fn gpu_link(&self) -> Option<&Link> {
-        Some(&self.link)
+        self.link()
     }
 }
 

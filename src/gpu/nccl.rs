@@ -74,6 +74,7 @@ impl Link {
     /// free rather than in the middle of a run.
     pub fn join(gpu: Arc<Gpu>, rank: usize, size: usize, id: &[u8; ID_BYTES]) -> Result<Link> {
         let stage = "join the ranks' GPUs (NCCL)";
+        // The joining thread may be a new one: the context is made its current first.
         super::prims::check(stage, gpu.ctx.bind_to_thread())?;
         let stream = super::prims::check(stage, gpu.ctx.new_stream())?;
         let id = sys::ncclUniqueId {
@@ -292,6 +293,19 @@ impl Word for u32 {
 
 impl Word for u64 {
     const TYPE: sys::ncclDataType_t = sys::ncclDataType_t::ncclUint64;
+}
+
+// SAFETY: a communicator may be used from any thread, one at a time: a `Link` is made on one
+// thread and then used (through `&self`, never from two threads at once: it is not `Sync`) on
+// the one it is moved to.
+unsafe impl Send for Link {}
+
+impl Link {
+    /// Leaves the communicator, its buffers and this process's GPU to the process's end, which
+    /// must follow (see `NcclComm::end_with_process`).
+    pub fn end_with_process(self) {
+        std::mem::forget(self);
+    }
 }
 
 impl Drop for Link {

@@ -43,6 +43,9 @@ enum Use {
     /// A loan ([`Gpu::pinned`]): its callers size their pieces by [`PINNED_WORDS`], so it
     /// takes the larger pair.
     Loan,
+    /// The pair a copy of this many bytes up would take, pinned ahead of it
+    /// ([`Gpu::prepare_upload`]); nothing moves.
+    Ahead(u64),
 }
 
 /// Bytes of each staging buffer for a copy of `moving` bytes `way` after `moved` bytes went
@@ -97,6 +100,19 @@ impl Staging {
 }
 
 impl Gpu {
+    /// Pins the staging buffers that a copy of `bytes` bytes up to the device will take, ahead
+    /// of it: pinning takes time in proportion to the bytes pinned, which a caller can spend
+    /// while it still reads what it will copy (an input loading). A copy small enough to go
+    /// straight from pageable memory pins nothing.
+    pub fn prepare_upload(&self, bytes: u64) -> Result<()> {
+        if bytes <= DIRECT_BYTES as u64 {
+            return Ok(());
+        }
+        let guard = self.staging.lock().unwrap_or_else(|p| p.into_inner());
+        self.allocated(guard, Use::Ahead(bytes), "pin the staging buffers")
+            .map(drop)
+    }
+
     /// The staging buffers for a copy of `moving` bytes `way`, allocated on first use (and
     /// replaced by the larger pair as [`staging_bytes`] says); held for one copy at a time.
     fn staging(
@@ -121,6 +137,7 @@ impl Gpu {
         let (bytes, moving) = match usage {
             Use::Copy(moving, way) => (staging_bytes(moved, moving, way), moving),
             Use::Loan => (STAGING_BYTES, 0),
+            Use::Ahead(moving) => (staging_bytes(moved, moving, Way::Up), 0),
         };
         if guard.as_ref().map_or(true, |s| s.bytes() < bytes) {
             // The smaller pair is unpinned before the larger one is pinned.
@@ -381,6 +398,32 @@ mod tests {
             STAGING_FIRST
         );
         assert_eq!(staging_bytes(0, LARGE_DOWNLOAD, Way::Down), STAGING_BYTES);
+    }
+
+    #[test]
+    fn staging_pinned_ahead_is_the_pair_the_upload_takes_and_moves_nothing() {
+        let Some(gpu) = crate::gpu::for_tests() else {
+            return;
+        };
+        let pair = |gpu: &Gpu| {
+            let guard = gpu.staging.lock().unwrap_or_else(|p| p.into_inner());
+            guard.as_ref().map(|s| (s.bytes(), s.moved))
+        };
+        gpu.prepare_upload(GROW_AFTER).unwrap();
+        let (bytes, moved) = pair(&gpu).unwrap();
+        assert_eq!(bytes, STAGING_BYTES);
+        gpu.prepare_upload(GROW_AFTER).unwrap();
+        gpu.prepare_upload(DIRECT_BYTES as u64).unwrap();
+        // Other tests' copies may have gone through meanwhile, never fewer bytes.
+        let (again, after) = pair(&gpu).unwrap();
+        assert!(again == STAGING_BYTES && after >= moved);
+        // A copy through the pinned pair lands whole.
+        let h: Vec<u32> = (0..(20u32 << 20) / 4)
+            .map(|i| i.wrapping_mul(2_654_435_761))
+            .collect();
+        let s = &gpu.main;
+        let d = upload(&gpu, s, &h, "a test's words").unwrap();
+        assert_eq!(download(&gpu, s, &d, h.len(), "a test's words").unwrap(), h);
     }
 
     #[test]

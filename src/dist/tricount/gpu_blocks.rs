@@ -82,6 +82,12 @@ pub(super) fn count(
     );
     let mut b = agree(comm, made)?;
     lap("upload");
+    if comm.exchange() == crate::dist::Exchange::Nccl {
+        // NCCL joins the GPUs on a thread of its own from the start: what of it the load and
+        // the upload did not hide is waited for here, a step of its own.
+        joined(comm);
+        lap("join");
+    }
     let n = block.n;
     let rows = block.ptr.len().saturating_sub(1);
     let (blocks, _) = comm.all_gather_u64(&[block.first as u64, rows as u64]);
