@@ -107,7 +107,9 @@ pub trait Comm {
     /// How the all-to-all exchanges travel (`Mpi` for a communicator with nothing to exchange).
     fn exchange(&self) -> Exchange;
     /// The ranks' GPUs joined by NCCL, where blocks kept on the GPUs can travel between them
-    /// ([`device_rows`]); `None` for communicators through host memory.
+    /// ([`device_rows`]); `None` for communicators through host memory. Collective: every rank
+    /// asks at the same point (NCCL's link may still be starting, and the first ask waits for
+    /// it on every rank).
     #[cfg(feature = "mpi")]
     fn gpu_link(&self) -> Option<&crate::gpu::nccl::Link> {
         None
