@@ -613,6 +613,8 @@ fn decode_indices_checked(
         .par_chunks_mut(PART)
         .enumerate()
         .map(|(p, out)| {
+            // The new memory's pages mapped in one call rather than a fault each.
+            crate::mem::prefault(out);
             let start = range.start + p * PART;
             let bytes = &indices.data[start * width..(start + out.len()) * width];
             let h = part_crc(crc.is_some(), bytes);
@@ -738,6 +740,7 @@ fn decoded(data: &Array<'_>, crc: Option<&MemberCrc<'_>>) -> std::result::Result
         .par_chunks_mut(PART)
         .enumerate()
         .map(|(p, out)| {
+            crate::mem::prefault(out);
             let start = p * PART;
             let bytes = &data.data[start * width..(start + out.len()) * width];
             let h = part_crc(crc.is_some(), bytes);

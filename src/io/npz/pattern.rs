@@ -181,6 +181,8 @@ fn decode_part(
     ends: &mut [u64],
     minor: usize,
 ) -> Result<bool, String> {
+    // The new memory's pages mapped in one call rather than a fault each.
+    crate::mem::prefault(out);
     let mut at = 0usize;
     let mut start = first as usize;
     let mut sorted = true;
