@@ -77,10 +77,9 @@ fn run(cli: Cli, world: &World) -> Result<(), Error> {
             world.ranks()
         )));
     }
-    let on_gpus = cli.command.may_use_gpus();
-    if let (true, Some((engine, bytes))) =
-        (world.comm().is_some(), cli.command.engine_and_input_bytes())
-    {
+    let input = cli.command.engine_and_input_bytes();
+    let on_gpus = input.is_some_and(|(engine, bytes)| gmcl::engine::gpu_may_pay(engine, bytes));
+    if let (true, Some((engine, bytes))) = (world.comm().is_some(), input) {
         // Each rank opens its GPU while it reads its share of the input (one process does so
         // in its command).
         let share = bytes.map(|b| b / world.ranks() as u64);

@@ -72,17 +72,9 @@ pub enum Command {
 }
 
 impl Command {
-    /// Whether a command that runs across ranks may run them on their GPUs: `--engine gpu`, or
-    /// `auto` with inputs large enough for the GPU to pay ([`gmcl::engine::gpu_may_pay`]).
-    pub fn may_use_gpus(&self) -> bool {
-        match self.engine_and_input_bytes() {
-            Some((engine, bytes)) => gmcl::engine::gpu_may_pay(engine, bytes),
-            None => false,
-        }
-    }
-
     /// The engine and the input files' bytes (`None`: some input's size is unknown) of a
-    /// command that runs across ranks.
+    /// command that runs across ranks: whether it may run them on their GPUs is
+    /// [`gmcl::engine::gpu_may_pay`]'s answer for them.
     pub fn engine_and_input_bytes(&self) -> Option<(EngineKind, Option<u64>)> {
         let (engine, inputs) = match self {
             Command::Cluster(a) => (a.engine(), vec![a.input()]),

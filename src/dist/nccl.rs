@@ -40,11 +40,23 @@ struct Joining {
 impl Joining {
     /// What the thread made (its failures named, a panic included).
     fn joined(&self) -> Result<Link> {
-        match self.thread.borrow_mut().take().map(JoinHandle::join) {
-            Some(Ok(link)) => link,
-            Some(Err(_)) => Err(Error::gpu(JOIN_STAGE, "the joining thread panicked")),
+        match self.thread.borrow_mut().take() {
+            Some(thread) => outcome(Ok(thread), "join the ranks' GPUs"),
             None => Err(Error::gpu(JOIN_STAGE, "the link was already taken")),
         }
+    }
+}
+
+/// What a thread started to `what` returned: its result, or why it did not start or ended in
+/// a panic.
+fn outcome<T>(started: std::io::Result<JoinHandle<Result<T>>>, what: &str) -> Result<T> {
+    match started.map(JoinHandle::join) {
+        Ok(Ok(made)) => made,
+        Ok(Err(_)) => Err(Error::gpu(
+            JOIN_STAGE,
+            format!("the thread to {what} panicked"),
+        )),
+        Err(e) => Err(Error::gpu(JOIN_STAGE, format!("no thread to {what}: {e}"))),
     }
 }
 
@@ -160,17 +172,7 @@ pub fn open<'a>(
             .spawn(nccl::unique_id)
     });
     let (gpu, mine) = local_place(mpi);
-    let id = id.map(|made| match made.map(JoinHandle::join) {
-        Ok(Ok(id)) => id,
-        Ok(Err(_)) => Err(Error::gpu(
-            JOIN_STAGE,
-            "the thread making NCCL's id panicked",
-        )),
-        Err(e) => Err(Error::gpu(
-            JOIN_STAGE,
-            format!("no thread to make NCCL's id: {e}"),
-        )),
-    });
+    let id = id.map(|started| outcome(started, "make NCCL's id"));
     let (all, counts) = mpi.all_gather_bytes(&encode(&mine));
     let mut at = 0;
     let places: Vec<Place> = counts
@@ -259,12 +261,9 @@ impl NcclComm<'_> {
     /// resources down with the process, where ending the communicator first would wait for
     /// NCCL's teardown (a large part of a short run's wall). Waits for the joining thread.
     pub fn end_with_process(mut self) {
-        let joined = self.link.thread.get_mut().take().map(JoinHandle::join);
-        let link = self.link.link.take().flatten().or(match joined {
-            Some(Ok(Ok(link))) => Some(link),
-            _ => None,
-        });
-        if let Some(link) = link {
+        let taken = self.link.link.take().flatten();
+        // A link never taken up is still joining: its thread's link, if it made one.
+        if let Some(link) = taken.or_else(|| self.link.joined().ok()) {
             link.end_with_process();
         }
     }
