@@ -15,15 +15,20 @@ static ALLOCATOR: cli::oom::NotingAllocator = cli::oom::NotingAllocator;
 fn main() {
     cli::oom::install();
     let stdout_closed = cli::process::guard_closed_stdout();
+    // mcl's spellings (`-te 4`, `-overlap split`) are made gmcl's before clap sees them. Parsing
+    // prints nothing: what it finds wrong is said once MPI has started, below.
+    let parsed =
+        cli::mcl_args::rewrite(std::env::args_os()).map(<Cli as clap::Parser>::try_parse_from);
+    let configured = cli::env::configure();
+    if let (Ok(Ok(cli)), Ok(())) = (&parsed, &configured) {
+        open_gpu_while_mpi_starts(cli);
+    }
     // Under an MPI launcher (feature `mpi`) every rank joins first, so that a usage error is
     // printed once, by rank 0, and every rank leaves MPI before it exits.
     let world = match World::start() {
         Ok(w) => w,
         Err(e) => exit_with(&e, true),
     };
-    // mcl's spellings (`-te 4`, `-overlap split`) are made gmcl's before clap sees them.
-    let parsed =
-        cli::mcl_args::rewrite(std::env::args_os()).map(<Cli as clap::Parser>::try_parse_from);
     let cli = match parsed {
         Ok(Ok(c)) => c,
         Ok(Err(e)) => {
@@ -39,7 +44,7 @@ fn main() {
             exit_with(&e, reports);
         }
     };
-    let result = run(cli, &world);
+    let result = run(cli, &world, configured);
     let status = result
         .err()
         .map(|e| match cli::process::stdout_outcome(e, stdout_closed) {
@@ -55,15 +60,31 @@ fn main() {
     }
 }
 
-/// Sets the process up and runs the subcommand.
-fn run(cli: Cli, world: &World) -> Result<(), Error> {
+/// Under an MPI launcher, a rank whose command may compute on its GPU starts opening it (the
+/// launcher's local rank names which) before MPI starts: each takes a good part of a second, and
+/// the GPU is wanted as soon as the rank has read its share of the input. One process opens it
+/// in its command, while the input loads.
+fn open_gpu_while_mpi_starts(cli: &Cli) {
+    #[cfg(feature = "mpi")]
+    if cli::env::launched_by_mpi() {
+        if let Some((engine, bytes)) = cli.command.engine_and_input_bytes() {
+            gmcl::engine::start_opening_gpu(engine, bytes);
+        }
+    }
+    #[cfg(not(feature = "mpi"))]
+    let _ = cli;
+}
+
+/// Sets the process up (`configured`: whether the settings read from the environment applied)
+/// and runs the subcommand.
+fn run(cli: Cli, world: &World, configured: Result<(), Error>) -> Result<(), Error> {
     let ui = Ui {
         quiet: cli.quiet || !world.reports(),
     };
     // Ctrl-C, SIGTERM and the other ending signals set a flag that the long loops check: the
     // run unwinds, temporary output files are removed, and the process exits with status 130.
     gmcl::interrupt::install()?;
-    cli::env::configure()?;
+    configured?;
     cli::process::start_pool(cli.threads, ui)?;
     if world.ranks() > 1
         && !matches!(

@@ -153,7 +153,9 @@ impl BlockCount {
         let block = {
             let _busy = g.busy.lock().unwrap_or_else(|e| e.into_inner());
             let d_ptr = upload(g, s, ptr, "the block's row offsets")?;
+            prof.mark("upload: row offsets")?;
             let d_adj = upload(g, s, adj, "the block's columns")?;
+            prof.mark("upload: columns")?;
             let mut degree = zeros::<u32>(s, n.max(1), "every vertex's degree")?;
             if rows > 0 {
                 let (rows32, first32) = (rows as u32, first as u32);
@@ -164,7 +166,7 @@ impl BlockCount {
             let rank = zeros::<u32>(s, n.max(1), "every vertex's rank")?;
             let lengths = zeros::<u64>(s, n + 1, "the rows' lengths")?;
             check("upload the block", s.synchronize())?;
-            prof.mark("upload the block")?;
+            prof.mark("upload: degrees")?;
             BlockCount {
                 n,
                 first,
