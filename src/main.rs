@@ -100,13 +100,19 @@ fn run(cli: Cli, world: &World, configured: Result<(), Error>) -> Result<(), Err
     }
     let input = cli.command.engine_and_input_bytes();
     let on_gpus = input.is_some_and(|(engine, bytes)| gmcl::engine::gpu_may_pay(engine, bytes));
+    let exchange = match (&cli.command, input) {
+        (Command::Tricount(_), Some((_, bytes))) => {
+            gmcl::dist::tricount::exchange_for(cli.exchange, bytes)
+        }
+        _ => cli.exchange,
+    };
     if let (true, Some((engine, bytes))) = (world.comm().is_some(), input) {
         // Each rank opens its GPU while it reads its share of the input (one process does so
         // in its command).
         let share = bytes.map(|b| b / world.ranks() as u64);
         gmcl::engine::open_gpu_early(engine, share);
     }
-    world.with_comm(cli.exchange, on_gpus, ui, |comm| match cli.command {
+    world.with_comm(exchange, on_gpus, ui, |comm| match cli.command {
         Command::Generate(a) => cli::generate::run(a, ui),
         Command::Info(a) => cli::info::run(a),
         Command::Spgemm(a) => cli::spgemm::run(a, ui, comm),

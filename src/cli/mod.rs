@@ -39,7 +39,8 @@ pub struct Cli {
     pub quiet: bool,
     /// Across MPI ranks: how the ranks move rows between them. nccl: GPU to GPU through NCCL
     /// (a GPU a rank; the GPU engine); mpi: through host memory; auto: nccl where every rank
-    /// has a GPU of its own and the NCCL library loads, else mpi.
+    /// has a GPU of its own and the NCCL library loads, else mpi (tricount: mpi for inputs
+    /// under 8 GiB, whose one exchange costs less than NCCL's start).
     #[arg(
         long,
         global = true,

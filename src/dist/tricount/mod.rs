@@ -34,6 +34,21 @@ use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::time::Instant;
 
+/// Inputs of at least this many bytes take NCCL under `--exchange auto`, smaller ones MPI. The
+/// count moves rows between the ranks once (all of U gathered on every rank), which through MPI
+/// costs less than NCCL's start (its kernels loaded, its connections made, its end) for graphs
+/// up to about R-MAT s25 ef16 (a 12.7 GB archive), where the two tie on two GPUs of one host.
+pub const NCCL_FROM_BYTES: u64 = 8 << 30;
+
+/// The exchange a count of an input of `input_bytes` (`None`: unknown) takes where `asked`:
+/// `auto` becomes MPI for an input under [`NCCL_FROM_BYTES`]; any other choice stands.
+pub fn exchange_for(asked: super::Exchange, input_bytes: Option<u64>) -> super::Exchange {
+    match (asked, input_bytes) {
+        (super::Exchange::Auto, Some(b)) if b < NCCL_FROM_BYTES => super::Exchange::Mpi,
+        _ => asked,
+    }
+}
+
 /// What a distributed count needs besides the communicator and the input.
 #[derive(Clone, Copy, Debug)]
 pub struct Options {
@@ -723,6 +738,19 @@ fn fetch_rows<'a>(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn auto_takes_mpi_for_inputs_under_the_bound_and_choices_stand() {
+        use crate::dist::Exchange::{Auto, Mpi, Nccl};
+        assert_eq!(exchange_for(Auto, Some(0)), Mpi);
+        assert_eq!(exchange_for(Auto, Some(NCCL_FROM_BYTES - 1)), Mpi);
+        assert_eq!(exchange_for(Auto, Some(NCCL_FROM_BYTES)), Auto);
+        assert_eq!(exchange_for(Auto, None), Auto);
+        for asked in [Mpi, Nccl] {
+            assert_eq!(exchange_for(asked, Some(1)), asked);
+            assert_eq!(exchange_for(asked, Some(u64::MAX)), asked);
+        }
+    }
     use crate::dist::SelfComm;
     use crate::tricount::{self, SimpleGraph};
 
