@@ -738,6 +738,8 @@ fn fetch_rows<'a>(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::dist::SelfComm;
+    use crate::tricount::{self, SimpleGraph};
 
     #[test]
     fn auto_takes_mpi_for_inputs_under_the_bound_and_choices_stand() {
@@ -751,8 +753,6 @@ mod tests {
             assert_eq!(exchange_for(asked, Some(u64::MAX)), asked);
         }
     }
-    use crate::dist::SelfComm;
-    use crate::tricount::{self, SimpleGraph};
 
     /// The GPU kernels' outputs poisoned before they write them.
     fn poisoned() -> crate::tricount::gpu::TriangleTuning {
