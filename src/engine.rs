@@ -125,26 +125,27 @@ pub fn gpu_may_pay(kind: EngineKind, input_bytes: Option<u64>) -> bool {
 /// buffers an upload of `input_bytes` will take ([`crate::gpu::Gpu::prepare_upload`]: the
 /// input's size stands for what is uploaded). Under `auto`, an input of `input_bytes` (`None`:
 /// unknown, as for a pipe) too small for the GPU to pay is left alone.
+/// Where the GPU is already being opened ([`start_opening_gpu`]), the thread waits for it.
 pub fn open_gpu_early(kind: EngineKind, input_bytes: Option<u64>) {
-    // Where the GPU is already being opened (start_opening_gpu), this thread waits for it.
-    if gpu_may_pay(kind, input_bytes) {
-        std::thread::spawn(move || {
-            if let (Ok(gpu), Some(bytes)) = (crate::gpu::device(), input_bytes) {
-                // A failure here is met again, and reported, by the copy itself.
-                let _ = gpu.prepare_upload(bytes);
-            }
-        });
-    }
+    open_on_thread(kind, input_bytes, input_bytes);
 }
 
 /// Starts opening the GPU on a thread of its own where `kind` may use it for an input of
 /// `input_bytes` ([`gpu_may_pay`]), as [`open_gpu_early`] does, pinning nothing: for a caller
 /// that has more to do before it knows what it will upload (an MPI rank, before MPI starts).
 pub fn start_opening_gpu(kind: EngineKind, input_bytes: Option<u64>) {
+    open_on_thread(kind, input_bytes, None);
+}
+
+/// Opens the GPU on a thread of its own where `kind` may use it for `input_bytes`, then pins
+/// the staging pair an upload of `pin_for` bytes takes. A failure is kept by the device, or met
+/// again by the copy, and reported there.
+fn open_on_thread(kind: EngineKind, input_bytes: Option<u64>, pin_for: Option<u64>) {
     if gpu_may_pay(kind, input_bytes) {
-        std::thread::spawn(|| {
-            // A failure is kept by the device and reported where the GPU is needed.
-            let _ = crate::gpu::device();
+        std::thread::spawn(move || {
+            if let (Ok(gpu), Some(bytes)) = (crate::gpu::device(), pin_for) {
+                let _ = gpu.prepare_upload(bytes);
+            }
         });
     }
 }

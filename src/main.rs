@@ -6,6 +6,7 @@ mod cli;
 
 use cli::world::World;
 use cli::{Cli, Command, Ui};
+use gmcl::spgemm::EngineKind;
 use gmcl::Error;
 
 /// Notes failed allocations, so that running out of memory exits cleanly ([`cli::oom`]).
@@ -20,9 +21,12 @@ fn main() {
     let parsed =
         cli::mcl_args::rewrite(std::env::args_os()).map(<Cli as clap::Parser>::try_parse_from);
     let configured = cli::env::configure();
-    if let (Ok(Ok(cli)), Ok(())) = (&parsed, &configured) {
-        open_gpu_while_mpi_starts(cli);
-    }
+    // The command's engine and its input files' size, read once.
+    let input = match (&parsed, &configured) {
+        (Ok(Ok(cli)), Ok(())) => cli.command.engine_and_input_bytes(),
+        _ => None,
+    };
+    open_gpu_while_mpi_starts(input);
     // Under an MPI launcher (feature `mpi`) every rank joins first, so that a usage error is
     // printed once, by rank 0, and every rank leaves MPI before it exits.
     let world = match World::start() {
@@ -44,7 +48,7 @@ fn main() {
             exit_with(&e, reports);
         }
     };
-    let result = run(cli, &world, configured);
+    let result = run(cli, &world, configured, input);
     let status = result
         .err()
         .map(|e| match cli::process::stdout_outcome(e, stdout_closed) {
@@ -63,21 +67,25 @@ fn main() {
 /// Under an MPI launcher, a rank whose command may compute on its GPU starts opening it (the
 /// launcher's local rank names which) before MPI starts: each takes a good part of a second, and
 /// the GPU is wanted as soon as the rank has read its share of the input. One process opens it
-/// in its command, while the input loads.
-fn open_gpu_while_mpi_starts(cli: &Cli) {
+/// in its command, while the input loads. `input`: the command's engine and input bytes
+/// ([`Command::engine_and_input_bytes`]).
+fn open_gpu_while_mpi_starts(input: Option<(EngineKind, Option<u64>)>) {
     #[cfg(feature = "mpi")]
-    if cli::env::launched_by_mpi() {
-        if let Some((engine, bytes)) = cli.command.engine_and_input_bytes() {
-            gmcl::engine::start_opening_gpu(engine, bytes);
-        }
+    if let (true, Some((engine, bytes))) = (cli::env::launched_by_mpi(), input) {
+        gmcl::engine::start_opening_gpu(engine, bytes);
     }
     #[cfg(not(feature = "mpi"))]
-    let _ = cli;
+    let _ = input;
 }
 
 /// Sets the process up (`configured`: whether the settings read from the environment applied)
-/// and runs the subcommand.
-fn run(cli: Cli, world: &World, configured: Result<(), Error>) -> Result<(), Error> {
+/// and runs the subcommand, whose engine and input bytes are `input`.
+fn run(
+    cli: Cli,
+    world: &World,
+    configured: Result<(), Error>,
+    input: Option<(EngineKind, Option<u64>)>,
+) -> Result<(), Error> {
     let ui = Ui {
         quiet: cli.quiet || !world.reports(),
     };
@@ -98,7 +106,6 @@ fn run(cli: Cli, world: &World, configured: Result<(), Error>) -> Result<(), Err
             world.ranks()
         )));
     }
-    let input = cli.command.engine_and_input_bytes();
     let on_gpus = input.is_some_and(|(engine, bytes)| gmcl::engine::gpu_may_pay(engine, bytes));
     let exchange = match (&cli.command, input) {
         (Command::Tricount(_), Some((_, bytes))) => {
