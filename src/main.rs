@@ -107,10 +107,8 @@ fn run(
         )));
     }
     let on_gpus = input.is_some_and(|(engine, bytes)| gmcl::engine::gpu_may_pay(engine, bytes));
-    let exchange = match (&cli.command, input) {
-        (Command::Tricount(_), Some((_, bytes))) => {
-            gmcl::dist::tricount::exchange_for(cli.exchange, bytes)
-        }
+    let exchange = match &cli.command {
+        Command::Tricount(_) => gmcl::dist::tricount::exchange_for(cli.exchange),
         _ => cli.exchange,
     };
     if let (true, Some((engine, bytes))) = (world.comm().is_some(), input) {
@@ -124,7 +122,7 @@ fn run(
         Command::Info(a) => cli::info::run(a),
         Command::Spgemm(a) => cli::spgemm::run(a, ui, comm),
         Command::Bench(a) => cli::bench::run(a, ui),
-        Command::Tricount(a) => cli::tricount::run(a, ui, comm),
+        Command::Tricount(a) => cli::tricount::run(a, ui, comm, cli.exchange),
         Command::Cluster(a) => cli::cluster::run(a, ui, comm),
         Command::Dist(a) => cli::dist::run(a),
         Command::Convert(a) => cli::convert::run(a, ui),

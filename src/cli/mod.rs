@@ -39,8 +39,8 @@ pub struct Cli {
     pub quiet: bool,
     /// Across MPI ranks: how the ranks move rows between them. nccl: GPU to GPU through NCCL
     /// (a GPU a rank; the GPU engine); mpi: through host memory; auto: nccl where every rank
-    /// has a GPU of its own and the NCCL library loads, else mpi (tricount: mpi for inputs
-    /// under 8 GiB, whose one exchange costs less than NCCL's start).
+    /// has a GPU of its own and the NCCL library loads, else mpi (tricount: mpi, its ranks'
+    /// GPUs on one host reading each other's rows directly by CUDA IPC, with no start to pay).
     #[arg(
         long,
         global = true,

@@ -5,7 +5,7 @@ use super::ui::{count, report_json};
 use super::wall::{timed, Stopwatch, Wall};
 use super::{InputArgs, Ui};
 use clap::Args;
-use gmcl::dist::{self, Comm};
+use gmcl::dist::{self, Comm, Exchange};
 use gmcl::spgemm::EngineKind;
 use gmcl::tricount::{self, LoadedGraph};
 use gmcl::{engine, io, measure};
@@ -93,7 +93,8 @@ struct TricountReport {
     rank_engine: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     rank_engines: Option<Vec<String>>,
-    /// Across ranks: how the rows travelled between them ("mpi" or "nccl").
+    /// Across ranks: how the rows travelled between them ("mpi", "nccl", or "ipc": GPU to GPU
+    /// by CUDA IPC, the other messages by MPI).
     #[serde(skip_serializing_if = "Option::is_none")]
     exchange: Option<&'static str>,
     /// Across ranks: the longest a rank spent fetching other blocks' rows.
@@ -107,11 +108,13 @@ struct TricountReport {
     steps: Option<Vec<gmcl::dist::Step>>,
 }
 
-pub fn run(a: TricountArgs, ui: Ui, comm: Option<&dyn Comm>) -> Result<()> {
+/// Counts the triangles as `a` asks; across ranks where `comm` is given, moving rows as the
+/// command line asked (`exchange`, before `auto` was resolved).
+pub fn run(a: TricountArgs, ui: Ui, comm: Option<&dyn Comm>, exchange: Exchange) -> Result<()> {
     let start = Instant::now();
     let mut sw = Stopwatch::since(start);
     if let Some(comm) = comm {
-        return run_across_ranks(a, ui, comm, sw);
+        return run_across_ranks(a, ui, comm, exchange, sw);
     }
     if let Some(out) = &a.per_vertex {
         super::paths::refuse_clobbering(&[&a.input], &[("--per-vertex", out)])?;
@@ -271,7 +274,13 @@ fn write_per_vertex(
 /// its engine (`gmcl::dist::tricount`: `--engine` applies per rank, each rank on the GPU its
 /// local rank names); rank 0 prints and writes `--per-vertex`. Options the distributed count
 /// does not have yet are refused on every rank alike.
-fn run_across_ranks(a: TricountArgs, ui: Ui, comm: &dyn Comm, mut sw: Stopwatch) -> Result<()> {
+fn run_across_ranks(
+    a: TricountArgs,
+    ui: Ui,
+    comm: &dyn Comm,
+    asked: Exchange,
+    mut sw: Stopwatch,
+) -> Result<()> {
     if a.method == tricount::Method::Spgemm {
         return Err(Error::Invalid(
             "--method spgemm does not run across MPI ranks yet: use auto, merge or fused".into(),
@@ -297,6 +306,8 @@ fn run_across_ranks(a: TricountArgs, ui: Ui, comm: &dyn Comm, mut sw: Stopwatch)
     let opts = gmcl::dist::tricount::Options {
         engine: a.engine,
         method: a.method,
+        // `--exchange mpi` keeps every gather in host memory.
+        gpu_reads: asked == Exchange::Auto,
         ..super::env::dist_tricount_options(a.per_vertex.is_some())
     };
     let t = dist::tricount::count_file(comm, &a.input, a.input_args.format, &opts)?;
@@ -332,6 +343,10 @@ fn run_across_ranks(a: TricountArgs, ui: Ui, comm: &dyn Comm, mut sw: Stopwatch)
     let (engines, engine) = dist::rank_engines(comm, t.engine);
     let write = sw.lap();
     let wall = sw.finish_steps(load, compute, write);
+    let through = match t.gpu_reads {
+        true => "ipc",
+        false => comm.exchange().name(),
+    };
     ui.notice(&format!(
         "{} vertices, {} edges on {} ranks ({} engine); loaded in {:.3} s; counted in {:.4} s ({} method, {} rounds of row exchange{}, {:.3e} edges/s)",
         t.vertices,
@@ -347,7 +362,7 @@ fn run_across_ranks(a: TricountArgs, ui: Ui, comm: &dyn Comm, mut sw: Stopwatch)
                 ", {:.3} s exchanging, {} exchanged through {}",
                 t.exchange_seconds,
                 io::limits::human(t.exchanged_bytes),
-                comm.exchange().name()
+                through
             )
         } else {
             String::new()
@@ -373,7 +388,7 @@ fn run_across_ranks(a: TricountArgs, ui: Ui, comm: &dyn Comm, mut sw: Stopwatch)
         ranks: Some(comm.size()),
         rank_engine: Some(engine),
         rank_engines: Some(engines),
-        exchange: Some(comm.exchange().name()),
+        exchange: Some(through),
         exchange_seconds: Some(t.exchange_seconds),
         exchanged_bytes: Some(t.exchanged_bytes),
         steps: (!t.steps.is_empty()).then(|| t.steps.clone()),

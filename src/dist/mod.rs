@@ -114,6 +114,12 @@ pub trait Comm {
     fn gpu_link(&self) -> Option<&crate::gpu::nccl::Link> {
         None
     }
+    /// The name of this rank's host (ranks of one name share a host, where their GPUs may read
+    /// each other's memory), or `None` where the communicator cannot tell.
+    #[cfg(feature = "mpi")]
+    fn host_name(&self) -> Option<String> {
+        None
+    }
 }
 
 /// How the ranks of a run move rows between them.

@@ -233,6 +233,9 @@ impl Comm for MpiComm {
     fn exchange(&self) -> super::Exchange {
         super::Exchange::Mpi
     }
+    fn host_name(&self) -> Option<String> {
+        Some(self.host())
+    }
 }
 
 impl MpiComm {

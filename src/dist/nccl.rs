@@ -371,6 +371,9 @@ impl Comm for NcclComm<'_> {
     fn gpu_link(&self) -> Option<&Link> {
         self.link()
     }
+    fn host_name(&self) -> Option<String> {
+        Some(self.mpi.host())
+    }
 }
 
 #[cfg(test)]

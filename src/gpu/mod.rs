@@ -5,6 +5,8 @@
 //! GPU cannot be used, and the caller falls back to the CPU engine or stops with that message.
 
 pub mod fault;
+#[cfg(feature = "mpi")]
+pub mod ipc;
 pub mod kernels;
 pub mod matrix;
 #[cfg(feature = "mpi")]

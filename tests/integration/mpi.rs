@@ -253,7 +253,8 @@ fn tricount_with_the_gpu_engine_on_each_rank() {
 }
 
 /// `--exchange`: how the ranks' rows travel. `mpi` always works and is named in `--json`, and
-/// is what `auto` takes for a graph this small;
+/// is what `auto` takes for a graph this small (on GPUs of one host, the fused count's gathers
+/// then go GPU to GPU: `ipc`);
 /// `nccl` needs the GPU engine (a usage error with `--engine cpu`) and a GPU of its own on every
 /// rank: without them one error naming the cause, and no output; with them every exchange,
 /// however small (`GMCL_NCCL_MIN_WORDS=0`), goes GPU to GPU, with the single-process count and
@@ -263,11 +264,14 @@ fn rows_travel_through_mpi_or_between_the_gpus_with_nccl() {
     let dir = tempfile::tempdir().unwrap();
     let g = untidy_graph(dir.path());
     let (count, per_vertex) = single(&g, &dir.path().join("single.tsv"));
-    let run = |exchange: &str, engine: &str| {
-        let pv = dir.path().join(format!("pv-{exchange}-{engine}.tsv"));
+    let staged = [("GMCL_NCCL_MIN_WORDS", "0"), ("GMCL_DIST_STAGE", "5")];
+    let run_with = |env: &[(&str, &str)], exchange: &str, engine: &str| {
+        let pv = dir
+            .path()
+            .join(format!("pv-{exchange}-{engine}-{}.tsv", env.len()));
         let o = mpirun(
             2,
-            &[("GMCL_NCCL_MIN_WORDS", "0"), ("GMCL_DIST_STAGE", "5")],
+            env,
             &[
                 "tricount",
                 g.to_str().unwrap(),
@@ -282,6 +286,7 @@ fn rows_travel_through_mpi_or_between_the_gpus_with_nccl() {
         );
         (o, pv)
     };
+    let run = |exchange: &str, engine: &str| run_with(&staged, exchange, engine);
     let counted = |o: &Output, pv: &Path, exchange: &str| {
         assert!(o.status.success(), "{exchange}: {}", text(&o.stderr));
         let v: serde_json::Value = serde_json::from_str(&text(&o.stdout)).unwrap();
@@ -294,9 +299,14 @@ fn rows_travel_through_mpi_or_between_the_gpus_with_nccl() {
     counted(&o, &pv, "mpi");
     if crate::util::gpu().is_some() {
         // A small input's one exchange costs less through MPI than NCCL's start: `auto` takes
-        // MPI even where every rank has a GPU of its own.
-        let (o, pv) = run("auto", "gpu");
-        counted(&o, &pv, "mpi");
+        // MPI even where every rank has a GPU of its own, and the fused count's gathers then go
+        // GPU to GPU (the ranks share the host); `mpi` keeps them in host memory.
+        for (exchange, through) in [("auto", "ipc"), ("mpi", "mpi")] {
+            let (o, pv) = run_with(&[], exchange, "gpu");
+            counted(&o, &pv, through);
+            let v: serde_json::Value = serde_json::from_str(&text(&o.stdout)).unwrap();
+            assert_eq!(v["method"], "fused", "{exchange}");
+        }
     }
     let (o, pv) = run("nccl", "cpu");
     let err = text(&o.stderr);

@@ -1,7 +1,8 @@
 //! The count across ranks with every rank's block on its GPU, counted by the one-process
 //! kernels ([`BlockCount`]): every vertex's degree and rank, the rows' lengths and then the
 //! rows of U are made whole on every rank from each block's disjoint part (summed GPU to GPU
-//! through NCCL where the ranks' GPUs are joined, else gathered through host memory by MPI),
+//! through NCCL where the ranks' GPUs are joined, else gathered GPU to GPU by CUDA IPC where
+//! the ranks share a host, else through host memory by MPI),
 //! so that every rank holds all of U, and each rank counts the triangles of
 //! its pivots (dealt out by rank id modulo the ranks). Taken where every rank counts on its GPU
 //! and U fits the exchange's bound and every rank's device memory; otherwise the caller counts
@@ -38,6 +39,10 @@ pub(super) struct RankCount {
     pub rounds: u64,
     /// Each step's name and seconds, in order.
     pub steps: Vec<(&'static str, f64)>,
+    /// Whether the gathers went GPU to GPU by CUDA IPC.
+    pub gpu_reads: bool,
+    /// Why they did not, where they were to (every rank alike).
+    pub no_gpu_reads: Option<String>,
 }
 
 /// What [`count`] came to, alike on every rank.
@@ -82,6 +87,7 @@ pub(super) fn count(
     );
     let mut b = agree(comm, made)?;
     lap("upload");
+    let mut gathers = Gathers::choose(comm, opts.gpu_reads);
     if comm.exchange() == crate::dist::Exchange::Nccl {
         // NCCL joins the GPUs on a thread of its own from the start: what of it the load and
         // the upload did not hide is waited for here, a step of its own.
@@ -96,13 +102,13 @@ pub(super) fn count(
     by_rank_zero[0] = n;
     // Each share's profile mark (a wait for the device, when profiling) is agreed on with the
     // step after it.
-    share(comm, &gpu, b.degrees_mut(), &by_vertex)?;
+    share(comm, &gpu, b.degrees_mut(), &by_vertex, &mut gathers)?;
     let ranked = b.mark("share the degrees").and_then(|()| match me {
         0 => b.rank_by_degree(),
         _ => Ok(()),
     });
     agree(comm, ranked)?;
-    share(comm, &gpu, b.ranks_mut(), &by_rank_zero)?;
+    share(comm, &gpu, b.ranks_mut(), &by_rank_zero, &mut gathers)?;
     lap("rank");
     let own = agree(
         comm,
@@ -142,7 +148,7 @@ pub(super) fn count(
             sum(comm, rows, entries as usize)?;
             placed
         }
-        false => gather_rows(comm, &gpu, &mut b, &by_vertex, own, entries)?,
+        false => gather_rows(comm, &gpu, &mut b, &by_vertex, own, entries, &mut gathers)?,
     };
     debug_assert_eq!(placed, entries);
     exchange.seconds += t.elapsed().as_secs_f64();
@@ -165,6 +171,8 @@ pub(super) fn count(
         per_vertex,
         rounds: u64::from(p > 1),
         steps,
+        gpu_reads: gathers.gpu_reads,
+        no_gpu_reads: gathers.why_not,
     }))
 }
 
@@ -195,16 +203,174 @@ fn vertex_parts(blocks: &[u64], n: usize) -> Result<Vec<usize>> {
 
 /// Makes `buf` whole on every rank from the ranks' parts: `parts[q]` elements from where the
 /// parts before it end, valid on rank q, zero elsewhere. Summed GPU to GPU through NCCL where
-/// the ranks' GPUs are joined, else gathered through host memory ([`gather_through_host`]).
-/// Collective.
-fn share<T>(comm: &dyn Comm, gpu: &Gpu, buf: &mut CudaSlice<T>, parts: &[usize]) -> Result<()>
+/// the ranks' GPUs are joined, else gathered ([`gather`]). Collective.
+fn share<T>(
+    comm: &dyn Comm,
+    gpu: &Arc<Gpu>,
+    buf: &mut CudaSlice<T>,
+    parts: &[usize],
+    gathers: &mut Gathers,
+) -> Result<()>
 where
     T: DeviceRepr + Wire + NcclWord,
 {
     match joined(comm) {
         true => sum(comm, buf, parts.iter().sum()),
-        false => gather_through_host(comm, gpu, buf, parts),
+        false => gather(comm, gpu, buf, parts, gathers),
     }
+}
+
+/// How a count's gathers travel where NCCL does not join the ranks' GPUs: GPU to GPU by CUDA
+/// IPC where every rank is on one host and the caller allows it (until a gather finds that some
+/// rank cannot), else through host memory.
+struct Gathers {
+    gpu_reads: bool,
+    why_not: Option<String>,
+}
+
+impl Gathers {
+    /// Whether the ranks may read each other's GPUs: `allowed`, more than one rank, and one
+    /// host named by every rank. Collective.
+    fn choose(comm: &dyn Comm, allowed: bool) -> Gathers {
+        let gpu_reads = allowed && comm.size() > 1 && one_host(comm);
+        Gathers {
+            gpu_reads,
+            why_not: None,
+        }
+    }
+}
+
+/// Whether every rank names the same host. Collective.
+fn one_host(comm: &dyn Comm) -> bool {
+    #[cfg(feature = "mpi")]
+    {
+        let mine = comm.host_name().unwrap_or_default();
+        let (all, lengths) = comm.all_gather_bytes(mine.as_bytes());
+        !mine.is_empty() && lengths.iter().all(|&l| l == mine.len()) && {
+            all.chunks(mine.len()).all(|h| h == mine.as_bytes())
+        }
+    }
+    #[cfg(not(feature = "mpi"))]
+    {
+        let _ = comm;
+        false
+    }
+}
+
+/// Makes `buf` whole on every rank from the ranks' parts, as [`gather_through_host`] does:
+/// straight from the other ranks' GPUs where they can be read ([`gather_between_gpus`]; the
+/// first gather that cannot turns `gathers` to host memory for good). Collective.
+fn gather<T: DeviceRepr + Wire>(
+    comm: &dyn Comm,
+    gpu: &Arc<Gpu>,
+    buf: &mut CudaSlice<T>,
+    parts: &[usize],
+    gathers: &mut Gathers,
+) -> Result<()> {
+    #[cfg(feature = "mpi")]
+    if gathers.gpu_reads {
+        match gather_between_gpus(comm, gpu, buf, parts)? {
+            None => return Ok(()),
+            Some(why) => {
+                gathers.gpu_reads = false;
+                gathers.why_not = Some(why);
+            }
+        }
+    }
+    let _ = &gathers;
+    gather_through_host(comm, gpu, buf, parts)
+}
+
+/// Makes `buf` whole on every rank from the ranks' parts, each rank copying the others' parts
+/// from their GPUs (CUDA IPC): every rank exports a copy of its part, the ranks swap the
+/// handles, and each maps the others' and copies from them. Returns why not (every rank alike,
+/// `buf`'s own part untouched) where some rank could not export or map: the caller gathers
+/// through host memory then. Collective; the ranks must share one host.
+#[cfg(feature = "mpi")]
+fn gather_between_gpus<T: DeviceRepr>(
+    comm: &dyn Comm,
+    gpu: &Arc<Gpu>,
+    buf: &mut CudaSlice<T>,
+    parts: &[usize],
+) -> Result<Option<String>> {
+    use crate::gpu::ipc::{Exported, Mapped, HANDLE_BYTES};
+    let stage = "gather across the ranks GPU to GPU (CUDA IPC)";
+    let me = comm.rank();
+    let starts = part_starts(parts);
+    let span = |q: usize| starts[q]..starts[q] + parts[q];
+    // What this rank says: 0 (nothing to read), 1 and a handle, or 2 and why it failed.
+    let done = crate::gpu::prims::check(stage, gpu.ctx.synchronize());
+    let exported = done.and_then(|()| match parts[me] {
+        0 => Ok(None),
+        _ => Exported::copy_of(gpu, &buf.slice(span(me))).map(Some),
+    });
+    let said = match &exported {
+        Ok(None) => vec![0],
+        Ok(Some(e)) => [&[1u8][..], &e.handle()].concat(),
+        Err(e) => [&[2u8][..], e.to_string().as_bytes()].concat(),
+    };
+    let (all, lengths) = comm.all_gather_bytes(&said);
+    let mut handles = Vec::with_capacity(parts.len());
+    let mut at = 0;
+    for (q, &l) in lengths.iter().enumerate() {
+        let told = &all[at..at + l];
+        at += l;
+        match told.split_first() {
+            Some((1, h)) => match <[u8; HANDLE_BYTES]>::try_from(h) {
+                Ok(h) => handles.push(Some(h)),
+                Err(_) => return Ok(Some(format!("rank {q} sent a handle of {} bytes", h.len()))),
+            },
+            Some((0, _)) => handles.push(None),
+            Some((_, why)) => {
+                let why = String::from_utf8_lossy(why);
+                return Ok(Some(format!("rank {q} of {}: {why}", parts.len())));
+            }
+            None => return Ok(Some(format!("rank {q} said nothing"))),
+        }
+    }
+    // Every other rank's part mapped and copied to its place, then waited for.
+    let size = std::mem::size_of::<T>();
+    let mut mapped = Vec::new();
+    let copied = (0..parts.len())
+        .filter(|&q| q != me)
+        .try_for_each(|q| {
+            let Some(handle) = &handles[q] else {
+                return Ok(());
+            };
+            let m = Mapped::open(gpu, handle, parts[q] * size)?;
+            let copied = m.copy_into(0, &mut buf.slice_mut(span(q)));
+            mapped.push(m);
+            copied
+        })
+        .and_then(|()| crate::gpu::prims::check(stage, gpu.main.synchronize()));
+    // No rank frees its export before every rank has read it.
+    let failed = copied.as_ref().err().map(|e| format!("rank {me}: {e}"));
+    let mut any = [u64::from(failed.is_some())];
+    comm.max_u64(&mut any);
+    drop(mapped);
+    drop(exported);
+    if any[0] == 0 {
+        return Ok(None);
+    }
+    let (why, lengths) = comm.all_gather_bytes(failed.unwrap_or_default().as_bytes());
+    let mut at = 0;
+    let said: Vec<String> = (lengths.iter())
+        .filter_map(|&l| {
+            at += l;
+            (l > 0).then(|| String::from_utf8_lossy(&why[at - l..at]).into_owned())
+        })
+        .collect();
+    Ok(Some(said.join("; ")))
+}
+
+/// Where each part starts: the parts follow one another from 0.
+fn part_starts(parts: &[usize]) -> Vec<usize> {
+    (parts.iter())
+        .scan(0, |at, &c| {
+            *at += c;
+            Some(*at - c)
+        })
+        .collect()
 }
 
 /// Sums the first `len` elements of `buf` across the ranks, in place, GPU to GPU through NCCL,
@@ -233,7 +399,7 @@ where
 
 /// Whether the ranks' GPUs are joined by NCCL, or there is one rank: what the blocks share is
 /// then summed on the GPUs ([`sum`]), else gathered through host memory
-/// ([`gather_through_host`]).
+/// ([`gather`]).
 fn joined(comm: &dyn Comm) -> bool {
     #[cfg(feature = "mpi")]
     if comm.gpu_link().is_some() {
@@ -244,22 +410,23 @@ fn joined(comm: &dyn Comm) -> bool {
 
 /// All of U on every rank from the blocks' own rows ([`BlockCount::own_rows`], `own` entries
 /// here, `entries` in all) and their lengths by vertex (the blocks holding `vertex_parts` of
-/// the vertices), gathered through host memory: a sum would move and add all of U on every
-/// rank, a gather moves each rank's own. The rows follow one another in block order, as the
+/// the vertices), gathered ([`gather`]): a sum would move and add all of U on every rank, a
+/// gather moves each rank's own. The rows follow one another in block order, as the
 /// vertices; [`BlockCount::place_gathered`] lays them out by rank. Returns U's entries.
 /// Collective.
 fn gather_rows(
     comm: &dyn Comm,
-    gpu: &Gpu,
+    gpu: &Arc<Gpu>,
     b: &mut BlockCount,
     vertex_parts: &[usize],
     own: u64,
     entries: u64,
+    gathers: &mut Gathers,
 ) -> Result<u64> {
-    let stage = "gather the rows of U through host memory";
+    let stage = "gather the rows of U";
     let check = crate::gpu::prims::check;
     let mut lengths = agree(comm, b.lengths_by_vertex())?;
-    gather_through_host(comm, gpu, &mut lengths, vertex_parts)?;
+    gather(comm, gpu, &mut lengths, vertex_parts, gathers)?;
     agree(comm, b.mark("gather the lengths"))?;
     let (counts, _) = comm.all_gather_u64(&[own]);
     let counts: Vec<usize> = counts.iter().map(|&c| c as usize).collect();
@@ -276,7 +443,7 @@ fn gather_rows(
         _ => check(stage, s.memcpy_dtod(mine, &mut all.slice_mut(at..at + own))),
     });
     agree(comm, copied)?;
-    gather_through_host(comm, gpu, &mut all, &counts)?;
+    gather(comm, gpu, &mut all, &counts, gathers)?;
     agree(comm, b.place_gathered(lengths, all))
 }
 
@@ -293,12 +460,7 @@ fn gather_through_host<T: DeviceRepr + Wire>(
     let stage = "gather across the ranks through host memory";
     let check = crate::gpu::prims::check;
     let (me, p) = (comm.rank(), comm.size());
-    let starts: Vec<usize> = (parts.iter())
-        .scan(0, |at, &c| {
-            *at += c;
-            Some(*at - c)
-        })
-        .collect();
+    let starts = part_starts(parts);
     // A round's piece of each rank's part, this rank's own piece before them, alike on every
     // rank (the buffers lent may differ in size between ranks).
     let largest = parts.iter().copied().max().unwrap_or(0);

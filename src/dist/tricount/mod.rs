@@ -34,18 +34,14 @@ use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::time::Instant;
 
-/// Inputs of at least this many bytes take NCCL under `--exchange auto`, smaller ones MPI. The
-/// count moves rows between the ranks once (all of U gathered on every rank), which through MPI
-/// costs less than NCCL's start (its kernels loaded, its connections made, its end) for graphs
-/// up to about R-MAT s25 ef16 (a 12.7 GB archive), where the two tie on two GPUs of one host.
-pub const NCCL_FROM_BYTES: u64 = 8 << 30;
-
-/// The exchange a count of an input of `input_bytes` (`None`: unknown) takes where `asked`:
-/// `auto` becomes MPI for an input under [`NCCL_FROM_BYTES`]; any other choice stands.
-pub fn exchange_for(asked: super::Exchange, input_bytes: Option<u64>) -> super::Exchange {
-    match (asked, input_bytes) {
-        (super::Exchange::Auto, Some(b)) if b < NCCL_FROM_BYTES => super::Exchange::Mpi,
-        _ => asked,
+/// The exchange a count takes where `asked`: `auto` becomes MPI, any other choice stands. The
+/// count gathers all of U on every rank once; between the GPUs of one host the gathers go GPU to
+/// GPU by CUDA IPC ([`Options::gpu_reads`]), which needs no start, unlike NCCL (its kernels
+/// loaded, its connections made, its end), and elsewhere through host memory.
+pub fn exchange_for(asked: super::Exchange) -> super::Exchange {
+    match asked {
+        super::Exchange::Auto => super::Exchange::Mpi,
+        other => other,
     }
 }
 
@@ -70,6 +66,10 @@ pub struct Options {
     /// The one-process kernels' switches where every rank counts on its GPU: poisoned outputs,
     /// and each rank's GPU phases on stderr.
     pub gpu: crate::tricount::gpu::TriangleTuning,
+    /// Where every rank counts on its GPU, the ranks share one host and NCCL does not join
+    /// their GPUs: gather the blocks' rows straight from the other ranks' GPUs (CUDA IPC)
+    /// rather than through host memory. Falls back to host memory where a rank cannot.
+    pub gpu_reads: bool,
 }
 
 impl Default for Options {
@@ -82,6 +82,7 @@ impl Default for Options {
             engine: EngineKind::Cpu,
             method: Method::Auto,
             gpu: Default::default(),
+            gpu_reads: true,
         }
     }
 }
@@ -107,6 +108,8 @@ pub struct Counted {
     pub exchange_seconds: f64,
     /// The bytes the ranks received from one another in the row exchange.
     pub exchanged_bytes: u64,
+    /// Whether the rows went GPU to GPU by CUDA IPC ([`Options::gpu_reads`]).
+    pub gpu_reads: bool,
     /// How the ranks counted: [`Method::Fused`] where every rank ran the one-process kernels
     /// on its block on its GPU, else [`Method::Merge`] (rows intersected in rounds).
     pub method: Method,
@@ -179,7 +182,7 @@ fn count_rows(
     let blocks = &block.blocks;
     let n = blocks.n;
     let first = block.first();
-    let (engine, notice) = pick_engine(comm, block, opts.engine);
+    let (engine, mut notice) = pick_engine(comm, block, opts.engine);
 
     if opts.method == Method::Spgemm {
         return Err(Error::Invalid(
@@ -230,6 +233,15 @@ fn count_rows(
         Some(_) => Method::Fused,
         None => Method::Merge,
     };
+    let gpu_reads = fused.as_ref().is_some_and(|c| c.gpu_reads);
+    if let Some(why) = fused.as_ref().and_then(|c| c.no_gpu_reads.as_ref()) {
+        notice.get_or_insert_with(|| {
+            format!(
+                "the ranks' GPUs cannot read each other's memory ({why}); the rows went \
+                 through host memory"
+            )
+        });
+    }
     let (total, by_vertex, rounds, steps) = match fused {
         Some(c) => (c.triangles, c.per_vertex, c.rounds, c.steps),
         None => {
@@ -277,6 +289,7 @@ fn count_rows(
         rounds,
         exchange_seconds: longest[0],
         exchanged_bytes: sums[2],
+        gpu_reads,
         method,
         steps,
         engine,
@@ -742,16 +755,11 @@ mod tests {
     use crate::tricount::{self, SimpleGraph};
 
     #[test]
-    fn auto_takes_mpi_for_inputs_under_the_bound_and_choices_stand() {
+    fn auto_takes_mpi_and_choices_stand() {
         use crate::dist::Exchange::{Auto, Mpi, Nccl};
-        assert_eq!(exchange_for(Auto, Some(0)), Mpi);
-        assert_eq!(exchange_for(Auto, Some(NCCL_FROM_BYTES - 1)), Mpi);
-        assert_eq!(exchange_for(Auto, Some(NCCL_FROM_BYTES)), Auto);
-        assert_eq!(exchange_for(Auto, None), Auto);
-        for asked in [Mpi, Nccl] {
-            assert_eq!(exchange_for(asked, Some(1)), asked);
-            assert_eq!(exchange_for(asked, Some(u64::MAX)), asked);
-        }
+        assert_eq!(exchange_for(Auto), Mpi);
+        assert_eq!(exchange_for(Mpi), Mpi);
+        assert_eq!(exchange_for(Nccl), Nccl);
     }
 
     /// The GPU kernels' outputs poisoned before they write them.
@@ -814,6 +822,7 @@ mod tests {
                 engine,
                 method: Method::Auto,
                 gpu: poisoned(),
+                gpu_reads: true,
             };
             let got = count_file(&SelfComm, &f, None, &opts).unwrap();
             assert_eq!(got.triangles, want.triangles);
@@ -839,6 +848,7 @@ mod tests {
                     engine,
                     method: Method::Auto,
                     gpu: poisoned(),
+                    gpu_reads: true,
                 };
                 let group = crate::dist::threads::ThreadComm::group(ranks);
                 let got: Vec<Counted> = std::thread::scope(|s| {
