@@ -11,6 +11,7 @@ use mpi::environment::Universe;
 use mpi::topology::SimpleCommunicator;
 use mpi::traits::*;
 use mpi::Count;
+use rayon::iter::ParallelExtend;
 use std::cell::RefCell;
 
 /// The world communicator of an MPI run. MPI is finalised when it is dropped, so keep it until
@@ -177,8 +178,9 @@ impl Comm for MpiComm {
         let recv_displs = displacements(self, &recv_counts);
         let total: usize = recv_counts.iter().map(|&c| c as usize).sum();
         let base = out.len();
-        // Received in place, after what `out` holds.
-        out.resize(base + total, 0);
+        // Received in place, after what `out` holds (its fresh pages zeroed by every thread).
+        out.reserve(total);
+        out.par_extend(rayon::iter::repeat_n(0, total));
         {
             let part = Partition::new(send, &send_counts[..], &send_displs[..]);
             let recv = &mut out[base..];

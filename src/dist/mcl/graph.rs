@@ -3,8 +3,8 @@
 //! larger weight kept for a pair given twice (either way round), self loops dropped.
 //!
 //! Each rank reads its part of the file; every edge goes, as a record `(row, column)` and, in a
-//! weighted file, its weight, to the owner of its row in blocks of the file's vertex ids, both
-//! ways round (a self loop goes once, only to mark its vertex as touched); the records are
+//! weighted file, its weight, to the owner of its row in blocks of the file's vertex ids (cut
+//! at about equal records, [`equal_records`]), both ways round (a self loop goes once, only to mark its vertex as touched); the records are
 //! grouped in parallel ([`super::super::owners`]). The owner builds its rows with the
 //! single-process CSR build ([`Csr::from_edges`]: loops dropped, the larger of equal columns
 //! kept), so every value is bitwise the single-process one. One byte per vertex id tells every
@@ -80,7 +80,7 @@ pub fn load_graph<T: Scalar>(
         u64::from(el.weights.is_some()),
     ];
     comm.max_u64(&mut shape);
-    let blocks = Blocks::even(shape[0] as usize, comm.size());
+    let blocks = equal_records(comm, &el, shape[0] as usize);
     let weighted = shape[1] == 1;
     let received = match weighted {
         true => exchange::<WEIGHTED>(comm, &el, &blocks, stage_edges)?,
@@ -166,6 +166,70 @@ fn check_weights<T: Scalar>(
     Ok(())
 }
 
+/// Buckets of consecutive vertex ids in which [`equal_records`] counts the records (a bucket's
+/// ids go to one block).
+const BUCKETS: usize = 1 << 16;
+
+/// The file's `n` vertex ids cut into blocks of about equal records, one block a rank (each
+/// edge makes a record for each end, a loop one): R-MAT's hubs at low ids would give the first
+/// of two blocks of equal ids most of the records, and with them most of the exchange and of
+/// the rows to build. Counted by buckets of consecutive ids on every rank and summed; a block
+/// ends after the bucket whose running sum reaches its share. The clusters do not depend on the
+/// cut. Collective.
+fn equal_records(comm: &dyn Comm, el: &EdgeList, n: usize) -> Blocks {
+    let parts = comm.size();
+    if parts == 1 || n == 0 {
+        return Blocks::even(n, parts);
+    }
+    let width = n.div_ceil(BUCKETS);
+    let buckets = n.div_ceil(width);
+    let chunk = el
+        .edges
+        .len()
+        .div_ceil(4 * rayon::current_num_threads())
+        .max(1 << 16);
+    let mut counts = el
+        .edges
+        .par_chunks(chunk)
+        .map(|edges| {
+            let mut c = vec![0u64; buckets];
+            for &(u, v) in edges {
+                c[u as usize / width] += 1;
+                if u != v {
+                    c[v as usize / width] += 1;
+                }
+            }
+            c
+        })
+        .reduce(
+            || vec![0u64; buckets],
+            |mut a, b| {
+                a.iter_mut().zip(b).for_each(|(x, y)| *x += y);
+                a
+            },
+        );
+    comm.sum_u64(&mut counts);
+    Blocks::at(cut_at_shares(&counts, width, n, parts))
+}
+
+/// The first ids of `parts` blocks (then `n`) over buckets of `width` ids holding `counts`
+/// records: block `q` starts after the bucket whose running sum reaches `q / parts` of the
+/// records (at `n` where none is left).
+fn cut_at_shares(counts: &[u64], width: usize, n: usize, parts: usize) -> Vec<usize> {
+    let total: u128 = counts.iter().map(|&c| u128::from(c)).sum();
+    let mut cut = vec![n; parts + 1];
+    cut[0] = 0;
+    let (mut run, mut q) = (0u128, 1);
+    for (b, &c) in counts.iter().enumerate() {
+        run += u128::from(c);
+        while q < parts && run * parts as u128 >= total * q as u128 && total > 0 {
+            cut[q] = ((b + 1) * width).min(n);
+            q += 1;
+        }
+    }
+    cut
+}
+
 /// This rank's records from every rank's edges `el` (records of `W` words: [`WEIGHTED`] or 2),
 /// sent in rounds of at most `stage_edges` edges a rank. Collective.
 fn exchange<const W: usize>(
@@ -242,7 +306,11 @@ fn build_rows<T: Scalar>(
         .par_chunks_exact(record)
         .with_min_len(1 << 14)
         .filter(|r| {
-            touched[(r[0] - first) as usize].store(1, Ordering::Relaxed);
+            // Written once: a hub's flag stored by every thread would bounce between cores.
+            let flag = &touched[(r[0] - first) as usize];
+            if flag.load(Ordering::Relaxed) == 0 {
+                flag.store(1, Ordering::Relaxed);
+            }
             r[0] != r[1]
         });
     let (edges, weights) = match record == WEIGHTED {
@@ -282,6 +350,20 @@ mod tests {
     use super::*;
     use crate::dist::threads::on_ranks;
     use crate::generate::rng::SplitMix64;
+
+    #[test]
+    fn blocks_end_where_the_running_records_reach_their_share() {
+        // Buckets of 4 ids over 14 ids: a hub bucket first.
+        assert_eq!(cut_at_shares(&[6, 1, 1, 2], 4, 14, 2), vec![0, 4, 14]);
+        assert_eq!(cut_at_shares(&[1, 1, 1, 1], 4, 14, 2), vec![0, 8, 14]);
+        assert_eq!(
+            cut_at_shares(&[1, 1, 1, 1], 4, 14, 4),
+            vec![0, 4, 8, 12, 14]
+        );
+        // More ranks than buckets with records: the last blocks are empty, ending at n.
+        assert_eq!(cut_at_shares(&[9, 0, 0], 4, 10, 3), vec![0, 4, 4, 10]);
+        assert_eq!(cut_at_shares(&[0, 0], 4, 6, 2), vec![0, 6, 6]);
+    }
 
     /// Every rank's rows are the single-process graph's rows of its nodes, bit for bit, on any
     /// number of ranks and rounds: loops (dropped, their vertices kept), edges given twice either
