@@ -76,11 +76,6 @@ impl Exported {
     pub fn handle(&self) -> [u8; HANDLE_BYTES] {
         self.handle
     }
-
-    /// The bytes the buffer holds.
-    pub fn bytes(&self) -> usize {
-        self.bytes
-    }
 }
 
 impl Drop for Exported {
