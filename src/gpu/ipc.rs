@@ -66,9 +66,7 @@ impl Exported {
         status(stage, unsafe {
             sys::cuIpcGetMemHandle(&mut handle, self.ptr)
         })?;
-        for (to, &from) in self.handle.iter_mut().zip(handle.reserved.iter()) {
-            *to = from as u8;
-        }
+        self.handle = handle.reserved.map(|b| b as u8);
         Ok(self)
     }
 

@@ -4,8 +4,9 @@
 //!
 //! Each rank reads its part of the file; every edge goes, as a record `(row, column)` and, in a
 //! weighted file, its weight, to the owner of its row in blocks of the file's vertex ids (cut
-//! at about equal records, [`equal_records`]), both ways round (a self loop goes once, only to mark its vertex as touched); the records are
-//! grouped in parallel ([`super::super::owners`]). The owner builds its rows with the
+//! at about equal records, [`equal_records`]), both ways round (a self loop goes once, only to
+//! mark its vertex as touched); the records are grouped in parallel
+//! ([`super::super::owners`]). The owner builds its rows with the
 //! single-process CSR build ([`Csr::from_edges`]: loops dropped, the larger of equal columns
 //! kept), so every value is bitwise the single-process one. One byte per vertex id tells every
 //! rank which ids are touched (a gather of the blocks' flags), from which the compact numbering
@@ -219,10 +220,13 @@ fn cut_at_shares(counts: &[u64], width: usize, n: usize, parts: usize) -> Vec<us
     let total: u128 = counts.iter().map(|&c| u128::from(c)).sum();
     let mut cut = vec![n; parts + 1];
     cut[0] = 0;
+    if total == 0 {
+        return cut;
+    }
     let (mut run, mut q) = (0u128, 1);
     for (b, &c) in counts.iter().enumerate() {
         run += u128::from(c);
-        while q < parts && run * parts as u128 >= total * q as u128 && total > 0 {
+        while q < parts && run * parts as u128 >= total * q as u128 {
             cut[q] = ((b + 1) * width).min(n);
             q += 1;
         }
