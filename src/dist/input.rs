@@ -76,8 +76,8 @@ pub fn row_block_checked_by(
     stage_edges: usize,
     check: SymmetryCheck,
 ) -> Result<(RowBlock, bool)> {
-    match super::stored::row_block(comm, path, format, stage_edges, check)? {
-        Some(read) => Ok(read),
+    match super::stored::row_block(comm, path, format, stage_edges, check, None)? {
+        Some(read) => Ok((read.rows, read.checked)),
         None => Ok((parsed_row_block(comm, path, format, stage_edges)?, true)),
     }
 }

@@ -25,47 +25,76 @@ use super::input::RowBlock;
 use super::owners::{by_owner, RecordSource};
 use super::{agree, in_rounds, Blocks, Comm, MAX_MESSAGE};
 use crate::error::Result;
-use crate::io::npz::{crc_pieces_match, CrcPiece, GroupOffsets};
+use crate::io::npz::{crc_pieces_match, BlockValues, CrcPiece, GroupOffsets, ValueCheck};
 use crate::io::{Format, SymmetryCheck};
 use crate::mem::SharedSlice;
 use rayon::prelude::*;
 use std::ops::Range;
 use std::path::Path;
 
+/// A rank's block of rows read as stored ([`row_block`]).
+pub(crate) struct StoredRows {
+    /// The block's rows of the simple graph, without the diagonal.
+    pub rows: RowBlock,
+    /// Whether the blocks were checked to be the simple graph's (see [`row_block`]).
+    pub checked: bool,
+    /// Where values were asked for: the block's values (those of `rows`, in order) and which
+    /// of its rows store any entry.
+    pub values: Option<BlockValues>,
+}
+
 /// This rank's block of the simple graph of `path`, read as stored when the file is a CSR or CSC
 /// `.npz` archive that already holds a simple graph (see the module's comment); `None`, on
 /// every rank, when it does not. With [`SymmetryCheck::Caller`], blocks whose rows strictly
 /// increase come back without the symmetry check, which is then the caller's ([`is_simple`]);
-/// the second value says whether the blocks were checked. Collective.
+/// [`StoredRows::checked`] says whether the blocks were checked. With `values`, the archive is
+/// taken only where it is square and every value passes `values` (the diagonal ones too), the
+/// values are read with the rows (`data`'s CRC checked too) and the check of symmetry, the
+/// load's, also wants each entry's mirror to hold the same value, bit for bit: a weighted
+/// graph stored as it is clustered. Collective.
 pub(crate) fn row_block(
     comm: &dyn Comm,
     path: &Path,
     format: Option<Format>,
     stage_edges: usize,
     check: SymmetryCheck,
-) -> Result<Option<(RowBlock, bool)>> {
+    values: Option<&ValueCheck<'_>>,
+) -> Result<Option<StoredRows>> {
     if format.or_else(|| Format::of_input(path)) != Some(Format::Npz) {
         return Ok(None);
     }
     let (rank, parts) = (comm.rank(), comm.size());
     let chosen = std::cell::OnceCell::new();
-    let read = crate::io::load_pattern_block(path, format, (rank, parts), &|groups| {
-        chosen
-            .get_or_init(|| equal_entries(groups, parts))
-            .range(rank)
-    });
+    let read = crate::io::load_pattern_block(
+        path,
+        format,
+        (rank, parts),
+        &|groups| {
+            chosen
+                .get_or_init(|| equal_entries(groups, parts))
+                .range(rank)
+        },
+        values,
+    );
     agree(comm, crate::interrupt::check())?;
     let mine = match &read {
         Some(b) => {
             let [p, i] = b.crcs;
+            let d = b.values.as_ref().map_or(CrcPiece::default(), |v| v.crc);
+            let taken = match &b.values {
+                Some(v) => v.valid && b.shape.0 == b.shape.1,
+                None => values.is_none(),
+            };
             [
-                1,
+                u64::from(taken),
                 u64::from(b.sorted),
                 b.n as u64,
                 u64::from(p.crc),
                 p.len,
                 u64::from(i.crc),
                 i.len,
+                u64::from(d.crc),
+                d.len,
             ]
         }
         None => [0; WORDS],
@@ -78,18 +107,22 @@ pub(crate) fn row_block(
     let agreed = facts
         .iter()
         .all(|f| f[0] == 1 && f[1] == 1 && f[2] == mine[2]);
-    let crcs_match = |m: usize, at: usize| {
+    let crcs_match = |want: Option<u32>, at: usize| {
         let pieces: Vec<CrcPiece> = facts
             .iter()
             .map(|f| CrcPiece {
                 crc: f[at] as u32,
                 len: f[at + 1],
-                want: block.crcs[m].want,
+                want,
             })
             .collect();
         crc_pieces_match(&pieces)
     };
-    let checked = agreed && crcs_match(0, 3) && crcs_match(1, 5);
+    let data_want = block.values.as_ref().and_then(|v| v.crc.want);
+    let checked = agreed
+        && crcs_match(block.crcs[0].want, 3)
+        && crcs_match(block.crcs[1].want, 5)
+        && crcs_match(data_want, 7);
     // Every rank has every rank's facts: they all decide alike.
     if !checked {
         return Ok(None);
@@ -104,29 +137,72 @@ pub(crate) fn row_block(
         adj: block.cols,
         labels: None,
     };
+    let values = block.values;
     if check == SymmetryCheck::Caller {
-        return Ok(Some((rows, false)));
+        return Ok(Some(StoredRows {
+            rows,
+            checked: false,
+            values,
+        }));
     }
-    Ok(is_simple(comm, &rows, stage_edges)?.then_some((rows, true)))
+    let weights = values.as_ref().map(|v| &v.values[..]);
+    let simple = mirrored(comm, &rows, weights, stage_edges)?;
+    Ok(simple.then_some(StoredRows {
+        rows,
+        checked: true,
+        values,
+    }))
 }
 
 /// Whether the ranks' blocks of rows (each row strictly increasing, no diagonal entry) are a
 /// simple graph's: each diagonal block symmetric, and each entry between blocks mirrored (see
 /// the module's comment). Collective.
 pub(crate) fn is_simple(comm: &dyn Comm, rows: &RowBlock, stage_edges: usize) -> Result<bool> {
+    mirrored(comm, rows, None, stage_edges)
+}
+
+/// [`is_simple`], and where the blocks' `values` are given (those of this rank's entries, in
+/// order), whether each entry's mirror holds the same value, bit for bit. Collective.
+fn mirrored(
+    comm: &dyn Comm,
+    rows: &RowBlock,
+    values: Option<&[f64]>,
+    stage_edges: usize,
+) -> Result<bool> {
     let first = rows.first();
-    let inside = crate::csr::diagonal_block_is_symmetric(first, &rows.ptr, &rows.adj);
+    let entries = (&rows.ptr[..], &rows.adj[..]);
+    let inside = crate::csr::diagonal_block_is_symmetric(first, entries.0, entries.1)
+        && values.map_or(true, |v| inside_values_mirrored(first, entries, v));
     if !all_ranks(comm, inside) {
         return Ok(false);
     }
-    let across = mirrored_across(
-        comm,
-        &rows.blocks,
-        first,
-        (&rows.ptr, &rows.adj),
-        stage_edges,
-    )?;
+    let (blocks, stage) = (&rows.blocks, stage_edges);
+    let across = match values {
+        None => mirrored_across::<2>(comm, blocks, first, entries, None, stage)?,
+        Some(v) => mirrored_across::<4>(comm, blocks, first, entries, Some(v), stage)?,
+    };
     Ok(all_ranks(comm, across))
+}
+
+/// Whether each entry `(i, j)` of the diagonal block of the rows `first..` (a symmetric pattern,
+/// rows strictly increasing) holds the value of its mirror `(j, i)`, bit for bit.
+fn inside_values_mirrored(first: usize, (ptr, cols): (&[u64], &[u32]), values: &[f64]) -> bool {
+    let rows = ptr.len() - 1;
+    let end = first + rows;
+    (0..rows).into_par_iter().with_min_len(1 << 10).all(|k| {
+        let i = (first + k) as u32;
+        let (lo, hi) = (ptr[k] as usize, ptr[k + 1] as usize);
+        // Each pair once, from its upper entry.
+        (lo..hi)
+            .filter(|&x| cols[x] > i && (cols[x] as usize) < end)
+            .all(|x| {
+                let kj = cols[x] as usize - first;
+                let (jlo, jhi) = (ptr[kj] as usize, ptr[kj + 1] as usize);
+                cols[jlo..jhi]
+                    .binary_search(&i)
+                    .is_ok_and(|y| values[jlo + y].to_bits() == values[x].to_bits())
+            })
+    })
 }
 
 /// The groups cut into `parts` blocks of about equal entries (R-MAT's hubs at low ids would
@@ -154,9 +230,10 @@ fn equal_entries(groups: &GroupOffsets<'_>, parts: usize) -> Blocks {
     Blocks::at(cut)
 }
 
-/// The words each rank gives of its block: read, sorted, the side `n`, then the CRC and length
-/// of its pieces of `indptr` and `indices`.
-const WORDS: usize = 7;
+/// The words each rank gives of its block: read (with values: square, every value passing
+/// the check), sorted, the side `n`, then the CRC and length of its pieces of `indptr`,
+/// `indices` and (with values) `data`.
+const WORDS: usize = 9;
 
 /// Whether `mine` holds on every rank. Collective.
 fn all_ranks(comm: &dyn Comm, mine: bool) -> bool {
@@ -169,12 +246,14 @@ fn all_ranks(comm: &dyn Comm, mine: bool) -> bool {
 /// strictly increasing on every rank) and other blocks are mirrored: this rank sends each of its
 /// entries below its block with `i + j` even, and past it with `i + j` odd, to the owner of that
 /// row, and finds each entry it receives in its own rows, as many as its entries of the other
-/// two classes (see the module's comment). Collective.
-fn mirrored_across(
+/// two classes (see the module's comment). Records of `W` words: 2 (the pair), or 4 with the
+/// entry's value from `values`, which its mirror must hold, bit for bit. Collective.
+fn mirrored_across<const W: usize>(
     comm: &dyn Comm,
     blocks: &Blocks,
     first: usize,
     (ptr, cols): (&[u64], &[u32]),
+    values: Option<&[f64]>,
     stage_edges: usize,
 ) -> Result<bool> {
     let rows = ptr.len() - 1;
@@ -203,23 +282,24 @@ fn mirrored_across(
     }
     let runs: Vec<(u32, u32)> = outside.into_iter().map(|(b, p, _)| (b, p)).collect();
     let total = at[rows];
-    let stage = stage_edges.clamp(1, MAX_MESSAGE / 2);
+    let stage = stage_edges.clamp(1, MAX_MESSAGE / W);
     let (mut found, mut received) = (true, 0u64);
     in_rounds(comm, total as usize, stage, |r| {
         let source = Outside {
             first,
             ptr,
             cols,
+            values,
             at: &at,
             runs: &runs,
             from: r.start as u64,
             items: r.len(),
         };
-        let (send, counts) = by_owner(&source, blocks);
+        let (send, counts) = by_owner::<W>(&source, blocks);
         let (got, _) = comm.all_to_all_u32(&send, &counts);
         drop(send);
-        received += got.len() as u64 / 2;
-        found = found && all_found(first, (ptr, cols), &got, BUCKET);
+        received += (got.len() / W) as u64;
+        found = found && all_found::<W>(first, (ptr, cols, values), &got, BUCKET);
     })?;
     Ok(found && received == expected)
 }
@@ -227,12 +307,18 @@ fn mirrored_across(
 /// Entries of a bucket of rows in [`all_found`]: their columns fit in cache.
 const BUCKET: u64 = 1 << 15;
 
-/// Whether each pair `(j, i)` of `pairs` (flattened) has `j` among the rows `first..` (offsets
-/// and columns as given) and `i` in row `j`. The pairs are first put in buckets of consecutive
-/// rows of about `bucket` entries (a counting sort, chunks of pairs in parallel), so that each
-/// bucket's lookups stay in rows that fit in cache: looked up in the order received, nearly
-/// every step of every search missed the cache.
-fn all_found(first: usize, (ptr, cols): (&[u64], &[u32]), pairs: &[u32], bucket: u64) -> bool {
+/// Whether each record `(j, i)` of `W` words in `records` (flattened) has `j` among the rows
+/// `first..` (offsets, columns and, for records of 4 words, values as given) and `i` in row `j`,
+/// holding the value whose bits are the record's last two words. The records are first put in
+/// buckets of consecutive rows of about `bucket` entries (a counting sort, chunks of records in
+/// parallel), so that each bucket's lookups stay in rows that fit in cache: looked up in the
+/// order received, nearly every step of every search missed the cache.
+fn all_found<const W: usize>(
+    first: usize,
+    (ptr, cols, values): (&[u64], &[u32], Option<&[f64]>),
+    records: &[u32],
+    bucket: u64,
+) -> bool {
     let rows = ptr.len() - 1;
     let mut bounds: Vec<usize> = (0..ptr[rows].div_ceil(bucket).max(1))
         .map(|k| ptr.partition_point(|&p| p < k * bucket).min(rows))
@@ -242,15 +328,15 @@ fn all_found(first: usize, (ptr, cols): (&[u64], &[u32]), pairs: &[u32], bucket:
     let buckets = bounds.len() - 1;
     let bucket_of = |k: usize| bounds.partition_point(|&b| b <= k) - 1;
     let local = |j: u32| (j as usize).checked_sub(first).filter(|&k| k < rows);
-    let chunk = 2
-        * (pairs.len() / 2)
+    let chunk = W
+        * (records.len() / W)
             .div_ceil(rayon::current_num_threads() * 4)
             .max(1 << 12);
-    let counts: Option<Vec<Vec<usize>>> = pairs
+    let counts: Option<Vec<Vec<usize>>> = records
         .par_chunks(chunk)
         .map(|c| {
             let mut count = vec![0usize; buckets];
-            for p in c.chunks_exact(2) {
+            for p in c.chunks_exact(W) {
                 count[bucket_of(local(p[0])?)] += 1;
             }
             Some(count)
@@ -265,24 +351,34 @@ fn all_found(first: usize, (ptr, cols): (&[u64], &[u32]), pairs: &[u32], bucket:
         begin[b + 1] = begin[b] + counts.iter().map(|c| c[b]).sum::<usize>();
     }
     let starts = super::chunk_starts(&counts, &begin[..buckets]);
-    let mut sorted: Vec<(u32, u32)> = vec![(0, 0); pairs.len() / 2];
+    let mut sorted: Vec<[u32; W]> = vec![[0; W]; records.len() / W];
     {
         let out = SharedSlice::new_init(&mut sorted);
-        pairs.par_chunks(chunk).zip(starts).for_each(|(c, mut at)| {
-            for p in c.chunks_exact(2) {
-                let b = local(p[0]).map_or(0, bucket_of);
-                // SAFETY: the chunk's places in each bucket, counted above, are its alone.
-                unsafe { out.write(at[b], (p[0], p[1])) };
-                at[b] += 1;
-            }
-        });
+        records
+            .par_chunks(chunk)
+            .zip(starts)
+            .for_each(|(c, mut at)| {
+                for p in c.chunks_exact(W) {
+                    let b = local(p[0]).map_or(0, bucket_of);
+                    let mut record = [0; W];
+                    record.copy_from_slice(p);
+                    // SAFETY: the chunk's places in each bucket, counted above, are its alone.
+                    unsafe { out.write(at[b], record) };
+                    at[b] += 1;
+                }
+            });
     }
     (0..buckets).into_par_iter().all(|b| {
-        sorted[begin[b]..begin[b + 1]].iter().all(|&(j, i)| {
-            let k = j as usize - first;
-            cols[ptr[k] as usize..ptr[k + 1] as usize]
-                .binary_search(&i)
-                .is_ok()
+        sorted[begin[b]..begin[b + 1]].iter().all(|r| {
+            let (k, i) = (r[0] as usize - first, r[1]);
+            let start = ptr[k] as usize;
+            let found = cols[start..ptr[k + 1] as usize].binary_search(&i);
+            match (found, values) {
+                (Ok(x), Some(v)) if W == 4 => {
+                    v[start + x].to_bits() == u64::from(r[2]) | (u64::from(r[3]) << 32)
+                }
+                (found, _) => found.is_ok(),
+            }
         })
     })
 }
@@ -290,23 +386,25 @@ fn all_found(first: usize, (ptr, cols): (&[u64], &[u32]), pairs: &[u32], bucket:
 /// The entries outside the block, numbered row after row (`at[k]` is the number of row `k`'s
 /// first; `runs[k]`: how many of its first entries are below the block and of its last past
 /// it), from number `from` on: entry `(i, j)` makes the pair `(j, i)` where it is below the
-/// block and `i + j` is even, or past it and `i + j` is odd, and nothing otherwise.
+/// block and `i + j` is even, or past it and `i + j` is odd, and nothing otherwise; in records
+/// of 4 words, followed by the bits of the entry's value in `values`.
 struct Outside<'a> {
     first: usize,
     ptr: &'a [u64],
     cols: &'a [u32],
+    values: Option<&'a [f64]>,
     at: &'a [u64],
     runs: &'a [(u32, u32)],
     from: u64,
     items: usize,
 }
 
-impl RecordSource<2> for Outside<'_> {
+impl<const W: usize> RecordSource<W> for Outside<'_> {
     fn items(&self) -> usize {
         self.items
     }
 
-    fn records(&self, range: Range<usize>, mut out: impl FnMut([u32; 2])) {
+    fn records(&self, range: Range<usize>, mut out: impl FnMut([u32; W])) {
         let (lo, hi) = (self.from + range.start as u64, self.from + range.end as u64);
         if lo >= hi {
             return;
@@ -327,12 +425,21 @@ impl RecordSource<2> for Outside<'_> {
             let i = (self.first + k) as u32;
             // Numbers 0..below are the row's first entries, below..below + past its last.
             for x in from..to {
-                let (j, sent) = match x < below {
-                    true => (self.cols[start + x], 0),
-                    false => (self.cols[end - past + (x - below)], 1),
+                let (at, sent) = match x < below {
+                    true => (start + x, 0),
+                    false => (end - past + (x - below), 1),
                 };
+                let j = self.cols[at];
                 if (i ^ j) & 1 == sent {
-                    out([j, i]);
+                    let mut record = [0; W];
+                    record[0] = j;
+                    record[1] = i;
+                    if let (4, Some(v)) = (W, self.values) {
+                        let bits = v[at].to_bits();
+                        record[2] = bits as u32;
+                        record[3] = (bits >> 32) as u32;
+                    }
+                    out(record);
                 }
             }
             pos = self.at[k] + to as u64;
@@ -473,23 +580,33 @@ mod tests {
             .collect()
     }
 
+    /// [`row_block`] of `f` for the simple graph: the rows and whether they were checked.
+    fn read(
+        c: &dyn Comm,
+        f: &Path,
+        stage: usize,
+        check: SymmetryCheck,
+    ) -> Option<(RowBlock, bool)> {
+        let read = row_block(c, f, None, stage, check, None).unwrap()?;
+        assert!(read.values.is_none());
+        Some((read.rows, read.checked))
+    }
+
     #[test]
     fn archives_taken_as_stored_give_the_rows_the_general_path_gives() {
         let dir = tempfile::tempdir().unwrap();
         for (name, f, taken) in inputs(dir.path()) {
             let load = SymmetryCheck::Load;
-            let one = row_block(&SelfComm, &f, None, 1 << 20, load).unwrap();
+            let one = read(&SelfComm, &f, 1 << 20, load);
             assert_eq!(one.is_some(), taken, "{name} on one rank");
             for ranks in 1..=4 {
                 for stage in [3, 1 << 20] {
                     let what = format!("{name} on {ranks} ranks, stage {stage}");
                     let got = on_ranks(ranks, |c| {
-                        let stored = row_block(c, &f, None, stage, load).unwrap();
+                        let stored = read(c, &f, stage, load);
                         // Left to the caller, the check decides what the load's decided.
                         let caller = SymmetryCheck::Caller;
-                        if let Some((rows, checked)) =
-                            row_block(c, &f, None, stage, caller).unwrap()
-                        {
+                        if let Some((rows, checked)) = read(c, &f, stage, caller) {
                             assert!(!checked);
                             assert_eq!(is_simple(c, &rows, stage).unwrap(), taken, "{name}");
                             if let Some((s, _)) = &stored {
@@ -560,7 +677,9 @@ mod tests {
                     .num_threads(threads)
                     .build()
                     .unwrap();
-                let found = |p: &[u32]| pool.install(|| all_found(first, (&ptr, &cols), p, bucket));
+                let found = |p: &[u32]| {
+                    pool.install(|| all_found::<2>(first, (&ptr, &cols, None), p, bucket))
+                };
                 assert!(found(&pairs), "bucket {bucket}");
                 assert!(found(&[]));
                 for at in [0, pairs.len() / 2, pairs.len()] {
@@ -587,7 +706,7 @@ mod tests {
         std::fs::write(&f, bytes).unwrap();
         for ranks in [1, 3] {
             let got = on_ranks(ranks, |c| {
-                let stored = row_block(c, &f, None, 8, SymmetryCheck::Caller).unwrap();
+                let stored = read(c, &f, 8, SymmetryCheck::Caller);
                 let e = simple_row_block(c, &f, None, 8).unwrap_err().to_string();
                 (stored, e)
             });

@@ -284,23 +284,25 @@ pub fn load_simple_pattern(
 
 /// Block `part` of `parts` of the pattern [`load_simple_pattern`] reads from a CSR or CSC
 /// `.npz` archive, for one rank of a distributed run: the groups `rows_of(groups)` of the
-/// `n x n` pattern (chosen from its side and stored offsets), with whether they strictly increase and this block's pieces of the members' CRCs
-/// ([`npz::PatternBlock`]); only this block's bytes of the arrays are read. Whether the
-/// archive is a simple graph's is for the ranks to decide together. `None` when the file is no
-/// such archive or the block does not read cleanly: the caller then reads it as any other
-/// file, which says what is wrong.
+/// `n x n` pattern (chosen from its side and stored offsets), with whether they strictly
+/// increase and this block's pieces of the members' CRCs ([`npz::PatternBlock`]); with `values`,
+/// its values too, each checked by `values` ([`npz::BlockValues`]). Only this block's bytes of the
+/// arrays are read. Whether the archive is a simple graph's is for the ranks to decide together.
+/// `None` when the file is no such archive or the block does not read cleanly: the caller then
+/// reads it as any other file, which says what is wrong.
 pub fn load_pattern_block(
     path: &Path,
     format: Option<Format>,
     (part, parts): (usize, usize),
     rows_of: &dyn Fn(&npz::GroupOffsets<'_>) -> std::ops::Range<usize>,
+    values: Option<&npz::ValueCheck<'_>>,
 ) -> Option<npz::PatternBlock> {
     let is_npz = format.or_else(|| Format::of_input(path)) == Some(Format::Npz);
     if !is_npz || super::is_stdin(path) || path.is_dir() {
         return None;
     }
     let source = reader::Source::open(path).ok()?;
-    let block = npz::parse_pattern_block(source.bytes(), path, (part, parts), rows_of);
+    let block = npz::parse_pattern_block(source.bytes(), path, (part, parts), rows_of, values);
     source.unchanged(path).ok()?;
     block
 }

@@ -12,13 +12,15 @@
 //! rank which ids are touched (a gather of the blocks' flags), from which the compact numbering
 //! follows; a rank's nodes are its block's touched ids, so blocks of nodes stay consecutive.
 
+use super::super::input::RowBlock;
 use super::super::labels::LabelShare;
 use super::super::owners::{by_owner, RecordSource};
+use super::super::stored::{self, StoredRows};
 use super::super::{agree, in_rounds, Blocks, Comm, MAX_MESSAGE};
 use crate::csr::{BuildOptions, Csr, Duplicates};
 use crate::edges::EdgeList;
 use crate::error::{Error, Result};
-use crate::io::{self, Format};
+use crate::io::{self, Format, SymmetryCheck};
 use crate::scalar::Scalar;
 use rayon::prelude::*;
 use std::path::Path;
@@ -71,6 +73,9 @@ pub fn load_graph<T: Scalar>(
     format: Option<Format>,
     stage_edges: usize,
 ) -> Result<GraphBlock<T>> {
+    if let Some(block) = stored_block(comm, path, format, stage_edges)? {
+        return Ok(block);
+    }
     let (loaded, labels) =
         super::super::matrix::read_part_checked::<T>(comm, path, format, stage_edges, |l| {
             check_weights::<T>(&l.edges, &l.labels, path)
@@ -91,9 +96,57 @@ pub fn load_graph<T: Scalar>(
     let record = if weighted { WEIGHTED } else { 2 };
     let (rows, touched) = build_rows::<T>(&blocks, comm.rank(), &received, record);
     drop(received);
+    numbered(comm, &blocks, rows, &touched, labels)
+}
+
+/// This rank's block of the graph of a `.npz` archive that already stores it (a square CSR or
+/// CSC archive of a simple graph but for loops, each entry's mirror of the same value, every
+/// value a weight MCL takes: what `gmcl generate` writes, and SciPy's adjacency of an
+/// undirected graph), read as stored with no edge exchange ([`stored::row_block`]): its rows
+/// are the single-process ones (a pair's larger weight is either's), and a vertex is touched
+/// where its row stores any entry (its loop too; a symmetric pattern's columns name no other).
+/// `None`, on every rank, for any other file. Collective.
+fn stored_block<T: Scalar>(
+    comm: &dyn Comm,
+    path: &Path,
+    format: Option<Format>,
+    stage_edges: usize,
+) -> Result<Option<GraphBlock<T>>> {
+    // The single-process checks of a weight ([`check_weights`]): where one fails, the general
+    // path names it.
+    let weight = |w: f64| w >= 0.0 && w.is_finite() && T::from_f64(w).to_f64().is_finite();
+    let load = SymmetryCheck::Load;
+    let read = stored::row_block(comm, path, format, stage_edges, load, Some(&weight))?;
+    let Some(StoredRows {
+        rows,
+        values: Some(values),
+        ..
+    }) = read
+    else {
+        return Ok(None);
+    };
+    let RowBlock {
+        blocks, ptr, adj, ..
+    } = rows;
+    let len = blocks.range(comm.rank()).len();
+    let vals: Vec<T> = values.values.par_iter().map(|&w| T::from_f64(w)).collect();
+    let rows = Ok(Csr::from_parts_unchecked(len, blocks.n, ptr, adj, vals));
+    numbered(comm, &blocks, rows, &values.stored, None).map(Some)
+}
+
+/// The graph block from this rank's `rows` of `blocks` (columns and rows the file's vertex
+/// ids, or the error building them) and its rows' `touched` flags: the touched ids renumbered
+/// in order on every rank, the untouched rows left out. Collective.
+fn numbered<T: Scalar>(
+    comm: &dyn Comm,
+    blocks: &Blocks,
+    rows: Result<Csr<T>>,
+    touched: &[u8],
+    labels: Option<LabelShare>,
+) -> Result<GraphBlock<T>> {
     let rows = agree(comm, rows)?;
     // Every rank learns which ids are touched: one byte per id, gathered in rank order.
-    let (flags, _) = comm.all_gather_bytes(&touched);
+    let (flags, _) = comm.all_gather_bytes(touched);
     let mut new_id = vec![u32::MAX; flags.len()];
     let mut ids = Vec::new();
     for (v, &f) in flags.iter().enumerate() {
@@ -367,6 +420,117 @@ mod tests {
         // More ranks than buckets with records: the last blocks are empty, ending at n.
         assert_eq!(cut_at_shares(&[9, 0, 0], 4, 10, 3), vec![0, 4, 4, 10]);
         assert_eq!(cut_at_shares(&[0, 0], 4, 6, 2), vec![0, 6, 6]);
+    }
+
+    /// Checks every rank's block of `path` against the single-process graph of the file, on 1
+    /// to 3 ranks, and that the archive is read as stored exactly when `as_stored`.
+    fn blocks_match_one_process(path: &Path, as_stored: bool) {
+        let whole = crate::io::load(path, None).unwrap().edges;
+        let (g, ids) = crate::mcl::graph_from_edges::<f32>(&whole).unwrap();
+        for ranks in [1, 2, 3] {
+            let what = format!("{} on {ranks} ranks", path.display());
+            let got = on_ranks(ranks, |c| {
+                let stored = stored_block::<f32>(c, path, None, 64).unwrap();
+                (stored, load_graph::<f32>(c, path, None, 64).unwrap())
+            });
+            for (stored, b) in got {
+                assert_eq!(stored.is_some(), as_stored, "{what}");
+                if let Some(s) = stored {
+                    assert_eq!(s, b, "{what}");
+                }
+                assert_eq!(b.ids, ids, "{what}");
+                assert_eq!(b.nodes(), g.nrows(), "{what}");
+                for (i, node) in b.range().enumerate() {
+                    assert_eq!(b.rows.row(i), g.row(node), "{what}: node {node}");
+                }
+            }
+        }
+    }
+
+    /// A `.npz` archive of a simple graph with loops, each entry's mirror of the same weight, is
+    /// read as stored, and gives the single-process rows, its loop-only vertices kept and
+    /// untouched ones left out; one whose pairs weigh differently either way round, or whose
+    /// pattern is not symmetric, takes the general path and gives them too.
+    #[test]
+    fn archives_of_symmetric_graphs_are_read_as_stored() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut el = crate::generate::generate(&crate::generate::RmatParams {
+            undirected: true,
+            seed: 5,
+            ..crate::generate::RmatParams::new(9, 4 << 9)
+        })
+        .unwrap();
+        let touched: std::collections::HashSet<u32> =
+            el.edges.iter().flat_map(|&(u, v)| [u, v]).collect();
+        let untouched: Vec<u32> = (0..512).filter(|v| !touched.contains(v)).collect();
+        assert!(untouched.len() > 4, "some vertices untouched");
+        // Loops, two on vertices no edge touches; the last vertex left untouched.
+        el.edges.extend([
+            (3, 3),
+            (untouched[0], untouched[0]),
+            (untouched[2], untouched[2]),
+        ]);
+        let build = BuildOptions {
+            symmetrize: true,
+            drop_self_loops: false,
+            duplicates: Duplicates::Max,
+        };
+        let ones = Csr::<f64>::from_edges(&el, &build).unwrap();
+        let write = |name: &str, m: &Csr<f64>| {
+            let path = dir.path().join(name);
+            let f = std::fs::File::create(&path).unwrap();
+            crate::io::npz::write(std::io::BufWriter::new(f), m).unwrap();
+            path
+        };
+        blocks_match_one_process(&write("ones.npz", &ones), true);
+        let (n, _, ptr, cols, _) = ones.into_parts();
+        let row = |i: usize| &cols[ptr[i] as usize..ptr[i + 1] as usize];
+        // Weights other than 1, the same either way round.
+        let weighted: Vec<f64> = (0..n)
+            .flat_map(|i| {
+                row(i)
+                    .iter()
+                    .map(move |&j| 1.0 + (i as u32 ^ j) as f64 / 4.0)
+            })
+            .collect();
+        let m = Csr::from_parts_unchecked(n, n, ptr.clone(), cols.clone(), weighted);
+        blocks_match_one_process(&write("weighted.npz", &m), true);
+        // A pair's two weights differ: the larger is both's.
+        let lopsided: Vec<f64> = (0..n)
+            .flat_map(|i| {
+                row(i)
+                    .iter()
+                    .map(move |&j| 1.0 + (i as u32 % 7 + j % 3) as f64)
+            })
+            .collect();
+        let m = Csr::from_parts_unchecked(n, n, ptr.clone(), cols.clone(), lopsided);
+        blocks_match_one_process(&write("lopsided.npz", &m), false);
+        // One pair alone weighs differently either way round: the pair farthest apart, between
+        // the first and the last block on 2 and 3 ranks.
+        let mut one_pair: Vec<f64> = vec![2.0; cols.len()];
+        let far = |i: usize| row(i).last().map_or(0, |&j| (j as usize).saturating_sub(i));
+        let hub = (0..n).max_by_key(|&i| far(i)).unwrap();
+        one_pair[ptr[hub + 1] as usize - 1] = 3.0;
+        let m = Csr::from_parts_unchecked(n, n, ptr.clone(), cols.clone(), one_pair);
+        blocks_match_one_process(&write("one-pair.npz", &m), false);
+        // One entry's mirror missing.
+        let mut entries: Vec<(u32, u32)> = (0..n)
+            .flat_map(|i| row(i).iter().map(move |&j| (i as u32, j)))
+            .collect();
+        let k = entries.iter().position(|&(i, j)| i != j).unwrap();
+        entries.remove(k);
+        let one_way = EdgeList {
+            nrows: n,
+            ncols: n,
+            edges: entries,
+            weights: None,
+        };
+        let no_mirror = BuildOptions {
+            symmetrize: false,
+            ..build
+        };
+        let asym = Csr::<f64>::from_edges(&one_way, &no_mirror).unwrap();
+        blocks_match_one_process(&write("one-way.npz", &asym), false);
     }
 
     /// Every rank's rows are the single-process graph's rows of its nodes, bit for bit, on any

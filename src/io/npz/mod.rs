@@ -22,7 +22,7 @@ use crate::error::{Error, Result};
 use crate::scalar::Scalar;
 pub(crate) use part::parse_part;
 pub(crate) use rows::parse_pattern_block;
-pub use rows::{crc_pieces_match, CrcPiece, GroupOffsets, PatternBlock};
+pub use rows::{crc_pieces_match, BlockValues, CrcPiece, GroupOffsets, PatternBlock, ValueCheck};
 
 use npy::{Array, Dtype};
 use rayon::prelude::*;

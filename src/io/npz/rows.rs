@@ -1,13 +1,13 @@
 //! One block of a CSR or CSC archive's pattern without its diagonal, as one rank of a
 //! distributed run reads it when the archive may already hold a simple graph: the block's
 //! slices of `indptr` and `indices` only, decoded as [`super::parse_pattern`] decodes the whole
-//! (the values are not read; `data` is checked to hold one number per entry), with each stored
-//! member's CRC cut into pieces: every block computes the CRC of its own bytes of the member,
+//! (`data` is checked to hold one number per entry, and its values are read only when asked),
+//! with each stored member's CRC cut into pieces: every block computes the CRC of its own bytes of the member,
 //! the first from the member's start and the last to its end, so that the pieces combined in
 //! block order are the member's CRC, and no rank reads another's bytes to check it.
 
 use super::npy::Array;
-use super::{array_of, integers, pattern, values_unread, Archive};
+use super::{array_of, integers, pattern, values_unread, Archive, PART};
 use crate::io::{limits, Format};
 use rayon::prelude::*;
 use std::ops::Range;
@@ -18,6 +18,8 @@ use std::path::Path;
 pub struct PatternBlock {
     /// The side of the square pattern: the larger of the archive's two sizes.
     pub n: usize,
+    /// The archive's shape, rows by columns.
+    pub shape: (usize, usize),
     /// The groups read: rows of a CSR archive, columns of a CSC one (of a symmetric pattern,
     /// its rows alike); groups past the stored ones are empty.
     pub rows: Range<usize>,
@@ -29,6 +31,22 @@ pub struct PatternBlock {
     pub sorted: bool,
     /// This block's pieces of the CRCs of `indptr` and `indices`, in that order.
     pub crcs: [CrcPiece; 2],
+    /// The block's values, where [`parse_pattern_block`] was asked for them.
+    pub values: Option<BlockValues>,
+}
+
+/// The values of a block read with its pattern, for a graph whose weights are the stored values.
+#[derive(Clone, Debug, PartialEq)]
+pub struct BlockValues {
+    /// Every value of the block, its diagonal ones too, passed the caller's check.
+    pub valid: bool,
+    /// The values of the block's entries but the diagonal ones, in the order of its `cols`
+    /// (empty where some value failed the check).
+    pub values: Vec<f64>,
+    /// The block's piece of the CRC of `data`.
+    pub crc: CrcPiece,
+    /// For each group of the block, 1 where it stores any entry (a diagonal one too), else 0.
+    pub stored: Vec<u8>,
 }
 
 /// A block's share of a member's CRC check.
@@ -80,7 +98,8 @@ impl<'a> GroupOffsets<'a> {
 }
 
 /// Reads block `part` of `parts` of the pattern in the `.npz` file `bytes`: the groups
-/// `rows_of(groups)` of the `n x n` square pattern. `None` when the file is not a CSR or CSC archive,
+/// `rows_of(groups)` of the `n x n` square pattern; with `values`, the block's values too,
+/// each checked by `values` ([`BlockValues`]). `None` when the file is not a CSR or CSC archive,
 /// or when the block does not read cleanly (an index out of the shape, offsets that decrease,
 /// values that are not numbers, no memory for it): the caller then reads the file as any
 /// other, which says what is wrong.
@@ -89,6 +108,7 @@ pub(crate) fn parse_pattern_block(
     path: &Path,
     (part, parts): (usize, usize),
     rows_of: &dyn Fn(&GroupOffsets<'_>) -> Range<usize>,
+    values: Option<&ValueCheck<'_>>,
 ) -> Option<PatternBlock> {
     let archive = Archive::open(bytes, path).ok()?;
     let csr = match archive.format.as_str() {
@@ -154,6 +174,7 @@ pub(crate) fn parse_pattern_block(
         },
     );
     let index_range = ptr[0] as usize..ptr[ptr.len() - 1] as usize;
+    let stored_ptr = values.map(|_| ptr.clone());
     let read = pattern::off_diagonal_block(
         std::mem::take(&mut ptr),
         stored.start,
@@ -162,6 +183,18 @@ pub(crate) fn parse_pattern_block(
         idx_body.crc.is_some(),
     );
     let (mut block, scanned) = read.ok()?;
+    let values = match (values, stored_ptr) {
+        (Some(check), Some(stored_ptr)) => {
+            let at = Placed {
+                stored: &stored_ptr,
+                kept: &block.ptr,
+                first_row: stored.start,
+            };
+            let read = block_values(&archive, &at, &indices, rows.len(), check, (first, last));
+            Some(read?)
+        }
+        _ => None,
+    };
     let indices_piece = piece(&idx_body.bytes, &indices, index_range, first, last, |_| {
         scanned.clone().unwrap_or_default()
     });
@@ -170,6 +203,7 @@ pub(crate) fn parse_pattern_block(
     block.ptr.resize(rows.len() + 1, end);
     Some(PatternBlock {
         n,
+        shape: (nrows, ncols),
         rows,
         ptr: block.ptr,
         cols: block.cols,
@@ -184,6 +218,100 @@ pub(crate) fn parse_pattern_block(
                 ..indices_piece
             },
         ],
+        values,
+    })
+}
+
+/// The check a caller makes of each value it asks [`parse_pattern_block`] for.
+pub type ValueCheck<'a> = dyn Fn(f64) -> bool + Sync + 'a;
+
+/// Where a block's stored groups' entries lie: `stored`, their offsets into the whole arrays;
+/// `kept`, the offsets of their entries but the diagonal ones (from 0); `first_row`, the first
+/// group's number.
+struct Placed<'a> {
+    stored: &'a [u64],
+    kept: &'a [u64],
+    first_row: usize,
+}
+
+/// [`BlockValues`] of the block whose stored groups are placed `at` (then empty ones, `groups`
+/// in all), every value checked by `check`; `(first, last)`: whether the block is the first and
+/// the last. `None` when `data` cannot be read.
+fn block_values(
+    archive: &Archive<'_>,
+    at: &Placed<'_>,
+    indices: &Array<'_>,
+    groups: usize,
+    check: &ValueCheck<'_>,
+    (first, last): (bool, bool),
+) -> Option<BlockValues> {
+    let (body, _) = archive.member_unchecked("data").ok()?;
+    let data = array_of(archive.path, "data", &body.bytes).ok()?;
+    let width = data.dtype.size();
+    let (sp, kp) = (at.stored, at.kept);
+    let entries = sp[0] as usize..sp[sp.len() - 1] as usize;
+    // Parts of whole groups, about `PART` entries each.
+    let mut bounds: Vec<usize> = (0..entries.len().div_ceil(PART).max(1))
+        .map(|k| sp.partition_point(|&p| p < (entries.start + k * PART) as u64))
+        .map(|g| g.min(sp.len() - 1))
+        .collect();
+    bounds.push(sp.len() - 1);
+    bounds.dedup();
+    let lens: Vec<usize> = bounds
+        .windows(2)
+        .map(|w| (kp[w[1]] - kp[w[0]]) as usize)
+        .collect();
+    let mut values = vec![0f64; kp[kp.len() - 1] as usize];
+    let outs = crate::mem::split_by_lengths(&mut values, &lens);
+    let check_crc = body.crc.is_some();
+    let parts: Vec<(crc32fast::Hasher, bool)> = bounds
+        .par_windows(2)
+        .zip(outs)
+        .map(|(w, out)| {
+            let (lo, hi) = (sp[w[0]] as usize, sp[w[1]] as usize);
+            let mut h = crc32fast::Hasher::new();
+            if check_crc {
+                h.update(&data.data[lo * width..hi * width]);
+            }
+            let mut valid = true;
+            let mut o = 0;
+            for g in w[0]..w[1] {
+                let diagonal = (at.first_row + g) as i64;
+                let whole = kp[g + 1] - kp[g] == sp[g + 1] - sp[g];
+                for k in sp[g] as usize..sp[g + 1] as usize {
+                    let v = data.float(k).unwrap_or(f64::NAN);
+                    valid &= check(v);
+                    if whole || indices.int(k) != Some(i128::from(diagonal)) {
+                        // As many as the decoding kept, unless the bytes changed under the map.
+                        if let Some(slot) = out.get_mut(o) {
+                            *slot = v;
+                        }
+                        o += 1;
+                    }
+                }
+            }
+            (h, valid && o == out.len())
+        })
+        .collect();
+    let valid = parts.iter().all(|p| p.1);
+    let crc = piece(&body.bytes, &data, entries, first, last, |_| {
+        parts
+            .iter()
+            .fold(crc32fast::Hasher::new(), |mut all, (h, _)| {
+                all.combine(h);
+                all
+            })
+    });
+    let mut stored: Vec<u8> = sp.windows(2).map(|w| u8::from(w[0] < w[1])).collect();
+    stored.resize(groups, 0);
+    Some(BlockValues {
+        valid,
+        values: if valid { values } else { Vec::new() },
+        crc: CrcPiece {
+            want: body.crc,
+            ..crc
+        },
+        stored,
     })
 }
 
@@ -249,9 +377,13 @@ mod tests {
     fn blocks(bytes: &[u8], parts: usize) -> Vec<Option<PatternBlock>> {
         (0..parts)
             .map(|p| {
-                parse_pattern_block(bytes, Path::new("m.npz"), (p, parts), &|g| {
-                    cut(g.n, parts, p)
-                })
+                parse_pattern_block(
+                    bytes,
+                    Path::new("m.npz"),
+                    (p, parts),
+                    &|g| cut(g.n, parts, p),
+                    None,
+                )
             })
             .collect()
     }
@@ -339,6 +471,59 @@ mod tests {
     }
 
     #[test]
+    fn blocks_read_with_values_keep_those_off_the_diagonal_and_check_every_one() {
+        // Group 2's diagonal entry and group 3's only entry, a loop: their values are checked
+        // and dropped.
+        let groups = vec![vec![1, 2], vec![], vec![0, 2], vec![3], vec![]];
+        let mut bytes = compressed("csr", (5, 6), &groups, false);
+        let read = |bytes: &[u8], parts: usize, check: &ValueCheck<'_>| -> Vec<BlockValues> {
+            (0..parts)
+                .map(|p| {
+                    let b = parse_pattern_block(
+                        bytes,
+                        Path::new("m.npz"),
+                        (p, parts),
+                        &|g| cut(g.n, parts, p),
+                        Some(check),
+                    );
+                    b.unwrap().values.unwrap()
+                })
+                .collect()
+        };
+        for parts in 1..=4 {
+            let got = read(&bytes, parts, &|v| v == 1.0);
+            let stored: Vec<u8> = got.iter().flat_map(|b| b.stored.clone()).collect();
+            assert_eq!(stored, [1, 0, 1, 1, 0, 0], "{parts} parts");
+            let values: Vec<f64> = got.iter().flat_map(|b| b.values.clone()).collect();
+            assert_eq!(values, [1.0; 3], "{parts} parts");
+            assert!(got.iter().all(|b| b.valid));
+            let pieces: Vec<CrcPiece> = got.iter().map(|b| b.crc).collect();
+            assert!(pieces[0].want.is_some() && crc_pieces_match(&pieces));
+            // Every value checked, the diagonal ones too.
+            let seen = std::sync::atomic::AtomicUsize::new(0);
+            let got = read(&bytes, parts, &|_| {
+                seen.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                false
+            });
+            assert_eq!(seen.into_inner(), 5, "{parts} parts");
+            let valid: Vec<bool> = got.iter().map(|b| b.valid).collect();
+            let groups_read: Vec<bool> = got.iter().map(|b| b.stored.contains(&1)).collect();
+            assert_eq!(valid, groups_read.iter().map(|g| !g).collect::<Vec<_>>());
+            assert!(got.iter().all(|b| b.values.is_empty()));
+        }
+        let name = b"data.npy";
+        let at = bytes.windows(name.len()).rposition(|w| w == name).unwrap() - 30;
+        bytes[at] ^= 1;
+        for parts in [1, 3] {
+            let pieces: Vec<CrcPiece> = read(&bytes, parts, &|_| true)
+                .iter()
+                .map(|b| b.crc)
+                .collect();
+            assert!(!crc_pieces_match(&pieces), "{parts} parts");
+        }
+    }
+
+    #[test]
     fn what_does_not_read_cleanly_is_left_to_the_general_path() {
         let groups = vec![vec![1], vec![0, 2], vec![1, 7]];
         let bytes = compressed("csr", (3, 3), &groups, false);
@@ -347,6 +532,8 @@ mod tests {
         assert!(got[2].is_none(), "an index outside the shape");
         let coo = compressed("coo", (3, 3), &groups, false);
         assert!(blocks(&coo, 1)[0].is_none(), "a COO archive");
-        assert!(parse_pattern_block(b"PK", Path::new("m.npz"), (0, 1), &|g| 0..g.n).is_none());
+        assert!(
+            parse_pattern_block(b"PK", Path::new("m.npz"), (0, 1), &|g| 0..g.n, None).is_none()
+        );
     }
 }

@@ -284,10 +284,11 @@ fn moved_entry(entries: &[(u64, u64, f64)]) -> Vec<(u64, u64, f64)> {
 }
 
 #[test]
-fn archives_of_simple_graphs_taken_as_stored_count_as_the_single_process() {
-    // Ranks read a CSR or CSC archive that already holds a simple graph as stored, and decide
-    // so together; the others (one-way entries, unsorted rows) go the general path. Both must
-    // count as one process does.
+fn archives_of_simple_graphs_taken_as_stored_count_and_cluster_as_the_single_process() {
+    // Ranks read a CSR or CSC archive that already holds a simple graph as stored (for MCL:
+    // one whose values are all 1), and decide so together; the others (one-way entries,
+    // unsorted rows, loops weighing 2) go the general path. Both must count and cluster as one
+    // process does.
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
     let simple = simple_entries();
@@ -320,6 +321,9 @@ fn archives_of_simple_graphs_taken_as_stored_count_as_the_single_process() {
         let args = ["tricount", s(g), "--per-vertex", "@pv.tsv", "-q"];
         let (out, want) = assert_same_as_single(d, &args, &[], RANKS, &["16777216", "7"]);
         assert!(!out.trim().is_empty() && !want[0].is_empty(), "{}", s(g));
+        let args = ["cluster", s(g), "-o", "@c.txt", "-q"];
+        let (_, want) = assert_same_as_single(d, &args, &[], RANKS, &["16777216", "7"]);
+        assert!(!want[0].is_empty(), "{}", s(g));
     }
 }
 
