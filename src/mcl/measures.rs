@@ -4,6 +4,7 @@
 use crate::csr::Csr;
 use crate::error::{Error, Result};
 use crate::scalar::Scalar;
+use rayon::prelude::*;
 use std::collections::HashMap;
 use std::path::Path;
 
@@ -39,21 +40,78 @@ pub struct ClusterInfo {
 /// counts once per cluster, as in clm.
 pub fn cluster_info<T: Scalar>(graph: &Csr<T>, clusters: &[Vec<u32>]) -> ClusterInfo {
     let n = graph.nrows();
-    let total: f64 = (0..n).map(|v| degree(graph.row(v).1)).sum();
-    let mut mark = vec![u32::MAX; n];
-    let mut marked = None;
-    fold_info(n, clusters, total, |c, v| {
-        if marked != Some(c) {
-            for &u in &clusters[c] {
-                mark[u as usize] = c as u32;
-            }
-            marked = Some(c);
-        }
-        let (cols, vals) = graph.row(v as usize);
-        member_terms(cols, vals, clusters[c].len(), |u| {
-            mark[u as usize] == c as u32
-        })
+    // Summed in node order, as the terms are below: the same bits on any number of threads.
+    let degrees: Vec<f64> = (0..n)
+        .into_par_iter()
+        .map(|v| degree(graph.row(v).1))
+        .collect();
+    let total: f64 = degrees.iter().sum();
+    let terms = terms_in_order(n, clusters, |v| Some(graph.row(v as usize)));
+    let mut next = 0;
+    fold_info(n, clusters, total, |_, _| {
+        next += 1;
+        terms[next - 1]
     })
+}
+
+/// The terms ([`member_terms`]) of every member `v` of `clusters` whose row `row(v)` gives
+/// (`None`: a node this caller does not hold), cluster by cluster, member by member, on `n`
+/// nodes. In parallel where no node is in two clusters (each node's cluster then says who is
+/// inside), else one cluster after another, each marking its members first.
+pub(crate) fn terms_in_order<'g, T: Scalar>(
+    n: usize,
+    clusters: &[Vec<u32>],
+    row: impl Fn(u32) -> Option<(&'g [u32], &'g [T])> + Sync,
+) -> Vec<MemberTerms> {
+    let mut cluster_of = vec![u32::MAX; n];
+    let mut disjoint = true;
+    for (c, members) in clusters.iter().enumerate() {
+        for &v in members {
+            disjoint &= cluster_of[v as usize] == u32::MAX;
+            cluster_of[v as usize] = c as u32;
+        }
+    }
+    if !disjoint {
+        return marked_terms(cluster_of, clusters, row);
+    }
+    // Memberships in order: a large cluster's members are shared among the threads too.
+    let memberships: Vec<(u32, u32)> = clusters
+        .iter()
+        .enumerate()
+        .flat_map(|(c, members)| members.iter().map(move |&v| (c as u32, v)))
+        .collect();
+    memberships
+        .par_iter()
+        .with_min_len(1 << 10)
+        .filter_map(|&(c, v)| {
+            let (cols, vals) = row(v)?;
+            let size = clusters[c as usize].len();
+            Some(member_terms(cols, vals, size, |u| {
+                cluster_of[u as usize] == c
+            }))
+        })
+        .collect()
+}
+
+/// [`terms_in_order`] one cluster after another, each marking its members in `mark` (one
+/// entry per node) before its members' terms are made.
+fn marked_terms<'g, T: Scalar>(
+    mut mark: Vec<u32>,
+    clusters: &[Vec<u32>],
+    row: impl Fn(u32) -> Option<(&'g [u32], &'g [T])>,
+) -> Vec<MemberTerms> {
+    let mut terms = Vec::new();
+    for (c, members) in clusters.iter().enumerate() {
+        for &u in members {
+            mark[u as usize] = c as u32;
+        }
+        let inside = |u: u32| mark[u as usize] == c as u32;
+        terms.extend(members.iter().filter_map(|&v| {
+            let (cols, vals) = row(v)?;
+            Some(member_terms(cols, vals, members.len(), inside))
+        }));
+    }
+    terms
 }
 
 /// A node's edge weight, summed in column order.
@@ -446,6 +504,61 @@ mod tests {
         assert!(distance(&[vec![0, 1]], &[vec![0], vec![0, 1]], 2).is_err());
         assert!(distance(&[vec![0]], &[vec![0, 1]], 2).is_err());
         assert!(distance(&[vec![0, 5]], &[vec![0, 1]], 2).is_err());
+    }
+
+    /// Clusters no node shares take the parallel path: the terms, node for node, bit for bit,
+    /// of the one that marks each cluster's members, on any number of threads, with nodes in
+    /// no cluster and empty clusters; and only a caller's own nodes' terms.
+    #[test]
+    fn terms_in_parallel_are_the_marked_ones() {
+        let el = crate::generate::generate(&crate::generate::RmatParams {
+            undirected: true,
+            weights: true,
+            seed: 3,
+            ..crate::generate::RmatParams::new(10, 8 << 10)
+        })
+        .unwrap();
+        let (g, _) = crate::mcl::graph_from_edges::<f32>(&el).unwrap();
+        let n = g.nrows() as u32;
+        let bits = |t: &[MemberTerms]| -> Vec<[u64; 4]> {
+            t.iter()
+                .map(|t| {
+                    let m = t.mass.map_or(u64::MAX, f64::to_bits);
+                    let e = t.efficiency.map_or(u64::MAX, f64::to_bits);
+                    [m, e, t.internal.to_bits(), t.degree.to_bits()]
+                })
+                .collect()
+        };
+        let clusterings: Vec<Vec<Vec<u32>>> = vec![
+            (0..n).map(|v| vec![v]).collect(),
+            vec![
+                (0..n).rev().step_by(2).collect(),
+                vec![],
+                (1..n - 9).step_by(2).collect(),
+            ],
+            (0..n)
+                .collect::<Vec<u32>>()
+                .chunks(37)
+                .map(<[u32]>::to_vec)
+                .collect(),
+        ];
+        for clusters in &clusterings {
+            let all = |v: u32| Some(g.row(v as usize));
+            let want = marked_terms(vec![u32::MAX; n as usize], clusters, all);
+            let ours = |v: u32| (v % 3 == 0).then(|| g.row(v as usize));
+            let want_ours = marked_terms(vec![u32::MAX; n as usize], clusters, ours);
+            assert!(want_ours.len() < want.len() && !want_ours.is_empty());
+            for threads in [1, 4] {
+                let pool = rayon::ThreadPoolBuilder::new()
+                    .num_threads(threads)
+                    .build()
+                    .unwrap();
+                let got = pool.install(|| terms_in_order(n as usize, clusters, all));
+                assert_eq!(bits(&got), bits(&want), "{threads} threads");
+                let got = pool.install(|| terms_in_order(n as usize, clusters, ours));
+                assert_eq!(bits(&got), bits(&want_ours), "{threads} threads");
+            }
+        }
     }
 
     #[test]

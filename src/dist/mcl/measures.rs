@@ -8,6 +8,7 @@ use super::GraphBlock;
 use crate::error::{Error, Result};
 use crate::mcl::measures::{self, ClusterInfo, MemberTerms};
 use crate::scalar::Scalar;
+use rayon::prelude::*;
 
 /// Words per member's terms: which terms exist, then four values.
 const WORDS: usize = 5;
@@ -21,24 +22,15 @@ pub fn cluster_info<T: Scalar>(
 ) -> Result<ClusterInfo> {
     let first = graph.first();
     let mine = first..first + graph.rows.nrows();
-    // The cluster whose members are marked (nodes may be in several, so each cluster marks its
-    // members again before its own members' terms), as the single process tests a neighbour.
-    let mut mark = vec![u32::MAX; graph.nodes()];
-    let mut words = Vec::new();
-    for (c, members) in clusters.iter().enumerate() {
-        for &u in members {
-            mark[u as usize] = c as u32;
-        }
-        for &v in members.iter().filter(|&&v| mine.contains(&(v as usize))) {
-            let (cols, vals) = graph.rows.row(v as usize - first);
-            let inside = |u: u32| mark[u as usize] == c as u32;
-            encode(
-                &measures::member_terms(cols, vals, members.len(), inside),
-                &mut words,
-            );
-        }
+    let terms = measures::terms_in_order(graph.nodes(), clusters, |v| {
+        mine.contains(&(v as usize))
+            .then(|| graph.rows.row(v as usize - first))
+    });
+    let mut words = Vec::with_capacity(terms.len() * WORDS);
+    for t in &terms {
+        encode(t, &mut words);
     }
-    drop(mark);
+    drop(terms);
     let too_large = (words.len() > MAX_MESSAGE).then(|| {
         Error::Invalid(format!(
             "the measures of {} memberships are more than one message carries",
@@ -49,6 +41,7 @@ pub fn cluster_info<T: Scalar>(
     let (terms, counts) = comm.all_gather_u64(&words);
     drop(words);
     let degrees: Vec<u64> = (0..graph.rows.nrows())
+        .into_par_iter()
         .map(|i| measures::degree(graph.rows.row(i).1).to_bits())
         .collect();
     let (degrees, _) = comm.all_gather_u64(&degrees);
