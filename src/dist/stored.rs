@@ -1,7 +1,9 @@
 //! The simple graph's row blocks read straight from a `.npz` archive that already stores one:
 //! every rank reads its block of rows (or columns: a symmetric pattern's are the same; blocks of
-//! about equal entries, cut by every rank alike from the stored offsets) from the mapped file, its bytes of `indptr` and `indices` only and no values
-//! ([`crate::io::load_pattern_block`]), the diagonal dropped as the simple graph drops loops.
+//! about equal entries, cut by every rank alike from the stored offsets) from the mapped file,
+//! its bytes of `indptr` and `indices` only, and of `data` where the caller wants the values
+//! too ([`crate::io::load_pattern_block`]), the diagonal dropped as the simple graph drops
+//! loops.
 //! The ranks then decide together whether the rows read are the simple graph's; when they are,
 //! each rank's block is its rows as read, with no edge exchange. When they are not (or the
 //! archive is no CSR or CSC one, or a block did not read cleanly), the caller takes the general
@@ -19,7 +21,9 @@
 //! when every one is found, and there are as many as the rank's entries of the same classes
 //! (past its block and even, below it and odd), they are exactly those entries: every entry
 //! between blocks has its mirror. The exchange runs in rounds of at most `stage_edges` of a
-//! rank's entries between blocks.
+//! rank's entries between blocks. Where the values are read, each pair carries its entry's
+//! value bits and must find them in its mirror, and inside a block each upper entry looks its
+//! mirror's value up: the graph's weights are then symmetric too.
 
 use super::input::RowBlock;
 use super::owners::{by_owner, RecordSource};
@@ -49,9 +53,9 @@ pub(crate) struct StoredRows {
 /// increase come back without the symmetry check, which is then the caller's ([`is_simple`]);
 /// [`StoredRows::checked`] says whether the blocks were checked. With `values`, the archive is
 /// taken only where it is square and every value passes `values` (the diagonal ones too), the
-/// values are read with the rows (`data`'s CRC checked too) and the check of symmetry, the
-/// load's, also wants each entry's mirror to hold the same value, bit for bit: a weighted
-/// graph stored as it is clustered. Collective.
+/// values are read with the rows (`data`'s CRC checked too), and [`SymmetryCheck::Load`]'s
+/// check also wants each entry's mirror to hold the same value, bit for bit: a weighted graph
+/// stored as MCL clusters it. Collective.
 pub(crate) fn row_block(
     comm: &dyn Comm,
     path: &Path,

@@ -11,6 +11,8 @@
 //! kept), so every value is bitwise the single-process one. One byte per vertex id tells every
 //! rank which ids are touched (a gather of the blocks' flags), from which the compact numbering
 //! follows; a rank's nodes are its block's touched ids, so blocks of nodes stay consecutive.
+//! A `.npz` archive that already stores the graph (symmetric, weights too) is read as stored
+//! first, each rank its block's rows, and no edge crosses ranks ([`stored_block`]).
 
 use super::super::input::RowBlock;
 use super::super::labels::LabelShare;
@@ -101,11 +103,11 @@ pub fn load_graph<T: Scalar>(
 
 /// This rank's block of the graph of a `.npz` archive that already stores it (a square CSR or
 /// CSC archive of a simple graph but for loops, each entry's mirror of the same value, every
-/// value a weight MCL takes: what `gmcl generate` writes, and SciPy's adjacency of an
-/// undirected graph), read as stored with no edge exchange ([`stored::row_block`]): its rows
-/// are the single-process ones (a pair's larger weight is either's), and a vertex is touched
-/// where its row stores any entry (its loop too; a symmetric pattern's columns name no other).
-/// `None`, on every rank, for any other file. Collective.
+/// value a weight MCL takes: what `gmcl generate --undirected` writes, and SciPy's adjacency of
+/// an undirected graph), read as stored with no edge exchange ([`stored::row_block`]): its
+/// rows are the single-process ones (a pair's larger weight is either's), and a vertex is
+/// touched where its row stores any entry (its loop too; a symmetric pattern's columns name no
+/// other). `None`, on every rank, for any other file. Collective.
 fn stored_block<T: Scalar>(
     comm: &dyn Comm,
     path: &Path,

@@ -2,9 +2,9 @@
 //! distributed run reads it when the archive may already hold a simple graph: the block's
 //! slices of `indptr` and `indices` only, decoded as [`super::parse_pattern`] decodes the whole
 //! (`data` is checked to hold one number per entry, and its values are read only when asked),
-//! with each stored member's CRC cut into pieces: every block computes the CRC of its own bytes of the member,
-//! the first from the member's start and the last to its end, so that the pieces combined in
-//! block order are the member's CRC, and no rank reads another's bytes to check it.
+//! with each stored member's CRC cut into pieces: every block computes the CRC of its own bytes
+//! of the member, the first from the member's start and the last to its end, so that the pieces
+//! combined in block order are the member's CRC, and no rank reads another's bytes to check it.
 
 use super::npy::Array;
 use super::{array_of, integers, pattern, values_unread, Archive, PART};
