@@ -158,7 +158,7 @@ fn decode(
 
 /// The first row of each part, then the row count: rows cut where the entries (counted from the
 /// first row's) pass multiples of [`PART`] (a part of one long row may hold more).
-fn parts(ptr: &[u64]) -> Vec<usize> {
+pub(super) fn parts(ptr: &[u64]) -> Vec<usize> {
     let n = ptr.len() - 1;
     let (base, entries) = (ptr[0], ptr[n] - ptr[0]);
     let mut bounds: Vec<usize> = (0..entries.div_ceil(PART).max(1))

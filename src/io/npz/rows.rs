@@ -7,7 +7,7 @@
 //! combined in block order are the member's CRC, and no rank reads another's bytes to check it.
 
 use super::npy::Array;
-use super::{array_of, integers, pattern, values_unread, Archive, PART};
+use super::{array_of, integers, part_crc, pattern, values_unread, Archive};
 use crate::io::{limits, Format};
 use rayon::prelude::*;
 use std::ops::Range;
@@ -250,13 +250,8 @@ fn block_values(
     let width = data.dtype.size();
     let (sp, kp) = (at.stored, at.kept);
     let entries = sp[0] as usize..sp[sp.len() - 1] as usize;
-    // Parts of whole groups, about `PART` entries each.
-    let mut bounds: Vec<usize> = (0..entries.len().div_ceil(PART).max(1))
-        .map(|k| sp.partition_point(|&p| p < (entries.start + k * PART) as u64))
-        .map(|g| g.min(sp.len() - 1))
-        .collect();
-    bounds.push(sp.len() - 1);
-    bounds.dedup();
+    // The pattern's parts of whole groups: each part's values read once, in cache.
+    let bounds = pattern::parts(sp);
     let lens: Vec<usize> = bounds
         .windows(2)
         .map(|w| (kp[w[1]] - kp[w[0]]) as usize)
@@ -269,10 +264,7 @@ fn block_values(
         .zip(outs)
         .map(|(w, out)| {
             let (lo, hi) = (sp[w[0]] as usize, sp[w[1]] as usize);
-            let mut h = crc32fast::Hasher::new();
-            if check_crc {
-                h.update(&data.data[lo * width..hi * width]);
-            }
+            let h = part_crc(check_crc, &data.data[lo * width..hi * width]);
             let mut valid = true;
             let mut o = 0;
             for g in w[0]..w[1] {
