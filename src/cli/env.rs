@@ -86,9 +86,10 @@ pub fn dist_spgemm_options() -> gmcl::dist::spgemm::Options {
     o
 }
 
-/// The stages of MCL across ranks: `GMCL_DIST_STAGE` bounds both (as for tricount); without
-/// it, each rank sizes its rounds by its share of the host's memory (the ranks the launcher
-/// started on this host).
+/// The stages of MCL across ranks: `GMCL_DIST_STAGE` bounds both (as for tricount), and with it
+/// blocks of any size are cut again where uneven (small stages are for tests, on small graphs);
+/// without it, each rank sizes its rounds by its share of the host's memory (the ranks the
+/// launcher started on this host).
 pub fn dist_mcl_options() -> gmcl::dist::mcl::Options {
     let mut o = gmcl::dist::mcl::Options {
         ranks_on_host: ranks_on_host(),
@@ -97,6 +98,7 @@ pub fn dist_mcl_options() -> gmcl::dist::mcl::Options {
     if let Some(n) = number("GMCL_DIST_STAGE") {
         o.stage_edges = n as usize;
         o.stage_entries = Some(n as usize);
+        o.rebalance.least = 0;
     }
     o
 }

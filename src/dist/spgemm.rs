@@ -178,7 +178,10 @@ pub fn multiply<T: Scalar>(
 }
 
 /// A's blocks differing in work by more than this factor from the mean are cut again.
-const BALANCE_SLACK: f64 = 1.1;
+const BALANCE_SLACK: super::mcl::balance::Slack = super::mcl::balance::Slack {
+    ratio: 1.1,
+    least: 0,
+};
 
 /// A's rows moved to blocks of equal products (each row's products from `b_len`, every row of
 /// B's length), or `None` where the blocks are within [`BALANCE_SLACK`] of it: R-MAT puts its

@@ -4,10 +4,11 @@
 //! Blocks of equal node counts are far from equal work on power-law graphs, whose hubs sit
 //! together (R-MAT puts them at low ids): the first rank of two would make most of every `M²`.
 //! Each iteration cuts the blocks again by its own products ([`rebalance`], from the row lengths
-//! every rank gathers anyway) where the heaviest block strays from the mean: the first by each
-//! column's share of the first expansion, `Σ (deg(k) + 1)` over its `k` (its neighbours and
-//! itself, the loop added), the later ones as the work moves while the matrix fills and then
-//! empties. Blocks are cut where the running sum of the work crosses each
+//! every rank gathers anyway) where the heaviest block strays from the mean ([`Slack`]): the
+//! first by each column's share of the first expansion, `Σ (deg(k) + 1)` over its `k` (its
+//! neighbours and itself, the loop added; where the blocks stay on the GPUs, by its estimated
+//! entries instead: [`super::expanded`]), the later ones as the work moves while the matrix
+//! fills and then empties. Blocks are cut where the running sum of the work crosses each
 //! multiple of the total over the ranks. The clusters do not depend on the cut (every column
 //! is made by the same code from the same rows), only the time does.
 
@@ -15,6 +16,17 @@ use super::super::Comm;
 use super::fetch;
 use crate::csr::Csr;
 use crate::scalar::Scalar;
+
+/// When blocks are cut again: where the heaviest block's work exceeds the mean by more than
+/// `ratio` times the mean and by more than `least` (a move costs more than evening out a
+/// small excess saves).
+#[derive(Clone, Copy, Debug)]
+pub struct Slack {
+    /// The heaviest block's work over the mean, above which the blocks are cut again.
+    pub ratio: f64,
+    /// The excess of the heaviest block over the mean below which they are not.
+    pub least: u64,
+}
 
 /// A block moved to new owners: the blocks' first nodes, this rank's rows, and the bytes it
 /// received.
@@ -29,15 +41,15 @@ pub struct Moved<T> {
 
 /// The block `rows` of every rank (`starts`: the blocks' first nodes) cut again at equal shares
 /// of `work` (this rank's, per row), its rows moved to their new owners (`lengths`: every
-/// node's row length), or `None` when the heaviest block is within `slack` times the mean
-/// (every rank takes the same decision). Collective.
+/// node's row length), or `None` when the heaviest block is within `slack` of the mean (every
+/// rank takes the same decision). Collective.
 pub fn rebalance<T: Scalar>(
     comm: &dyn Comm,
     rows: &Csr<T>,
     starts: &[usize],
     work: &[u64],
     lengths: &[u32],
-    slack: f64,
+    slack: Slack,
 ) -> Option<Moved<T>> {
     let new = new_starts(comm, starts, work, slack)?;
     let (rows, received) = moved(comm, rows, starts, &new, lengths);
@@ -49,19 +61,20 @@ pub fn rebalance<T: Scalar>(
 }
 
 /// The blocks (`starts`: their first nodes) cut again at equal shares of `work` (this rank's,
-/// per row of its block), or `None` when the heaviest block is within `slack` times the mean or
+/// per row of its block), or `None` when the heaviest block is within `slack` of the mean or
 /// the cut stays where it is (every rank takes the same decision). Collective.
 pub fn new_starts(
     comm: &dyn Comm,
     starts: &[usize],
     work: &[u64],
-    slack: f64,
+    slack: Slack,
 ) -> Option<Vec<usize>> {
     let n = *starts.last()?;
     let (totals, _) = comm.all_gather_u64(&[work.iter().sum()]);
     let all: u64 = totals.iter().sum();
-    let heaviest = totals.iter().copied().max().unwrap_or(0);
-    if heaviest as f64 <= slack * all as f64 / comm.size() as f64 {
+    let heaviest = totals.iter().copied().max().unwrap_or(0) as f64;
+    let mean = all as f64 / comm.size() as f64;
+    if heaviest <= slack.ratio * mean || heaviest - mean <= slack.least as f64 {
         return None;
     }
     let new = cut(comm, starts[comm.rank()], work, &totals, n);
@@ -178,7 +191,11 @@ mod tests {
                 through + u64::from(own[i]) + 1
             })
             .collect();
-        match rebalance(comm, &graph.rows, &graph.starts, &work, &degree, 1.0) {
+        let even = Slack {
+            ratio: 1.0,
+            least: 0,
+        };
+        match rebalance(comm, &graph.rows, &graph.starts, &work, &degree, even) {
             Some(moved) => GraphBlock {
                 starts: moved.starts,
                 rows: moved.rows,

@@ -18,6 +18,9 @@
 //! node), and reads the clusters off them with [`crate::mcl::interpret`]'s single-process code.
 
 pub mod balance;
+// Only the blocks kept on GPUs (which need MPI) weigh by it; its tests run without MPI too.
+#[cfg_attr(not(feature = "mpi"), allow(dead_code))]
+mod expanded;
 pub mod fetch;
 pub mod graph;
 pub mod measures;
@@ -48,6 +51,8 @@ pub struct Options {
     /// The ranks sharing this host's memory (at least 1): each sizes its rounds by this share
     /// of the memory left.
     pub ranks_on_host: usize,
+    /// When an iteration first cuts the blocks again at equal work.
+    pub rebalance: balance::Slack,
 }
 
 impl Default for Options {
@@ -56,6 +61,7 @@ impl Default for Options {
             stage_edges: 1 << 24,
             stage_entries: None,
             ranks_on_host: 1,
+            rebalance: REBALANCE_SLACK,
         }
     }
 }
@@ -274,9 +280,13 @@ struct Block<T> {
     starts: Vec<usize>,
 }
 
-/// Above this ratio of the heaviest block's products to the mean, an iteration moves rows to
-/// even them out first.
-const REBALANCE_SLACK: f64 = 1.1;
+/// Where an iteration moves rows to even out its blocks' work first: past 5% above the mean,
+/// unless the excess is too small to pay for the move (in products: a millisecond or so on a
+/// GPU).
+const REBALANCE_SLACK: balance::Slack = balance::Slack {
+    ratio: 1.05,
+    least: 1 << 28,
+};
 
 /// One iteration on every rank's block of `Mᵀ`: the blocks cut again at equal products where
 /// they stray from equal ([`balance::rebalance`]), then the block's columns of `M²` made in
@@ -314,7 +324,7 @@ fn iterate<T: Scalar>(
             })
             .collect();
         parts.lengths = t0.elapsed().as_secs_f64();
-        let moved = balance::rebalance(comm, &m, &starts, &products, &lengths, REBALANCE_SLACK);
+        let moved = balance::rebalance(comm, &m, &starts, &products, &lengths, opts.rebalance);
         if let Some(moved) = moved {
             (m, starts, received) = (moved.rows, moved.starts, received + moved.received);
         }
@@ -688,6 +698,11 @@ mod tests {
                         stage_edges: 50,
                         stage_entries: Some(stage),
                         ranks_on_host: 1,
+                        // Small graphs' blocks move too.
+                        rebalance: balance::Slack {
+                            least: 0,
+                            ..REBALANCE_SLACK
+                        },
                     };
                     let moved = on_ranks(p, |c| {
                         let gb = load_graph::<f32>(c, path, None, opts.stage_edges).unwrap();
@@ -736,6 +751,10 @@ mod tests {
             stage_edges: 100,
             stage_entries: Some(3000),
             ranks_on_host: 1,
+            rebalance: balance::Slack {
+                least: 0,
+                ..REBALANCE_SLACK
+            },
         };
         for path in &graphs {
             for (overlap, ranks) in [
@@ -1008,6 +1027,10 @@ mod tests {
                     stage_edges: 50,
                     stage_entries: Some(500),
                     ranks_on_host: p,
+                    rebalance: balance::Slack {
+                        least: 0,
+                        ..REBALANCE_SLACK
+                    },
                 };
                 on_ranks(p, |c| {
                     let gb = load_graph::<f32>(c, path, None, opts.stage_edges).unwrap();

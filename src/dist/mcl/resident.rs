@@ -7,7 +7,7 @@
 //! decisions (the cut, the rounds, the fused dense rows) and the arithmetic are the host
 //! path's ([`super::iterate`]), so the matrices are bitwise the same.
 
-use super::{add_round, all_ranks, balance, fetch, Block, Expansion, REBALANCE_SLACK};
+use super::{add_round, all_ranks, balance, expanded, fetch, Block, Expansion};
 use crate::dist::device_rows::{Route, MIN_PIECE_ENTRIES, PIECE_ENTRIES};
 use crate::dist::{agree, device_rows, Comm};
 use crate::error::Result;
@@ -27,6 +27,9 @@ pub(super) struct DeviceBlock<T: Scalar> {
     starts: Vec<usize>,
     /// The smallest value of every rank's block (0 where some value is not positive).
     least: f64,
+    /// The work of each of the block's columns the next cut weighs, where known before the
+    /// iteration (the first: estimated entries); else the iteration weighs their products.
+    work: Option<Vec<u64>>,
 }
 
 /// Of the device memory free, the part (1 in this many) the rows a round fetches may take
@@ -36,7 +39,9 @@ pub(super) struct DeviceBlock<T: Scalar> {
 const DEVICE_FETCH_SHARE: u64 = 2;
 
 impl<T: Scalar> DeviceBlock<T> {
-    /// Uploads the host block. Collective.
+    /// Uploads the host block, the start matrix's, and weighs its columns for the first cut by
+    /// their estimated entries ([`expanded::expanded_per_row`]): what the GPU's first expansion
+    /// takes its time over, unlike its products. Collective.
     pub(super) fn upload(comm: &dyn Comm, engine: &GpuEngine, block: Block<T>) -> Result<Self> {
         let smallest = block
             .m
@@ -46,12 +51,14 @@ impl<T: Scalar> DeviceBlock<T> {
             .reduce(|| f64::INFINITY, f64::min);
         let mut least = [-smallest];
         comm.max_f64(&mut least);
+        let work = (comm.size() > 1).then(|| expanded::expanded_per_row(comm, &block.m));
         let m = agree(comm, DeviceCsr::upload(engine.gpu(), &block.m))?;
         Ok(DeviceBlock {
             m,
             ptr: block.m.row_ptr().to_vec(),
             starts: block.starts,
             least: -least[0],
+            work,
         })
     }
 
@@ -84,14 +91,18 @@ pub(super) fn iterate<T: Scalar>(
         mut ptr,
         mut starts,
         least,
+        work,
     } = block;
     let own: Vec<u32> = ptr.windows(2).map(|w| (w[1] - w[0]) as u32).collect();
     let (lengths, _) = comm.all_gather_u32(&own);
     let mut received = 4 * (lengths.len() - own.len()) as u64;
     let mut parts = mcl::ExchangeParts::default();
-    let products = agree(comm, engine.products_per_row(&m, &lengths))?;
+    let work = match work {
+        Some(work) => work,
+        None => agree(comm, engine.products_per_row(&m, &lengths))?,
+    };
     parts.lengths = t0.elapsed().as_secs_f64();
-    if let Some(new) = balance::new_starts(comm, &starts, &products, REBALANCE_SLACK) {
+    if let Some(new) = balance::new_starts(comm, &starts, &work, opts.rebalance) {
         let (had, gets) = (starts[me]..starts[me + 1], new[me]..new[me + 1]);
         let ask: Vec<u32> = gets
             .clone()
@@ -107,7 +118,7 @@ pub(super) fn iterate<T: Scalar>(
         (m, ptr, starts) = (moved, moved_ptr, new);
         received += got;
     }
-    drop(products);
+    drop(work);
     parts.cut = t0.elapsed().as_secs_f64() - parts.lengths;
     let t = Instant::now();
     let (n, first, nrows) = (*starts.last().unwrap_or(&0), starts[me], m.nrows());
@@ -233,6 +244,7 @@ pub(super) fn iterate<T: Scalar>(
         ptr: next_ptr,
         starts,
         least: -least[0],
+        work: None,
     };
     Ok((block, it))
 }
