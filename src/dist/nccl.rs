@@ -38,6 +38,16 @@ struct Joining {
 }
 
 impl Joining {
+    /// Whether the link is no longer being made here: taken up, or its thread done.
+    fn settled(&self) -> bool {
+        self.link.get().is_some()
+            || self
+                .thread
+                .borrow()
+                .as_ref()
+                .map_or(true, JoinHandle::is_finished)
+    }
+
     /// What the thread made (its failures named, a panic included).
     fn joined(&self) -> Result<Link> {
         match self.thread.borrow_mut().take() {
@@ -151,8 +161,8 @@ fn local_place(mpi: &MpiComm) -> (Option<Arc<Gpu>>, Place) {
 /// The communicator `asked` for over `mpi`: NCCL between the ranks' GPUs (`Some`), or MPI alone
 /// (`None`: one rank, `Exchange::Mpi`, or `Auto` where NCCL cannot be had, `notice` told why
 /// when every rank has a GPU). `Exchange::Nccl` where it cannot be had is an error naming the
-/// rank and the cause. Exchanges of fewer than `min_words` words ([`MIN_WORDS`]) go by MPI.
-/// Opens each rank's GPU and returns while NCCL joins them on a thread: where that fails,
+/// rank and the cause. Exchanges of fewer than `min_words` words ([`MIN_WORDS`]) go by MPI, and
+/// under `Auto` so do those made before every rank has joined. Opens each rank's GPU and returns while NCCL joins them on a thread: where that fails,
 /// the link's first use (collective, as every use is) falls back to MPI with a notice, or
 /// with `Exchange::Nccl` ends every rank (exit status 3). Collective.
 pub fn open<'a>(
@@ -257,6 +267,18 @@ impl NcclComm<'_> {
             .as_ref()
     }
 
+    /// Whether every rank's link is settled ([`Joining::settled`]): until then an exchange
+    /// under `auto` goes by MPI rather than wait for NCCL's start (an exchange while the input
+    /// loads would wait far longer than MPI takes to carry it). Collective.
+    fn joined_everywhere(&self) -> bool {
+        if self.link.link.get().is_some() {
+            return true;
+        }
+        let mut joining = [u64::from(!self.link.settled())];
+        self.mpi.max_u64(&mut joining);
+        joining[0] == 0
+    }
+
     /// Leaves the link to the end of the process, which follows: the driver takes NCCL's
     /// resources down with the process, where ending the communicator first would wait for
     /// NCCL's teardown (a large part of a short run's wall). Waits for the joining thread.
@@ -282,7 +304,9 @@ impl NcclComm<'_> {
         // Every rank learns the largest exchange first: a small one takes no device memory.
         let mut words = [send.len().max(received) as u64];
         self.mpi.max_u64(&mut words);
-        if words[0] < self.min_words {
+        // Under `auto`, what comes before NCCL has joined the GPUs goes by MPI.
+        let joining = self.asked != Exchange::Nccl && !self.joined_everywhere();
+        if words[0] < self.min_words || joining {
             return Ok(false);
         }
         let Some(link) = self.link() else {

@@ -100,15 +100,15 @@ pub fn cluster<T: Scalar>(
     let interrupted = || agree(comm, crate::interrupt::check());
     let (mut exchange_seconds, mut exchanged_bytes) = (0.0, 0);
     #[cfg(feature = "mpi")]
-    let route = resident::route(comm, gpu.as_ref(), opts);
+    let blocks_on_gpus = resident::on_every_gpu(comm, gpu.as_ref());
     #[cfg(not(feature = "mpi"))]
-    let route: Option<std::convert::Infallible> = None;
-    let blocks_on_gpus = route.is_some() && gpu.is_some();
-    let (block, iterations, converged) = match (route, &gpu) {
+    let blocks_on_gpus = false;
+    let (block, iterations, converged) = match (blocks_on_gpus, &gpu) {
         // Every rank on its GPU: the blocks stay on the GPUs.
         #[cfg(feature = "mpi")]
-        (Some(route), Some(g)) => {
+        (true, Some(g)) => {
             let on_gpu = resident::DeviceBlock::upload(comm, g, block)?;
+            let route = resident::route(comm, opts);
             let (on_gpu, iterations, converged) = mcl::run_iterations(
                 on_gpu,
                 params,

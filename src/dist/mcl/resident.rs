@@ -268,25 +268,27 @@ fn named<T: Scalar>(
     Ok((nodes(false), nodes(true)))
 }
 
-/// How rows travel where every rank keeps its block on its GPU, which it does when every rank
-/// has its GPU engine (`gpu`): through NCCL where the communicator joins every rank's GPU, else
-/// through host memory in pieces of the asked stage (`opts`; at least [`MIN_PIECE_ENTRIES`])
-/// or [`PIECE_ENTRIES`] entries.
-/// `None` where some rank has no GPU engine. Collective.
-pub(super) fn route<'c>(
-    comm: &'c dyn Comm,
-    gpu: Option<&GpuEngine>,
-    opts: &super::Options,
-) -> Option<Route<'c>> {
+/// Whether every rank has its GPU engine (`gpu`), so that the blocks stay on the GPUs.
+/// Collective.
+pub(super) fn on_every_gpu(comm: &dyn Comm, gpu: Option<&GpuEngine>) -> bool {
+    let mut missing = [u64::from(gpu.is_none())];
+    comm.max_u64(&mut missing);
+    missing[0] == 0
+}
+
+/// How rows travel where every rank keeps its block on its GPU ([`on_every_gpu`]): through
+/// NCCL where the communicator joins every rank's GPU, else through host memory in pieces of
+/// the asked stage (`opts`; at least [`MIN_PIECE_ENTRIES`]) or [`PIECE_ENTRIES`] entries.
+/// Asked once the blocks are uploaded: it waits for NCCL's start. Collective.
+pub(super) fn route<'c>(comm: &'c dyn Comm, opts: &super::Options) -> Route<'c> {
     let link = comm.gpu_link();
-    let mut missing = [u64::from(gpu.is_none()), u64::from(link.is_none())];
+    let mut missing = [u64::from(link.is_none())];
     comm.max_u64(&mut missing);
     let piece = opts
         .stage_entries
         .map_or(PIECE_ENTRIES, |s| s.clamp(MIN_PIECE_ENTRIES, PIECE_ENTRIES));
     match (missing, link) {
-        ([0, 0], Some(link)) => Some(Route::Nccl(link)),
-        ([0, _], _) => Some(Route::Host { piece }),
-        _ => None,
+        ([0], Some(link)) => Route::Nccl(link),
+        _ => Route::Host { piece },
     }
 }
