@@ -25,9 +25,17 @@ type Sketch = [u8; REGISTERS];
 
 /// The estimated entries of each of the block `m`'s rows of `M·M` (its rows are `Mᵀ`'s rows of
 /// this rank's nodes, in rank order, naming all `m.ncols()` nodes): for row `j`, the distinct
-/// columns of the rows it names. Collective; every rank's estimates are the ones a single
-/// process would make for the same rows.
-pub(super) fn expanded_per_row<T: Scalar>(comm: &dyn Comm, m: &Csr<T>) -> Vec<u64> {
+/// columns of the rows it names. `None`, on every rank alike, where every node's sketch would
+/// take more than `most_bytes` (one gather carries them all: see [`crate::dist::MAX_MESSAGE`]). Collective;
+/// every rank's estimates are the ones a single process would make for the same rows.
+pub(super) fn expanded_per_row<T: Scalar>(
+    comm: &dyn Comm,
+    m: &Csr<T>,
+    most_bytes: usize,
+) -> Option<Vec<u64>> {
+    if m.ncols().saturating_mul(REGISTERS) > most_bytes {
+        return None;
+    }
     let own = row_sketches(m);
     let (all, _) = comm.all_gather_bytes(own.as_flattened());
     let sketches = as_sketches(&all);
@@ -44,7 +52,8 @@ pub(super) fn expanded_per_row<T: Scalar>(comm: &dyn Comm, m: &Csr<T>) -> Vec<u6
             }
             estimate(&union).round() as u64
         })
-        .collect()
+        .collect::<Vec<u64>>()
+        .into()
 }
 
 /// Each of `m`'s rows summarised: the sketch of its set of columns.
@@ -156,7 +165,7 @@ fn mix(x: u64) -> u64 {
 mod tests {
     use super::*;
     use crate::dist::threads::on_ranks;
-    use crate::dist::SelfComm;
+    use crate::dist::{SelfComm, MAX_MESSAGE};
 
     /// A symmetric R-MAT graph's rows with a loop on every node, as MCL's start matrix.
     fn start_rows(scale: u32, seed: u64) -> Csr<f32> {
@@ -236,7 +245,7 @@ mod tests {
     fn blocks_of_estimates_follow_the_exact_entries() {
         let m = start_rows(12, 3);
         let truth = exact(&m);
-        let one = expanded_per_row(&SelfComm, &m);
+        let one = expanded_per_row(&SelfComm, &m, MAX_MESSAGE).unwrap();
         assert_eq!(one.len(), m.nrows());
         assert!(one.iter().all(|&e| e > 0));
         for blocks in [2usize, 4, 8] {
@@ -258,9 +267,14 @@ mod tests {
                 let per = m.nrows().div_ceil(ranks);
                 let rows = per * c.rank()..(per * (c.rank() + 1)).min(m.nrows());
                 let block = crate::dist::mcl::fetch::round_rows(&m, rows);
-                expanded_per_row(c, &block)
+                expanded_per_row(c, &block, MAX_MESSAGE).unwrap()
             });
             assert_eq!(got.concat(), one, "{ranks} ranks");
         }
+        // Sketches of every node past the bound: no estimates, on any rank.
+        let bound = m.ncols() * REGISTERS;
+        assert!(expanded_per_row(&SelfComm, &m, bound).is_some());
+        let none = on_ranks(2, |c| expanded_per_row(c, &m, bound - 1).is_none());
+        assert_eq!(none, vec![true; 2]);
     }
 }

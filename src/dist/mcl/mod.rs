@@ -51,7 +51,7 @@ pub struct Options {
     /// The ranks sharing this host's memory (at least 1): each sizes its rounds by this share
     /// of the memory left.
     pub ranks_on_host: usize,
-    /// When an iteration first cuts the blocks again at equal work.
+    /// When an iteration cuts the blocks again at equal work before it expands.
     pub rebalance: balance::Slack,
 }
 

@@ -40,8 +40,9 @@ const DEVICE_FETCH_SHARE: u64 = 2;
 
 impl<T: Scalar> DeviceBlock<T> {
     /// Uploads the host block, the start matrix's, and weighs its columns for the first cut by
-    /// their estimated entries ([`expanded::expanded_per_row`]): what the GPU's first expansion
-    /// takes its time over, unlike its products. Collective.
+    /// their estimated entries ([`expanded::expanded_per_row`]; their products where the
+    /// sketches would not fit one gather): what the GPU's first expansion takes its time over,
+    /// unlike its products. Collective.
     pub(super) fn upload(comm: &dyn Comm, engine: &GpuEngine, block: Block<T>) -> Result<Self> {
         let smallest = block
             .m
@@ -51,7 +52,10 @@ impl<T: Scalar> DeviceBlock<T> {
             .reduce(|| f64::INFINITY, f64::min);
         let mut least = [-smallest];
         comm.max_f64(&mut least);
-        let work = (comm.size() > 1).then(|| expanded::expanded_per_row(comm, &block.m));
+        let work = match comm.size() > 1 {
+            true => expanded::expanded_per_row(comm, &block.m, crate::dist::MAX_MESSAGE),
+            false => None,
+        };
         let m = agree(comm, DeviceCsr::upload(engine.gpu(), &block.m))?;
         Ok(DeviceBlock {
             m,
