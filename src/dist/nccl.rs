@@ -162,9 +162,10 @@ fn local_place(mpi: &MpiComm) -> (Option<Arc<Gpu>>, Place) {
 /// (`None`: one rank, `Exchange::Mpi`, or `Auto` where NCCL cannot be had, `notice` told why
 /// when every rank has a GPU). `Exchange::Nccl` where it cannot be had is an error naming the
 /// rank and the cause. Exchanges of fewer than `min_words` words ([`MIN_WORDS`]) go by MPI, and
-/// under `Auto` so do those made before every rank has joined. Opens each rank's GPU and returns while NCCL joins them on a thread: where that fails,
-/// the link's first use (collective, as every use is) falls back to MPI with a notice, or
-/// with `Exchange::Nccl` ends every rank (exit status 3). Collective.
+/// under `Auto` so do those made before every rank has joined. Opens each rank's GPU and
+/// returns while NCCL joins them on a thread: where that fails, the link's first use
+/// (collective, as every use is) falls back to MPI with a notice, or with `Exchange::Nccl`
+/// ends every rank (exit status 3). Collective.
 pub fn open<'a>(
     mpi: &'a MpiComm,
     asked: Exchange,

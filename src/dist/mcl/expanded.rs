@@ -8,7 +8,8 @@
 //! in a HyperLogLog sketch of [`REGISTERS`] bytes, every rank gathers all the sketches, and a
 //! column's entries are estimated from the union (register-wise maximum) of the sketches of the
 //! rows it names. A column's estimate strays by about a fifth; a block's sum, over many
-//! columns, less (hubs named by many columns make their errors alike) — enough to cut blocks of about equal work.
+//! columns, less (hubs named by many columns make their errors alike): enough to cut blocks
+//! of about equal work.
 
 use crate::csr::Csr;
 use crate::dist::Comm;
@@ -26,8 +27,9 @@ type Sketch = [u8; REGISTERS];
 /// The estimated entries of each of the block `m`'s rows of `M·M` (its rows are `Mᵀ`'s rows of
 /// this rank's nodes, in rank order, naming all `m.ncols()` nodes): for row `j`, the distinct
 /// columns of the rows it names. `None`, on every rank alike, where every node's sketch would
-/// take more than `most_bytes` (one gather carries them all: see [`crate::dist::MAX_MESSAGE`]). Collective;
-/// every rank's estimates are the ones a single process would make for the same rows.
+/// take more than `most_bytes` (one gather carries them all: see
+/// [`crate::dist::MAX_MESSAGE`]). Collective; every rank's estimates are the ones a single
+/// process would make for the same rows.
 pub(super) fn expanded_per_row<T: Scalar>(
     comm: &dyn Comm,
     m: &Csr<T>,
