@@ -38,14 +38,12 @@ struct Joining {
 }
 
 impl Joining {
-    /// Whether the link is no longer being made here: taken up, or its thread done.
+    /// Whether the link is no longer being made here: its thread done, or taken (up).
     fn settled(&self) -> bool {
-        self.link.get().is_some()
-            || self
-                .thread
-                .borrow()
-                .as_ref()
-                .map_or(true, JoinHandle::is_finished)
+        self.thread
+            .borrow()
+            .as_ref()
+            .map_or(true, JoinHandle::is_finished)
     }
 
     /// What the thread made (its failures named, a panic included).

@@ -39,23 +39,25 @@ pub(super) fn expanded_per_row<T: Scalar>(
         return None;
     }
     let own = row_sketches(m);
+    // Every node's sketch, in node order (the blocks are in rank order), read where gathered.
     let (all, _) = comm.all_gather_bytes(own.as_flattened());
-    let sketches = as_sketches(&all);
-    (0..m.nrows())
+    drop(own);
+    let estimates = (0..m.nrows())
         .into_par_iter()
         .with_min_len(256)
         .map(|i| {
             let mut union = [0u8; REGISTERS];
             for &k in m.row(i).0 {
+                let at = k as usize * REGISTERS;
                 // A row beyond the gathered ones (a malformed block) adds nothing.
-                if let Some(s) = sketches.get(k as usize) {
+                if let Some(s) = all.get(at..at + REGISTERS) {
                     merge(&mut union, s);
                 }
             }
             estimate(&union).round() as u64
         })
-        .collect::<Vec<u64>>()
-        .into()
+        .collect();
+    Some(estimates)
 }
 
 /// Each of `m`'s rows summarised: the sketch of its set of columns.
@@ -73,18 +75,6 @@ fn row_sketches<T: Scalar>(m: &Csr<T>) -> Vec<Sketch> {
         .collect()
 }
 
-/// The gathered bytes as sketches (every rank gave whole sketches).
-fn as_sketches(bytes: &[u8]) -> Vec<Sketch> {
-    bytes
-        .par_chunks_exact(REGISTERS)
-        .map(|c| {
-            let mut s = [0u8; REGISTERS];
-            s.copy_from_slice(c);
-            s
-        })
-        .collect()
-}
-
 /// Adds `item` to the sketch `s`.
 fn add(s: &mut Sketch, item: u64) {
     let h = mix(item);
@@ -96,7 +86,7 @@ fn add(s: &mut Sketch, item: u64) {
 }
 
 /// `into` becomes the sketch of the union of its set and `other`'s.
-fn merge(into: &mut Sketch, other: &Sketch) {
+fn merge(into: &mut Sketch, other: &[u8]) {
     for (a, &b) in into.iter_mut().zip(other) {
         *a = (*a).max(b);
     }
