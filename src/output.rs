@@ -146,6 +146,24 @@ impl AtomicOutput {
             .map_err(|e| Error::io(&self.path, "cannot write output", e))
     }
 
+    /// The temporary file behind the output, for writing at places rather than in order, while
+    /// nothing has been written through [`Write`]: `None` where the output is a device, a pipe
+    /// or a standard stream (written in order only).
+    pub fn file_in_place(&self) -> Option<&std::fs::File> {
+        match (self.writer.buffer().is_empty(), self.writer.get_ref()) {
+            (true, Sink::Temp { file, .. }) => Some(file.as_file()),
+            _ => None,
+        }
+    }
+
+    /// The temporary file's path, where the output is one.
+    pub fn temp_path(&self) -> Option<&Path> {
+        match self.writer.get_ref() {
+            Sink::Temp { file, .. } => Some(file.path()),
+            _ => None,
+        }
+    }
+
     /// The final path.
     pub fn path(&self) -> &Path {
         &self.path
@@ -309,10 +327,15 @@ pub fn write_in_order(
 /// Writes a matrix as SciPy's `save_npz(..., compressed=False)` writes a CSR matrix
 /// ([`crate::io::npz`]).
 pub fn write_npz<T: Scalar>(path: &Path, m: &Csr<T>) -> Result<()> {
+    use crate::io::npz::{self, placed};
     let out = AtomicOutput::create(path)?;
-    crate::io::npz::write(out, m)
-        .map_err(|e| Error::io(path, "cannot write output", e))?
-        .commit()
+    let failed = |e| Error::io(path, "cannot write output", e);
+    // A file is written in place by every thread; a pipe or a device in order.
+    let out = match out.file_in_place().filter(|f| placed::supported(f)) {
+        Some(f) => placed::write(f, m).map(|()| out),
+        None => npz::write(out, m),
+    };
+    out.map_err(failed)?.commit()
 }
 
 /// The header of a Matrix Market `coordinate real general` file of this shape and entry count.

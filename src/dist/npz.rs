@@ -1,24 +1,32 @@
-//! A product made across ranks written as SciPy's `.npz` by rank 0: the file
+//! A product made across ranks written as SciPy's `.npz`: the file
 //! `scipy.sparse.save_npz(path, C, compressed=False)` writes, byte for byte the single-process
 //! one.
 //!
-//! The archive stores every column index, then the row offsets, then every value, so rank 0
-//! writes it in three passes ([`CsrArray`]), each streaming one array of C: its own block's,
-//! then every other rank's in rank order, in the pieces of [`super::spgemm::send_to_root`]
-//! (at most `stage_entries` entries and rows each). A pass sends only its array (columns, row
-//! lengths, values), so C travels to rank 0 once in all, and rank 0 never holds more of it than
-//! its own block and one piece.
+//! Where every rank can open rank 0's temporary output (one host, or a file system the ranks
+//! share), each rank writes its block's parts of the three arrays in place
+//! ([`crate::io::npz::placed`]: the layout follows from the shape and the entry count) and
+//! sends rank 0 their CRCs, from which rank 0 writes the headers and the directory: C never
+//! travels. Otherwise the archive, which stores every column index, then the row offsets, then
+//! every value, is written by rank 0 in three passes ([`CsrArray`]), each streaming one array
+//! of C: its own block's, then every other rank's in rank order, in the pieces of
+//! [`super::spgemm::send_to_root`] (at most `stage_entries` entries and rows each). A pass
+//! sends only its array (columns, row lengths, values), so C travels to rank 0 once in all,
+//! and rank 0 never holds more of it than its own block and one piece.
 
 use super::matrix::MatrixBlock;
 use super::spgemm::cut_pieces;
 use super::words::{from_words, to_words};
 use super::{agree, Comm, MAX_MESSAGE};
 use crate::error::{Error, Result};
+use crate::io::npz::placed::{self, CsrLayout, Placed};
 use crate::io::npz::{self, CsrArray, CsrPiece};
 use crate::output::AtomicOutput;
 use crate::scalar::Scalar;
+use crc32fast::Hasher;
+use std::fs::{File, OpenOptions};
 use std::io::Write;
 use std::ops::Range;
+use std::path::PathBuf;
 
 /// Writes the product whose blocks the ranks hold (`c`, of `nnz` entries over all ranks) to
 /// `out`, which rank 0 alone gives (`None` on the others). Collective: every rank takes part in
@@ -33,11 +41,113 @@ pub fn write<T: Scalar>(
     out: Option<AtomicOutput>,
 ) -> Result<()> {
     let path = out.as_ref().map(|o| o.path().to_path_buf());
+    if let Some(shared) = shared_file(comm, out.as_ref()) {
+        let placed = write_in_place(comm, c, nnz, &shared);
+        return match (placed, out) {
+            (Ok(()), Some(out)) => out.commit(),
+            (r, _) => r,
+        };
+    }
     match (write_to(comm, c, nnz, stage_entries, out)?, path) {
         ((Some(out), Ok(())), _) => out.commit(),
         ((_, Err(e)), Some(path)) => Err(Error::io(&path, "cannot write output", e)),
         _ => Ok(()),
     }
+}
+
+/// The temporary file of rank 0's `out`, open on every rank, with the output's final path,
+/// where every rank could open it (and the system maps pages ahead: [`placed::supported`]);
+/// `None` on every rank otherwise. Collective.
+fn shared_file(comm: &dyn Comm, out: Option<&AtomicOutput>) -> Option<(File, PathBuf)> {
+    // Rank 0 sends the final path and the temporary one, with a 0 between them.
+    let mut names = Vec::new();
+    let mut mine = None;
+    if comm.rank() == 0 {
+        let temp = out.and_then(|o| Some((o.file_in_place()?, o.temp_path()?, o.path())));
+        if let Some((file, temp, path)) = temp.filter(|(f, _, _)| placed::supported(f)) {
+            if let (Some(t), Some(p), Ok(f)) = (temp.to_str(), path.to_str(), file.try_clone()) {
+                names = [p.as_bytes(), &[0], t.as_bytes()].concat();
+                mine = Some(f);
+            }
+        }
+    }
+    comm.broadcast_bytes(0, &mut names);
+    let named = std::str::from_utf8(&names)
+        .ok()
+        .and_then(|n| n.split_once('\0'));
+    let opened = match (mine, named) {
+        (Some(f), Some((path, _))) => Some((f, PathBuf::from(path))),
+        (None, Some((path, temp))) => {
+            let f = OpenOptions::new().read(true).write(true).open(temp).ok();
+            f.map(|f| (f, PathBuf::from(path)))
+        }
+        _ => None,
+    };
+    let mut missing = [u64::from(opened.is_none())];
+    comm.max_u64(&mut missing);
+    opened.filter(|_| missing[0] == 0)
+}
+
+/// Every rank writes its block's parts of the arrays into `file` at their places; rank 0 sizes
+/// the file first and writes the rest of the archive with the parts' CRCs last. Collective;
+/// every rank returns the same outcome.
+fn write_in_place<T: Scalar>(
+    comm: &dyn Comm,
+    c: &MatrixBlock<T>,
+    nnz: u64,
+    (file, path): &(File, PathBuf),
+) -> Result<()> {
+    let layout = CsrLayout::new::<T>(c.blocks.n, c.ncols, nnz);
+    let m = &c.rows;
+    let (before, _) = comm.all_gather_u64(&[m.nnz() as u64]);
+    let entries: u64 = before[..comm.rank()].iter().sum();
+    let first = c.blocks.start(comm.rank()) as u64;
+    let failed = |e| Error::io(path, "cannot write output", e);
+    // Rank 0 sizes the file before the others map it.
+    let sized = match comm.rank() {
+        0 => Placed::map(file, layout.len(), true)
+            .map(Some)
+            .map_err(failed),
+        _ => Ok(None),
+    };
+    let sized = agree(comm, sized)?;
+    let mapped = match sized {
+        Some(p) => Ok(p),
+        None => Placed::map(file, layout.len(), false).map_err(failed),
+    };
+    let mut placed = agree(comm, mapped)?;
+    let parts = (|| {
+        Ok([
+            placed.indices(&layout, entries, m.col_idx())?,
+            placed.indptr(&layout, first, entries, m.row_ptr())?,
+            placed.data(&layout, entries, m.values())?,
+        ])
+    })();
+    let parts = agree(comm, parts.map_err(failed))?;
+    agree(comm, crate::interrupt::check())?;
+    let words: Vec<u64> = parts
+        .iter()
+        .flat_map(|h| [u64::from(h.clone().finalize()), h.total_len()])
+        .collect();
+    let (all, _) = comm.all_gather_u64(&words);
+    let framed = match comm.rank() {
+        0 => {
+            let whole: Vec<Hasher> = (0..3)
+                .map(|a| {
+                    all.chunks_exact(6).fold(Hasher::new(), |mut sum, w| {
+                        sum.combine(&Hasher::new_with_initial_len(w[2 * a] as u32, w[2 * a + 1]));
+                        sum
+                    })
+                })
+                .collect();
+            placed
+                .frame(&layout, [&whole[0], &whole[1], &whole[2]])
+                .map_err(failed)
+        }
+        _ => Ok(()),
+    };
+    drop(placed);
+    agree(comm, framed)
 }
 
 /// [`write`] into any writer: `Err` when every rank stops (an interrupt); else rank 0's writer

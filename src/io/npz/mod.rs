@@ -12,6 +12,7 @@
 mod npy;
 mod part;
 mod pattern;
+pub(crate) mod placed;
 mod rows;
 mod zip;
 

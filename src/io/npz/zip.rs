@@ -220,12 +220,170 @@ pub fn crc_of(b: &[u8]) -> flate2::Crc {
         })
 }
 
+/// A stored member's place in an archive and the records around it: the local header (sizes
+/// given, the CRC left to a data descriptor after the data, as a writer that streams must), the
+/// descriptor, and its entry in the central directory. ZIP64 fields where the size or the offset
+/// passes 4 GiB.
+#[derive(Clone, Copy, Debug)]
+pub struct Framed<'a> {
+    name: &'a str,
+    size: u64,
+    offset: u64,
+}
+
+impl<'a> Framed<'a> {
+    /// The member `name` of `size` bytes whose local header starts at `offset`.
+    pub fn new(name: &'a str, size: u64, offset: u64) -> Self {
+        Framed { name, size, offset }
+    }
+
+    fn zip64(&self) -> bool {
+        self.size >= 0xffff_ffff || self.offset >= 0xffff_ffff
+    }
+
+    /// Version 4.5 where ZIP64 fields are used; 2.0 otherwise.
+    fn version(&self) -> u16 {
+        if self.zip64() {
+            45
+        } else {
+            20
+        }
+    }
+
+    fn clip(&self, v: u64) -> u32 {
+        if self.zip64() {
+            0xffff_ffff
+        } else {
+            v as u32
+        }
+    }
+
+    /// The local header.
+    pub fn local(&self) -> Vec<u8> {
+        let (name, size, zip64) = (self.name, self.size, self.zip64());
+        let mut local = Vec::with_capacity(64);
+        local.extend_from_slice(&LOCAL.to_le_bytes());
+        local.extend_from_slice(&self.version().to_le_bytes());
+        local.extend_from_slice(&8u16.to_le_bytes()); // bit 3: sizes and CRC follow the data
+        local.extend_from_slice(&STORED.to_le_bytes());
+        local.extend_from_slice(&[0, 0, 0x21, 0]); // time 00:00, date 1980-01-01
+        local.extend_from_slice(&0u32.to_le_bytes()); // CRC: in the descriptor
+        local.extend_from_slice(&self.clip(size).to_le_bytes());
+        local.extend_from_slice(&self.clip(size).to_le_bytes());
+        local.extend_from_slice(&(name.len() as u16).to_le_bytes());
+        local.extend_from_slice(&(if zip64 { 20u16 } else { 0 }).to_le_bytes());
+        local.extend_from_slice(name.as_bytes());
+        if zip64 {
+            local.extend_from_slice(&ZIP64_EXTRA.to_le_bytes());
+            local.extend_from_slice(&16u16.to_le_bytes());
+            local.extend_from_slice(&size.to_le_bytes());
+            local.extend_from_slice(&size.to_le_bytes());
+        }
+        local
+    }
+
+    /// Where the member's data starts.
+    pub fn data_at(&self) -> u64 {
+        let extra = if self.zip64() { 20 } else { 0 };
+        self.offset + 30 + self.name.len() as u64 + extra
+    }
+
+    /// The data descriptor that follows the data, with the data's CRC.
+    pub fn descriptor(&self, crc: u32) -> Vec<u8> {
+        let size = self.size;
+        let mut descriptor = Vec::with_capacity(24);
+        descriptor.extend_from_slice(&0x0807_4b50u32.to_le_bytes());
+        descriptor.extend_from_slice(&crc.to_le_bytes());
+        if self.zip64() {
+            descriptor.extend_from_slice(&size.to_le_bytes());
+            descriptor.extend_from_slice(&size.to_le_bytes());
+        } else {
+            descriptor.extend_from_slice(&(size as u32).to_le_bytes());
+            descriptor.extend_from_slice(&(size as u32).to_le_bytes());
+        }
+        descriptor
+    }
+
+    /// Where the next member's local header starts: past the data and its descriptor.
+    pub fn end(&self) -> u64 {
+        let descriptor = if self.zip64() { 24 } else { 16 };
+        self.data_at() + self.size + descriptor
+    }
+
+    /// Appends the member's entry in the central directory to `c`.
+    fn central(&self, crc: u32, c: &mut Vec<u8>) {
+        let (name, size, offset, zip64) = (self.name, self.size, self.offset, self.zip64());
+        let version = self.version();
+        c.extend_from_slice(&CENTRAL.to_le_bytes());
+        c.extend_from_slice(&version.to_le_bytes()); // made by
+        c.extend_from_slice(&version.to_le_bytes()); // needed
+        c.extend_from_slice(&8u16.to_le_bytes());
+        c.extend_from_slice(&STORED.to_le_bytes());
+        c.extend_from_slice(&[0, 0, 0x21, 0]);
+        c.extend_from_slice(&crc.to_le_bytes());
+        c.extend_from_slice(&self.clip(size).to_le_bytes());
+        c.extend_from_slice(&self.clip(size).to_le_bytes());
+        c.extend_from_slice(&(name.len() as u16).to_le_bytes());
+        c.extend_from_slice(&(if zip64 { 28u16 } else { 0 }).to_le_bytes());
+        c.extend_from_slice(&[0; 6]); // comment length, disk, internal attributes
+        c.extend_from_slice(&0o100644u32.wrapping_shl(16).to_le_bytes()); // a regular file
+        c.extend_from_slice(&self.clip(offset).to_le_bytes());
+        c.extend_from_slice(name.as_bytes());
+        if zip64 {
+            c.extend_from_slice(&ZIP64_EXTRA.to_le_bytes());
+            c.extend_from_slice(&24u16.to_le_bytes());
+            c.extend_from_slice(&size.to_le_bytes());
+            c.extend_from_slice(&size.to_le_bytes());
+            c.extend_from_slice(&offset.to_le_bytes());
+        }
+    }
+}
+
+/// The archive's tail, which starts at `at`, after the last member: the central directory of
+/// `members` with their CRCs, then the end records (ZIP64 ones where the directory's place or
+/// the member count need them).
+pub fn directory(members: &[(Framed<'_>, u32)], at: u64) -> Vec<u8> {
+    let mut central = Vec::new();
+    for (m, crc) in members {
+        m.central(*crc, &mut central);
+    }
+    let count = members.len() as u64;
+    let size = central.len() as u64;
+    let zip64 = at >= 0xffff_ffff || count >= 0xffff;
+    let mut r = central;
+    if zip64 {
+        let end64_at = at + size;
+        r.extend_from_slice(&END64.to_le_bytes());
+        r.extend_from_slice(&44u64.to_le_bytes());
+        r.extend_from_slice(&45u16.to_le_bytes());
+        r.extend_from_slice(&45u16.to_le_bytes());
+        r.extend_from_slice(&[0; 8]); // this disk, the directory's disk
+        r.extend_from_slice(&count.to_le_bytes());
+        r.extend_from_slice(&count.to_le_bytes());
+        r.extend_from_slice(&size.to_le_bytes());
+        r.extend_from_slice(&at.to_le_bytes());
+        r.extend_from_slice(&END64_LOCATOR.to_le_bytes());
+        r.extend_from_slice(&0u32.to_le_bytes());
+        r.extend_from_slice(&end64_at.to_le_bytes());
+        r.extend_from_slice(&1u32.to_le_bytes());
+    }
+    let short = if zip64 { 0xffff } else { count as u16 };
+    r.extend_from_slice(&END.to_le_bytes());
+    r.extend_from_slice(&[0; 4]);
+    r.extend_from_slice(&short.to_le_bytes());
+    r.extend_from_slice(&short.to_le_bytes());
+    r.extend_from_slice(&(size.min(0xffff_ffff) as u32).to_le_bytes());
+    r.extend_from_slice(&(if zip64 { 0xffff_ffff } else { at as u32 }).to_le_bytes());
+    r.extend_from_slice(&0u16.to_le_bytes());
+    r
+}
+
 /// Writes a ZIP archive of stored members into `out`, one member at a time.
 pub struct Writer<W: Write> {
     out: W,
     at: u64,
-    central: Vec<u8>,
-    count: u64,
+    /// The members so far, their names owned, with their CRCs.
+    members: Vec<(String, u64, u64, u32)>,
 }
 
 impl<W: Write> Writer<W> {
@@ -233,8 +391,7 @@ impl<W: Write> Writer<W> {
         Writer {
             out,
             at: 0,
-            central: Vec::new(),
-            count: 0,
+            members: Vec::new(),
         }
     }
 
@@ -252,30 +409,8 @@ impl<W: Write> Writer<W> {
         size: u64,
         fill: impl FnOnce(&mut dyn Write) -> std::io::Result<()>,
     ) -> std::io::Result<()> {
-        let offset = self.at;
-        let zip64 = size >= 0xffff_ffff || offset >= 0xffff_ffff;
-        // Version 4.5 where ZIP64 fields are used; 2.0 otherwise.
-        let version: u16 = if zip64 { 45 } else { 20 };
-        let clip = |v: u64| if zip64 { 0xffff_ffff } else { v as u32 };
-        let mut local = Vec::with_capacity(64);
-        local.extend_from_slice(&LOCAL.to_le_bytes());
-        local.extend_from_slice(&version.to_le_bytes());
-        local.extend_from_slice(&8u16.to_le_bytes()); // bit 3: sizes and CRC follow the data
-        local.extend_from_slice(&STORED.to_le_bytes());
-        local.extend_from_slice(&[0, 0, 0x21, 0]); // time 00:00, date 1980-01-01
-        local.extend_from_slice(&0u32.to_le_bytes()); // CRC: in the descriptor
-        local.extend_from_slice(&clip(size).to_le_bytes());
-        local.extend_from_slice(&clip(size).to_le_bytes());
-        local.extend_from_slice(&(name.len() as u16).to_le_bytes());
-        local.extend_from_slice(&(if zip64 { 20u16 } else { 0 }).to_le_bytes());
-        local.extend_from_slice(name.as_bytes());
-        if zip64 {
-            local.extend_from_slice(&ZIP64_EXTRA.to_le_bytes());
-            local.extend_from_slice(&16u16.to_le_bytes());
-            local.extend_from_slice(&size.to_le_bytes());
-            local.extend_from_slice(&size.to_le_bytes());
-        }
-        self.put(&local)?;
+        let framed = Framed::new(name, size, self.at);
+        self.put(&framed.local())?;
         let mut counting = Counting {
             out: &mut self.out,
             crc: flate2::Crc::new(),
@@ -289,80 +424,22 @@ impl<W: Write> Writer<W> {
                 "member {name}: {written} bytes written where {size} were announced"
             )));
         }
-        let mut descriptor = Vec::with_capacity(24);
-        descriptor.extend_from_slice(&0x0807_4b50u32.to_le_bytes());
-        descriptor.extend_from_slice(&crc.to_le_bytes());
-        if zip64 {
-            descriptor.extend_from_slice(&size.to_le_bytes());
-            descriptor.extend_from_slice(&size.to_le_bytes());
-        } else {
-            descriptor.extend_from_slice(&(size as u32).to_le_bytes());
-            descriptor.extend_from_slice(&(size as u32).to_le_bytes());
-        }
-        self.put(&descriptor)?;
-
-        let c = &mut self.central;
-        c.extend_from_slice(&CENTRAL.to_le_bytes());
-        c.extend_from_slice(&version.to_le_bytes()); // made by
-        c.extend_from_slice(&version.to_le_bytes()); // needed
-        c.extend_from_slice(&8u16.to_le_bytes());
-        c.extend_from_slice(&STORED.to_le_bytes());
-        c.extend_from_slice(&[0, 0, 0x21, 0]);
-        c.extend_from_slice(&crc.to_le_bytes());
-        c.extend_from_slice(&clip(size).to_le_bytes());
-        c.extend_from_slice(&clip(size).to_le_bytes());
-        c.extend_from_slice(&(name.len() as u16).to_le_bytes());
-        c.extend_from_slice(&(if zip64 { 28u16 } else { 0 }).to_le_bytes());
-        c.extend_from_slice(&[0; 6]); // comment length, disk, internal attributes
-        c.extend_from_slice(&0o100644u32.wrapping_shl(16).to_le_bytes()); // a regular file
-        c.extend_from_slice(&clip(offset).to_le_bytes());
-        c.extend_from_slice(name.as_bytes());
-        if zip64 {
-            c.extend_from_slice(&ZIP64_EXTRA.to_le_bytes());
-            c.extend_from_slice(&24u16.to_le_bytes());
-            c.extend_from_slice(&size.to_le_bytes());
-            c.extend_from_slice(&size.to_le_bytes());
-            c.extend_from_slice(&offset.to_le_bytes());
-        }
-        self.count += 1;
+        self.put(&framed.descriptor(crc))?;
+        debug_assert_eq!(self.at, framed.end());
+        self.members
+            .push((name.to_string(), size, framed.offset, crc));
         Ok(())
     }
 
     /// Writes the central directory and the end records; returns the output.
     pub fn finish(mut self) -> std::io::Result<W> {
-        let central = std::mem::take(&mut self.central);
-        let offset = self.at;
-        self.put(&central)?;
-        let size = central.len() as u64;
-        let zip64 = offset >= 0xffff_ffff || self.count >= 0xffff;
-        if zip64 {
-            let end64_at = self.at;
-            let mut r = Vec::with_capacity(76);
-            r.extend_from_slice(&END64.to_le_bytes());
-            r.extend_from_slice(&44u64.to_le_bytes());
-            r.extend_from_slice(&45u16.to_le_bytes());
-            r.extend_from_slice(&45u16.to_le_bytes());
-            r.extend_from_slice(&[0; 8]); // this disk, the directory's disk
-            r.extend_from_slice(&self.count.to_le_bytes());
-            r.extend_from_slice(&self.count.to_le_bytes());
-            r.extend_from_slice(&size.to_le_bytes());
-            r.extend_from_slice(&offset.to_le_bytes());
-            r.extend_from_slice(&END64_LOCATOR.to_le_bytes());
-            r.extend_from_slice(&0u32.to_le_bytes());
-            r.extend_from_slice(&end64_at.to_le_bytes());
-            r.extend_from_slice(&1u32.to_le_bytes());
-            self.put(&r)?;
-        }
-        let count = if zip64 { 0xffff } else { self.count as u16 };
-        let mut end = Vec::with_capacity(22);
-        end.extend_from_slice(&END.to_le_bytes());
-        end.extend_from_slice(&[0; 4]);
-        end.extend_from_slice(&count.to_le_bytes());
-        end.extend_from_slice(&count.to_le_bytes());
-        end.extend_from_slice(&(size.min(0xffff_ffff) as u32).to_le_bytes());
-        end.extend_from_slice(&(if zip64 { 0xffff_ffff } else { offset as u32 }).to_le_bytes());
-        end.extend_from_slice(&0u16.to_le_bytes());
-        self.put(&end)?;
+        let members = std::mem::take(&mut self.members);
+        let framed: Vec<(Framed<'_>, u32)> = members
+            .iter()
+            .map(|(name, size, offset, crc)| (Framed::new(name, *size, *offset), *crc))
+            .collect();
+        let tail = directory(&framed, self.at);
+        self.put(&tail)?;
         Ok(self.out)
     }
 }
