@@ -371,15 +371,27 @@ mod tests {
         Csr::from_dense(rows, cols, &d)
     }
 
+    /// Whether this system maps pages ahead (Linux 5.14 on); the tests need it.
+    fn system_supports() -> bool {
+        let f = tempfile::tempfile().unwrap();
+        let yes = supported(&f);
+        if !yes {
+            eprintln!("skipped: this kernel does not map a file's pages ahead");
+        }
+        yes
+    }
+
     fn placed<T: Scalar>(m: &Csr<T>) -> Vec<u8> {
         let f = tempfile::NamedTempFile::new().unwrap();
-        assert!(supported(f.as_file()));
         write(f.as_file(), m).unwrap();
         std::fs::read(f.path()).unwrap()
     }
 
     #[test]
     fn placed_archives_are_the_streamed_ones_byte_for_byte() {
+        if !system_supports() {
+            return;
+        }
         let big = random(1000, 1000, 1);
         assert!(big.nnz() > 2 * CHUNK, "more than one chunk a thread");
         for m in [random(0, 0, 2), random(5, 0, 3), random(40, 30, 4), big] {
@@ -400,6 +412,9 @@ mod tests {
 
     #[test]
     fn parts_written_in_any_order_make_the_same_archive() {
+        if !system_supports() {
+            return;
+        }
         let m = random(300, 200, 5);
         let l = CsrLayout::new::<f32>(m.nrows(), m.ncols(), m.nnz() as u64);
         let f = tempfile::NamedTempFile::new().unwrap();
