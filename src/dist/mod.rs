@@ -263,6 +263,25 @@ pub(crate) fn in_rounds(
     Ok(())
 }
 
+/// Whether every rank names the same host (one page cache, one set of GPUs). Collective. False
+/// across ranks where the communicator cannot tell (threads standing for ranks, a build without
+/// `mpi`).
+pub(crate) fn one_host(comm: &dyn Comm) -> bool {
+    #[cfg(feature = "mpi")]
+    {
+        let mine = comm.host_name().unwrap_or_default();
+        let (all, lengths) = comm.all_gather_bytes(mine.as_bytes());
+        !mine.is_empty() && lengths.iter().all(|&l| l == mine.len()) && {
+            all.chunks(mine.len()).all(|h| h == mine.as_bytes())
+        }
+    }
+    #[cfg(not(feature = "mpi"))]
+    {
+        let _ = comm;
+        false
+    }
+}
+
 /// The same outcome on every rank: `Ok` when every rank's `local` is `Ok`, else the error of the
 /// lowest failing rank, on every rank, with its rank named when there are several. Collective.
 pub fn agree<T>(comm: &dyn Comm, local: Result<T>) -> Result<T> {

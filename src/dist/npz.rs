@@ -2,8 +2,9 @@
 //! `scipy.sparse.save_npz(path, C, compressed=False)` writes, byte for byte the single-process
 //! one.
 //!
-//! Where every rank can open rank 0's temporary output (one host, or a file system the ranks
-//! share), each rank writes its block's parts of the three arrays in place
+//! Where the ranks share one host (one page cache: ranks of several hosts writing parts of one
+//! page of a network file system would each write back the whole page) and every rank can open
+//! rank 0's temporary output, each rank writes its block's parts of the three arrays in place
 //! ([`crate::io::npz::placed`]: the layout follows from the shape and the entry count) and
 //! sends rank 0 their CRCs, from which rank 0 writes the headers and the directory: C never
 //! travels. Otherwise the archive, which stores every column index, then the row offsets, then
@@ -40,8 +41,26 @@ pub fn write<T: Scalar>(
     stage_entries: usize,
     out: Option<AtomicOutput>,
 ) -> Result<()> {
+    let in_place = comm.size() == 1 || super::one_host(comm);
+    write_as(comm, c, nnz, stage_entries, out, in_place)
+}
+
+/// [`write`], in place where `in_place` (the same on every rank) and the ranks can open rank 0's
+/// temporary file, else in passes through rank 0.
+fn write_as<T: Scalar>(
+    comm: &dyn Comm,
+    c: &MatrixBlock<T>,
+    nnz: u64,
+    stage_entries: usize,
+    out: Option<AtomicOutput>,
+    in_place: bool,
+) -> Result<()> {
     let path = out.as_ref().map(|o| o.path().to_path_buf());
-    if let Some(shared) = shared_file(comm, out.as_ref()) {
+    let shared = match in_place {
+        true => shared_file(comm, out.as_ref()),
+        false => None,
+    };
+    if let Some(shared) = shared {
         let placed = write_in_place(comm, c, nnz, &shared);
         return match (placed, out) {
             (Ok(()), Some(out)) => out.commit(),
@@ -292,13 +311,14 @@ mod tests {
         Csr::from_dense(rows, cols, &d)
     }
 
-    /// `m` written to `out` by [`write`] on `ranks` threads standing for ranks; every rank's
-    /// result, agreed.
+    /// `m` written to `out` by [`write_as`] (`in_place` or in passes) on `ranks` threads
+    /// standing for ranks; every rank's result, agreed.
     fn on_ranks(
         ranks: usize,
         m: &Csr<f64>,
         stage: usize,
         out: &std::path::Path,
+        in_place: bool,
     ) -> Vec<Result<()>> {
         let group = ThreadComm::group(ranks);
         std::thread::scope(|s| {
@@ -308,7 +328,7 @@ mod tests {
                     s.spawn(move || {
                         let c = MatrixBlock::of_whole(comm, m);
                         let out = (comm.rank() == 0).then(|| AtomicOutput::create(out).unwrap());
-                        let r = write(comm, &c, m.nnz() as u64, stage, out);
+                        let r = write_as(comm, &c, m.nnz() as u64, stage, out, in_place);
                         // Every rank can still meet the others.
                         agree(comm, r)
                     })
@@ -329,12 +349,13 @@ mod tests {
             crate::output::write_matrix(&want_path, &m).unwrap();
             let want = std::fs::read(&want_path).unwrap();
             for ranks in [1, 2, 3, 8] {
-                for stage in [1, 4, 1 << 20] {
-                    for r in on_ranks(ranks, &m, stage, &got_path) {
+                for (stage, in_place) in [(1, false), (4, false), (1 << 20, false), (4, true)] {
+                    for r in on_ranks(ranks, &m, stage, &got_path, in_place) {
                         r.unwrap();
                     }
                     let got = std::fs::read(&got_path).unwrap();
-                    assert!(got == want, "{rows} rows, {ranks} ranks, stage {stage}");
+                    let how = format!("{rows} rows, {ranks} ranks, stage {stage}, {in_place}");
+                    assert!(got == want, "{how}");
                     std::fs::remove_file(&got_path).unwrap();
                 }
             }

@@ -10,7 +10,7 @@
 
 use super::{Exchange, Options};
 use crate::dist::words::Wire;
-use crate::dist::{agree, pinned, Comm};
+use crate::dist::{agree, one_host, pinned, Comm};
 use crate::error::{Error, Result};
 use crate::gpu::prims::uninit;
 use crate::gpu::transfer::PINNED_WORDS;
@@ -237,23 +237,6 @@ impl Gathers {
             gpu_reads,
             why_not: None,
         }
-    }
-}
-
-/// Whether every rank names the same host. Collective.
-fn one_host(comm: &dyn Comm) -> bool {
-    #[cfg(feature = "mpi")]
-    {
-        let mine = comm.host_name().unwrap_or_default();
-        let (all, lengths) = comm.all_gather_bytes(mine.as_bytes());
-        !mine.is_empty() && lengths.iter().all(|&l| l == mine.len()) && {
-            all.chunks(mine.len()).all(|h| h == mine.as_bytes())
-        }
-    }
-    #[cfg(not(feature = "mpi"))]
-    {
-        let _ = comm;
-        false
     }
 }
 
