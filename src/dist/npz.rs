@@ -33,7 +33,8 @@ use std::path::PathBuf;
 /// `out`, which rank 0 alone gives (`None` on the others). Collective: every rank takes part in
 /// every pass. A write that fails stops the writing, not the exchange: rank 0 takes part in the
 /// rest and returns that error (the other ranks return `Ok`: the caller ends the writing in
-/// [`agree`]); an interrupt is every rank's error at once. The file appears only on success.
+/// [`agree`]; written in place, every rank returns it); an interrupt is every rank's error at
+/// once. The file appears only on success.
 pub fn write<T: Scalar>(
     comm: &dyn Comm,
     c: &MatrixBlock<T>,
@@ -120,7 +121,7 @@ fn write_in_place<T: Scalar>(
     let m = &c.rows;
     let (before, _) = comm.all_gather_u64(&[m.nnz() as u64]);
     let entries: u64 = before[..comm.rank()].iter().sum();
-    let first = c.blocks.start(comm.rank()) as u64;
+    let first = c.first() as u64;
     let failed = |e| Error::io(path, "cannot write output", e);
     // Rank 0 sizes the file before the others map it.
     let sized = match comm.rank() {
