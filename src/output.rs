@@ -324,14 +324,24 @@ pub fn write_in_order(
     Ok(())
 }
 
+/// The threads from which an `.npz` file is written in place: the kernel clears each page of a
+/// mapped file before it is written, so in place every byte is written twice, where `write`
+/// copies it once on one thread.
+const PLACED_FROM_THREADS: usize = 4;
+
 /// Writes a matrix as SciPy's `save_npz(..., compressed=False)` writes a CSR matrix
 /// ([`crate::io::npz`]).
 pub fn write_npz<T: Scalar>(path: &Path, m: &Csr<T>) -> Result<()> {
     use crate::io::npz::{self, placed};
     let out = AtomicOutput::create(path)?;
     let failed = |e| Error::io(path, "cannot write output", e);
-    // A file is written in place by every thread; a pipe or a device in order.
-    let out = match out.file_in_place().filter(|f| placed::supported(f)) {
+    // A file is written in place by every thread where there are enough of them; a pipe or a
+    // device in order.
+    let threads = rayon::current_num_threads() >= PLACED_FROM_THREADS;
+    let file = out
+        .file_in_place()
+        .filter(|f| threads && placed::supported(f));
+    let out = match file {
         Some(f) => placed::write(f, m).map(|()| out),
         None => npz::write(out, m),
     };
