@@ -191,6 +191,22 @@ impl Placed {
         Ok(Placed { map })
     }
 
+    /// The mapped bytes `at..at + len`; a span past the archive's end (a part that does not
+    /// belong to it) is an error.
+    fn span(&mut self, at: u64, len: usize) -> std::io::Result<&mut [u8]> {
+        let end = self.map.len();
+        usize::try_from(at)
+            .ok()
+            .and_then(|at| Some(at..at.checked_add(len)?))
+            .filter(|r| r.end <= end)
+            .map(move |r| &mut self.map[r])
+            .ok_or_else(|| {
+                std::io::Error::other(format!(
+                    "{len} bytes at {at} do not fit the {end}-byte archive laid out"
+                ))
+            })
+    }
+
     /// Writes `len` elements of `width` bytes from the file's byte `at` on, element `i` made by
     /// `put(i, its bytes)` or, with `raw`, copied from it as they lie; returns their CRC.
     fn fill(
@@ -201,8 +217,7 @@ impl Placed {
         raw: Option<&[u8]>,
         put: impl Fn(usize, &mut [u8]) + Sync,
     ) -> std::io::Result<Hasher> {
-        let at = usize::try_from(at).map_err(std::io::Error::other)?;
-        let dst = &mut self.map[at..at + len * width];
+        let dst = self.span(at, len * width)?;
         let crcs = dst
             .par_chunks_mut(CHUNK * width)
             .enumerate()
@@ -275,8 +290,7 @@ impl Placed {
     /// Writes [`CsrLayout::frame`]'s pieces.
     pub fn frame(&mut self, l: &CsrLayout, parts: [&Hasher; 3]) -> std::io::Result<()> {
         for (at, bytes) in l.frame(parts)? {
-            let at = usize::try_from(at).map_err(std::io::Error::other)?;
-            let out = &mut self.map[at..at + bytes.len()];
+            let out = self.span(at, bytes.len())?;
             populate(out)?;
             out.copy_from_slice(&bytes);
         }
@@ -440,7 +454,9 @@ mod tests {
                 })
             })
             .collect();
-        // A missing part is an error, not an archive.
+        // A part past the end, or a missing part, is an error, not an archive.
+        let past = p.data(&l, l.len(), &[1f32]).unwrap_err();
+        assert!(past.to_string().contains("do not fit"), "{past}");
         let short = l.frame([&whole[0], &parts[0][1], &whole[2]]).unwrap_err();
         assert!(short.to_string().contains("indptr.npy"), "{short}");
         p.frame(&l, [&whole[0], &whole[1], &whole[2]]).unwrap();
