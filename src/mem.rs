@@ -53,6 +53,31 @@ pub(crate) fn prefault<E>(s: &mut [E]) {
     advise(s.as_mut_ptr(), std::mem::size_of_val(s), POPULATE_WRITE, 4);
 }
 
+/// Maps every page under `s` (the pages it touches, not only whole ones) for writing in one
+/// call, and says whether the kernel could: where `s` lies in a file's shared mapping, a page
+/// the file system cannot give (a full disk, a quota) is an error here rather than a signal on
+/// the write. Does nothing off Linux.
+pub(crate) fn populate_write(s: &mut [u8]) -> std::io::Result<()> {
+    #[cfg(target_os = "linux")]
+    {
+        const PAGE: usize = 4096;
+        if s.is_empty() {
+            return Ok(());
+        }
+        let first = (s.as_ptr() as usize) & !(PAGE - 1);
+        let last = (s.as_ptr() as usize + s.len()).next_multiple_of(PAGE);
+        // SAFETY: the range covers the pages under `s`, which the caller may write; populating
+        // changes no contents.
+        let r = unsafe { libc::madvise(first as *mut libc::c_void, last - first, POPULATE_WRITE) };
+        if r != 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+    }
+    #[cfg(not(target_os = "linux"))]
+    let _ = s;
+    Ok(())
+}
+
 /// A slice that many threads may write at disjoint positions. The caller promises that no two
 /// threads touch the same position.
 pub(crate) struct SharedSlice<E> {

@@ -808,6 +808,7 @@ fn all_ones(data: &Array<'_>, range: std::ops::Range<usize>) -> bool {
 }
 
 /// Bytes of a `.npy` member: its header and `len` elements of `dtype`.
+#[cfg(test)]
 fn npy_size(dtype: Dtype, len: usize) -> (Vec<u8>, u64) {
     let h = npy::header(dtype, Some(len));
     let size = h.len() as u64 + (len * dtype.size()) as u64;
@@ -854,9 +855,18 @@ fn put_blocks(
     Ok(())
 }
 
+/// Bytes of an index and an offset in the archive of a matrix of `nnz` entries and `ncols`
+/// columns: SciPy's rule (`get_index_dtype`), 4 (`int32`) where every index and offset fits,
+/// else 8.
+fn index_width(nnz: u64, ncols: usize) -> usize {
+    match nnz <= i32::MAX as u64 && (ncols as u64) <= i32::MAX as u64 {
+        true => 4,
+        false => 8,
+    }
+}
+
 /// The bytes of `v` in memory, which on a little-endian machine are the little-endian bytes
 /// `.npy` arrays of the same type hold.
-#[cfg(target_endian = "little")]
 fn raw_bytes<E: Copy>(v: &[E]) -> &[u8] {
     // SAFETY: any initialised memory can be read as bytes; the length is the slice's size.
     unsafe { std::slice::from_raw_parts(v.as_ptr().cast::<u8>(), std::mem::size_of_val(v)) }
@@ -986,54 +996,23 @@ pub fn write_in_passes<T: Scalar, W: Write>(
     nnz: u64,
     mut fill: impl FnMut(CsrArray, &mut ArrayWriter<'_, T>) -> std::io::Result<()>,
 ) -> std::io::Result<W> {
-    // SciPy's rule (get_index_dtype): int32 when every index and offset fits.
-    let fits32 = nnz <= i32::MAX as u64 && (ncols as u64) <= i32::MAX as u64;
-    let (index, width) = if fits32 {
-        (Dtype::Int(4), 4)
-    } else {
-        (Dtype::Int(8), 8)
-    };
-    let value = Dtype::Float(std::mem::size_of::<T>());
-    let nnz = usize::try_from(nnz).map_err(std::io::Error::other)?;
+    let layout = placed::CsrLayout::new::<T>(nrows, ncols, nnz);
+    let width = layout.index_width();
     let mut z = zip::Writer::new(out);
-    let mut pass = |o: &mut dyn Write, array: CsrArray| {
-        let mut w = ArrayWriter {
-            out: o,
-            array,
-            width,
-            end: 0,
-            values: std::marker::PhantomData,
-        };
-        fill(array, &mut w)
-    };
-
-    let (h, size) = npy_size(index, nnz);
-    z.member("indices.npy", size, |o| {
-        o.write_all(&h)?;
-        pass(o, CsrArray::Indices)
-    })?;
-    let (h, size) = npy_size(index, nrows + 1);
-    z.member("indptr.npy", size, |o| {
-        o.write_all(&h)?;
-        o.write_all(&0u64.to_le_bytes()[..width])?;
-        pass(o, CsrArray::Indptr)
-    })?;
-    let h = npy::header(Dtype::Bytes(3), None);
-    z.member("format.npy", h.len() as u64 + 3, |o| {
-        o.write_all(&h)?;
-        o.write_all(b"csr")
-    })?;
-    let (h, size) = npy_size(Dtype::Int(8), 2);
-    z.member("shape.npy", size, |o| {
-        o.write_all(&h)?;
-        o.write_all(&(nrows as u64).to_le_bytes())?;
-        o.write_all(&(ncols as u64).to_le_bytes())
-    })?;
-    let (h, size) = npy_size(value, nnz);
-    z.member("data.npy", size, |o| {
-        o.write_all(&h)?;
-        pass(o, CsrArray::Data)
-    })?;
+    for (name, size, prefix, array) in layout.members() {
+        z.member(name, size, |o| {
+            o.write_all(prefix)?;
+            let Some(array) = array else { return Ok(()) };
+            let mut w = ArrayWriter {
+                out: o,
+                array,
+                width,
+                end: 0,
+                values: std::marker::PhantomData,
+            };
+            fill(array, &mut w)
+        })?;
+    }
     z.finish()
 }
 

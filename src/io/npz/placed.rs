@@ -48,14 +48,21 @@ impl CsrArray {
             CsrArray::Data => 4,
         }
     }
+
+    /// The array's place among the three (the order of [`CsrLayout::frame`]'s `parts`).
+    fn part(self) -> usize {
+        match self {
+            CsrArray::Indices => 0,
+            CsrArray::Indptr => 1,
+            CsrArray::Data => 2,
+        }
+    }
 }
 
 impl CsrLayout {
     /// The layout of the archive of an `nrows x ncols` matrix of `nnz` entries of `T`.
     pub fn new<T: Scalar>(nrows: usize, ncols: usize, nnz: u64) -> Self {
-        // SciPy's rule (get_index_dtype): int32 when every index and offset fits.
-        let fits32 = nnz <= i32::MAX as u64 && (ncols as u64) <= i32::MAX as u64;
-        let width = if fits32 { 4 } else { 8 };
+        let width = super::index_width(nnz, ncols);
         let value_width = std::mem::size_of::<T>();
         let index = Dtype::Int(width);
         let header = |dtype: Dtype, len: u64| npy::header(dtype, Some(len as usize));
@@ -103,6 +110,21 @@ impl CsrLayout {
         }
     }
 
+    /// Bytes of an index and an offset.
+    pub fn index_width(&self) -> usize {
+        self.width
+    }
+
+    /// The members in the archive's order: each name, size (bytes of data), what its data
+    /// starts with, and the array that follows that (`None`: the prefix is all of it).
+    pub fn members(&self) -> impl Iterator<Item = (&'static str, u64, &[u8], Option<CsrArray>)> {
+        let arrays = [CsrArray::Indices, CsrArray::Indptr, CsrArray::Data];
+        (0..MEMBERS.len()).map(move |k| {
+            let array = arrays.into_iter().find(|a| a.member() == k);
+            (MEMBERS[k], self.members[k].0, &self.prefixes[k][..], array)
+        })
+    }
+
     /// The archive's length in bytes.
     pub fn len(&self) -> u64 {
         self.len
@@ -131,16 +153,13 @@ impl CsrLayout {
     pub fn frame(&self, parts: [&Hasher; 3]) -> std::io::Result<Vec<(u64, Vec<u8>)>> {
         let mut pieces = Vec::new();
         let mut crcs = [0u32; 5];
-        let arrays = [CsrArray::Indices, CsrArray::Indptr, CsrArray::Data];
-        for k in 0..MEMBERS.len() {
+        for (k, (_, size, prefix, array)) in self.members().enumerate() {
             let framed = self.framed(k);
-            let prefix = &self.prefixes[k];
             let mut crc = Hasher::new();
             crc.update(prefix);
-            if let Some(p) = arrays.iter().position(|a| a.member() == k) {
-                crc.combine(parts[p]);
+            if let Some(a) = array {
+                crc.combine(parts[a.part()]);
             }
-            let size = self.members[k].0;
             if crc.total_len() != size {
                 return Err(std::io::Error::other(format!(
                     "member {}: {} bytes written where {size} were announced",
@@ -150,7 +169,7 @@ impl CsrLayout {
             }
             crcs[k] = crc.finalize();
             pieces.push((self.members[k].1, framed.local()));
-            pieces.push((framed.data_at(), prefix.clone()));
+            pieces.push((framed.data_at(), prefix.to_vec()));
             pieces.push((framed.data_at() + size, framed.descriptor(crcs[k])));
         }
         let at = self.framed(MEMBERS.len() - 1).end();
@@ -246,7 +265,7 @@ impl Placed {
     /// Writes `cols`, the columns of the entries `first..`, in place; returns their CRC.
     pub fn indices(&mut self, l: &CsrLayout, first: u64, cols: &[u32]) -> std::io::Result<Hasher> {
         let at = l.element_at(CsrArray::Indices, first);
-        let raw = (l.width == 4 && cfg!(target_endian = "little")).then(|| bytes_of(cols));
+        let raw = (l.width == 4 && cfg!(target_endian = "little")).then(|| super::raw_bytes(cols));
         self.fill(at, cols.len(), l.width, raw, |i, o| {
             o.copy_from_slice(&u64::from(cols[i]).to_le_bytes()[..o.len()])
         })
@@ -277,7 +296,7 @@ impl Placed {
         vals: &[T],
     ) -> std::io::Result<Hasher> {
         let at = l.element_at(CsrArray::Data, first);
-        let raw = cfg!(target_endian = "little").then(|| bytes_of(vals));
+        let raw = cfg!(target_endian = "little").then(|| super::raw_bytes(vals));
         self.fill(at, vals.len(), l.value_width, raw, |i, o| {
             let v = vals[i].to_f64();
             match o.len() {
@@ -298,41 +317,15 @@ impl Placed {
     }
 }
 
-/// The bytes of `v` in memory.
-fn bytes_of<E: Copy>(v: &[E]) -> &[u8] {
-    // SAFETY: any initialised memory can be read as bytes; the length is the slice's size.
-    unsafe { std::slice::from_raw_parts(v.as_ptr().cast::<u8>(), std::mem::size_of_val(v)) }
-}
-
-/// Maps the pages under `s` for writing, in one call: the file system gives them now, and a
-/// refusal (a full disk, a quota) comes back as an error rather than as a signal on the write.
+/// Maps the pages under `s` for writing ([`crate::mem::populate_write`]), naming the likely
+/// cause where the file system refused them.
 fn populate(s: &mut [u8]) -> std::io::Result<()> {
-    #[cfg(target_os = "linux")]
-    {
-        const PAGE: usize = 4096;
-        const POPULATE_WRITE: i32 = 23;
-        if s.is_empty() {
-            return Ok(());
-        }
-        let first = (s.as_ptr() as usize) & !(PAGE - 1);
-        let last = (s.as_ptr() as usize + s.len()).next_multiple_of(PAGE);
-        // SAFETY: the range covers the pages under `s`, which lie in this process's mapping of
-        // the output; populating changes no contents.
-        let r = unsafe { libc::madvise(first as *mut libc::c_void, last - first, POPULATE_WRITE) };
-        if r != 0 {
-            let e = std::io::Error::last_os_error();
-            return Err(match e.raw_os_error() {
-                Some(libc::EFAULT) | Some(libc::ENOMEM) => std::io::Error::other(format!(
-                    "the file system did not give the output's pages ({e}): is it full, or \
-                     over a quota?"
-                )),
-                _ => e,
-            });
-        }
-    }
-    #[cfg(not(target_os = "linux"))]
-    let _ = s;
-    Ok(())
+    crate::mem::populate_write(s).map_err(|e| match e.raw_os_error() {
+        Some(libc::EFAULT) | Some(libc::ENOMEM) => std::io::Error::other(format!(
+            "the file system did not give the output's pages ({e}): is it full, or over a quota?"
+        )),
+        _ => e,
+    })
 }
 
 /// Whether this system maps an output's pages ahead ([`populate`]), which [`Placed`] needs to
