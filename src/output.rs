@@ -9,7 +9,7 @@ use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 
 mod matrix;
-pub use matrix::{write_matrix, MatrixFormat, RowWriter};
+pub use matrix::{refuse_non_finite, write_matrix, MatrixFormat, RowWriter};
 
 /// A file being written under a temporary name; [`AtomicOutput::commit`] moves it into place.
 /// Dropped without commit, the temporary file is removed and the target is left untouched.

@@ -5,7 +5,7 @@ use super::wall::{timed, Stopwatch};
 use super::{InputArgs, Ui};
 use clap::Args;
 use gmcl::csr::{BuildOptions, Csr, Duplicates};
-use gmcl::io::{self, Format, Labels};
+use gmcl::io::{self, Format};
 use gmcl::{Error, Result};
 use std::path::PathBuf;
 
@@ -55,12 +55,12 @@ pub fn run(a: ConvertArgs, ui: Ui) -> Result<()> {
             loaded.edges.weights = None;
         }
     }
-    if loaded.labels != Labels::Identity {
+    if let Some(how) = loaded.labels.renumbering() {
         ui.notice(&format!(
-            "{} names its vertices ({}): they are written as ids 0, 1, ... in order of first \
-             appearance",
+            "{} names its vertices ({}): {how} in {}",
             a.input.display(),
-            loaded.format
+            loaded.format,
+            a.output.display()
         ));
     }
     let el = &loaded.edges;

@@ -87,11 +87,12 @@ pub fn run(a: GenerateArgs, ui: Ui) -> Result<()> {
     let n = match (a.vertices, a.scale) {
         (Some(n), _) => n,
         (None, Some(s)) if s < 64 => 1u64 << s,
-        (None, s) => {
+        (None, Some(s)) => {
             return Err(Error::Invalid(format!(
-                "--scale {s:?} is too large (at most 32)"
+                "--scale {s} is too large (at most 31)"
             )))
         }
+        (None, None) => return Err(Error::Invalid("give --scale or --vertices".into())),
     };
     let edges = match (a.edges, a.edge_factor) {
         (Some(m), _) => m,

@@ -198,6 +198,14 @@ fn run_typed<T: Scalar>(a: SpgemmArgs, ui: Ui) -> Result<()> {
         }
         None => None,
     };
+    if let (Some(how), Some(out)) = (la.labels.renumbering(), &a.output) {
+        ui.notice(&format!(
+            "{} names its vertices ({}): {how} as C's rows and columns in {}",
+            a.a.display(),
+            la.format,
+            out.display()
+        ));
+    }
     let b = mb.as_ref().unwrap_or(ma);
     let load = sw.lap();
     if a.repeat == 0 {
@@ -352,6 +360,13 @@ fn run_across_ranks<T: Scalar>(a: SpgemmArgs, ui: Ui, comm: &dyn Comm) -> Result
         return Err(Error::Invalid(io::TWO_NUMBERINGS.into()));
     }
     let reports = comm.rank() == 0;
+    if let (true, true, Some(out)) = (reports, named(&a.a), &a.output) {
+        ui.notice(&format!(
+            "{} names its vertices: they become 0, 1, ... as C's rows and columns in {}",
+            a.a.display(),
+            out.display()
+        ));
+    }
     // Checked and created by rank 0 before any work, so that a path that cannot be written
     // fails at once, on every rank.
     let out = dist::agree(
@@ -397,6 +412,12 @@ fn run_across_ranks<T: Scalar>(a: SpgemmArgs, ui: Ui, comm: &dyn Comm) -> Result
         .output
         .as_deref()
         .is_some_and(|p| MatrixFormat::of(p).ok() == Some(MatrixFormat::Npz));
+    if let Some(path) = &a.output {
+        dist::agree(
+            comm,
+            gmcl::output::refuse_non_finite(path, &c.rows, c.first()),
+        )?;
+    }
     let written = if npz {
         dist::npz::write(comm, &c, stats.nnz, opts.stage_entries, out)
     } else if a.output.is_some() {

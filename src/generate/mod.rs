@@ -61,6 +61,10 @@ pub const DEFAULT_C: f64 = 0.19;
 /// The seed used when none is given.
 pub const DEFAULT_SEED: u64 = 1;
 
+/// The most vertices a graph may have: gmcl's readers take ids up to 4294967294 (`u32::MAX` is
+/// kept free), so a generated file always reads back.
+pub const MAX_VERTICES: u64 = u32::MAX as u64;
+
 /// What to generate. [`RmatParams::new`] gives the defaults; set fields to change them.
 #[derive(Clone, Debug, PartialEq)]
 pub struct RmatParams {
@@ -167,14 +171,16 @@ impl RmatParams {
         }
         match self.vertices {
             Some(0) => return bad("the vertex count must be at least 1".into()),
-            Some(n) if n > 1 << 32 => {
+            Some(n) if n > MAX_VERTICES => {
                 return bad(format!(
-                    "{n} vertices is too many: ids are 32-bit, so at most 2^32 = 4294967296"
+                    "{n} vertices is too many: gmcl reads ids up to 4294967294, so at most \
+                     {MAX_VERTICES} vertices"
                 ))
             }
-            None if self.scale_log2 > 32 => {
+            None if self.scale_log2 > 31 => {
                 return bad(format!(
-                    "scale {} is too large: ids are 32-bit, so the scale is at most 32",
+                    "scale {} is too large: gmcl reads ids up to 4294967294, so the scale is at \
+                     most 31 (or give --vertices, up to {MAX_VERTICES})",
                     self.scale_log2
                 ))
             }

@@ -299,11 +299,17 @@ fn invalid_parameters_are_errors() {
     let mut p = base.clone();
     p.vertices = Some(0);
     assert!(msg(&p).contains("at least 1"));
-    p.vertices = Some((1 << 32) + 1);
-    assert!(msg(&p).contains("32-bit"));
+    p.vertices = Some(1 << 32);
+    assert!(
+        msg(&p).contains("at most 4294967295 vertices"),
+        "{}",
+        msg(&p)
+    );
+    p.vertices = Some(MAX_VERTICES);
+    assert!(p.validate().is_ok());
     let mut p = base.clone();
-    p.scale_log2 = 33;
-    assert!(msg(&p).contains("scale"));
+    p.scale_log2 = 32;
+    assert!(msg(&p).contains("scale is at most 31"), "{}", msg(&p));
     let mut p = params(0, 1);
     p.no_self_loops = true;
     assert!(msg(&p).contains("self loop"));

@@ -156,18 +156,12 @@ fn push_pair(buf: &mut Vec<u8>, u: u32, v: u32, base: u64, tail: &[u8]) {
     unsafe { buf.set_len(len + n) };
 }
 
-/// Appends a weight: the shortest text that reads back as the same `f32` when the weight is one
-/// (generated weights are), else the shortest for the `f64`.
+/// Appends a weight: the shortest text that reads back as the same `f64` (a weight that is
+/// also an `f32` must not be written as the `f32`'s shortest text: `1234567.875` would come back
+/// as `1234567.9`).
 #[inline]
 fn push_weight(buf: &mut Vec<u8>, w: f64) {
-    let mut r = ryu::Buffer::new();
-    let f = w as f32;
-    let text = if f as f64 == w {
-        r.format(f)
-    } else {
-        r.format(w)
-    };
-    buf.extend_from_slice(text.as_bytes());
+    buf.extend_from_slice(ryu::Buffer::new().format(w).as_bytes());
 }
 
 /// Edges per chunk when weights travel with them.
@@ -329,6 +323,38 @@ mod tests {
         for (line, &x) in text.lines().zip(&xs) {
             let y = x as u64 + 1;
             assert_eq!(line, format!("{y} {y}"));
+        }
+    }
+
+    #[test]
+    fn weights_read_back_as_the_same_f64() {
+        let mut ws = vec![
+            1234567.875,
+            9007199254740992.0,
+            1.0000001192092896,
+            3.4028234663852886e38,
+            0.5 + 1.0 / (1u64 << 23) as f64,
+            -0.0,
+            f64::MIN_POSITIVE,
+            f64::MAX,
+        ];
+        let mut x = 0x9e37_79b9_7f4a_7c15u64;
+        for _ in 0..10_000 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            let w = f64::from_bits(x);
+            if w.is_finite() {
+                ws.push(w);
+                ws.push(w as f32 as f64);
+            }
+        }
+        for w in ws {
+            let mut buf = Vec::new();
+            push_weight(&mut buf, w);
+            let text = std::str::from_utf8(&buf).unwrap();
+            let back: f64 = text.parse().unwrap();
+            assert_eq!(back.to_bits(), w.to_bits(), "{w:e}: {text}");
         }
     }
 }

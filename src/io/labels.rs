@@ -42,6 +42,17 @@ impl Labels {
         String::from_utf8_lossy(&v).into_owned()
     }
 
+    /// How a numbering that is not positional becomes rows and columns 0, 1, ... (which is what
+    /// an output in a positional format holds instead of the file's names); `None` for
+    /// positional numberings.
+    pub fn renumbering(&self) -> Option<&'static str> {
+        match self {
+            Labels::Ids(_) => Some("its vertex ids become 0, 1, ... in increasing order"),
+            Labels::Names(_) => Some("its labels become 0, 1, ... in order of first appearance"),
+            Labels::Identity | Labels::OneBased => None,
+        }
+    }
+
     /// Whether vertex ids are the file's own numbers, shifted by at most a fixed base (`.el`,
     /// `.wel`, `.mtx`), so that row `i` of one file is row `i` of another.
     pub fn is_positional(&self) -> bool {

@@ -154,37 +154,86 @@ pub(super) fn gunzip(path: &Path, limit: Option<u64>) -> Result<Vec<u8>> {
             });
         }
     }
-    let mut decoder = flate2::bufread::MultiGzDecoder::new(&mut compressed);
-    loop {
-        crate::interrupt::check()?;
-        let n = match decoder.read(&mut piece) {
-            Ok(0) => break,
-            Ok(n) => n,
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-            Err(e) => {
-                drop(decoder);
-                return Err(damaged(e, compressed.bytes));
+    for member in 0.. {
+        if member > 0 {
+            match what_follows(&mut compressed).map_err(|e| damaged(e, compressed.bytes))? {
+                Follows::End => break,
+                Follows::Member => {}
+                Follows::Other => {
+                    return Err(Error::Input {
+                        path: path.to_path_buf(),
+                        message: "has data after its gzip data that is not gzip (`gzip -t` \
+                                  warns of it as trailing garbage); remove it, e.g. \
+                                  `zcat IN | gzip > OUT`"
+                            .into(),
+                    })
+                }
             }
-        };
-        let total = bytes.len() as u64 + n as u64;
-        if let Some(limit) = limit.filter(|&l| total > l) {
-            return Err(Error::Input {
-                path: path.to_path_buf(),
-                message: format!(
-                    "decompresses to more than {limit} bytes, the memory gmcl may use; gmcl \
-                     holds a compressed input's text in memory, so decompress it to a file first"
-                ),
-            });
         }
-        if bytes.try_reserve(n).is_err() {
-            return Err(Error::Input {
-                path: path.to_path_buf(),
-                message: format!("not enough memory to hold the first {total} decompressed bytes"),
-            });
+        let mut decoder = flate2::bufread::GzDecoder::new(&mut compressed);
+        loop {
+            crate::interrupt::check()?;
+            let n = match decoder.read(&mut piece) {
+                Ok(0) => break,
+                Ok(n) => n,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                Err(e) => {
+                    drop(decoder);
+                    return Err(damaged(e, compressed.bytes));
+                }
+            };
+            let total = bytes.len() as u64 + n as u64;
+            if let Some(limit) = limit.filter(|&l| total > l) {
+                return Err(Error::Input {
+                    path: path.to_path_buf(),
+                    message: format!(
+                        "decompresses to more than {limit} bytes, the memory gmcl may use; gmcl \
+                         holds a compressed input's text in memory, so decompress it to a file \
+                         first"
+                    ),
+                });
+            }
+            if bytes.try_reserve(n).is_err() {
+                return Err(Error::Input {
+                    path: path.to_path_buf(),
+                    message: format!(
+                        "not enough memory to hold the first {total} decompressed bytes"
+                    ),
+                });
+            }
+            bytes.extend_from_slice(&piece[..n]);
         }
-        bytes.extend_from_slice(&piece[..n]);
     }
     Ok(bytes)
+}
+
+/// What follows a gzip member.
+enum Follows {
+    /// Nothing, or only zero bytes (padding, which `gzip` and Python's `gzip` read as the end).
+    End,
+    /// Another member (its header not yet checked), after any zero padding.
+    Member,
+    /// Bytes that begin no member.
+    Other,
+}
+
+/// Reads past the zero bytes that follow a member and says what comes after them.
+fn what_follows<R: std::io::BufRead>(r: &mut R) -> std::io::Result<Follows> {
+    loop {
+        let buf = r.fill_buf()?;
+        let Some(&first) = buf.first() else {
+            return Ok(Follows::End);
+        };
+        match buf.iter().position(|&b| b != 0) {
+            Some(0) if first == 0x1f => return Ok(Follows::Member),
+            Some(0) => return Ok(Follows::Other),
+            Some(k) => r.consume(k),
+            None => {
+                let n = buf.len();
+                r.consume(n);
+            }
+        }
+    }
 }
 
 /// A buffered reader that counts the bytes it hands out.
@@ -239,5 +288,25 @@ mod tests {
         std::fs::write(&p, b"").unwrap();
         let e = gunzip(&p, None).unwrap_err().to_string();
         assert!(e.contains("is empty"), "{e}");
+        // Zero padding after a member (and between members) is read as gzip and Python read it.
+        let mut padded = gz(b"0 1\n");
+        padded.extend([0u8; 1000]);
+        std::fs::write(&p, &padded).unwrap();
+        assert_eq!(gunzip(&p, None).unwrap(), b"0 1\n");
+        padded.extend(gz(b"1 2\n"));
+        padded.extend([0u8; 3]);
+        std::fs::write(&p, &padded).unwrap();
+        assert_eq!(gunzip(&p, None).unwrap(), b"0 1\n1 2\n");
+        // Other bytes after the data are neither a cut nor ignored.
+        for tail in [&b"x"[..], b"\0\0junk", b"\n"] {
+            let mut t = gz(b"0 1\n");
+            t.extend_from_slice(tail);
+            std::fs::write(&p, &t).unwrap();
+            let e = gunzip(&p, None).unwrap_err().to_string();
+            assert!(
+                e.contains("after its gzip data that is not gzip"),
+                "{tail:?}: {e}"
+            );
+        }
     }
 }

@@ -271,11 +271,7 @@ pub fn graph_from_edges<T: Scalar>(el: &EdgeList) -> Result<(Csr<T>, Vec<u32>)> 
             el.nrows, el.ncols
         )));
     }
-    if let Some(w) = &el.weights {
-        if let Some(i) = w.iter().position(|&x| !(x >= 0.0 && x.is_finite())) {
-            return Err(weight_refused(el.edges[i], w[i]));
-        }
-    }
+    refuse_weights(el, &|i| i.to_string())?;
     let mut compact = el.clone();
     let ids = compact.compact_ids();
     let g = Csr::from_edges(
@@ -316,6 +312,7 @@ pub fn graph_from_edges_transformed<T: Scalar>(
         None => None,
     };
     let el = transformed.as_ref().unwrap_or(el);
+    refuse_weights(el, name)?;
     let (mut g, ids) = graph_from_edges::<T>(el)?;
     if let Some(tf) = matrix {
         transform_graph(&mut g, &ids, tf, name)?;
@@ -323,8 +320,22 @@ pub fn graph_from_edges_transformed<T: Scalar>(
     Ok((g, ids))
 }
 
-/// The error for an edge `(u, v)` (ids of the input) whose weight MCL cannot take.
-fn weight_refused((u, v): (u32, u32), w: f64) -> Error {
+/// Fails on the first edge of `el` whose weight MCL cannot take, naming its ends by `name`.
+fn refuse_weights(el: &EdgeList, name: &dyn Fn(u32) -> String) -> Result<()> {
+    let Some(w) = &el.weights else {
+        return Ok(());
+    };
+    match w.iter().position(|&x| !(x >= 0.0 && x.is_finite())) {
+        Some(i) => Err(weight_refused(
+            (&name(el.edges[i].0), &name(el.edges[i].1)),
+            w[i],
+        )),
+        None => Ok(()),
+    }
+}
+
+/// The error for an edge `(u, v)` (named as the input names them) whose weight MCL cannot take.
+fn weight_refused((u, v): (&str, &str), w: f64) -> Error {
     Error::Invalid(format!(
         "edge ({u}, {v}) weighs {w}: MCL needs weights that are finite and not negative"
     ))

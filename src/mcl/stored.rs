@@ -28,7 +28,8 @@ pub fn graph_from_stored<T: Scalar>(m: StoredMatrix) -> Result<(Csr<T>, Vec<u32>
             .par_iter()
             .position_first(|&x| !(x >= 0.0 && x.is_finite()))
         {
-            return Err(weight_refused(m.entry(k), w[k]));
+            let (u, v) = m.entry(k);
+            return Err(weight_refused((&u.to_string(), &v.to_string()), w[k]));
         }
     }
     let (rows, ids) = compact(m.entries);

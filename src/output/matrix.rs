@@ -55,6 +55,7 @@ fn is_special(path: &Path) -> bool {
 /// Writes `m` to `path` in the format [`MatrixFormat::of`] names; the file appears whole or not
 /// at all.
 pub fn write_matrix<T: Scalar>(path: &Path, m: &Csr<T>) -> Result<()> {
+    refuse_non_finite(path, m, 0)?;
     match MatrixFormat::of(path)? {
         MatrixFormat::Mtx => super::write_mtx(path, m),
         MatrixFormat::Npz => super::write_npz(path, m),
@@ -64,6 +65,34 @@ pub fn write_matrix<T: Scalar>(path: &Path, m: &Csr<T>) -> Result<()> {
             out.commit()
         }
     }
+}
+
+/// Fails when a value of `m` (rows from `first_row` of the matrix written to `path`) is infinite
+/// or NaN: no reader takes such a value back (gmcl's refuse them), so a product that overflowed
+/// its precision is an error naming the entry, before anything is written.
+pub fn refuse_non_finite<T: Scalar>(path: &Path, m: &Csr<T>, first_row: usize) -> Result<()> {
+    let Some(k) = m
+        .values()
+        .par_iter()
+        .position_first(|v| !v.to_f64().is_finite())
+    else {
+        return Ok(());
+    };
+    let row = m.row_ptr().partition_point(|&p| p <= k as u64) - 1;
+    let wider = match T::NAME {
+        "f32" => " (f64 holds values up to 1.8e308)",
+        _ => "",
+    };
+    Err(Error::Invalid(format!(
+        "{}: the entry at row {}, column {} (counted from 0) is {}: the product overflows {}{}; \
+         nothing was written",
+        path.display(),
+        first_row + row,
+        m.col_idx()[k],
+        m.values()[k].to_f64(),
+        T::NAME,
+        wider
+    )))
 }
 
 /// A matrix written as its rows come, in order, for a writer that never holds the whole matrix
@@ -111,6 +140,7 @@ impl RowWriter {
                 self.next_row
             )));
         }
+        refuse_non_finite(self.out.path(), m, first_row)?;
         write_rows(&mut self.out, m, first_row as u64, self.base)?;
         self.next_row += m.nrows();
         Ok(())

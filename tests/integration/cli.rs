@@ -627,6 +627,28 @@ fn outputs_that_would_destroy_an_input_or_each_other_are_refused_before_any_work
         vec!["spgemm", s(&g), "-o", s(&g)],
         vec!["spgemm", "graphs/karate.el", s(&g), "-o", s(&g)],
         vec!["tricount", s(&g), "--per-vertex", s(&g)],
+        vec![
+            "bench",
+            "spgemm",
+            "--engines",
+            "cpu",
+            "--suite",
+            "none",
+            s(&g),
+            "--json",
+            s(&g),
+        ],
+        vec![
+            "bench",
+            "spgemm",
+            "--engines",
+            "cpu",
+            "--suite",
+            "none",
+            s(&g),
+            "--plot",
+            s(&g),
+        ],
     ] {
         let err = fails(&args);
         assert!(err.contains("is the input file"), "{args:?}: {err}");
@@ -640,11 +662,113 @@ fn outputs_that_would_destroy_an_input_or_each_other_are_refused_before_any_work
     {
         let err = fails(&["cluster", s(&g), "-o", s(&link)]);
         assert!(err.contains("is the input file"), "{err}");
+        let bench = ["bench", "spgemm", "--engines", "cpu", "--suite", "none"];
+        let err = fails(&[&bench[..], &[s(&g), "--plot", s(&link)]].concat());
+        assert!(err.contains("is the input file"), "{err}");
     }
     let err = fails(&["cluster", s(&g), "-o", s(&out), "--json-file", s(&out)]);
     assert!(err.contains("are the same file"), "{err}");
+    let bench = [
+        "bench",
+        "spgemm",
+        "--engines",
+        "cpu",
+        "--suite",
+        "none",
+        s(&g),
+    ];
+    let err = fails(&[&bench[..], &["--json", s(&out), "--plot", s(&out)]].concat());
+    assert!(err.contains("are the same file"), "{err}");
     assert!(!out.exists(), "nothing was written");
     assert_eq!(std::fs::read(&g).unwrap(), before);
+}
+
+#[test]
+fn a_negative_weight_is_named_by_the_file_s_own_ids_and_labels() {
+    let dir = tempfile::tempdir().unwrap();
+    for (name, text, edge) in [
+        (
+            "s.txt",
+            "10\t20\t1\n20\t30\t1\n60\t40\t-2\n",
+            "edge (60, 40) weighs -2",
+        ),
+        (
+            "a.abc",
+            "x\ty\t1\ny\tz\t1\nq\tr\t-2\n",
+            "edge (q, r) weighs -2",
+        ),
+        (
+            "m.mtx",
+            "%%MatrixMarket matrix coordinate real general\n6 6 2\n1 2 1\n6 4 -2\n",
+            "edge (6, 4) weighs -2",
+        ),
+        ("w.wel", "0 1 1\n5 3 -2\n", "edge (5, 3) weighs -2"),
+    ] {
+        let f = dir.path().join(name);
+        std::fs::write(&f, text).unwrap();
+        let err = fails(&["cluster", s(&f)]);
+        assert!(err.contains(name) && err.contains(edge), "{name}: {err}");
+    }
+}
+
+#[test]
+fn outputs_that_number_named_vertices_say_how() {
+    let dir = tempfile::tempdir().unwrap();
+    let snap = dir.path().join("s.txt");
+    std::fs::write(&snap, "30\t10\n10\t20\n").unwrap();
+    let out = dir.path().join("c.wel");
+    let run = gmcl(&["spgemm", s(&snap), "-o", s(&out)]);
+    let err = String::from_utf8_lossy(&run.stderr);
+    assert!(run.status.success(), "{err}");
+    assert!(
+        err.contains("its vertex ids become 0, 1, ... in increasing order"),
+        "{err}"
+    );
+    // 30 -> 10 -> 20 is the only path of two steps: 2 -> 1 in C's numbering.
+    assert_eq!(std::fs::read_to_string(&out).unwrap(), "2 1 1\n");
+    let el = dir.path().join("c.el");
+    let run = gmcl(&["convert", s(&snap), s(&el)]);
+    let err = String::from_utf8_lossy(&run.stderr);
+    assert!(
+        err.contains("its vertex ids become 0, 1, ... in increasing order"),
+        "{err}"
+    );
+    // A positional numbering (Matrix Market's, from 1) is no renumbering: nothing to say.
+    let mtx = dir.path().join("m.mtx");
+    std::fs::write(
+        &mtx,
+        "%%MatrixMarket matrix coordinate pattern general\n3 3 1\n3 1\n",
+    )
+    .unwrap();
+    let run = gmcl(&["convert", s(&mtx), s(&el)]);
+    let err = String::from_utf8_lossy(&run.stderr);
+    assert!(!err.contains("names its vertices"), "{err}");
+    assert_eq!(std::fs::read_to_string(&el).unwrap(), "2 0\n");
+}
+
+#[test]
+fn a_product_that_overflows_its_precision_is_an_error_and_writes_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let g = dir.path().join("g.mtx");
+    std::fs::write(
+        &g,
+        "%%MatrixMarket matrix coordinate real general\n2 2 3\n1 2 1e30\n2 1 1e30\n2 2 1\n",
+    )
+    .unwrap();
+    for name in ["c.mtx", "c.wel", "c.npz"] {
+        let out = dir.path().join(name);
+        let err = fails(&["spgemm", s(&g), "--precision", "f32", "-o", s(&out)]);
+        assert!(
+            err.contains("row 0, column 0 (counted from 0) is inf: the product overflows f32"),
+            "{err}"
+        );
+        assert!(!out.exists(), "{name} was written");
+    }
+    // In f64 the same product is finite and written.
+    let out = dir.path().join("c.mtx");
+    ok(&["spgemm", s(&g), "-o", s(&out)]);
+    let text = std::fs::read_to_string(&out).unwrap();
+    assert!(text.contains("1 1 1.0000000000000001e60\n"), "{text}");
 }
 
 #[test]

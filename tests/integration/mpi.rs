@@ -7,7 +7,7 @@ mod mcl;
 mod npz;
 mod tiny;
 
-use crate::util::{generated, gmcl, gmcl_bin, repo};
+use crate::util::{generated, gmcl, gmcl_bin, repo, s};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
@@ -673,6 +673,33 @@ fn spgemm_with_a_bad_line_on_the_last_rank_writes_nothing() {
         );
         assert!(
             err.contains("bad.wel:301: weight 1e39 does not fit the value type f32"),
+            "{err}"
+        );
+        let left: Vec<_> = std::fs::read_dir(dir.path()).unwrap().collect();
+        assert_eq!(left.len(), 1, "{left:?}");
+    }
+}
+
+/// A product that overflows f32 on the last rank's rows is one error naming the entry, on every
+/// output format, and nothing is written.
+#[test]
+fn spgemm_that_overflows_f32_on_one_rank_writes_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = dir.path().join("big.wel");
+    let mut lines: String = (0..300)
+        .map(|i| format!("{i} {} 1.5\n", (i * 7 + 1) % 300))
+        .collect();
+    lines.push_str("299 299 1e30\n");
+    std::fs::write(&f, lines).unwrap();
+    for (ranks, name) in [(1, "c.mtx"), (3, "c.wel"), (3, "c.npz")] {
+        let out = dir.path().join(name);
+        let args = ["spgemm", s(&f), "--precision", "f32", "-o", s(&out)];
+        let o = mpirun(ranks, &[], &args);
+        let err = text(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{err}");
+        assert_eq!(err.matches("gmcl: error").count(), 1, "{err}");
+        assert!(
+            err.contains("row 299, column 299 (counted from 0) is inf: the product overflows f32"),
             "{err}"
         );
         let left: Vec<_> = std::fs::read_dir(dir.path()).unwrap().collect();

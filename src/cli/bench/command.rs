@@ -5,7 +5,7 @@ use super::{self as bench};
 use crate::cli::{Precision, Ui};
 use clap::{Args, Subcommand, ValueEnum};
 use gmcl::{Error, Result, Scalar};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 #[derive(Args)]
 pub struct BenchArgs {
@@ -164,6 +164,12 @@ fn run_spgemm<T: Scalar>(a: BenchSpgemmArgs, ui: Ui) -> Result<()> {
     for f in &a.files {
         std::fs::metadata(f).map_err(|e| Error::io(f, "cannot open", e))?;
     }
+    let inputs: Vec<&Path> = a.files.iter().map(PathBuf::as_path).collect();
+    let outputs: Vec<(&str, &Path)> = [("--json", &a.json), ("--plot", &a.plot)]
+        .into_iter()
+        .filter_map(|(option, p)| p.as_deref().map(|p| (option, p)))
+        .collect();
+    crate::cli::paths::refuse_clobbering(&inputs, &outputs)?;
     let engines = bench::Engines::open(&engine_list)?;
     let suite = match a.suite {
         SuiteArg::RmatPaper => bench::Suite::RmatPaper,
