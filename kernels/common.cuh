@@ -155,6 +155,18 @@ __device__ __forceinline__ double quantum(double x) { return ceil(x * 0x1p52) * 
 // x's quanta, as an integer (x below 4096).
 __device__ __forceinline__ u64 quanta(double x) { return (u64)ceil(x * 0x1p52); }
 
+// Order-free sums at the scale of their largest term (src/quantized.rs's ColumnScale, for terms
+// that may lie far below 2^-52: MCL's inflated powers): a term counts ceil(x * 2^shift) as a
+// 64-bit integer, shift = 62 - floor(log2 largest) - h with 2^h at least the number of terms, so
+// that the integers' sum stays below 2^63; the sum is that integer times 2^-shift.
+__device__ __forceinline__ int sum_shift(double largest, u64 terms) {
+    const int h = terms > 1 ? 64 - __clzll((long long)(terms - 1)) : 0;
+    return 62 - ilogb(largest) - h;
+}
+__device__ __forceinline__ u64 quanta_at(double x, int shift) {
+    return (u64)ceil(ldexp(x, shift));
+}
+
 // The product a·b rounded once in T's arithmetic (never fused with what follows).
 __device__ __forceinline__ float product_rn(float a, float b) { return __fmul_rn(a, b); }
 __device__ __forceinline__ double product_rn(double a, double b) { return __dmul_rn(a, b); }

@@ -180,11 +180,22 @@ __device__ ColumnPlan<T> plan_column(const T* v, u64 len, T floor, T cutoff, u32
     plan.isum = 1.0;
     if (!emergency) {
         count_at_least(v, len, bar, tmp, &kept, &plan.kept_mass);
-        double s = 0.0;
-        for (u64 i = threadIdx.x; i < len; i += blockDim.x) {
-            if (v[i] >= bar) s += quantum((double)inflated(v[i], plan.kept_mass, inflation));
+        // The inflated values' sum at the scale of the largest (inflation keeps the order, so
+        // that is the largest value's), as src/mcl/inflate.rs makes it; 0 when all underflow.
+        const double largest = (double)inflated((T)maxv, plan.kept_mass, inflation);
+        plan.isum = 0.0;
+        if (largest > 0.0) {  // uniform
+            const int shift = sum_shift(largest, kept);
+            u64 part = 0;
+            for (u64 i = threadIdx.x; i < len; i += blockDim.x) {
+                if (v[i] >= bar)
+                    part += quanta_at((double)inflated(v[i], plan.kept_mass, inflation), shift);
+            }
+            // The 64-bit parts summed as two exact halves.
+            const double hi = block_reduce_f64((double)(part >> 32), tmp, false);
+            const double lo = block_reduce_f64((double)(part & 0xffffffffull), tmp, false);
+            plan.isum = ldexp((double)(((u64)hi << 32) + (u64)lo), -shift);
         }
-        plan.isum = block_reduce_f64(s, tmp, false);
     }
     plan.bar = bar;
     plan.entries = entries;

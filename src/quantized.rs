@@ -4,14 +4,19 @@
 //! multiple of 2⁻⁵² below 2 is an `f64`, so while a sum stays below 2 each partial sum is exact
 //! and addition is associative: a sum split over threads, warps, blocks, batches, ranks or
 //! engines comes out as one value, bit for bit, whatever the order. MCL's sums stay below 2: its
-//! columns sum to one, so an entry of `M²`, a column's mass, its sum of squares and the sum of
-//! its inflated entries (inflation above 1) are at most 1 plus rounding.
+//! columns sum to one, so an entry of `M²`, a column's mass and its sum of squares are at most 1
+//! plus rounding.
 //!
 //! Rounding *up* keeps a positive term positive, so an accumulator that knows an entry by its
 //! value being positive still sees every product. A term moves by less than 2⁻⁵² (2.2·10⁻¹⁶):
 //! below what an `f32` entry resolves from 2⁻²⁸ (3.7·10⁻⁹) up, and far below the pruning
 //! threshold everywhere. The GPU kernels sum the same quanta as 64-bit integers (`quanta` in
 //! kernels/common.cuh), which are the same numbers.
+//!
+//! That fixed quantum does not suit a sum whose terms may all lie far below it: at a high
+//! inflation a column's powers (before they are normalised) can be 10⁻¹⁴ and less, and rounding
+//! each up to 2⁻⁵² would change their sum, and so the column, beyond what mcl's `double` sum
+//! does. [`ColumnScale`] sums such terms at a quantum scaled to the largest of them.
 
 use crate::scalar::Scalar;
 
@@ -60,10 +65,116 @@ pub fn sum(xs: impl IntoIterator<Item = f64>) -> f64 {
     xs.into_iter().fold(0.0, |s, x| s + quantum(x))
 }
 
+/// An order-free sum of non-negative terms at the scale of their largest, `largest`: each term
+/// rounded up to a multiple of the quantum `2^(E + h - 63)`, where `2^E > largest` and `2^h` is
+/// at least the number of terms, and the multiples summed as integers. Each is below `2^(63 - h)`,
+/// so the sum stays below `2^63` and is exact in a `u64`, whatever the order; a term moves by at
+/// most `2^(1 + h - 63)` of the largest. The GPU kernels make the same multiples (`sum_shift`,
+/// `quanta_at` in kernels/common.cuh).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ColumnScale {
+    /// A term's multiples are `⌈x · 2^shift⌉`.
+    shift: i32,
+}
+
+impl ColumnScale {
+    /// The scale for `terms` terms (at least one) whose largest is `largest`; `None` when that is
+    /// 0 (every term is 0) or not finite.
+    pub fn new(largest: f64, terms: u64) -> Option<Self> {
+        if !(largest > 0.0 && largest.is_finite()) {
+            return None;
+        }
+        let h = 64 - terms.max(1).saturating_sub(1).leading_zeros() as i32;
+        Some(ColumnScale {
+            shift: 62 - ilogb(largest) - h,
+        })
+    }
+
+    /// `x` (non-negative, at most the largest) in multiples of the quantum, rounded up.
+    #[inline(always)]
+    pub fn quanta(self, x: f64) -> u64 {
+        ldexp(x, self.shift).ceil() as u64
+    }
+
+    /// The value of `quanta` multiples of the quantum (one rounding, to `f64`).
+    pub fn value(self, quanta: u64) -> f64 {
+        ldexp(quanta as f64, -self.shift)
+    }
+}
+
+/// `⌊log2 x⌋` of a positive finite `x`, subnormals included (C's `ilogb`).
+fn ilogb(x: f64) -> i32 {
+    let bits = x.to_bits() & !(1u64 << 63);
+    match (bits >> 52) as i32 {
+        0 => -1074 + 63 - bits.leading_zeros() as i32,
+        e => e - 1023,
+    }
+}
+
+/// `x · 2^k`, rounded once (C's `ldexp`) when the result is below `f64`'s normal range; exact
+/// otherwise (short of overflow).
+fn ldexp(x: f64, k: i32) -> f64 {
+    // 2^k for k in [-1022, 1023].
+    let pow2 = |k: i32| f64::from_bits(((k + 1023) as u64) << 52);
+    match k {
+        -1022..=1023 => x * pow2(k),
+        // Up: each step is exact.
+        1024.. => ldexp(x * pow2(1023), k - 1023),
+        // Down: the first step (to at least 2^-1000 of x) is exact for the quantities scaled
+        // here (at least 1), so only the last step rounds.
+        _ => ldexp(x * pow2(-1000), k + 1000),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use proptest::prelude::*;
+
+    #[test]
+    fn column_scales_sum_tiny_terms_exactly_in_any_order() {
+        // Powers of 20 of a column's entries: far below 2^-52, where fixed quanta were wrong.
+        let xs: Vec<f64> = [0.1f64, 0.09, 0.05, 0.08, 0.07]
+            .iter()
+            .map(|x| x.powf(20.0))
+            .collect();
+        let largest = xs.iter().copied().fold(0.0, f64::max);
+        let s = ColumnScale::new(largest, xs.len() as u64).unwrap();
+        let q: u64 = xs.iter().map(|&x| s.quanta(x)).sum();
+        let exact: f64 = xs.iter().sum();
+        assert!(
+            (s.value(q) - exact).abs() <= exact * 1e-15,
+            "{} {exact}",
+            s.value(q)
+        );
+        assert!(
+            sum(xs.iter().copied()) > exact * 1.5,
+            "the fixed quanta were far off"
+        );
+        let r: u64 = xs.iter().rev().map(|&x| s.quanta(x)).sum();
+        assert_eq!(q, r);
+        // Every term the largest and as many as the scale allows: no overflow.
+        for n in [1u64, 2, 3, 4, 1000, 1024, 1025, 1 << 20] {
+            for m in [1.0, 0.75, 1e-300, 5e-324, 3e300] {
+                let s = ColumnScale::new(m, n).unwrap();
+                let q = s.quanta(m);
+                assert!(q.checked_mul(n).is_some_and(|t| t <= 1 << 63), "{m} {n}");
+                let v = s.value(q);
+                assert!(
+                    v >= m && v <= m * (1.0 + 2f64.powi(-40)) || m < 1e-290,
+                    "{m} {n}"
+                );
+            }
+        }
+        assert_eq!(ColumnScale::new(0.0, 3), None);
+        assert_eq!(ilogb(1.0), 0);
+        assert_eq!(ilogb(0.75), -1);
+        assert_eq!(ilogb(5e-324), -1074);
+        assert_eq!(ilogb(f64::MIN_POSITIVE), -1022);
+        assert_eq!(ldexp(1.0, 1100), f64::INFINITY);
+        assert_eq!(ldexp(3.0, -1074), 5e-324 * 3.0);
+        assert_eq!(ldexp(1.0, -1074), 5e-324);
+    }
 
     #[test]
     fn quanta_are_rounded_up_multiples() {

@@ -61,6 +61,9 @@ fn same_partitions_as_mcl() {
         ("tests/golden/two_cliques.el", 2.0, 6, "two_cliques.mcl"),
         ("tests/golden/planted.el", 2.0, 6, "planted.mcl"),
         ("tests/golden/planted.el", 4.0, 6, "planted.I4.mcl"),
+        // Inflated powers far below 2^-52 (summed at the column's own scale).
+        ("graphs/karate.el", 20.0, 6, "karate.I20.mcl"),
+        ("graphs/lesmis.abc", 30.0, 6, "lesmis.I30.mcl"),
     ];
     for (graph, inflation, scheme, gold) in cases {
         let (clusters, r) = cluster_file(graph, &with(inflation, scheme));
@@ -78,7 +81,11 @@ fn same_partitions_as_mcl() {
 #[test]
 fn label_input_gives_mcls_file_byte_for_byte() {
     // For .abc input nodes are numbered by first appearance, as in mcl: same order everywhere.
-    for (inflation, scheme, gold) in [(2.0, 6, "lesmis.mcl"), (1.4, 1, "lesmis.I14.s1.mcl")] {
+    for (inflation, scheme, gold) in [
+        (2.0, 6, "lesmis.mcl"),
+        (1.4, 1, "lesmis.I14.s1.mcl"),
+        (30.0, 6, "lesmis.I30.mcl"),
+    ] {
         let (clusters, _) = cluster_file("graphs/lesmis.abc", &with(inflation, scheme));
         let text: String = clusters.iter().map(|c| c.join("\t") + "\n").collect();
         let want = std::fs::read_to_string(Path::new("tests/golden").join(gold)).unwrap();
