@@ -452,6 +452,7 @@ __device__ void rank_row_numeric(u64 a0, u64 a1, const u32* a_col, const T* a_va
         }
         if (threadIdx.x == 0) base[blocks] = (u32)before;
         __syncthreads();
+        const bool chunked = base[blocks] > room;  // uniform: read after the barrier
         for (u32 from = 0; from < blocks;) {
             // The chunk: blocks [from, to), as many as the values' room takes (ranks only grow).
             const u32 lo = base[from];
@@ -468,15 +469,20 @@ __device__ void rank_row_numeric(u64 a0, u64 a1, const u32* a_col, const T* a_va
             const u64 cs = c0 + (u64)from * RANK_BLOCK;
             const u64 ce = c0 + (u64)to * RANK_BLOCK < c1 ? c0 + (u64)to * RANK_BLOCK : c1;
             const u32 skip = from * RANK_BLOCK;
-            row_entries<T, true>(a_col, a_val, a0, a1, b_ptr, b_col, b_val, cs, ce, ncols,
-                                 list, cur,
-                                 [&](T av, u32 at, T bv) {
-                                     const u32 c = at + skip;
-                                     const u64 below = bits64[c >> 6] & ((1ull << (c & 63)) - 1);
-                                     const u32 r = base[c / RANK_BLOCK] + rel[c >> 6] +
-                                                   __popcll(below) - lo;
-                                     S::add(&acc[r], product_rn(av, bv));
-                                 });
+            const auto add = [&](T av, u32 at, T bv) {
+                const u32 c = at + skip;
+                const u64 below = bits64[c >> 6] & ((1ull << (c & 63)) - 1);
+                const u32 r = base[c / RANK_BLOCK] + rel[c >> 6] + __popcll(below) - lo;
+                S::add(&acc[r], product_rn(av, bv));
+            };
+            // A row summed in several chunks walks its B rows once a chunk, most of them with
+            // only a few entries in each: the probed pass reads those for many A entries at once.
+            if (chunked)
+                row_entries<T, true, true>(a_col, a_val, a0, a1, b_ptr, b_col, b_val, cs, ce,
+                                           ncols, list, cur, add);
+            else
+                row_entries<T, true>(a_col, a_val, a0, a1, b_ptr, b_col, b_val, cs, ce, ncols,
+                                     list, cur, add);
             for (u32 i = threadIdx.x; i < here; i += blockDim.x) c_val[out + i] = S::value(acc[i]);
             // Columns: a thread per word; words of more than CROWDED_WORD entries are listed and
             // written by whole warps, dealt out over the block (R-MAT rows crowd their low
