@@ -147,6 +147,21 @@ __device__ __forceinline__ double block_reduce_f64(double v, double* tmp, bool m
     return r;
 }
 
+// The sum of v over the block as a 64-bit integer (exact, so in any order), returned to every
+// thread. tmp: as block_reduce_f64 takes it. Every thread must call.
+__device__ __forceinline__ u64 block_sum_u64(u64 v, double* tmp) {
+    for (u32 d = WARP / 2; d > 0; d >>= 1) v += __shfl_xor_sync(0xffffffffu, v, d);
+    const u32 lane = threadIdx.x & (WARP - 1), warp = threadIdx.x / WARP;
+    const u32 nwarps = (blockDim.x + WARP - 1) / WARP;
+    u64* t = (u64*)tmp;
+    if (lane == 0) t[warp] = v;
+    __syncthreads();
+    u64 r = 0;
+    for (u32 w = 0; w < nwarps; ++w) r += t[w];
+    __syncthreads();
+    return r;
+}
+
 // MCL's order-free sums (src/quantized.rs): every term, non-negative, rounded up to a multiple of
 // 2^-52 before it is added. Below 2 such sums are exact in a double, and as 64-bit integers
 // counts of quanta, so they come out the same in any order, on every engine.

@@ -191,10 +191,7 @@ __device__ ColumnPlan<T> plan_column(const T* v, u64 len, T floor, T cutoff, u32
                 if (v[i] >= bar)
                     part += quanta_at((double)inflated(v[i], plan.kept_mass, inflation), shift);
             }
-            // The 64-bit parts summed as two exact halves.
-            const double hi = block_reduce_f64((double)(part >> 32), tmp, false);
-            const double lo = block_reduce_f64((double)(part & 0xffffffffull), tmp, false);
-            plan.isum = ldexp((double)(((u64)hi << 32) + (u64)lo), -shift);
+            plan.isum = ldexp((double)block_sum_u64(part, tmp), -shift);
         }
     }
     plan.bar = bar;
