@@ -334,7 +334,11 @@ const PLACED_FROM_THREADS: usize = 4;
 pub fn write_npz<T: Scalar>(path: &Path, m: &Csr<T>) -> Result<()> {
     use crate::io::npz::{self, placed};
     let out = AtomicOutput::create(path)?;
-    let failed = |e| Error::io(path, "cannot write output", e);
+    // A write stopped by an interrupt is the interrupt, not an I/O error.
+    let failed = |e| match crate::interrupt::check() {
+        Err(interrupted) => interrupted,
+        Ok(()) => Error::io(path, "cannot write output", e),
+    };
     // A file is written in place by every thread where there are enough of them; a pipe or a
     // device in order.
     let threads = rayon::current_num_threads() >= PLACED_FROM_THREADS;

@@ -74,6 +74,18 @@ fn every_long_loop_stops_on_an_interrupt() {
     assert!(interrupted(generate::write_edges(&out, &el, &|_| {})));
     assert_eq!(std::fs::read_to_string(&out).unwrap(), "old");
     assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
+    // A `.npz` archive, streamed (few threads) and written in place by every thread.
+    let npz = dir.path().join("a.npz");
+    for threads in [1, 4] {
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(threads)
+            .build()
+            .unwrap();
+        assert!(interrupted(
+            pool.install(|| gmcl::output::write_npz(&npz, &a))
+        ));
+        assert!(!npz.exists());
+    }
     let mut o = gmcl::output::AtomicOutput::create(&out).unwrap();
     o.write_all(b"new").unwrap();
     assert!(interrupted(o.commit()));

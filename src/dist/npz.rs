@@ -122,7 +122,11 @@ fn write_in_place<T: Scalar>(
     let (before, _) = comm.all_gather_u64(&[m.nnz() as u64]);
     let entries: u64 = before[..comm.rank()].iter().sum();
     let first = c.first() as u64;
-    let failed = |e| Error::io(path, "cannot write output", e);
+    // A fill stopped by an interrupt is the interrupt (every rank's, agreed), not an I/O error.
+    let failed = |e| match crate::interrupt::check() {
+        Err(interrupted) => interrupted,
+        Ok(()) => Error::io(path, "cannot write output", e),
+    };
     // Rank 0 sizes the file before the others map it.
     let sized = match comm.rank() {
         0 => Placed::map(file, layout.len(), true)

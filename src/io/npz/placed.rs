@@ -241,6 +241,10 @@ impl Placed {
             .par_chunks_mut(CHUNK * width)
             .enumerate()
             .map(|(c, out)| {
+                // An interrupt stops the fill within a chunk's time, not the whole archive's.
+                if crate::interrupt::requested() {
+                    return Err(std::io::ErrorKind::Interrupted.into());
+                }
                 populate(out)?;
                 let first = c * CHUNK;
                 match raw {
