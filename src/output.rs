@@ -329,16 +329,21 @@ pub fn write_in_order(
 /// copies it once on one thread.
 const PLACED_FROM_THREADS: usize = 4;
 
+/// The error of an output's write to `path` that failed with `e`: the interrupt when one stopped
+/// it (the in-place `.npz` writer stops so), else the I/O error.
+pub(crate) fn write_failed(path: &Path, e: std::io::Error) -> Error {
+    match crate::interrupt::check() {
+        Err(interrupted) => interrupted,
+        Ok(()) => Error::io(path, "cannot write output", e),
+    }
+}
+
 /// Writes a matrix as SciPy's `save_npz(..., compressed=False)` writes a CSR matrix
 /// ([`crate::io::npz`]).
 pub fn write_npz<T: Scalar>(path: &Path, m: &Csr<T>) -> Result<()> {
     use crate::io::npz::{self, placed};
     let out = AtomicOutput::create(path)?;
-    // A write stopped by an interrupt is the interrupt, not an I/O error.
-    let failed = |e| match crate::interrupt::check() {
-        Err(interrupted) => interrupted,
-        Ok(()) => Error::io(path, "cannot write output", e),
-    };
+    let failed = |e| write_failed(path, e);
     // A file is written in place by every thread where there are enough of them; a pipe or a
     // device in order.
     let threads = rayon::current_num_threads() >= PLACED_FROM_THREADS;

@@ -21,7 +21,7 @@ use super::{agree, Comm, MAX_MESSAGE};
 use crate::error::{Error, Result};
 use crate::io::npz::placed::{self, CsrLayout, Placed};
 use crate::io::npz::{self, CsrArray, CsrPiece};
-use crate::output::AtomicOutput;
+use crate::output::{write_failed, AtomicOutput};
 use crate::scalar::Scalar;
 use crc32fast::Hasher;
 use std::fs::{File, OpenOptions};
@@ -122,11 +122,8 @@ fn write_in_place<T: Scalar>(
     let (before, _) = comm.all_gather_u64(&[m.nnz() as u64]);
     let entries: u64 = before[..comm.rank()].iter().sum();
     let first = c.first() as u64;
-    // A fill stopped by an interrupt is the interrupt (every rank's, agreed), not an I/O error.
-    let failed = |e| match crate::interrupt::check() {
-        Err(interrupted) => interrupted,
-        Ok(()) => Error::io(path, "cannot write output", e),
-    };
+    // A fill stopped by an interrupt is the interrupt (every rank's, agreed).
+    let failed = |e| write_failed(path, e);
     // Rank 0 sizes the file before the others map it.
     let sized = match comm.rank() {
         0 => Placed::map(file, layout.len(), true)

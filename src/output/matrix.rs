@@ -139,7 +139,9 @@ impl RowWriter {
         })
     }
 
-    /// Writes the rows of `m` as rows `first_row..` of the matrix; pieces come in order.
+    /// Writes the rows of `m` as rows `first_row..` of the matrix; pieces come in order. Values
+    /// must be finite: the ranks holding the rows check them first ([`refuse_non_finite`]), so
+    /// the writer does not scan them again.
     pub fn rows<T: Scalar>(&mut self, first_row: usize, m: &Csr<T>) -> Result<()> {
         if first_row != self.next_row {
             return Err(Error::Invalid(format!(
@@ -148,7 +150,6 @@ impl RowWriter {
                 self.next_row
             )));
         }
-        refuse_non_finite(self.out.path(), m, first_row)?;
         write_rows(&mut self.out, m, first_row as u64, self.base)?;
         self.next_row += m.nrows();
         Ok(())
