@@ -191,6 +191,8 @@ __device__ __forceinline__ double product_rn(double a, double b) { return __dmul
 // order-free sums, as integer quanta; a value is then its quanta times 2^-52, rounded to T.
 template <typename T> struct PlainSum {
     typedef T Acc;
+    // Sums may be made in C's own values (global atomics, in T).
+    static constexpr bool IN_C = true;
     static __device__ __forceinline__ void add(Acc* a, T p) { atomicAdd(a, p); }
     static __device__ __forceinline__ T value(Acc a) { return a; }
 };
@@ -208,6 +210,8 @@ __device__ __forceinline__ void atomic_add_u64_split(u64* a, u64 q) {
 
 template <typename T> struct QuantaSum {
     typedef u64 Acc;
+    // Sums are narrowed to T only once complete.
+    static constexpr bool IN_C = false;
     static __device__ __forceinline__ void add(Acc* a, T p) {
         atomic_add_u64_split(a, quanta((double)p));
     }

@@ -374,10 +374,11 @@ dense_rows_symbolic(const u64* a_ptr, const u32* a_col, const u64* b_ptr, const 
 // (u16) and each block's rank in the window (u32): 164 bytes per 1024 columns, so 2^20 columns
 // take 164 KiB. A walk over the row's products sets the bits; the ranks follow from them;
 // then the values are summed at their columns' ranks, in chunks of whole blocks whose entries
-// fit the values' room, each chunk one more walk of the products in its columns. Values come out
-// in column order with no sort, no empty column is cleared or scanned, and the cost of a row
-// grows with its entries, not with C's width (rows of a few thousand entries against 2^20
-// columns: R-MAT A·B at scale 20).
+// fit the values' room, each chunk one more walk of the products in its columns (a plain sum of
+// a row that outgrows the room is made in C's own values instead, by global atomics in one
+// walk). Values come out in column order with no sort, no empty column is cleared or scanned,
+// and the cost of a row grows with its entries, not with C's width (rows of a few thousand
+// entries against 2^20 columns: R-MAT A·B at scale 20).
 #define RANK_BLOCK 1024
 // Bytes of the bits, word ranks and block ranks of RANK_BLOCK columns.
 #define RANK_BLOCK_BYTES (RANK_BLOCK / 8 + RANK_BLOCK / 64 * 2 + 4)
@@ -389,6 +390,12 @@ dense_rows_symbolic(const u64* a_ptr, const u32* a_col, const u64* b_ptr, const 
 #define CROWDED_WORD 8
 #endif
 #define CROWDED_LIST (ROW_LIST_WORDS - 2)
+// 1: a row whose entries outgrow the values' room, where its sums need no narrowing (S::IN_C),
+// sums its products straight into its place in C (zeroed first) with global atomics in one walk
+// of its products, instead of one walk per chunk of the room (0).
+#ifndef RANK_SUMS_IN_C
+#define RANK_SUMS_IN_C 1
+#endif
 
 // The rank window for `shared` bytes and values of `val_bytes`: the widest multiple of
 // RANK_BLOCK columns (no wider than C) that leaves room for RANK_MIN_VALUES values; 0 if none.
@@ -453,11 +460,13 @@ __device__ void rank_row_numeric(u64 a0, u64 a1, const u32* a_col, const T* a_va
         if (threadIdx.x == 0) base[blocks] = (u32)before;
         __syncthreads();
         const bool chunked = base[blocks] > room;  // uniform: read after the barrier
+        // Summed in C itself: the whole window is one chunk, its values C's.
+        const bool in_c = RANK_SUMS_IN_C && S::IN_C && chunked;
         for (u32 from = 0; from < blocks;) {
             // The chunk: blocks [from, to), as many as the values' room takes (ranks only grow).
             const u32 lo = base[from];
-            u32 to = from;
-            for (u32 b0 = from + 1; b0 <= blocks; b0 += blockDim.x) {
+            u32 to = in_c ? blocks : from;
+            for (u32 b0 = from + 1; !in_c && b0 <= blocks; b0 += blockDim.x) {
                 const u32 b = b0 + threadIdx.x;
                 const u32 fits = __syncthreads_count(b <= blocks && base[b] - lo <= room);
                 to += fits;
@@ -465,25 +474,39 @@ __device__ void rank_row_numeric(u64 a0, u64 a1, const u32* a_col, const T* a_va
             }
             const u32 here = base[to] - lo;
             if (threadIdx.x == 0) crowded = 0;  // row_entries' first barrier orders this
-            for (u32 i = threadIdx.x; i < here; i += blockDim.x) acc[i] = (A)0;
+            if (in_c)
+                for (u32 i = threadIdx.x; i < here; i += blockDim.x) c_val[out + i] = (T)0;
+            else
+                for (u32 i = threadIdx.x; i < here; i += blockDim.x) acc[i] = (A)0;
             const u64 cs = c0 + (u64)from * RANK_BLOCK;
             const u64 ce = c0 + (u64)to * RANK_BLOCK < c1 ? c0 + (u64)to * RANK_BLOCK : c1;
             const u32 skip = from * RANK_BLOCK;
-            const auto add = [&](T av, u32 at, T bv) {
+            const auto rank = [&](u32 at) {
                 const u32 c = at + skip;
                 const u64 below = bits64[c >> 6] & ((1ull << (c & 63)) - 1);
-                const u32 r = base[c / RANK_BLOCK] + rel[c >> 6] + __popcll(below) - lo;
-                S::add(&acc[r], product_rn(av, bv));
+                return base[c / RANK_BLOCK] + rel[c >> 6] + __popcll(below) - lo;
+            };
+            const auto add = [&](T av, u32 at, T bv) {
+                S::add(&acc[rank(at)], product_rn(av, bv));
+            };
+            // The block's zeros come before its atomics: row_entries starts with a barrier.
+            const auto add_in_c = [&](T av, u32 at, T bv) {
+                atomicAdd(&c_val[out + rank(at)], product_rn(av, bv));
             };
             // A row summed in several chunks walks its B rows once a chunk, most of them with
             // only a few entries in each: the probed pass reads those for many A entries at once.
-            if (chunked)
+            if (in_c)
+                row_entries<T, true>(a_col, a_val, a0, a1, b_ptr, b_col, b_val, cs, ce, ncols,
+                                     list, cur, add_in_c);
+            else if (chunked)
                 row_entries<T, true, true>(a_col, a_val, a0, a1, b_ptr, b_col, b_val, cs, ce,
                                            ncols, list, cur, add);
             else
                 row_entries<T, true>(a_col, a_val, a0, a1, b_ptr, b_col, b_val, cs, ce, ncols,
                                      list, cur, add);
-            for (u32 i = threadIdx.x; i < here; i += blockDim.x) c_val[out + i] = S::value(acc[i]);
+            if (!in_c)
+                for (u32 i = threadIdx.x; i < here; i += blockDim.x)
+                    c_val[out + i] = S::value(acc[i]);
             // Columns: a thread per word; words of more than CROWDED_WORD entries are listed and
             // written by whole warps, dealt out over the block (R-MAT rows crowd their low
             // columns: threads walking full words alone kept the block waiting at the barrier).
