@@ -267,6 +267,14 @@ struct Archive<'a> {
     ncols: usize,
 }
 
+/// The error for an archive of the layout `format`, which gmcl does not read.
+fn unread_layout(format: &str) -> String {
+    format!(
+        "holds a '{format}' matrix: gmcl reads csr, csc and coo (convert it with .tocsr() before \
+         save_npz)"
+    )
+}
+
 impl<'a> Archive<'a> {
     /// Lists the members of the `.npz` file `bytes` and reads its format and shape.
     fn open(bytes: &'a [u8], path: &'a Path) -> Result<Self> {
@@ -287,10 +295,21 @@ impl<'a> Archive<'a> {
         archive.format = array_of(path, "format", &format_raw)?
             .text()
             .ok_or_else(|| bad("array 'format' is not a string".into()))?;
+        // The layout before any array: BSR's and DIA's `data` has more than one dimension.
+        if !matches!(archive.format.as_str(), "csr" | "csc" | "coo") {
+            return Err(bad(unread_layout(&archive.format)));
+        }
         let shape_raw = archive.member("shape")?;
         let shape = array_of(path, "shape", &shape_raw)?;
-        let (nrows, ncols) = match (shape.len, shape.int(0), shape.int(1)) {
-            (2, Some(r), Some(c)) if r >= 0 && c >= 0 => (r, c),
+        if shape.len != 2 {
+            return Err(bad(format!(
+                "array 'shape' is {} long, not 2: gmcl reads two-dimensional matrices (a \
+                 SciPy sparse array of other dimensions is not a graph)",
+                shape.len
+            )));
+        }
+        let (nrows, ncols) = match (shape.int(0), shape.int(1)) {
+            (Some(r), Some(c)) if r >= 0 && c >= 0 => (r, c),
             _ => return Err(bad("array 'shape' is not two sizes".into())),
         };
         // Ids are u32 with u32::MAX reserved, as in the text formats.
@@ -410,12 +429,7 @@ fn read(bytes: &[u8], path: &Path) -> Result<Stored> {
                 weights,
             })
         }
-        other => {
-            return Err(bad(format!(
-                "holds a '{other}' matrix: gmcl reads csr, csc and coo (convert it with \
-                 .tocsr() before save_npz)"
-            )))
-        }
+        other => return Err(bad(unread_layout(other))),
     };
     Ok(stored)
 }
@@ -625,9 +639,7 @@ fn decode_indices_checked(
             // Some index is out of range: the element by element walk names the first.
             let walked = indices.for_each_int(start..start + out.len(), |k, j| {
                 if j < 0 || j >= minor as i64 {
-                    return Err(format!(
-                        "array 'indices' holds {j} at position {k}, outside 0..{minor}"
-                    ));
+                    return Err(outside(indices, k, j, minor));
                 }
                 out[k - start] = j as u32;
                 Ok(())
@@ -640,6 +652,13 @@ fn decode_indices_checked(
     }
     parts.into_iter().try_for_each(|(_, r)| r)?;
     Ok(cols)
+}
+
+/// The error for element `k` of `indices`, read as `j` (`-1` where it passed `i64`), outside
+/// `0..minor`: it names the element's own value.
+pub(super) fn outside(indices: &Array<'_>, k: usize, j: i64, minor: usize) -> String {
+    let held = indices.int(k).unwrap_or(j as i128);
+    format!("array 'indices' holds {held} at position {k}, outside 0..{minor}")
 }
 
 /// Decodes the 32-bit indices from element `start` on into `out` and tells whether every one is
@@ -1220,6 +1239,7 @@ mod tests {
             (Dtype::Int(4), 4, "holds -1 at position 68000"),
             (Dtype::Int(8), 8, "holds -1 at position 68000"),
             (Dtype::Uint(4), 4, "holds 4294967295 at position 68000"),
+            (Dtype::Uint(8), 8, "holds 18446744073709551615 at position 68000"),
         ];
         for (dtype, n, message) in cases {
             let e = decode(&v, dtype, n, 0..v.len(), 1000).unwrap_err();

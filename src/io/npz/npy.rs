@@ -145,23 +145,27 @@ impl<'a> Array<'a> {
         })
     }
 
-    /// Element `i` as an integer (integers and booleans; `None` for other types).
+    /// Element `i` as an integer (integers and booleans; `None` for other types and past the
+    /// array's end).
     #[inline]
     pub fn int(&self, i: usize) -> Option<i128> {
-        let n = self.dtype.size();
-        let b = &self.data[i * n..i * n + n];
+        let n = match self.dtype {
+            Dtype::Int(n) | Dtype::Uint(n) if n <= 8 => n,
+            Dtype::Bool => 1,
+            _ => return None,
+        };
+        let b = self.data.get(i * n..i * n + n)?;
         let mut le = [0u8; 8];
         le[..n].copy_from_slice(b);
         let raw = u64::from_le_bytes(le);
-        match self.dtype {
-            Dtype::Uint(_) | Dtype::Bool => Some(raw as i128),
-            Dtype::Int(n) => {
+        Some(match self.dtype {
+            Dtype::Int(_) => {
                 // Sign-extends from n bytes.
                 let shift = 64 - 8 * n as u32;
-                Some((((raw << shift) as i64) >> shift) as i128)
+                (((raw << shift) as i64) >> shift) as i128
             }
-            _ => None,
-        }
+            _ => raw as i128,
+        })
     }
 
     /// Calls `f(i, element i)` for the elements in `range` of an integer array, the element type

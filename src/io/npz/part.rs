@@ -48,12 +48,7 @@ pub(crate) fn parse_part(bytes: &[u8], path: &Path, part: usize, parts: usize) -
             let got = coordinate_part(&row, &col, nrows, ncols, part, parts);
             (got.map_err(bad)?, row.len)
         }
-        other => {
-            return Err(bad(format!(
-                "holds a '{other}' matrix: gmcl reads csr, csc and coo (convert it with \
-                 .tocsr() before save_npz)"
-            )))
-        }
+        other => return Err(bad(super::unread_layout(other))),
     };
     if data.len != entries {
         return Err(bad(format!(
@@ -301,6 +296,46 @@ mod tests {
             ),
         };
         archive(&[("format", text(kind)), shape, a, b, ("data", data)])
+    }
+
+    #[test]
+    fn shapes_of_other_dimensions_and_other_layouts_are_named() {
+        // SciPy's 1-D sparse arrays (shape (4,)), a shape of strings, and the two layouts
+        // save_npz writes that gmcl does not read (their `data` has more dimensions).
+        let entries = [
+            ("indptr", ints(Dtype::Int(4), &[0, 1])),
+            ("indices", ints(Dtype::Int(4), &[1])),
+            ("data", floats(&[1.5])),
+        ];
+        let cases = [
+            ("csr", ints(Dtype::Int(8), &[4]), "'shape' is 1 long, not 2"),
+            ("csr", ints(Dtype::Int(8), &[]), "'shape' is 0 long, not 2"),
+            ("csr", text("ab"), "'shape' is 1 long, not 2"),
+            ("csr", text("abcdefghijklmnop"), "'shape' is 1 long, not 2"),
+            ("bsr", ints(Dtype::Int(8), &[2, 2]), "holds a 'bsr' matrix"),
+            ("dia", ints(Dtype::Int(8), &[2, 2]), "holds a 'dia' matrix"),
+        ];
+        for (kind, shape, says) in cases {
+            let mut members = vec![("format", text(kind)), ("shape", shape)];
+            members.extend(entries.iter().cloned());
+            let bytes = archive(&members);
+            let whole = parse(&bytes, Path::new("m.npz")).unwrap_err().to_string();
+            let part = parse_part(&bytes, Path::new("m.npz"), 0, 2)
+                .unwrap_err()
+                .to_string();
+            for e in [whole, part] {
+                assert!(e.contains("m.npz") && e.contains(says), "{kind}: {e}");
+            }
+        }
+        let two_strings = {
+            let mut b = npy::header(Dtype::Unicode(4), Some(2));
+            b.extend_from_slice(&[0u8; 32]);
+            b
+        };
+        let mut members = vec![("format", text("csr")), ("shape", two_strings)];
+        members.extend(entries.iter().cloned());
+        let e = parse(&archive(&members), Path::new("m.npz")).unwrap_err();
+        assert!(e.to_string().contains("'shape' is not two sizes"), "{e}");
     }
 
     /// Entries with their weights.

@@ -192,9 +192,7 @@ fn decode_part(
         let stop = *end as usize;
         indices.for_each_int(start..stop, |k, j| {
             if j < 0 || j >= minor as i64 {
-                return Err(format!(
-                    "array 'indices' holds {j} at position {k}, outside 0..{minor}"
-                ));
+                return Err(super::outside(indices, k, j, minor));
             }
             if j != i {
                 // More entries off the diagonal than the first pass counted: the bytes changed
