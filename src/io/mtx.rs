@@ -27,9 +27,30 @@ const HEADER_FORM: &str = "'%%MatrixMarket matrix coordinate <real|integer|patte
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 struct Header {
     pattern: bool,
-    /// The field is `integer`: a value with a fraction is an error.
+    /// The field is `integer`: a value is an optional sign and digits.
     integer: bool,
     symmetry: Symmetry,
+}
+
+/// What an entry's value column holds, as the header's field says.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Field {
+    /// No value column: every value is 1.
+    Pattern,
+    /// `real` (or `double`): a decimal number.
+    Real,
+    /// `integer`: an optional sign and digits.
+    Integer,
+}
+
+impl Header {
+    fn field(self) -> Field {
+        match (self.pattern, self.integer) {
+            (true, _) => Field::Pattern,
+            (false, true) => Field::Integer,
+            (false, false) => Field::Real,
+        }
+    }
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -107,18 +128,20 @@ fn parse_entries(
     p: &Preamble,
     path: &Path,
 ) -> Result<reader::Parsed<(u32, u32)>> {
-    let (shape, pattern) = (p.shape, p.header.pattern);
+    let (shape, field) = (p.shape, p.header.field());
     let mine = &bytes[..range.end];
-    if pattern {
-        reader::parse_chunks(mine, range.start, chunk, false, |b, base, out, wout| {
-            parse_chunk::<false>(b, base, out, wout, shape)
-        })
-    } else {
-        reader::parse_chunks(mine, range.start, chunk, true, |b, base, out, wout| {
-            parse_chunk::<true>(b, base, out, wout, shape)
-        })
+    match field {
+        Field::Pattern => reader::parse_chunks(mine, range.start, chunk, false, |b, base, o, w| {
+            parse_chunk::<false, false>(b, base, o, w, shape)
+        }),
+        Field::Real => reader::parse_chunks(mine, range.start, chunk, true, |b, base, o, w| {
+            parse_chunk::<true, false>(b, base, o, w, shape)
+        }),
+        Field::Integer => reader::parse_chunks(mine, range.start, chunk, true, |b, base, o, w| {
+            parse_chunk::<true, true>(b, base, o, w, shape)
+        }),
     }
-    .map_err(|s| reader::stop_error(path, bytes, s, |l| diagnose(l, pattern, shape)))
+    .map_err(|s| reader::stop_error(path, bytes, s, |l| diagnose(l, field, shape)))
 }
 
 /// Where the entry lines of a file whose preamble reads start: after the size line.
@@ -140,9 +163,6 @@ pub(crate) fn parse(bytes: &[u8], path: &Path, chunk: usize) -> Result<Loaded> {
 
     let mut edges = parsed.items;
     let mut weights = parsed.weights;
-    if header.integer {
-        refuse_fractions(&weights, bytes, path)?;
-    }
     if header.symmetry != Symmetry::General {
         refuse_both_triangles(&edges, bytes, path)?;
         let sign = if header.symmetry == Symmetry::Skew {
@@ -254,11 +274,6 @@ pub(crate) fn parse_part(
     };
     let weighted = !p.header.pattern;
     let (mut edges, mut weights) = (parsed.items, parsed.weights);
-    if p.header.integer {
-        if let Some(k) = weights.iter().position(|w| w.fract() != 0.0) {
-            return Err(Error::in_file(path, line(k), fraction_message(weights[k])));
-        }
-    }
     let mut facts = PartFacts {
         entries: edges.len() as u64,
         declared: p.declared,
@@ -346,22 +361,6 @@ fn count_error(path: &Path, declared: u64, size_line: u64, found: u64) -> Result
              but the file {verb} {found}"
         ),
     })
-}
-
-/// What is wrong with a value with a fraction under the field `integer`.
-fn fraction_message(w: f64) -> String {
-    format!(
-        "value {w} is not an integer, but the header declares the field 'integer'; declare it \
-         'real' if the values have fractions"
-    )
-}
-
-/// Refuses a value with a fraction in a file whose header says `integer`.
-fn refuse_fractions(weights: &[f64], bytes: &[u8], path: &Path) -> Result<()> {
-    let Some(k) = weights.par_iter().position_first(|w| w.fract() != 0.0) else {
-        return Ok(());
-    };
-    Err(entry_error(bytes, path, k, fraction_message(weights[k])))
 }
 
 /// Refuses a symmetric file with off-diagonal entries on both sides of the diagonal: it stores
@@ -518,8 +517,74 @@ fn parse_size(line: &[u8]) -> std::result::Result<(u64, u64, u64), String> {
     Ok((rows, cols, nnz))
 }
 
-/// The fast path for entry lines; `VALUED` when each line has a value column.
-fn parse_chunk<const VALUED: bool>(
+/// The largest integer value gmcl reads: every integer up to 2^53 is an `f64`, exactly.
+const MAX_INTEGER: u64 = 1 << 53;
+
+/// A value of the field `integer`: an optional sign and decimal digits (and a point followed by
+/// zeros only), at most 2^53 in size; `None` otherwise. SciPy reads the field into an `int64`
+/// up to the first character that is not a digit, so `1.5` and `1e3` are 1 there: refused
+/// here rather than read as something else than the file says.
+fn integer_value(tok: &[u8]) -> Option<f64> {
+    let (negative, rest) = match tok.first() {
+        Some(b'-') => (true, &tok[1..]),
+        Some(b'+') => (false, &tok[1..]),
+        _ => (false, tok),
+    };
+    let digits = rest.iter().take_while(|d| d.is_ascii_digit()).count();
+    let zeros = match &rest[digits..] {
+        [] => true,
+        [b'.', z @ ..] => z.iter().all(|&c| c == b'0'),
+        _ => false,
+    };
+    if digits == 0 || !zeros {
+        return None;
+    }
+    let mut m = 0u64;
+    for &d in &rest[..digits] {
+        m = m.checked_mul(10)?.checked_add(u64::from(d - b'0'))?;
+    }
+    if m > MAX_INTEGER {
+        return None;
+    }
+    // `-0` is 0, as the integer SciPy reads.
+    Some(if negative {
+        -(m as f64) + 0.0
+    } else {
+        m as f64
+    })
+}
+
+/// Why `tok` is not a value of the field `integer` ([`integer_value`]).
+fn integer_error(tok: &[u8]) -> String {
+    let rest = tok
+        .strip_prefix(b"-")
+        .or(tok.strip_prefix(b"+"))
+        .unwrap_or(tok);
+    let digits = rest.iter().take_while(|d| d.is_ascii_digit()).count();
+    let whole = match &rest[digits..] {
+        [] => true,
+        [b'.', z @ ..] => z.iter().all(|&c| c == b'0'),
+        _ => false,
+    };
+    if digits > 0 && whole {
+        format!(
+            "value {} is larger than 2^53 in size, where gmcl's f64 values stop holding every \
+             integer exactly",
+            quote(tok)
+        )
+    } else {
+        format!(
+            "value {} is not an integer, but the header declares the field 'integer'; declare \
+             it 'real' for fractions and exponents (SciPy would read the digits before the \
+             first other character)",
+            quote(tok)
+        )
+    }
+}
+
+/// The fast path for entry lines; `VALUED` when each line has a value column, `INTEGER` when
+/// that value is of the field `integer`.
+fn parse_chunk<const VALUED: bool, const INTEGER: bool>(
     b: &[u8],
     base: usize,
     out: &mut [MaybeUninit<(u32, u32)>],
@@ -559,7 +624,12 @@ fn parse_chunk<const VALUED: bool>(
                 return Err(bad);
             }
             let e = token_end(b, i);
-            w = match parse_float(&b[i..e]) {
+            let value = if INTEGER {
+                integer_value(&b[i..e])
+            } else {
+                parse_float(&b[i..e])
+            };
+            w = match value {
                 Some(x) => x,
                 None => return Err(bad),
             };
@@ -587,9 +657,10 @@ fn parse_chunk<const VALUED: bool>(
 /// The slow path for an entry line: the entry (0-based) and value, or what is wrong.
 fn parse_line(
     line: &[u8],
-    pattern: bool,
+    field: Field,
     shape: Shape,
 ) -> std::result::Result<Option<(u32, u32, f64)>, String> {
+    let pattern = field == Field::Pattern;
     if reader::is_blank_or_comment(line) {
         return Ok(None);
     }
@@ -623,16 +694,16 @@ fn parse_line(
     };
     let r = index(t[0], "row", "rows", shape.rows)?;
     let c = index(t[1], "column", "columns", shape.cols)?;
-    let w = if pattern {
-        1.0
-    } else {
-        reader::weight_token(t[2]).map_err(|m| m.replacen("weight", "value", 1))?
+    let w = match field {
+        Field::Pattern => 1.0,
+        Field::Real => reader::weight_token(t[2]).map_err(|m| m.replacen("weight", "value", 1))?,
+        Field::Integer => integer_value(t[2]).ok_or_else(|| integer_error(t[2]))?,
     };
     Ok(Some((r, c, w)))
 }
 
-fn diagnose(line: &[u8], pattern: bool, shape: Shape) -> Option<String> {
-    parse_line(line, pattern, shape).err()
+fn diagnose(line: &[u8], field: Field, shape: Shape) -> Option<String> {
+    parse_line(line, field, shape).err()
 }
 
 #[cfg(test)]
@@ -782,10 +853,42 @@ mod tests {
         let e = err(&format!("{h}1 1 3\n% c\n1 2 1.5\n"));
         assert!(
             e.starts_with(
-                "m.mtx:5: value 1.5 is not an integer, but the header declares the field 'integer'"
+                "m.mtx:5: value '1.5' is not an integer, but the header declares the field 'integer'"
             ),
             "{e}"
         );
+        // SciPy reads these as 1 and 2: refused rather than read as 1000 and 25.
+        for v in ["1e3", "2.5e1", "1.0e0", "0x10", "1.", "-", "+", ".5"] {
+            let text = format!("{h}1 1 3\n2 1 {v}\n");
+            if v == "1." {
+                assert_eq!(mtx(&text).unwrap().edges.weights, Some(vec![3.0, 1.0]));
+                continue;
+            }
+            let e = err(&text);
+            assert!(
+                e.starts_with("m.mtx:4: value") && e.contains("is not an integer"),
+                "{v}: {e}"
+            );
+        }
+        // Every integer up to 2^53 in size is exact; larger ones are refused, not rounded.
+        let l = mtx(&format!("{h}1 1 9007199254740992\n2 1 -9007199254740992\n")).unwrap();
+        assert_eq!(
+            l.edges.weights,
+            Some(vec![9007199254740992.0, -9007199254740992.0])
+        );
+        for v in [
+            "9007199254740993",
+            "-9223372036854775808",
+            "99999999999999999999",
+        ] {
+            let e = err(&format!("{h}1 1 3\n2 1 {v}\n"));
+            assert!(
+                e.starts_with("m.mtx:4: value") && e.contains("larger than 2^53"),
+                "{v}: {e}"
+            );
+        }
+        let l = mtx(&format!("{h}1 1 -0\n2 1 +7\n")).unwrap();
+        assert_eq!(l.edges.weights.unwrap()[0].to_bits(), 0.0f64.to_bits());
         let r = "%%MatrixMarket matrix coordinate real general\n2 2 1\n1 1 1.5\n";
         assert!(mtx(r).is_ok());
     }
@@ -798,16 +901,17 @@ mod tests {
                 proptest::sample::select(b"0123 \t\r-#%.e+nif\x00".to_vec()),
                 0..16,
             ),
-            pattern in any::<bool>(),
+            field in proptest::sample::select(vec![Field::Pattern, Field::Real, Field::Integer]),
         ) {
             let shape = Shape { rows: 12, cols: 3, size_line: 2 };
-            let slow = parse_line(&line, pattern, shape);
+            let pattern = field == Field::Pattern;
+            let slow = parse_line(&line, field, shape);
             let mut out = vec![MaybeUninit::uninit(); 2];
             let mut wout = vec![MaybeUninit::uninit(); 2];
-            let fast = if pattern {
-                parse_chunk::<false>(&line, 0, &mut out, &mut wout, shape)
-            } else {
-                parse_chunk::<true>(&line, 0, &mut out, &mut wout, shape)
+            let fast = match field {
+                Field::Pattern => parse_chunk::<false, false>(&line, 0, &mut out, &mut wout, shape),
+                Field::Real => parse_chunk::<true, false>(&line, 0, &mut out, &mut wout, shape),
+                Field::Integer => parse_chunk::<true, true>(&line, 0, &mut out, &mut wout, shape),
             };
             match (&slow, fast) {
                 (Ok(None), Ok(s)) => prop_assert_eq!(s.count, 0),

@@ -1239,7 +1239,11 @@ mod tests {
             (Dtype::Int(4), 4, "holds -1 at position 68000"),
             (Dtype::Int(8), 8, "holds -1 at position 68000"),
             (Dtype::Uint(4), 4, "holds 4294967295 at position 68000"),
-            (Dtype::Uint(8), 8, "holds 18446744073709551615 at position 68000"),
+            (
+                Dtype::Uint(8),
+                8,
+                "holds 18446744073709551615 at position 68000",
+            ),
         ];
         for (dtype, n, message) in cases {
             let e = decode(&v, dtype, n, 0..v.len(), 1000).unwrap_err();
