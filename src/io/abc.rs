@@ -133,6 +133,11 @@ fn parse_chunk<'a>(
 type LabelLine<'a> = (&'a [u8], &'a [u8], Option<f64>);
 
 /// Reads one line (without its newline) as mcl does; `None` for a blank or comment line.
+/// C's `isspace` in the "C" locale, which mcl skips after a TAB.
+fn is_c_space(c: u8) -> bool {
+    matches!(c, b' ' | b'\t' | b'\n' | b'\r' | 0x0b | 0x0c)
+}
+
 fn parse_line(line: &[u8]) -> std::result::Result<Option<LabelLine<'_>>, String> {
     let line = line.strip_suffix(b"\r").unwrap_or(line);
     match line.iter().find(|&&c| c != b' ' && c != b'\t') {
@@ -150,8 +155,15 @@ fn parse_line(line: &[u8]) -> std::result::Result<Option<LabelLine<'_>>, String>
                     .into(),
             );
         }
-        // Runs of TABs separate as one, as in mcl; spaces belong to the labels.
-        for f in line.split(|&c| c == b'\t').filter(|f| !f.is_empty()) {
+        // As in mcl: after a TAB, blanks (TABs too) are skipped, so runs of TABs separate as
+        // one and a field of blanks is none; the first label and every label's end keep theirs.
+        let mut split = line.split(|&c| c == b'\t');
+        let first = split.next().into_iter();
+        let rest = split.map(|f| {
+            let blanks = f.iter().take_while(|&&c| is_c_space(c)).count();
+            &f[blanks..]
+        });
+        for f in first.chain(rest).filter(|f| !f.is_empty()) {
             if count < 3 {
                 fields[count] = f;
             }
@@ -306,6 +318,12 @@ mod tests {
         assert_eq!(names(&l), ["a", "node 1", "% c", " a", "b ", "x", "y"]);
         assert_eq!(l.edges.edges, vec![(0, 1), (2, 0), (3, 4), (5, 6)]);
         assert_eq!(l.edges.weights, Some(vec![1.0, 2.0, 1.0, 1.0]));
+        // After a TAB blanks are skipped (TABs, spaces, \v, \f): a field of blanks is none, a
+        // label's leading blanks go; the first label keeps its own, and every label its end.
+        let l = abc(b"a\t b\t2\na\t \t2\n \tc\t3\nd \t\x0b\x0c e f \t 4\n").unwrap();
+        assert_eq!(names(&l), ["a", "b", "2", " ", "c", "d ", "e f "]);
+        assert_eq!(l.edges.edges, vec![(0, 1), (0, 2), (3, 4), (5, 6)]);
+        assert_eq!(l.edges.weights, Some(vec![2.0, 1.0, 3.0, 4.0]));
         // Without a TAB a line is split on spaces, as before.
         let l = abc(b"a node 1\n").unwrap();
         assert_eq!(names(&l), ["a", "node"]);
@@ -323,6 +341,7 @@ mod tests {
         );
         assert!(e(b"a\tb\tx\n").contains("weight is not a number: 'x'"));
         assert!(e(b"only\t\n").contains("found 1"));
+        assert!(e(b"only\t \t\n").contains("found 1"));
     }
 
     proptest! {
