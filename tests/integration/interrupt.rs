@@ -146,6 +146,21 @@ fn ctrl_c_while_writing_removes_the_temporary_file_and_keeps_the_old_one() {
 }
 
 #[test]
+fn a_signal_delivered_twice_at_once_is_one_interrupt() {
+    // GNU timeout signals the process and then its group: two signals a few microseconds
+    // apart, which before ended the run at once and left its temporary file (1 run in 5).
+    for sig in [libc::SIGINT, libc::SIGTERM] {
+        let dir = tempfile::tempdir().unwrap();
+        let mut child = spawn_writing(dir.path());
+        signal(&child, sig);
+        signal(&child, sig);
+        let status = wait_within(&mut child, Duration::from_secs(5));
+        assert_interrupted(status, &stderr_of(&mut child));
+        assert_eq!(names(dir.path()), vec!["g.el".to_string()], "signal {sig}");
+    }
+}
+
+#[test]
 fn sighup_sigusr_and_sigalrm_end_a_run_as_ctrl_c_does() {
     // Before, each killed gmcl and left its temporary file.
     for sig in [libc::SIGHUP, libc::SIGUSR1, libc::SIGUSR2, libc::SIGALRM] {
