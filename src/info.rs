@@ -57,16 +57,25 @@ impl GraphInfo {
         // U = D ∪ Dᵀ has as many entries as D exactly when Dᵀ ⊆ D.
         let symmetric = directed.nnz() == undirected.nnz();
         let (max_degree, degree_sum) = degrees(&undirected);
-        let records = if symmetric_storage {
-            (el.len() as u64 + self_loops) / 2
+        // A `symmetric` file's records stand for an off-diagonal pair twice in the list, a
+        // diagonal entry once; so do its distinct pairs in `directed`.
+        let (records, distinct) = if symmetric_storage {
+            let loops = (0..directed.nrows())
+                .into_par_iter()
+                .filter(|&i| directed.row(i).0.binary_search(&(i as u32)).is_ok())
+                .count();
+            (
+                (el.len() as u64 + self_loops) / 2,
+                (directed.nnz() + loops) as u64 / 2,
+            )
         } else {
-            el.len() as u64
+            (el.len() as u64, directed.nnz() as u64)
         };
         Ok(GraphInfo {
             vertices: vertices as u64,
             edges: records,
             self_loops,
-            duplicate_edges: (el.len() - directed.nnz()) as u64,
+            duplicate_edges: records - distinct,
             symmetric,
             max_degree,
             avg_degree: if vertices == 0 {
@@ -215,6 +224,14 @@ mod tests {
         assert_eq!(i.avg_degree, 1.0);
         let sym = EdgeList::square(2, vec![(0, 1), (1, 0)], None);
         assert!(GraphInfo::of(&sym, false).unwrap().symmetric);
+        // A `symmetric` file's records {1,2} twice, {1,3}, {2,2} twice, expanded: 2 repeats.
+        let stored = EdgeList::square(
+            3,
+            vec![(1, 0), (1, 0), (2, 0), (1, 1), (1, 1), (0, 1), (0, 1), (0, 2)],
+            None,
+        );
+        let i = GraphInfo::of(&stored, true).unwrap();
+        assert_eq!((i.edges, i.self_loops, i.duplicate_edges), (5, 2, 2));
     }
 
     proptest::proptest! {
