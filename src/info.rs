@@ -227,7 +227,16 @@ mod tests {
         // A `symmetric` file's records {1,2} twice, {1,3}, {2,2} twice, expanded: 2 repeats.
         let stored = EdgeList::square(
             3,
-            vec![(1, 0), (1, 0), (2, 0), (1, 1), (1, 1), (0, 1), (0, 1), (0, 2)],
+            vec![
+                (1, 0),
+                (1, 0),
+                (2, 0),
+                (1, 1),
+                (1, 1),
+                (0, 1),
+                (0, 1),
+                (0, 2),
+            ],
             None,
         );
         let i = GraphInfo::of(&stored, true).unwrap();

@@ -274,10 +274,26 @@ fn check_short_cluster(s: &str, word: &str, shorts: &Shorts) -> Result<bool> {
                 return Ok(false);
             }
         }
+        let attached = RENAMED.iter().find_map(|(mcl, _)| {
+            let value = word.strip_prefix(&mcl[1..])?;
+            value
+                .parse::<f64>()
+                .is_ok()
+                .then(|| format!("{mcl} {value}"))
+        });
+        let first = word.chars().next().unwrap_or('?');
+        // `-I1,4`: a valued option with what looks meant as its value attached.
+        let value_like = word[first.len_utf8()..]
+            .starts_with(|c: char| c.is_ascii_digit() || matches!(c, '.' | '=' | '-' | '+'));
         let hint = if shorts.longs.iter().any(|l| l == word) {
             format!(": gmcl's long options take two dashes (--{word})")
+        } else if let Some(spelled) = attached {
+            format!(": give the value as the next word ({spelled}), as mcl takes it")
+        } else if shorts.valued.contains(&first) && value_like {
+            format!(": not an option of gmcl or an mcl option gmcl knows (gmcl <command> --help lists them; give an attached value as -{first} VALUE)")
         } else {
-            format!(": not an option of gmcl or an mcl option gmcl knows (gmcl <command> --help lists them; give an attached value as -{} VALUE)", word.chars().next().unwrap_or('?'))
+            ": not an option of gmcl or an mcl option gmcl knows (gmcl <command> --help lists them)"
+                .to_string()
         };
         return Err(Error::Invalid(format!("unknown option {s}{hint}")));
     }
@@ -306,6 +322,23 @@ mod tests {
 
     fn err(args: &str) -> String {
         run(args).unwrap_err().to_string()
+    }
+
+    #[test]
+    fn refusals_hint_only_at_what_was_meant() {
+        let e = err("cluster h.abc -te2");
+        assert!(e.contains("give the value as the next word (-te 2)"), "{e}");
+        let e = err("cluster h.abc -scheme7");
+        assert!(e.contains("(-scheme 7)"), "{e}");
+        let e = err("cluster h.abc -I1,4");
+        assert!(e.contains("give an attached value as -I VALUE"), "{e}");
+        for word in ["-t", "-ph", "-xyz"] {
+            let e = err(&format!("cluster h.abc {word} 2"));
+            assert!(
+                e.contains(&format!("unknown option {word}")) && !e.contains("VALUE"),
+                "{e}"
+            );
+        }
     }
 
     #[test]
