@@ -52,9 +52,9 @@ pub(super) fn refuse_compressed_text(bytes: &[u8], format: Format, path: &Path) 
     ))
 }
 
-/// Refuses a last line that has no newline and looks cut off: it ends in a blank, or (in SNAP
-/// and `.abc`, where the weight is optional per line) it lacks the weight that the entry line
-/// before it has. A complete last line without a newline is fine.
+/// Refuses a last line that has no newline and looks cut off: it ends in a blank, or (in `.abc`,
+/// where the weight is optional per line) it lacks the weight that the entry line before it
+/// has. A complete last line without a newline is fine.
 pub(super) fn refuse_cut_last_line(bytes: &[u8], loaded: &Loaded, path: &Path) -> Result<()> {
     if !loaded.format.is_text() {
         return Ok(());
@@ -83,10 +83,9 @@ pub(super) fn refuse_cut_last_line(bytes: &[u8], loaded: &Loaded, path: &Path) -
     if last == b' ' || last == b'\t' {
         return cut("ends in a blank");
     }
-    // In SNAP and `.abc` the weight is optional per line: a missing one is a cut only where
-    // the entry line before has one.
+    // In `.abc` the weight is optional per line: a missing one is a cut only where the entry
+    // line before has one.
     let lacks_weight = |line: &[u8]| match loaded.format {
-        Format::Snap => reader::tokens(line).len() == 2,
         Format::Abc => abc::entry_lacks_weight(line),
         _ => false,
     };

@@ -1,5 +1,5 @@
 //! Edge lists: `.el` (`u v` per line) and `.wel` (`u v w`). The same parser, in a mode that
-//! accepts an optional third column, reads SNAP text (see `snap.rs`).
+//! reads the first two columns and skips the rest of the line, reads SNAP text (see `snap.rs`).
 //!
 //! Vertex ids are non-negative decimal integers up to 4294967294; the graph has `max id + 1`
 //! vertices. Weights are finite numbers in any form Rust's `f64` parser reads.
@@ -19,10 +19,8 @@ use std::path::Path;
 pub(crate) const TWO: u8 = 0;
 /// Exactly three columns.
 pub(crate) const THREE: u8 = 1;
-/// Two columns; a line with a third stops the parse with [`Stop::Weighted`].
-pub(crate) const TWO_SIGNAL: u8 = 2;
-/// Two or three columns; a missing weight is 1.
-pub(crate) const TWO_OR_THREE: u8 = 3;
+/// Two columns, then anything to the line's end (SNAP's signs, timestamps), which is skipped.
+pub(crate) const TWO_AND_ANY: u8 = 2;
 
 /// Reads an `.el` or `.wel` file's bytes.
 pub(crate) fn parse(bytes: &[u8], format: Format, path: &Path, chunk: usize) -> Result<Loaded> {
@@ -90,8 +88,7 @@ pub(crate) fn parse_edges_from(
     match mode {
         TWO => reader::parse_chunks(bytes, start, chunk, false, parse_chunk::<TWO>),
         THREE => reader::parse_chunks(bytes, start, chunk, true, parse_chunk::<THREE>),
-        TWO_SIGNAL => reader::parse_chunks(bytes, start, chunk, false, parse_chunk::<TWO_SIGNAL>),
-        _ => reader::parse_chunks(bytes, start, chunk, true, parse_chunk::<TWO_OR_THREE>),
+        _ => reader::parse_chunks(bytes, start, chunk, false, parse_chunk::<TWO_AND_ANY>),
     }
 }
 
@@ -102,7 +99,7 @@ pub(crate) fn parse_chunk<const MODE: u8>(
     out: &mut [MaybeUninit<(u32, u32)>],
     wout: &mut [MaybeUninit<f64>],
 ) -> ChunkResult {
-    let weighted = MODE == THREE || MODE == TWO_OR_THREE;
+    let weighted = MODE == THREE;
     let n = b.len();
     let mut i = 0;
     let mut k = 0;
@@ -167,12 +164,15 @@ pub(crate) fn parse_chunk<const MODE: u8>(
         };
         i = skip_spaces(b, j);
         let mut w = 1.0;
-        if i < n && b[i] != b'\n' {
-            if MODE == TWO || i == j {
+        if MODE == TWO_AND_ANY && i < n && b[i] != b'\n' {
+            if i == j {
                 return Err(Stop::Bad(base + start));
             }
-            if MODE == TWO_SIGNAL {
-                return Err(Stop::Weighted(base + start));
+            // The line's further columns, skipped; `i` then sits on its newline (or the end).
+            i = reader::line_end(b, i);
+        } else if i < n && b[i] != b'\n' {
+            if MODE == TWO || i == j {
+                return Err(Stop::Bad(base + start));
             }
             let e = token_end(b, i);
             w = match parse_float(&b[i..e]) {
@@ -216,7 +216,7 @@ pub(crate) fn parse_line(
     let ok = match mode {
         TWO => t.len() == 2,
         THREE => t.len() == 3,
-        _ => t.len() == 2 || t.len() == 3,
+        _ => t.len() >= 2,
     };
     if !ok {
         let found = t.len();
@@ -227,14 +227,14 @@ pub(crate) fn parse_line(
                 .to_string(),
             TWO => format!("expected 2 columns (source target), found {found}"),
             THREE => format!("expected 3 columns (source target weight), found {found}"),
-            _ => format!("expected 2 or 3 columns (source target [weight]), found {found}"),
+            _ => format!("expected 2 columns (source target), found {found}"),
         });
     }
     let u = reader::vertex_token(t[0])?;
     let v = reader::vertex_token(t[1])?;
     let w = match t.get(2) {
-        Some(tok) => Some(reader::weight_token(tok)?),
-        None => None,
+        Some(tok) if mode != TWO_AND_ANY => Some(reader::weight_token(tok)?),
+        _ => None,
     };
     Ok(Some((u, v, w)))
 }
@@ -407,7 +407,7 @@ mod tests {
                 proptest::sample::select(b"0123456789 \t\r-#%.eE+nai fx\x00\xff".to_vec()),
                 0..24,
             ),
-            mode in prop_oneof![Just(TWO), Just(THREE), Just(TWO_OR_THREE)],
+            mode in prop_oneof![Just(TWO), Just(THREE), Just(TWO_AND_ANY)],
         ) {
             let slow = parse_line(&line, mode);
             let mut out = vec![MaybeUninit::uninit(); 2];
@@ -415,7 +415,7 @@ mod tests {
             let fast = match mode {
                 TWO => parse_chunk::<TWO>(&line, 0, &mut out, &mut wout),
                 THREE => parse_chunk::<THREE>(&line, 0, &mut out, &mut wout),
-                _ => parse_chunk::<TWO_OR_THREE>(&line, 0, &mut out, &mut wout),
+                _ => parse_chunk::<TWO_AND_ANY>(&line, 0, &mut out, &mut wout),
             };
             match (&slow, fast) {
                 (Ok(None), Ok(s)) => prop_assert_eq!(s.count, 0),
@@ -424,7 +424,7 @@ mod tests {
                     // SAFETY: the parser wrote one item.
                     let (fu, fv) = unsafe { out[0].assume_init() };
                     prop_assert_eq!((fu, fv), (*u, *v));
-                    if mode != TWO {
+                    if mode != TWO && mode != TWO_AND_ANY {
                         let fw = unsafe { wout[0].assume_init() };
                         prop_assert_eq!(fw, w.unwrap_or(1.0));
                     }

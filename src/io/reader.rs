@@ -173,8 +173,6 @@ pub(crate) fn default_chunk(len: usize) -> usize {
 pub(crate) enum Stop {
     /// The line cannot be read; the format's diagnosis says why.
     Bad(usize),
-    /// The line has a weight column in a file being read as unweighted: read it again weighted.
-    Weighted(usize),
     /// Memory for this many entries could not be had.
     NoMemory(usize),
     /// An interrupt was requested ([`crate::interrupt`]).
@@ -451,7 +449,7 @@ pub(crate) fn stop_error(
     diagnose: impl Fn(&[u8]) -> Option<String>,
 ) -> Error {
     match stop {
-        Stop::Bad(at) | Stop::Weighted(at) => {
+        Stop::Bad(at) => {
             let line = line_at(bytes, at);
             let mut message = diagnose(line).unwrap_or_else(|| "cannot parse this line".into());
             if line.contains(&0) || std::str::from_utf8(line).is_err() {

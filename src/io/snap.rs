@@ -1,9 +1,11 @@
-//! SNAP text edge lists (`.txt`, `.snap`): `#` comments, `u v` per line with an optional weight
-//! column, and ids that need not be contiguous. The ids that occur are renumbered `0..k` in
-//! increasing order and kept as [`Labels::Ids`].
+//! SNAP text edge lists (`.txt`, `.snap`): `#` comments, `u v` per line, and ids that need not be
+//! contiguous. Further columns are skipped, as SNAP's own loader (`TSnap::LoadEdgeList`, which
+//! reads columns 0 and 1) skips them: SNAP's signed and temporal networks keep signs and Unix
+//! times there, which are no weights. The ids that occur are renumbered `0..k` in increasing
+//! order and kept as [`Labels::Ids`].
 
-use super::el::{self, TWO_OR_THREE, TWO_SIGNAL};
-use super::reader::{self, Stop};
+use super::el::{self, TWO_AND_ANY};
+use super::reader;
 use super::Labels;
 use super::{Format, Loaded};
 use crate::edges::EdgeList;
@@ -18,8 +20,7 @@ pub(crate) fn parse(bytes: &[u8], path: &Path, chunk: usize) -> Result<Loaded> {
 
 /// Reads part `part` of `parts` of a SNAP file's lines ([`reader::part_range`]), as [`parse`]
 /// reads a whole file: the part's ids renumbered `0..k` in increasing order and kept as
-/// [`Labels::Ids`] (a distributed run turns them into the whole file's numbering), weights when
-/// a line of the part has one. A bad line is named by its number in the whole file.
+/// [`Labels::Ids`] (a distributed run turns them into the whole file's numbering). A bad line is named by its number in the whole file.
 pub(crate) fn parse_part(bytes: &[u8], path: &Path, part: usize, parts: usize) -> Result<Loaded> {
     let start = reader::skip_leading_comments(bytes, 0);
     let range = reader::part_range(bytes, start, part, parts);
@@ -29,23 +30,9 @@ pub(crate) fn parse_part(bytes: &[u8], path: &Path, part: usize, parts: usize) -
 
 /// Reads the lines of `bytes[start..]`.
 fn parse_from(bytes: &[u8], start: usize, path: &Path, chunk: usize) -> Result<Loaded> {
-    // Read unweighted first (most SNAP files are); a weight column anywhere means reading again
-    // with weights, where lines without one weigh 1.
-    let (parsed, weighted) = match el::parse_edges_from(bytes, start, TWO_SIGNAL, chunk) {
-        Ok(p) => (Ok(p), false),
-        Err(Stop::Weighted(_)) => (
-            el::parse_edges_from(bytes, start, TWO_OR_THREE, chunk),
-            true,
-        ),
-        Err(e) => (Err(e), false),
-    };
-    let parsed = parsed
-        .map_err(|s| reader::stop_error(path, bytes, s, |l| el::diagnose(l, TWO_OR_THREE)))?;
-    let mut edges = EdgeList::square(
-        parsed.stats.vertices(),
-        parsed.items,
-        weighted.then_some(parsed.weights),
-    );
+    let parsed = el::parse_edges_from(bytes, start, TWO_AND_ANY, chunk)
+        .map_err(|s| reader::stop_error(path, bytes, s, |l| el::diagnose(l, TWO_AND_ANY)))?;
+    let mut edges = EdgeList::square(parsed.stats.vertices(), parsed.items, None);
     let ids = compact(&mut edges);
     Ok(Loaded {
         edges,
@@ -119,26 +106,19 @@ mod tests {
     }
 
     #[test]
-    fn an_optional_weight_column() {
-        let l = snap("1 2\n2 3 0.5\r\n3 1\n");
-        assert_eq!(l.edges.edges, vec![(0, 1), (1, 2), (2, 0)]);
-        assert_eq!(l.edges.weights, Some(vec![1.0, 0.5, 1.0]));
-        let e = parse_bytes(b"1 2\n2 3 0.5\n3 1 nan\n", Format::Snap, Path::new("g.txt"))
-            .unwrap_err()
-            .to_string();
-        assert!(
-            e.starts_with("g.txt:3: weight is not a finite number: 'nan'"),
-            "{e}"
-        );
-        let e = parse_bytes(b"1 2\n2 3 4 5\n", Format::Snap, Path::new("g.txt"))
-            .unwrap_err()
-            .to_string();
-        assert!(e.starts_with("g.txt:2: expected 2 or 3 columns"), "{e}");
-        // An error before the first weighted line is reported as such.
-        let e = parse_bytes(b"1 x\n2 3 4\n", Format::Snap, Path::new("g.txt"))
-            .unwrap_err()
-            .to_string();
-        assert!(e.starts_with("g.txt:1: not an integer: 'x'"), "{e}");
+    fn further_columns_are_skipped_as_snap_skips_them() {
+        // A signed network's signs, a temporal one's Unix times, anything: no weights.
+        let l = snap("# FromNodeId ToNodeId Sign\n1 2\n2 3 -1\r\n3 1\t1217567877 x nan\n4 1 \n");
+        assert_eq!(l.edges.edges, vec![(0, 1), (1, 2), (2, 0), (3, 0)]);
+        assert_eq!(l.edges.weights, None);
+        let e = |t: &[u8]| {
+            parse_bytes(t, Format::Snap, Path::new("g.txt"))
+                .unwrap_err()
+                .to_string()
+        };
+        assert!(e(b"1 2\n1 x 3\n").starts_with("g.txt:2: not an integer: 'x'"));
+        assert!(e(b"1 2\n3\n").starts_with("g.txt:2: expected 2 columns"));
+        assert!(e(b"1 2x 3\n").starts_with("g.txt:1: not an integer: '2x'"));
     }
 
     #[test]

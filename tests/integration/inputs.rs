@@ -74,7 +74,7 @@ fn a_cut_off_last_line_is_refused_and_a_complete_one_read() {
     let d = dir.path();
     for (name, text, line) in [
         ("cut.el", "0 1\n1 2\n2 3 ", 3),
-        ("cut.txt", "0 1 2\n1 2 2\n2 3", 3),
+        ("cut.txt", "0 1\n1 2\n2 3 ", 3),
         ("cut.abc", "a\tb\t1\nb\tc\t", 2),
     ] {
         let p = write(d, name, text);
@@ -132,7 +132,7 @@ fn a_fraction_in_an_integer_matrix_is_refused() {
     let p = write(dir.path(), "i.mtx", &format!("{h}1 1 2\n1 2 1.5\n"));
     let err = refused(&["info", p.to_str().unwrap()]);
     assert!(
-        err.contains("i.mtx:4: value 1.5 is not an integer"),
+        err.contains("i.mtx:4: value '1.5' is not an integer"),
         "{err}"
     );
     let p = write(dir.path(), "j.mtx", &format!("{h}1 1 2\n1 2 -3\n"));
