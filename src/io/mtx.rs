@@ -505,6 +505,13 @@ fn parse_size(line: &[u8]) -> std::result::Result<(u64, u64, u64), String> {
     let rows = reader::uint_token(t[0], "row count")?;
     let cols = reader::uint_token(t[1], "column count")?;
     let nnz = reader::uint_token(t[2], "entry count")?;
+    // Counts stop growing where the scan saturates: name such a count by its own digits.
+    if nnz >= reader::SATURATE {
+        return Err(format!(
+            "{} entries is more than gmcl reads (below 2^40)",
+            reader::shown(t[2])
+        ));
+    }
     let limit = u32::MAX as u64;
     for (v, tok, what) in [(rows, t[0], "rows"), (cols, t[1], "columns")] {
         if v > limit {
@@ -803,6 +810,11 @@ mod tests {
     #[test]
     fn entry_errors() {
         let h = "%%MatrixMarket matrix coordinate real general\n2 2 2\n";
+        let e = err("%%MatrixMarket matrix coordinate real general\n2 2 99999999999999\n1 1 1\n");
+        assert!(
+            e.contains("m.mtx:2: 99999999999999 entries is more than gmcl reads"),
+            "{e}"
+        );
         let e = err(&format!("{h}1 1 1\n"));
         assert!(
             e.contains(

@@ -19,7 +19,7 @@ pub(crate) const MAX_ID: u64 = u32::MAX as u64 - 1;
 
 /// Integers being scanned stop growing here: far above any id, and `SATURATE * 10 + 9` cannot
 /// overflow a `u64`.
-const SATURATE: u64 = 1 << 40;
+pub(crate) const SATURATE: u64 = 1 << 40;
 
 /// The largest chunk handed to one parser call.
 const MAX_CHUNK: usize = 4 << 20;
