@@ -390,11 +390,15 @@ dense_rows_symbolic(const u64* a_ptr, const u32* a_col, const u64* b_ptr, const 
 #define CROWDED_WORD 8
 #endif
 #define CROWDED_LIST (ROW_LIST_WORDS - 2)
-// 1: a row whose entries outgrow the values' room, where its sums need no narrowing (S::IN_C),
-// sums its products straight into its place in C (zeroed first) with global atomics in one walk
-// of its products, instead of one walk per chunk of the room (0).
+// 1: a row whose sums need no narrowing (S::IN_C) and that has at least RANK_IN_C_FROM entries,
+// or more than the values' room, sums its products straight into its place in C (zeroed first)
+// with global atomics (fire-and-forget, where a shared float add is a compare-and-swap loop) in
+// one walk of its products, instead of in shared memory, one walk per chunk of the room (0).
 #ifndef RANK_SUMS_IN_C
 #define RANK_SUMS_IN_C 1
+#endif
+#ifndef RANK_IN_C_FROM
+#define RANK_IN_C_FROM 1024
 #endif
 
 // The rank window for `shared` bytes and values of `val_bytes`: the widest multiple of
@@ -461,7 +465,8 @@ __device__ void rank_row_numeric(u64 a0, u64 a1, const u32* a_col, const T* a_va
         __syncthreads();
         const bool chunked = base[blocks] > room;  // uniform: read after the barrier
         // Summed in C itself: the whole window is one chunk, its values C's.
-        const bool in_c = RANK_SUMS_IN_C && S::IN_C && chunked;
+        const bool in_c =
+            RANK_SUMS_IN_C && S::IN_C && (chunked || base[blocks] >= RANK_IN_C_FROM);
         for (u32 from = 0; from < blocks;) {
             // The chunk: blocks [from, to), as many as the values' room takes (ranks only grow).
             const u32 lo = base[from];
