@@ -375,8 +375,8 @@ dense_rows_symbolic(const u64* a_ptr, const u32* a_col, const u64* b_ptr, const 
 // take 164 KiB. A walk over the row's products sets the bits; the ranks follow from them;
 // then the values are summed at their columns' ranks, in chunks of whole blocks whose entries
 // fit the values' room, each chunk one more walk of the products in its columns (a plain sum of
-// a row that outgrows the room is made in C's own values instead, by global atomics in one
-// walk). Values come out in column order with no sort, no empty column is cleared or scanned,
+// a row that outgrows the room, or of RANK_IN_C_FROM entries, is made in C's own values instead,
+// by global atomics in one walk). Values come out in column order with no sort, no empty column is cleared or scanned,
 // and the cost of a row grows with its entries, not with C's width (rows of a few thousand
 // entries against 2^20 columns: R-MAT A·B at scale 20).
 #define RANK_BLOCK 1024
