@@ -621,18 +621,19 @@ mod tests {
         assert!(e.contains("m.wel:2: the last line has no newline"), "{e}");
         assert!(load_part(&f, None, 0, 2).is_ok());
         // A last part of one unweighted line, cut off, after a weighted line in another part
-        // (SNAP has no weights: its further columns are skipped).
-        for (name, text) in [("g.abc", "a b 0.5\nc d")] {
-            let g = dir.path().join(name);
-            std::fs::write(&g, text).unwrap();
-            let want = load(&g, None).unwrap_err().to_string();
-            assert!(want.contains(":2: the last line has no newline"), "{want}");
-            assert_eq!(load_part(&g, None, 1, 2).unwrap_err().to_string(), want);
-            assert!(load_part(&g, None, 0, 2).is_ok());
-            // Unweighted throughout, the same line is whole.
-            std::fs::write(&g, text.replace(" 0.5", "")).unwrap();
-            assert!(load(&g, None).is_ok() && load_part(&g, None, 1, 2).is_ok());
-        }
+        // (`.abc`; SNAP has no weights: its further columns are skipped).
+        let g = dir.path().join("g.abc");
+        std::fs::write(&g, "a b 0.5\nc d").unwrap();
+        let want = load(&g, None).unwrap_err().to_string();
+        assert!(want.contains(":2: the last line has no newline"), "{want}");
+        assert_eq!(load_part(&g, None, 1, 2).unwrap_err().to_string(), want);
+        assert!(load_part(&g, None, 0, 2).is_ok());
+        // Unweighted throughout, the same line is whole.
+        std::fs::write(&g, "a b\nc d").unwrap();
+        assert!(load(&g, None).is_ok() && load_part(&g, None, 1, 2).is_ok());
+        let snap = dir.path().join("g.txt");
+        std::fs::write(&snap, "1 2 0.5\n3 4").unwrap();
+        assert!(load(&snap, None).is_ok() && load_part(&snap, None, 1, 2).is_ok());
     }
 
     #[test]
