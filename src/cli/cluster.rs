@@ -295,8 +295,9 @@ impl ClusterReport {
     }
 }
 
-/// Writes `report` to `report_out` (when given) and commits it with the other outputs, then
-/// prints it when `json`.
+/// Writes `report` to `report_out` (when given), prints it when `json`, then commits every
+/// output: a report that cannot be printed (a full disk behind stdout) fails the run before
+/// any output replaces a file.
 fn emit_report(
     report: &ClusterReport,
     report_out: Option<AtomicOutput>,
@@ -309,11 +310,12 @@ fn emit_report(
         out.write_all(b"\n")?;
         commits.push(out);
     }
-    AtomicOutput::commit_all(commits)?;
     if json {
         outln!("{text}")?;
+        std::io::Write::flush(&mut std::io::stdout())
+            .map_err(|e| gmcl::Error::io("<stdout>", "cannot write output", e))?;
     }
-    Ok(())
+    AtomicOutput::commit_all(commits)
 }
 
 /// What a progress bar or line shows of a run: the work done, its total, and the iteration's

@@ -190,6 +190,25 @@ fn a_full_device_and_a_full_stdout_are_errors() {
     assert_eq!(r.status.code(), Some(2), "{err}");
     assert!(err.contains("<stdout>: cannot write output"), "{err}");
     assert!(!err.contains("panicked"), "{err}");
+    // `cluster`'s report printed before its outputs replace any file: the run fails whole.
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("k.clusters");
+    std::fs::write(&out, "old\n").unwrap();
+    let full = std::fs::OpenOptions::new()
+        .write(true)
+        .open("/dev/full")
+        .unwrap();
+    let r = crate::util::cmd()
+        .args(["cluster", "graphs/karate.el", "--json", "-o"])
+        .arg(&out)
+        .stdout(full)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&r.stderr);
+    assert_eq!(r.status.code(), Some(2), "{err}");
+    assert!(err.contains("<stdout>: cannot write output"), "{err}");
+    assert_eq!(std::fs::read_to_string(&out).unwrap(), "old\n");
+    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
 }
 
 #[test]
