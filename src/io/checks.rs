@@ -85,13 +85,10 @@ pub(super) fn refuse_cut_last_line(bytes: &[u8], loaded: &Loaded, path: &Path) -
     }
     // In `.abc` the weight is optional per line: a missing one is a cut only where the entry
     // line before has one.
-    let lacks_weight = |line: &[u8]| match loaded.format {
-        Format::Abc => abc::entry_lacks_weight(line),
-        _ => false,
-    };
-    if loaded.edges.weights.is_some() && lacks_weight(line) {
+    let abc = loaded.format == Format::Abc;
+    if abc && loaded.edges.weights.is_some() && abc::entry_lacks_weight(line) {
         let before = previous_entry_line(bytes, start, loaded.format);
-        if before.is_some_and(|b| !lacks_weight(b)) {
+        if before.is_some_and(|b| !abc::entry_lacks_weight(b)) {
             return cut("has no weight, unlike the line before it");
         }
     }

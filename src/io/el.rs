@@ -225,7 +225,6 @@ pub(crate) fn parse_line(
                                   a weighted edge list should be named .wel (or read with \
                                   --format wel)"
                 .to_string(),
-            TWO => format!("expected 2 columns (source target), found {found}"),
             THREE => format!("expected 3 columns (source target weight), found {found}"),
             _ => format!("expected 2 columns (source target), found {found}"),
         });

@@ -26,9 +26,7 @@ const HEADER_FORM: &str = "'%%MatrixMarket matrix coordinate <real|integer|patte
 /// What the header says.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 struct Header {
-    pattern: bool,
-    /// The field is `integer`: a value is an optional sign and digits.
-    integer: bool,
+    field: Field,
     symmetry: Symmetry,
 }
 
@@ -41,16 +39,6 @@ enum Field {
     Real,
     /// `integer`: an optional sign and digits.
     Integer,
-}
-
-impl Header {
-    fn field(self) -> Field {
-        match (self.pattern, self.integer) {
-            (true, _) => Field::Pattern,
-            (false, true) => Field::Integer,
-            (false, false) => Field::Real,
-        }
-    }
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -128,7 +116,7 @@ fn parse_entries(
     p: &Preamble,
     path: &Path,
 ) -> Result<reader::Parsed<(u32, u32)>> {
-    let (shape, field) = (p.shape, p.header.field());
+    let (shape, field) = (p.shape, p.header.field);
     let mine = &bytes[..range.end];
     match field {
         Field::Pattern => reader::parse_chunks(mine, range.start, chunk, false, |b, base, o, w| {
@@ -156,7 +144,7 @@ pub(crate) fn parse(bytes: &[u8], path: &Path, chunk: usize) -> Result<Loaded> {
     let p = preamble(bytes, path)?;
     let (header, declared, size_line) = (p.header, p.declared, p.shape.size_line);
     let (rows, cols) = (p.shape.rows, p.shape.cols);
-    let weighted = !header.pattern;
+    let weighted = header.field != Field::Pattern;
     let parsed = parse_entries(bytes, p.entries_at..bytes.len(), chunk, &p, path)?;
 
     count_error(path, declared, size_line, parsed.stats.count as u64)?;
@@ -272,7 +260,7 @@ pub(crate) fn parse_part(
         super::checks::line_of_entry(&bytes[range.start..], Format::El, k)
             .map(|l| l + reader::line_number(bytes, range.start) - 1)
     };
-    let weighted = !p.header.pattern;
+    let weighted = p.header.field != Field::Pattern;
     let (mut edges, mut weights) = (parsed.items, parsed.weights);
     let mut facts = PartFacts {
         entries: edges.len() as u64,
@@ -448,9 +436,10 @@ fn parse_header(line: &[u8]) -> std::result::Result<Header, String> {
             ))
         }
     }
-    let pattern = match &field[..] {
-        b"real" | b"integer" | b"double" => false,
-        b"pattern" => true,
+    let field = match &field[..] {
+        b"real" | b"double" => Field::Real,
+        b"integer" => Field::Integer,
+        b"pattern" => Field::Pattern,
         b"complex" => {
             return Err("complex values are not supported (field 'complex'); \
                         gmcl reads real, integer or pattern matrices"
@@ -481,16 +470,12 @@ fn parse_header(line: &[u8]) -> std::result::Result<Header, String> {
             ))
         }
     };
-    if pattern && symmetry == Symmetry::Skew {
+    if field == Field::Pattern && symmetry == Symmetry::Skew {
         return Err(
             "a pattern matrix cannot be skew-symmetric (it has no values to negate)".into(),
         );
     }
-    Ok(Header {
-        pattern,
-        integer: field == b"integer",
-        symmetry,
-    })
+    Ok(Header { field, symmetry })
 }
 
 /// Reads the size line `rows columns entries`.
@@ -532,22 +517,9 @@ const MAX_INTEGER: u64 = 1 << 53;
 /// up to the first character that is not a digit, so `1.5` and `1e3` are 1 there: refused
 /// here rather than read as something else than the file says.
 fn integer_value(tok: &[u8]) -> Option<f64> {
-    let (negative, rest) = match tok.first() {
-        Some(b'-') => (true, &tok[1..]),
-        Some(b'+') => (false, &tok[1..]),
-        _ => (false, tok),
-    };
-    let digits = rest.iter().take_while(|d| d.is_ascii_digit()).count();
-    let zeros = match &rest[digits..] {
-        [] => true,
-        [b'.', z @ ..] => z.iter().all(|&c| c == b'0'),
-        _ => false,
-    };
-    if digits == 0 || !zeros {
-        return None;
-    }
+    let (negative, digits) = integer_digits(tok)?;
     let mut m = 0u64;
-    for &d in &rest[..digits] {
+    for &d in digits {
         m = m.checked_mul(10)?.checked_add(u64::from(d - b'0'))?;
     }
     if m > MAX_INTEGER {
@@ -561,19 +533,26 @@ fn integer_value(tok: &[u8]) -> Option<f64> {
     })
 }
 
-/// Why `tok` is not a value of the field `integer` ([`integer_value`]).
-fn integer_error(tok: &[u8]) -> String {
-    let rest = tok
-        .strip_prefix(b"-")
-        .or(tok.strip_prefix(b"+"))
-        .unwrap_or(tok);
+/// The sign (`true`: negative) and digits of `tok` when it is written as an integer: an
+/// optional sign, decimal digits, and at most a point followed by zeros.
+fn integer_digits(tok: &[u8]) -> Option<(bool, &[u8])> {
+    let (negative, rest) = match tok.first() {
+        Some(b'-') => (true, &tok[1..]),
+        Some(b'+') => (false, &tok[1..]),
+        _ => (false, tok),
+    };
     let digits = rest.iter().take_while(|d| d.is_ascii_digit()).count();
-    let whole = match &rest[digits..] {
+    let zeros = match &rest[digits..] {
         [] => true,
         [b'.', z @ ..] => z.iter().all(|&c| c == b'0'),
         _ => false,
     };
-    if digits > 0 && whole {
+    (digits > 0 && zeros).then(|| (negative, &rest[..digits]))
+}
+
+/// Why `tok` is not a value of the field `integer` ([`integer_value`]).
+fn integer_error(tok: &[u8]) -> String {
+    if integer_digits(tok).is_some() {
         format!(
             "value {} is larger than 2^53 in size, where gmcl's f64 values stop holding every \
              integer exactly",

@@ -20,7 +20,8 @@ pub(crate) fn parse(bytes: &[u8], path: &Path, chunk: usize) -> Result<Loaded> {
 
 /// Reads part `part` of `parts` of a SNAP file's lines ([`reader::part_range`]), as [`parse`]
 /// reads a whole file: the part's ids renumbered `0..k` in increasing order and kept as
-/// [`Labels::Ids`] (a distributed run turns them into the whole file's numbering). A bad line is named by its number in the whole file.
+/// [`Labels::Ids`] (a distributed run turns them into the whole file's numbering). A bad line is
+/// named by its number in the whole file.
 pub(crate) fn parse_part(bytes: &[u8], path: &Path, part: usize, parts: usize) -> Result<Loaded> {
     let start = reader::skip_leading_comments(bytes, 0);
     let range = reader::part_range(bytes, start, part, parts);

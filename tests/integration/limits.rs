@@ -159,6 +159,16 @@ fn a_file_size_limit_fails_the_write_cleanly() {
     assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
 }
 
+/// Runs `gmcl` with `args`, its stdout on /dev/full (every write fails with ENOSPC).
+#[cfg(target_os = "linux")]
+fn with_full_stdout(args: &[&str]) -> std::process::Output {
+    let full = std::fs::OpenOptions::new()
+        .write(true)
+        .open("/dev/full")
+        .unwrap();
+    crate::util::cmd().args(args).stdout(full).output().unwrap()
+}
+
 #[cfg(target_os = "linux")]
 #[test]
 fn a_full_device_and_a_full_stdout_are_errors() {
@@ -177,15 +187,7 @@ fn a_full_device_and_a_full_stdout_are_errors() {
     );
     assert!(e.contains("/dev/full"), "{e}");
     // Results on a stdout that cannot be written.
-    let full = std::fs::OpenOptions::new()
-        .write(true)
-        .open("/dev/full")
-        .unwrap();
-    let r = crate::util::cmd()
-        .args(["info", "graphs/karate.el"])
-        .stdout(full)
-        .output()
-        .unwrap();
+    let r = with_full_stdout(&["info", "graphs/karate.el"]);
     let err = String::from_utf8_lossy(&r.stderr);
     assert_eq!(r.status.code(), Some(2), "{err}");
     assert!(err.contains("<stdout>: cannot write output"), "{err}");
@@ -194,16 +196,13 @@ fn a_full_device_and_a_full_stdout_are_errors() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("k.clusters");
     std::fs::write(&out, "old\n").unwrap();
-    let full = std::fs::OpenOptions::new()
-        .write(true)
-        .open("/dev/full")
-        .unwrap();
-    let r = crate::util::cmd()
-        .args(["cluster", "graphs/karate.el", "--json", "-o"])
-        .arg(&out)
-        .stdout(full)
-        .output()
-        .unwrap();
+    let r = with_full_stdout(&[
+        "cluster",
+        "graphs/karate.el",
+        "--json",
+        "-o",
+        out.to_str().unwrap(),
+    ]);
     let err = String::from_utf8_lossy(&r.stderr);
     assert_eq!(r.status.code(), Some(2), "{err}");
     assert!(err.contains("<stdout>: cannot write output"), "{err}");

@@ -86,10 +86,10 @@ pub(crate) fn parse_pattern(bytes: &[u8], path: &Path) -> Result<Pattern> {
     };
     let archive = Archive::open(bytes, path)?;
     let (nrows, ncols) = (archive.nrows, archive.ncols);
-    let csr = match archive.format.as_str() {
-        "csr" => true,
-        "csc" => false,
-        "coo" => {
+    let csr = match archive.layout {
+        Layout::Csr => true,
+        Layout::Csc => false,
+        Layout::Coo => {
             let (row_raw, col_raw) = (archive.member("row")?, archive.member("col")?);
             let (row, col) = (
                 array_of(path, "row", &row_raw)?,
@@ -105,8 +105,6 @@ pub(crate) fn parse_pattern(bytes: &[u8], path: &Path) -> Result<Pattern> {
                 weights: None,
             })));
         }
-        // Refused there, with the formats that are read.
-        _ => return parse(bytes, path).map(Pattern::Edges),
     };
     let (major, minor) = if csr { (nrows, ncols) } else { (ncols, nrows) };
     let ptr_raw = archive.member("indptr")?;
@@ -261,18 +259,18 @@ struct Archive<'a> {
     bytes: &'a [u8],
     path: &'a Path,
     members: Vec<zip::Member>,
-    /// `csr`, `csc` or `coo` (as stored; the readers refuse others).
-    format: String,
+    /// How the entries are stored (`format`; others are refused on opening).
+    layout: Layout,
     nrows: usize,
     ncols: usize,
 }
 
-/// The error for an archive of the layout `format`, which gmcl does not read.
-fn unread_layout(format: &str) -> String {
-    format!(
-        "holds a '{format}' matrix: gmcl reads csr, csc and coo (convert it with .tocsr() before \
-         save_npz)"
-    )
+/// The layouts of `save_npz` that gmcl reads (its array `format`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Layout {
+    Csr,
+    Csc,
+    Coo,
 }
 
 impl<'a> Archive<'a> {
@@ -287,18 +285,26 @@ impl<'a> Archive<'a> {
             bytes,
             path,
             members,
-            format: String::new(),
+            layout: Layout::Csr,
             nrows: 0,
             ncols: 0,
         };
         let format_raw = archive.member("format")?;
-        archive.format = array_of(path, "format", &format_raw)?
+        let format = array_of(path, "format", &format_raw)?
             .text()
             .ok_or_else(|| bad("array 'format' is not a string".into()))?;
         // The layout before any array: BSR's and DIA's `data` has more than one dimension.
-        if !matches!(archive.format.as_str(), "csr" | "csc" | "coo") {
-            return Err(bad(unread_layout(&archive.format)));
-        }
+        archive.layout = match format.as_str() {
+            "csr" => Layout::Csr,
+            "csc" => Layout::Csc,
+            "coo" => Layout::Coo,
+            other => {
+                return Err(bad(format!(
+                    "holds a '{other}' matrix: gmcl reads csr, csc and coo (convert it with \
+                     .tocsr() before save_npz)"
+                )))
+            }
+        };
         let shape_raw = archive.member("shape")?;
         let shape = array_of(path, "shape", &shape_raw)?;
         if shape.len != 2 {
@@ -373,7 +379,7 @@ fn read(bytes: &[u8], path: &Path) -> Result<Stored> {
     };
     let archive = Archive::open(bytes, path)?;
     let member = |name: &str| archive.member(name);
-    let (format, nrows, ncols) = (&archive.format, archive.nrows, archive.ncols);
+    let (layout, nrows, ncols) = (archive.layout, archive.nrows, archive.ncols);
     // The large members' CRCs are checked by the passes that decode them.
     let (data_body, data_member) = archive.member_unchecked("data")?;
     let data = array_checked(&archive, "data", &data_body.bytes)?;
@@ -387,8 +393,8 @@ fn read(bytes: &[u8], path: &Path) -> Result<Stored> {
         }
         values(&data, data_crc.as_ref()).map_err(bad)
     };
-    let stored = match format.as_str() {
-        "csr" | "csc" => {
+    let stored = match layout {
+        Layout::Csr | Layout::Csc => {
             let ptr_raw = member("indptr")?;
             let (idx_body, idx_member) = archive.member_unchecked("indices")?;
             let (indptr, indices) = (
@@ -396,7 +402,7 @@ fn read(bytes: &[u8], path: &Path) -> Result<Stored> {
                 array_checked(&archive, "indices", &idx_body.bytes)?,
             );
             let idx_crc = MemberCrc::of(&idx_body, idx_member);
-            let csr = format == "csr";
+            let csr = layout == Layout::Csr;
             let (major, minor) = if csr { (nrows, ncols) } else { (ncols, nrows) };
             let (ptr, cols) =
                 compressed(&indptr, &indices, major, minor, idx_crc.as_ref()).map_err(bad)?;
@@ -414,7 +420,7 @@ fn read(bytes: &[u8], path: &Path) -> Result<Stored> {
                 Stored::Columns(rows)
             }
         }
-        "coo" => {
+        Layout::Coo => {
             let (row_raw, col_raw) = (member("row")?, member("col")?);
             let (row, col) = (
                 array_of(path, "row", &row_raw)?,
@@ -429,7 +435,6 @@ fn read(bytes: &[u8], path: &Path) -> Result<Stored> {
                 weights,
             })
         }
-        other => return Err(bad(unread_layout(other))),
     };
     Ok(stored)
 }

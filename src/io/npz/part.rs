@@ -6,7 +6,7 @@
 //! positions with the same messages; the parts' entries together are [`super::parse`]'s.
 
 use super::npy::Array;
-use super::{array_of, decode_indices, integers, loaded, Archive};
+use super::{array_of, decode_indices, integers, loaded, Archive, Layout};
 use crate::edges::EdgeList;
 use crate::error::{Error, Result};
 use crate::io::Loaded;
@@ -24,22 +24,22 @@ pub(crate) fn parse_part(bytes: &[u8], path: &Path, part: usize, parts: usize) -
     };
     let archive = Archive::open(bytes, path)?;
     let member = |name: &str| archive.member(name);
-    let (format, nrows, ncols) = (&archive.format, archive.nrows, archive.ncols);
+    let (layout, nrows, ncols) = (archive.layout, archive.nrows, archive.ncols);
     let data_raw = member("data")?;
     let data = array_of(path, "data", &data_raw)?;
-    let ((edges, range), entries) = match format.as_str() {
-        "csr" | "csc" => {
+    let ((edges, range), entries) = match layout {
+        Layout::Csr | Layout::Csc => {
             let (ptr_raw, idx_raw) = (member("indptr")?, member("indices")?);
             let (indptr, indices) = (
                 array_of(path, "indptr", &ptr_raw)?,
                 array_of(path, "indices", &idx_raw)?,
             );
-            let csc = format == "csc";
+            let csc = layout == Layout::Csc;
             let (major, minor) = if csc { (ncols, nrows) } else { (nrows, ncols) };
             let got = compressed_part(&indptr, &indices, major, minor, csc, part, parts);
             (got.map_err(bad)?, indices.len)
         }
-        "coo" => {
+        Layout::Coo => {
             let (row_raw, col_raw) = (member("row")?, member("col")?);
             let (row, col) = (
                 array_of(path, "row", &row_raw)?,
@@ -48,7 +48,6 @@ pub(crate) fn parse_part(bytes: &[u8], path: &Path, part: usize, parts: usize) -
             let got = coordinate_part(&row, &col, nrows, ncols, part, parts);
             (got.map_err(bad)?, row.len)
         }
-        other => return Err(bad(super::unread_layout(other))),
     };
     if data.len != entries {
         return Err(bad(format!(

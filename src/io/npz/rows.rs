@@ -7,7 +7,7 @@
 //! combined in block order are the member's CRC, and no rank reads another's bytes to check it.
 
 use super::npy::Array;
-use super::{array_of, integers, part_crc, pattern, values_unread, Archive};
+use super::{array_of, integers, part_crc, pattern, values_unread, Archive, Layout};
 use crate::io::{limits, Format};
 use rayon::prelude::*;
 use std::ops::Range;
@@ -111,10 +111,10 @@ pub(crate) fn parse_pattern_block(
     values: Option<&ValueCheck<'_>>,
 ) -> Option<PatternBlock> {
     let archive = Archive::open(bytes, path).ok()?;
-    let csr = match archive.format.as_str() {
-        "csr" => true,
-        "csc" => false,
-        _ => return None,
+    let csr = match archive.layout {
+        Layout::Csr => true,
+        Layout::Csc => false,
+        Layout::Coo => return None,
     };
     let (nrows, ncols) = (archive.nrows, archive.ncols);
     let (major, minor) = if csr { (nrows, ncols) } else { (ncols, nrows) };
