@@ -9,10 +9,12 @@ use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 
 mod matrix;
-pub use matrix::{refuse_non_finite, write_matrix, MatrixFormat, RowWriter};
+pub use matrix::{refuse_non_finite, stage_matrix, write_matrix, MatrixFormat, RowWriter};
 
 /// A file being written under a temporary name; [`AtomicOutput::commit`] moves it into place.
 /// Dropped without commit, the temporary file is removed and the target is left untouched.
+/// The writers (`stage_*`) hand back an output written whole but not committed, so that a
+/// command commits it only once everything else it does (a report on stdout) has succeeded.
 ///
 /// A path naming a symbolic link replaces the file the link points to (the link stays). A path
 /// naming something other than a regular file or a directory (`/dev/stdout`, `/dev/null`, a
@@ -20,6 +22,7 @@ pub use matrix::{refuse_non_finite, write_matrix, MatrixFormat, RowWriter};
 /// The path `-` (and `/dev/stdout`) is the process's standard output, `/dev/stderr` its standard
 /// error: the descriptors it inherited, written in place, so that a shell's `> file` or `>> log`
 /// behind them is written as the shell opened it, never replaced.
+#[must_use = "an output dropped without `commit` is removed"]
 pub struct AtomicOutput {
     path: PathBuf,
     writer: BufWriter<Sink>,
@@ -128,6 +131,7 @@ impl AtomicOutput {
                     }
                     _ => path.to_path_buf(),
                 };
+                refuse_write_protected(path, &target)?;
                 let file =
                     temp_beside(&target).map_err(|e| Error::io(path, "cannot create output", e))?;
                 Sink::Temp { file, target }
@@ -144,6 +148,26 @@ impl AtomicOutput {
         self.writer
             .write_all(bytes)
             .map_err(|e| Error::io(&self.path, "cannot write output", e))
+    }
+
+    /// Flushes what is written and, for a file, syncs it to disk: all that [`Self::commit`]
+    /// then has left to do is the rename.
+    pub fn sync(&mut self) -> Result<()> {
+        self.writer
+            .flush()
+            .map_err(|e| Error::io(&self.path, "cannot write output", e))?;
+        if let Sink::Temp { file, .. } = self.writer.get_ref() {
+            file.as_file()
+                .sync_all()
+                .map_err(|e| Error::io(&self.path, "cannot write output", e))?;
+        }
+        Ok(())
+    }
+
+    /// This output once [`Self::sync`]ed: the end of every `stage_*` writer.
+    pub fn synced(mut self) -> Result<Self> {
+        self.sync()?;
+        Ok(self)
     }
 
     /// The temporary file behind the output, for writing at places rather than in order, while
@@ -222,6 +246,21 @@ impl AtomicOutput {
                 .map_err(|e| Error::io(&path, "cannot write output", e))?,
         }
         Ok((path, None))
+    }
+}
+
+/// Fails when `target` (the file `path` names) exists and this process may not write it: the
+/// rename would replace it all the same, where `>`, `cp` and mcl refuse, and a file made
+/// read-only to keep it is not one to replace.
+fn refuse_write_protected(path: &Path, target: &Path) -> Result<()> {
+    // Opened for writing without truncation: nothing changes, the permission is what is asked.
+    match std::fs::OpenOptions::new().write(true).open(target) {
+        Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied => Err(Error::Invalid(format!(
+            "{}: the file is write-protected, so gmcl does not replace it; make it writable \
+             (chmod u+w) or name another output",
+            path.display()
+        ))),
+        _ => Ok(()),
     }
 }
 
@@ -339,8 +378,8 @@ pub(crate) fn write_failed(path: &Path, e: std::io::Error) -> Error {
 }
 
 /// Writes a matrix as SciPy's `save_npz(..., compressed=False)` writes a CSR matrix
-/// ([`crate::io::npz`]).
-pub fn write_npz<T: Scalar>(path: &Path, m: &Csr<T>) -> Result<()> {
+/// ([`crate::io::npz`]), whole and synced but not committed.
+pub fn stage_npz<T: Scalar>(path: &Path, m: &Csr<T>) -> Result<AtomicOutput> {
     use crate::io::npz::{self, placed};
     let out = AtomicOutput::create(path)?;
     let failed = |e| write_failed(path, e);
@@ -354,7 +393,7 @@ pub fn write_npz<T: Scalar>(path: &Path, m: &Csr<T>) -> Result<()> {
         Some(f) => placed::write(f, m).map(|()| out),
         None => npz::write(out, m),
     };
-    out.map_err(failed)?.commit()
+    out.map_err(failed)?.synced()
 }
 
 /// The header of a Matrix Market `coordinate real general` file of this shape and entry count.
@@ -365,12 +404,13 @@ fn mtx_header(nrows: usize, ncols: usize, nnz: u64) -> String {
     )
 }
 
-/// Writes a matrix as Matrix Market `coordinate real general`, 1-based, rows in order.
-pub fn write_mtx<T: Scalar>(path: &Path, m: &Csr<T>) -> Result<()> {
+/// Writes a matrix as Matrix Market `coordinate real general`, 1-based, rows in order, whole
+/// and synced but not committed.
+pub fn stage_mtx<T: Scalar>(path: &Path, m: &Csr<T>) -> Result<AtomicOutput> {
     let mut out = AtomicOutput::create(path)?;
     out.write_all(mtx_header(m.nrows(), m.ncols(), m.nnz() as u64).as_bytes())?;
     matrix::write_entries(&mut out, m, 1)?;
-    out.commit()
+    out.synced()
 }
 
 #[cfg(test)]
@@ -405,7 +445,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let p = dir.path().join("m.mtx");
         let m = Csr::from_dense(2, 3, &[0.0f64, 1.5, 0.0, 2.0, 0.0, 3.0]);
-        write_mtx(&p, &m).unwrap();
+        stage_mtx(&p, &m).unwrap().commit().unwrap();
         let t = std::fs::read_to_string(&p).unwrap();
         assert!(t.starts_with("%%MatrixMarket matrix coordinate real general\n"));
         assert!(t.ends_with("2 3 3\n1 2 1.5\n2 1 2\n2 3 3\n"), "{t}");

@@ -82,7 +82,7 @@ fn every_long_loop_stops_on_an_interrupt() {
             .build()
             .unwrap();
         assert!(interrupted(
-            pool.install(|| gmcl::output::write_npz(&npz, &a))
+            pool.install(|| gmcl::output::write_matrix(&npz, &a))
         ));
         assert!(!npz.exists());
     }

@@ -66,7 +66,7 @@ pub fn run(a: ConvertArgs, ui: Ui) -> Result<()> {
     let el = &loaded.edges;
     let load = sw.lap();
     let mut compute = 0.0;
-    if to == Format::Npz {
+    let staged = if to == Format::Npz {
         let opts = BuildOptions {
             symmetrize: false,
             drop_self_loops: false,
@@ -74,22 +74,18 @@ pub fn run(a: ConvertArgs, ui: Ui) -> Result<()> {
         };
         let m = Csr::<f64>::from_edges(el, &opts)?;
         compute = sw.lap();
-        gmcl::output::write_npz(&a.output, &m)?;
+        gmcl::output::stage_npz(&a.output, &m)?
     } else {
         let bar = ui.bar(el.len() as u64, "writing");
-        gmcl::generate::write_edges(&a.output, el, &|done| bar.set_position(done))?;
+        let symmetry = gmcl::generate::Symmetry::General;
+        let out = gmcl::generate::stage_edges_as(&a.output, el, symmetry, &|done| {
+            bar.set_position(done)
+        })?;
         bar.finish_and_clear();
-    }
+        out
+    };
     let write = sw.lap();
     let wall = sw.finish_steps(load, compute, write);
-    ui.notice(&format!(
-        "wrote {} entries of a {} x {} matrix to {} in {:.2} s",
-        el.len(),
-        el.nrows,
-        el.ncols,
-        a.output.display(),
-        wall.total
-    ));
     if a.json {
         let report = ConvertReport {
             rows: el.nrows,
@@ -105,5 +101,14 @@ pub fn run(a: ConvertArgs, ui: Ui) -> Result<()> {
         });
         outln!("{}", report_json(&timed(&report, wall), parameters)?)?;
     }
+    super::ui::print_then_commit(vec![staged])?;
+    ui.notice(&format!(
+        "wrote {} entries of a {} x {} matrix to {} in {:.2} s",
+        el.len(),
+        el.nrows,
+        el.ncols,
+        a.output.display(),
+        wall.total
+    ));
     Ok(())
 }

@@ -119,7 +119,8 @@ pub fn run(a: GenerateArgs, ui: Ui) -> Result<()> {
     } else {
         Symmetry::General
     };
-    generate::write_edges_as(&a.output, &el, symmetry, &|done| bar.set_position(done))?;
+    let staged =
+        generate::stage_edges_as(&a.output, &el, symmetry, &|done| bar.set_position(done))?;
     bar.finish_and_clear();
     let write = sw.lap();
     let wall = sw.finish(Wall {
@@ -127,13 +128,6 @@ pub fn run(a: GenerateArgs, ui: Ui) -> Result<()> {
         write,
         ..Default::default()
     });
-    ui.notice(&format!(
-        "wrote {} over {} to {} in {:.2} s",
-        super::ui::count(el.len() as u64, "edge", "edges"),
-        super::ui::count(p.n_vertices(), "vertex", "vertices"),
-        a.output.display(),
-        wall.total
-    ));
     if a.json {
         let report = GenerateReport {
             vertices: p.n_vertices(),
@@ -157,5 +151,13 @@ pub fn run(a: GenerateArgs, ui: Ui) -> Result<()> {
         });
         outln!("{}", report_json(&timed(&report, wall), parameters)?)?;
     }
+    super::ui::print_then_commit(vec![staged])?;
+    ui.notice(&format!(
+        "wrote {} over {} to {} in {:.2} s",
+        super::ui::count(el.len() as u64, "edge", "edges"),
+        super::ui::count(p.n_vertices(), "vertex", "vertices"),
+        a.output.display(),
+        wall.total
+    ));
     Ok(())
 }

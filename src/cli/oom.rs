@@ -9,7 +9,7 @@
 //! reads `/proc` into a buffer on the stack and writes with `write(2)`.
 
 use std::alloc::{GlobalAlloc, Layout, System};
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 /// The size of the largest allocation the system refused (0: none): the one that failed the run
 /// rather than a small one made while printing its message.
@@ -53,7 +53,20 @@ pub fn install() {
     }
 }
 
+/// Set by the first thread in [`on_abort`]: threads whose allocations fail at once print one
+/// message between them.
+static HANDLING: AtomicBool = AtomicBool::new(false);
+
 extern "C" fn on_abort(_: libc::c_int) {
+    if HANDLING.swap(true, Ordering::SeqCst) {
+        // Another thread is ending the process; this one waits for it.
+        loop {
+            // SAFETY: pause only waits for a signal.
+            unsafe {
+                libc::pause();
+            }
+        }
+    }
     gmcl::tempfiles::remove_all();
     let size = FAILED.load(Ordering::Relaxed);
     if size == 0 {

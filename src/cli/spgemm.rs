@@ -7,7 +7,7 @@ use super::{InputArgs, Precision, Ui};
 use clap::Args;
 use gmcl::dist::{self, Comm};
 use gmcl::io::{self, Format, LoadedMatrix, MatrixOptions};
-use gmcl::output::{standard_stream, MatrixFormat, StandardStream};
+use gmcl::output::{standard_stream, AtomicOutput, MatrixFormat, StandardStream};
 use gmcl::spgemm::repeat::multiply_repeatedly;
 use gmcl::spgemm::{self, EngineKind, SpgemmOptions};
 use gmcl::{engine, measure};
@@ -250,9 +250,10 @@ fn run_typed<T: Scalar>(a: SpgemmArgs, ui: Ui) -> Result<()> {
             }
         })?;
     let compute = sw.lap();
-    if let Some(out) = &a.output {
-        gmcl::output::write_matrix(out, &c)?;
-    }
+    let staged = match &a.output {
+        Some(out) => Some(gmcl::output::stage_matrix(out, &c)?),
+        None => None,
+    };
     let write = sw.lap();
     let (upload, device, download) = match &phases {
         Some(p) => gpu_split(p),
@@ -283,12 +284,18 @@ fn run_typed<T: Scalar>(a: SpgemmArgs, ui: Ui) -> Result<()> {
         phases,
         gflops: measure::gflops(stats.intermediate_products, stats.device_seconds),
     };
-    summarize(&a, &report, wall, ui)
+    summarize(&a, &report, wall, ui, staged)
 }
 
 /// The summary on stderr (a notice, whatever stdout carries: C, the JSON report or nothing),
-/// and with --json the report on stdout.
-fn summarize(a: &SpgemmArgs, report: &SpgemmReport, wall: Wall, ui: Ui) -> Result<()> {
+/// and with --json the report on stdout; then C's file (`staged`, written whole) is committed.
+fn summarize(
+    a: &SpgemmArgs,
+    report: &SpgemmReport,
+    wall: Wall,
+    ui: Ui,
+    staged: Option<AtomicOutput>,
+) -> Result<()> {
     let on = match report.ranks {
         Some(p) => format!("on {p} ranks ({} engine each)", report.engine),
         None => format!("on the {} engine", report.engine),
@@ -317,7 +324,7 @@ fn summarize(a: &SpgemmArgs, report: &SpgemmReport, wall: Wall, ui: Ui) -> Resul
         }
         outln!("{}", report_json(&timed(report, wall), parameters)?)?;
     }
-    Ok(())
+    super::ui::print_then_commit(staged.into_iter().collect())
 }
 
 /// `gmcl spgemm` under an MPI launcher: every rank reads its part of A (and B), makes the rows
@@ -429,13 +436,13 @@ fn run_across_ranks<T: Scalar>(a: SpgemmArgs, ui: Ui, comm: &dyn Comm) -> Result
                 Some(Err(_)) | None => Ok(()),
             });
         match w {
-            Some(w) => sent.and(w).and_then(|w| w.commit()),
-            None => sent,
+            Some(w) => sent.and(w).and_then(|w| w.finish()).map(Some),
+            None => sent.map(|()| None),
         }
     } else {
-        Ok(())
+        Ok(None)
     };
-    dist::agree(comm, written)?;
+    let staged = dist::agree(comm, written)?;
     let write = sw.lap();
     let wall = sw.finish_steps(load, compute, write);
     let rank_engine = match stats.gpu_ranks {
@@ -462,5 +469,5 @@ fn run_across_ranks<T: Scalar>(a: SpgemmArgs, ui: Ui, comm: &dyn Comm) -> Result
     if !reports {
         return Ok(());
     }
-    summarize(&a, &report, wall, ui)
+    summarize(&a, &report, wall, ui, staged)
 }

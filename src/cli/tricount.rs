@@ -160,9 +160,10 @@ pub fn run(a: TricountArgs, ui: Ui, comm: Option<&dyn Comm>, exchange: Exchange)
         count_repeatedly(&mut g, &tricount::Options { engine, ..opts }, a.repeat)
     })?;
     let compute = sw.lap();
-    if let (Some(out), Some(counts)) = (per_vertex_out, &t.per_vertex) {
-        write_per_vertex(out, g.labels(), counts)?;
-    }
+    let staged = match (per_vertex_out, &t.per_vertex) {
+        (Some(out), Some(counts)) => Some(write_per_vertex(out, g.labels(), counts)?),
+        _ => None,
+    };
     let fused = t.method == tricount::Method::Fused;
     let write = sw.lap();
     let wall = sw.finish(Wall {
@@ -246,15 +247,16 @@ pub fn run(a: TricountArgs, ui: Ui, comm: Option<&dyn Comm>, exchange: Exchange)
     } else {
         outln!("{}", report.triangles)?;
     }
-    Ok(())
+    super::ui::print_then_commit(staged.into_iter().collect())
 }
 
-/// Writes `label<TAB>count` for every vertex and puts the file in place.
+/// Writes `label<TAB>count` for every vertex; the file comes back whole and synced, for the
+/// caller to commit once the count is printed.
 fn write_per_vertex(
     mut out: gmcl::output::AtomicOutput,
     labels: &io::Labels,
     counts: &[u64],
-) -> Result<()> {
+) -> Result<gmcl::output::AtomicOutput> {
     let ids: Vec<u32> = (0..counts.len() as u32).collect();
     gmcl::output::write_formatted(
         &mut out,
@@ -267,7 +269,7 @@ fn write_per_vertex(
         },
         |_| {},
     )?;
-    out.commit()
+    out.synced()
 }
 
 /// `gmcl tricount` under an MPI launcher: every rank reads its part of the file and counts on
@@ -335,11 +337,11 @@ fn run_across_ranks(
                 (None, Some(io::Format::Mtx)) => io::Labels::OneBased,
                 _ => io::Labels::Identity,
             };
-            write_per_vertex(out, &labels, counts)
+            write_per_vertex(out, &labels, counts).map(Some)
         }
-        _ => Ok(()),
+        _ => Ok(None),
     };
-    dist::agree(comm, written)?;
+    let staged = dist::agree(comm, written)?;
     let (engines, engine) = dist::rank_engines(comm, t.engine);
     let write = sw.lap();
     let wall = sw.finish_steps(load, compute, write);
@@ -403,7 +405,7 @@ fn run_across_ranks(
     } else {
         outln!("{}", report.triangles)?;
     }
-    Ok(())
+    super::ui::print_then_commit(staged.into_iter().collect())
 }
 
 /// Counts `repeat` times (after a warm-up count when more than once); the result has the

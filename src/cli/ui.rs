@@ -25,6 +25,15 @@ macro_rules! outln {
     };
 }
 
+/// Flushes stdout (a failed write is an error naming `<stdout>`), then commits `outputs`: what a
+/// command prints is out before any output replaces a file, so a stdout that cannot take it
+/// fails the run whole.
+pub fn print_then_commit(outputs: Vec<gmcl::output::AtomicOutput>) -> Result<()> {
+    std::io::Write::flush(&mut std::io::stdout())
+        .map_err(|e| Error::io("<stdout>", "cannot write output", e))?;
+    gmcl::output::AtomicOutput::commit_all(outputs)
+}
+
 /// Where notices and progress go: stderr, unless --quiet.
 #[derive(Clone, Copy)]
 pub struct Ui {

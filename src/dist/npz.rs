@@ -34,14 +34,14 @@ use std::path::PathBuf;
 /// every pass. A write that fails stops the writing, not the exchange: rank 0 takes part in the
 /// rest and returns that error (the other ranks return `Ok`: the caller ends the writing in
 /// [`agree`]; written in place, every rank returns it); an interrupt is every rank's error at
-/// once. The file appears only on success.
+/// once. Rank 0 gets the output back whole and synced, for the caller to commit.
 pub fn write<T: Scalar>(
     comm: &dyn Comm,
     c: &MatrixBlock<T>,
     nnz: u64,
     stage_entries: usize,
     out: Option<AtomicOutput>,
-) -> Result<()> {
+) -> Result<Option<AtomicOutput>> {
     let in_place = comm.size() == 1 || super::one_host(comm);
     write_as(comm, c, nnz, stage_entries, out, in_place)
 }
@@ -55,7 +55,7 @@ fn write_as<T: Scalar>(
     stage_entries: usize,
     out: Option<AtomicOutput>,
     in_place: bool,
-) -> Result<()> {
+) -> Result<Option<AtomicOutput>> {
     let path = out.as_ref().map(|o| o.path().to_path_buf());
     let shared = match in_place {
         true => shared_file(comm, out.as_ref()),
@@ -64,14 +64,14 @@ fn write_as<T: Scalar>(
     if let Some(shared) = shared {
         let placed = write_in_place(comm, c, nnz, &shared);
         return match (placed, out) {
-            (Ok(()), Some(out)) => out.commit(),
-            (r, _) => r,
+            (Ok(()), Some(out)) => out.synced().map(Some),
+            (r, _) => r.map(|()| None),
         };
     }
     match (write_to(comm, c, nnz, stage_entries, out)?, path) {
-        ((Some(out), Ok(())), _) => out.commit(),
+        ((Some(out), Ok(())), _) => out.synced().map(Some),
         ((_, Err(e)), Some(path)) => Err(Error::io(&path, "cannot write output", e)),
-        _ => Ok(()),
+        _ => Ok(None),
     }
 }
 
@@ -330,7 +330,8 @@ mod tests {
                     s.spawn(move || {
                         let c = MatrixBlock::of_whole(comm, m);
                         let out = (comm.rank() == 0).then(|| AtomicOutput::create(out).unwrap());
-                        let r = write_as(comm, &c, m.nnz() as u64, stage, out, in_place);
+                        let r = write_as(comm, &c, m.nnz() as u64, stage, out, in_place)
+                            .and_then(|out| out.map_or(Ok(()), AtomicOutput::commit));
                         // Every rank can still meet the others.
                         agree(comm, r)
                     })

@@ -47,7 +47,7 @@ mod stream;
 mod tests;
 mod write;
 
-pub use write::{check_output, write_edges, write_edges_as, Symmetry};
+pub use write::{check_output, stage_edges_as, write_edges, write_edges_as, Symmetry};
 
 use crate::edges::EdgeList;
 use crate::error::{Error, Result};

@@ -70,7 +70,7 @@ pub fn check_output(path: &Path, weighted: bool) -> Result<()> {
 /// Writes `el` as its adjacency matrix in SciPy's `.npz` (CSR, `float64` values: the weights, or
 /// 1): the matrix SciPy reads from the `.mtx` of the same list, so an undirected edge `(u, v)`
 /// is the two entries `(u, v)` and `(v, u)` (a loop one), and repeated entries are summed.
-fn write_npz(path: &Path, el: &EdgeList, symmetry: Symmetry) -> Result<()> {
+fn stage_npz(path: &Path, el: &EdgeList, symmetry: Symmetry) -> Result<AtomicOutput> {
     use crate::csr::{BuildOptions, Csr, Duplicates};
     let opts = BuildOptions {
         symmetrize: false,
@@ -92,7 +92,7 @@ fn write_npz(path: &Path, el: &EdgeList, symmetry: Symmetry) -> Result<()> {
     } else {
         Csr::<f64>::from_edges(el, &opts)?
     };
-    crate::output::write_npz(path, &m)
+    crate::output::stage_npz(path, &m)
 }
 
 /// "00" to "99".
@@ -185,6 +185,17 @@ pub fn write_edges_as(
     symmetry: Symmetry,
     progress: &dyn Fn(u64),
 ) -> Result<()> {
+    stage_edges_as(path, el, symmetry, progress)?.commit()
+}
+
+/// [`write_edges_as`] but for the rename: the output comes back whole and synced, and appears
+/// under `path` when the caller commits it.
+pub fn stage_edges_as(
+    path: &Path,
+    el: &EdgeList,
+    symmetry: Symmetry,
+    progress: &dyn Fn(u64),
+) -> Result<AtomicOutput> {
     check_output(path, el.weights.is_some())?;
     let format = Format::of(path)?;
     if let Some(w) = &el.weights {
@@ -198,7 +209,7 @@ pub fn write_edges_as(
         }
     }
     if format == Format::Npz {
-        return write_npz(path, el, symmetry);
+        return stage_npz(path, el, symmetry);
     }
     let lower = format == Format::Mtx && symmetry == Symmetry::Symmetric;
     if lower && el.nrows != el.ncols {
@@ -280,7 +291,7 @@ pub fn write_edges_as(
             }
         }
     }
-    out.commit()
+    out.synced()
 }
 
 #[cfg(test)]

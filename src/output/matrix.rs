@@ -55,14 +55,20 @@ fn is_special(path: &Path) -> bool {
 /// Writes `m` to `path` in the format [`MatrixFormat::of`] names; the file appears whole or not
 /// at all.
 pub fn write_matrix<T: Scalar>(path: &Path, m: &Csr<T>) -> Result<()> {
+    stage_matrix(path, m)?.commit()
+}
+
+/// [`write_matrix`] but for the rename: the output comes back whole and synced, and appears
+/// under `path` when the caller commits it.
+pub fn stage_matrix<T: Scalar>(path: &Path, m: &Csr<T>) -> Result<AtomicOutput> {
     refuse_non_finite(path, m, 0)?;
     match MatrixFormat::of(path)? {
-        MatrixFormat::Mtx => super::write_mtx(path, m),
-        MatrixFormat::Npz => super::write_npz(path, m),
+        MatrixFormat::Mtx => super::stage_mtx(path, m),
+        MatrixFormat::Npz => super::stage_npz(path, m),
         MatrixFormat::Wel => {
             let mut out = AtomicOutput::create(path)?;
             write_entries(&mut out, m, 0)?;
-            out.commit()
+            out.synced()
         }
     }
 }
@@ -155,9 +161,9 @@ impl RowWriter {
         Ok(())
     }
 
-    /// Puts the file in place.
-    pub fn commit(self) -> Result<()> {
-        self.out.commit()
+    /// The file, whole and synced, for the caller to commit.
+    pub fn finish(self) -> Result<AtomicOutput> {
+        self.out.synced()
     }
 }
 
@@ -286,7 +292,7 @@ mod tests {
             let e = w.rows(0, &rest).unwrap_err().to_string();
             assert!(e.contains("rows from 0 came where row 1 was due"), "{e}");
             w.rows(1, &rest).unwrap();
-            w.commit().unwrap();
+            w.finish().unwrap().commit().unwrap();
             assert_eq!(std::fs::read(&p).unwrap(), std::fs::read(&whole).unwrap());
         }
         let npz = dir.path().join("c.npz");

@@ -683,6 +683,60 @@ fn outputs_that_would_destroy_an_input_or_each_other_are_refused_before_any_work
     assert_eq!(std::fs::read(&g).unwrap(), before);
 }
 
+/// A write-protected output is refused as `>`, `cp` and mcl refuse it, though the rename into
+/// place could replace it. Root may write any file, so as root the runs are made as `nobody`.
+#[cfg(target_os = "linux")]
+#[test]
+fn a_write_protected_output_is_not_replaced() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o777)).unwrap();
+    // A copy of the binary and the input that `nobody` can read and run.
+    let bin = dir.path().join("gmcl");
+    std::fs::copy(crate::util::gmcl_bin(), &bin).unwrap();
+    let g = dir.path().join("g.el");
+    std::fs::copy("graphs/karate.el", &g).unwrap();
+    let root = unsafe { libc::geteuid() } == 0;
+    for (args, name) in [
+        (&["cluster", s(&g), "-o"][..], "k.clusters"),
+        (&["convert", s(&g)], "k.wel"),
+        (&["spgemm", s(&g), "-o"], "c.npz"),
+        (&["tricount", s(&g), "--per-vertex"], "k.tri"),
+        (&["generate", "-s", "5", "-e", "4", "-o"], "r.el"),
+    ] {
+        let out = dir.path().join(name);
+        std::fs::write(&out, "old\n").unwrap();
+        std::fs::set_permissions(&out, std::fs::Permissions::from_mode(0o444)).unwrap();
+        if root {
+            // `nobody` owns it, as a user owns the file they protected.
+            std::os::unix::fs::chown(&out, Some(65534), Some(65534)).unwrap();
+        }
+        let mut c = match root {
+            true => {
+                let mut c = std::process::Command::new("setpriv");
+                c.args(["--reuid=65534", "--regid=65534", "--clear-groups"])
+                    .arg(&bin);
+                c
+            }
+            false => std::process::Command::new(&bin),
+        };
+        let r = c.args(args).arg(&out).output().unwrap();
+        let err = String::from_utf8_lossy(&r.stderr);
+        assert_eq!(r.status.code(), Some(2), "{args:?}: {err}");
+        assert!(
+            err.contains("the file is write-protected"),
+            "{args:?}: {err}"
+        );
+        assert_eq!(std::fs::read_to_string(&out).unwrap(), "old\n", "{args:?}");
+        let temps: Vec<_> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .filter_map(|e| e.ok())
+            .filter(|e| e.file_name().to_string_lossy().ends_with(".tmp"))
+            .collect();
+        assert!(temps.is_empty(), "{args:?}: {temps:?}");
+    }
+}
+
 #[test]
 fn a_negative_weight_is_named_by_the_file_s_own_ids_and_labels() {
     let dir = tempfile::tempdir().unwrap();

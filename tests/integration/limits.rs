@@ -192,22 +192,44 @@ fn a_full_device_and_a_full_stdout_are_errors() {
     assert_eq!(r.status.code(), Some(2), "{err}");
     assert!(err.contains("<stdout>: cannot write output"), "{err}");
     assert!(!err.contains("panicked"), "{err}");
-    // `cluster`'s report printed before its outputs replace any file: the run fails whole.
+    // What a command prints goes out before its outputs replace any file: the run fails whole.
     let dir = tempfile::tempdir().unwrap();
-    let out = dir.path().join("k.clusters");
-    std::fs::write(&out, "old\n").unwrap();
-    let r = with_full_stdout(&[
-        "cluster",
-        "graphs/karate.el",
-        "--json",
-        "-o",
-        out.to_str().unwrap(),
-    ]);
-    let err = String::from_utf8_lossy(&r.stderr);
-    assert_eq!(r.status.code(), Some(2), "{err}");
-    assert!(err.contains("<stdout>: cannot write output"), "{err}");
-    assert_eq!(std::fs::read_to_string(&out).unwrap(), "old\n");
-    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
+    for (args, name) in [
+        (
+            &["cluster", "graphs/karate.el", "--json", "-o"][..],
+            "k.clusters",
+        ),
+        (&["tricount", "graphs/karate.el", "--per-vertex"], "k.tri"),
+        (
+            &["tricount", "graphs/karate.el", "--json", "--per-vertex"],
+            "k.tri",
+        ),
+        (&["spgemm", "graphs/karate.el", "--json", "-o"], "c.mtx"),
+        (&["spgemm", "graphs/karate.el", "--json", "-o"], "c.npz"),
+        (&["convert", "graphs/karate.el", "--json"], "k.wel"),
+        (&["convert", "graphs/karate.el", "--json"], "k.npz"),
+        (&["generate", "-s", "6", "-e", "4", "--json", "-o"], "g.el"),
+        (&["generate", "-s", "6", "-e", "4", "--json", "-o"], "g.npz"),
+    ] {
+        let out = dir.path().join(name);
+        std::fs::write(&out, "old\n").unwrap();
+        let mut args = args.to_vec();
+        args.push(out.to_str().unwrap());
+        let r = with_full_stdout(&args);
+        let err = String::from_utf8_lossy(&r.stderr);
+        assert_eq!(r.status.code(), Some(2), "{args:?}: {err}");
+        assert!(
+            err.contains("<stdout>: cannot write output"),
+            "{args:?}: {err}"
+        );
+        assert_eq!(std::fs::read_to_string(&out).unwrap(), "old\n", "{args:?}");
+        assert_eq!(
+            std::fs::read_dir(dir.path()).unwrap().count(),
+            1,
+            "{args:?}"
+        );
+        std::fs::remove_file(&out).unwrap();
+    }
 }
 
 #[test]
@@ -291,7 +313,8 @@ fn allocations_that_fail_end_the_run_cleanly() {
     let mut out_of_memory = 0;
     for args in runs {
         let mut failed = false;
-        for kib in [150_000, 200_000, 300_000, 500_000] {
+        // The lowest fails tricount in a release build too, whose needs are smaller.
+        for kib in [50_000, 150_000, 200_000, 300_000, 500_000] {
             let script = format!(
                 "ulimit -v {kib} && exec '{}' -q {}",
                 crate::util::gmcl_bin().display(),

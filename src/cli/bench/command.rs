@@ -118,27 +118,28 @@ fn run_transfer(a: BenchTransferArgs, ui: Ui) -> Result<()> {
     ui.notice(&format!("device: {}", gpu.describe()));
     let r = gmcl::gpu::rates::measure(&gpu, a.mib << 20, a.repeat)?;
     let (up, mapped, fresh) = r.shares();
-    println!(
+    outln!(
         "copies of {} MiB, median of {} (GB/s; share of the pinned copy in that direction)",
         r.bytes >> 20,
         r.repeat
-    );
-    println!(
+    )?;
+    outln!(
         "  pinned host buffer (one DMA)     up {:6.1}          down {:6.1}",
-        r.pinned_up, r.pinned_down
-    );
-    println!(
+        r.pinned_up,
+        r.pinned_down
+    )?;
+    outln!(
         "  staged, mapped host pages        up {:6.1} ({:3.0}%)  down {:6.1} ({:3.0}%)",
         r.staged_up,
         100.0 * up,
         r.staged_down_mapped,
         100.0 * mapped
-    );
-    println!(
+    )?;
+    outln!(
         "  staged, into a new host vector                     down {:6.1} ({:3.0}%)",
         r.staged_down_fresh,
         100.0 * fresh
-    );
+    )?;
     if let Some(mut out) = out {
         let text = serde_json::to_string_pretty(&r)
             .map_err(|e| Error::Invalid(format!("cannot format JSON: {e}")))?;
