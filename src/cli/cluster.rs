@@ -402,12 +402,24 @@ fn check_arguments(a: &ClusterArgs) -> Result<()> {
         .output
         .as_deref()
         .map_or(true, |p| standard_stream(p) == Some(StandardStream::Stdout));
-    if a.json && clusters_on_stdout {
-        return Err(Error::Invalid(
-            "--json prints the report on stdout, where the clusters go without -o: write the \
-             clusters with -o FILE, or the report to a file with --json-file FILE"
-                .into(),
-        ));
+    let report_file_on_stdout = a
+        .json_file
+        .as_deref()
+        .filter(|p| standard_stream(p) == Some(StandardStream::Stdout));
+    let report = match (a.json, report_file_on_stdout) {
+        (true, _) => "--json prints the report".to_string(),
+        (false, Some(p)) => format!("--json-file {} writes the report", p.display()),
+        (false, None) => return Ok(()),
+    };
+    if clusters_on_stdout {
+        let clusters = match &a.output {
+            Some(p) => format!("where -o {} sends the clusters", p.display()),
+            None => "where the clusters go without -o".to_string(),
+        };
+        return Err(Error::Invalid(format!(
+            "{report} on stdout, {clusters}: write the clusters with -o FILE, or the report to \
+             a file with --json-file FILE"
+        )));
     }
     Ok(())
 }

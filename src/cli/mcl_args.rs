@@ -205,8 +205,25 @@ fn rewrite_with(
                 continue;
             }
             "--abc" => {
+                let format_given = args.iter().any(|a| {
+                    a.to_str()
+                        .is_some_and(|a| a == "--format" || a.starts_with("--format="))
+                });
+                if format_given {
+                    return Err(Error::Invalid(
+                        "--abc is mcl's spelling of --format abc: give one of them".into(),
+                    ));
+                }
                 out.extend(["--format".into(), "abc".into()]);
                 continue;
+            }
+            // `gmcl -V` is the version; after a command it can only be mcl's `-V TAG`.
+            "-V" if i > 1 => {
+                return Err(Error::Invalid(
+                    "-V: gmcl has no mcl option -V (mcl's log levels): --quiet hides every \
+                     notice; gmcl -V alone prints gmcl's version"
+                        .into(),
+                ))
             }
             "-resource" => {
                 let n = iter.next().and_then(|(_, v)| v.to_str()).ok_or_else(|| {
@@ -391,6 +408,9 @@ mod tests {
         assert!(err("cluster g.abc --discard-loops=n").contains("always discarded"));
         assert!(err("cluster g.abc -write-graph x").contains("no mcl option -write-graph"));
         assert!(err("cluster g.abc --abc-neg-log").contains("neglog()"));
+        assert!(err("cluster g.abc -V all").contains("--quiet"));
+        assert!(err("cluster g.abc --abc --format el").contains("give one of them"));
+        assert_eq!(ok("-V"), "-V");
     }
 
     #[test]

@@ -204,9 +204,16 @@ impl Transform {
         if v as f32 == 0.0 {
             return Ok(Outcome::Removed);
         }
-        if !v.is_finite() || v as f32 == f32::INFINITY {
+        if !v.is_finite() {
             return Err(Error::Invalid(format!(
                 "transform '{}' makes weight {w} {v}: MCL needs finite weights",
+                self.spec
+            )));
+        }
+        if v as f32 == f32::INFINITY {
+            return Err(Error::Invalid(format!(
+                "transform '{}' makes weight {w} {v:e}, past 3.4e38: a transform works in mcl's \
+                 32-bit weights (whatever --precision), where that weight is infinite",
                 self.spec
             )));
         }
@@ -342,5 +349,9 @@ mod tests {
         assert!((v - 2.0).abs() < 1e-12);
         let t = Transform::parse("exp()").unwrap();
         assert!(t.apply(1000.0).unwrap_err().to_string().contains("finite"));
+        // Finite in f64, infinite in mcl's f32: named so, the number readable.
+        let t = Transform::parse("mul(1e40)").unwrap();
+        let e = t.apply(1.0).unwrap_err().to_string();
+        assert!(e.contains("makes weight 1 1e40, past 3.4e38"), "{e}");
     }
 }

@@ -142,6 +142,20 @@ fn cluster_json_prints_the_report_and_json_file_writes_it() {
         "{}",
         text(&out.stderr)
     );
+    // However stdout is named.
+    for args in [
+        &["--json-file", "-"][..],
+        &["-o", "-", "--json-file", "/dev/stdout"],
+        &["-o", "/dev/stdout", "--json"],
+    ] {
+        let out = gmcl(&[&["cluster", s(&karate)][..], args].concat());
+        let err = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains("on stdout, where"), "{args:?}: {err}");
+        assert!(out.stdout.is_empty(), "{args:?}");
+    }
+    let out = gmcl(&["cluster", s(&karate), "-o", "/dev/stdout", "--json"]);
+    assert!(text(&out.stderr).contains("where -o /dev/stdout sends the clusters"));
     let out = gmcl(&["cluster", s(&karate), "-o", s(&c), "--json", "old.json"]);
     assert_eq!(out.status.code(), Some(2));
     assert!(
