@@ -67,6 +67,17 @@ pub(super) fn refuse_cut_last_line(bytes: &[u8], loaded: &Loaded, path: &Path) -
     }
     let start = bytes.iter().rposition(|&c| c == b'\n').map_or(0, |p| p + 1);
     let line = &bytes[start..];
+    let abc = loaded.format == Format::Abc;
+    if abc && abc::is_lone_label(line) {
+        // mcl skips a lone label; as the last line, unended, it is an edge cut off.
+        return Err(at_line(
+            path,
+            reader::line_number(bytes, start),
+            "the last line has no newline and holds one label: it looks cut off (a file still \
+             being written, or truncated); complete it or remove it"
+                .into(),
+        ));
+    }
     if !is_entry_line(line, loaded.format) {
         return Ok(());
     }
@@ -85,7 +96,6 @@ pub(super) fn refuse_cut_last_line(bytes: &[u8], loaded: &Loaded, path: &Path) -
     }
     // In `.abc` the weight is optional per line: a missing one is a cut only where the entry
     // line before has one.
-    let abc = loaded.format == Format::Abc;
     if abc && loaded.edges.weights.is_some() && abc::entry_lacks_weight(line) {
         let before = previous_entry_line(bytes, start, loaded.format);
         if before.is_some_and(|b| !abc::entry_lacks_weight(b)) {
