@@ -587,11 +587,7 @@ fn run_across_ranks<T: Scalar>(a: ClusterArgs, ui: Ui, comm: &dyn Comm) -> Resul
                 .into(),
         ));
     }
-    if io::is_stdin(&a.input) {
-        return Err(Error::Invalid(
-            "across MPI ranks every rank reads its part of a file: give a file, not stdin".into(),
-        ));
-    }
+    super::paths::refuse_stdin_across_ranks(&[&a.input])?;
     let params = mcl_params(&a)?;
     let reports = comm.rank() == 0;
     // Rank 0 opens the outputs before any work; its failure stops every rank.
@@ -645,7 +641,7 @@ fn run_across_ranks<T: Scalar>(a: ClusterArgs, ui: Ui, comm: &dyn Comm) -> Resul
     let format = a
         .input_args
         .format
-        .or_else(|| io::Format::from_path(&a.input));
+        .or_else(|| io::Format::of_input(&a.input));
     let labels = labels.unwrap_or(match format {
         Some(io::Format::Mtx) => io::Labels::OneBased,
         _ => io::Labels::Identity,

@@ -66,6 +66,8 @@ pub fn run(a: ConvertArgs, ui: Ui) -> Result<()> {
     let el = &loaded.edges;
     let load = sw.lap();
     let mut compute = 0.0;
+    // The entries the output holds: an archive sums repeated ones.
+    let mut entries = el.len();
     let staged = if to == Format::Npz {
         let opts = BuildOptions {
             symmetrize: false,
@@ -73,6 +75,7 @@ pub fn run(a: ConvertArgs, ui: Ui) -> Result<()> {
             duplicates: Duplicates::Sum,
         };
         let m = Csr::<f64>::from_edges(el, &opts)?;
+        entries = m.nnz();
         compute = sw.lap();
         gmcl::output::stage_npz(&a.output, &m)?
     } else {
@@ -90,7 +93,7 @@ pub fn run(a: ConvertArgs, ui: Ui) -> Result<()> {
         let report = ConvertReport {
             rows: el.nrows,
             cols: el.ncols,
-            entries: el.len(),
+            entries,
             input_format: loaded.format.to_string(),
             output: a.output.display().to_string(),
             output_format: to.to_string(),
@@ -104,7 +107,7 @@ pub fn run(a: ConvertArgs, ui: Ui) -> Result<()> {
     super::ui::print_then_commit(vec![staged])?;
     ui.notice(&format!(
         "wrote {} entries of a {} x {} matrix to {} in {:.2} s",
-        el.len(),
+        entries,
         el.nrows,
         el.ncols,
         a.output.display(),

@@ -9,26 +9,20 @@ use gmcl::io::Format;
 use gmcl::{Error, Result};
 use std::path::PathBuf;
 
+// One of each pair is required: a missing one is named with its alternative.
 #[derive(Args)]
+#[group(skip)]
+#[command(group(clap::ArgGroup::new("size").required(true).args(["scale", "vertices"])))]
+#[command(group(clap::ArgGroup::new("count").required(true).args(["edges", "edge_factor"])))]
 pub struct GenerateArgs {
     /// log2 of the number of vertices.
-    #[arg(
-        long,
-        short = 's',
-        required_unless_present = "vertices",
-        conflicts_with = "vertices"
-    )]
+    #[arg(long, short = 's')]
     scale: Option<u32>,
     /// Number of vertices (need not be a power of two).
     #[arg(long, short = 'n')]
     vertices: Option<u64>,
     /// Number of edges.
-    #[arg(
-        long,
-        short = 'm',
-        required_unless_present = "edge_factor",
-        conflicts_with = "edge_factor"
-    )]
+    #[arg(long, short = 'm')]
     edges: Option<u64>,
     /// Edges per vertex: edges = edge-factor × vertices.
     #[arg(long, short = 'e')]

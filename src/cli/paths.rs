@@ -5,6 +5,19 @@
 use gmcl::{Error, Result};
 use std::path::{Path, PathBuf};
 
+/// Fails (exit status 2) when an input is the standard input in a run across MPI ranks, where
+/// every rank reads its own part of a file.
+pub fn refuse_stdin_across_ranks(inputs: &[&Path]) -> Result<()> {
+    match inputs.iter().any(|p| gmcl::io::is_stdin(p)) {
+        true => Err(Error::Invalid(
+            "the standard input ('-') cannot be read across ranks: every rank reads its part of \
+             a file; give a file"
+                .into(),
+        )),
+        false => Ok(()),
+    }
+}
+
 /// Fails (exit status 2) when an output in `outputs` (named by its option) is the same regular
 /// file as an input, or as another output. Devices and pipes (`/dev/stdout`, `/dev/null`, a
 /// FIFO) may be named more than once: writing them replaces nothing. Then each output that is

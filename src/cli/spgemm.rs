@@ -338,16 +338,10 @@ fn run_across_ranks<T: Scalar>(a: SpgemmArgs, ui: Ui, comm: &dyn Comm) -> Result
             "--repeat does not run across MPI ranks yet".into(),
         ));
     }
-    if std::iter::once(a.a.as_path())
+    let inputs: Vec<&Path> = std::iter::once(a.a.as_path())
         .chain(a.b.as_deref())
-        .any(io::is_stdin)
-    {
-        return Err(Error::Invalid(
-            "the standard input ('-') cannot be read across ranks: every rank reads its part of \
-             a file; give a file"
-                .into(),
-        ));
-    }
+        .collect();
+    super::paths::refuse_stdin_across_ranks(&inputs)?;
     let c_on_stdout = a
         .output
         .as_deref()
@@ -428,8 +422,11 @@ fn run_across_ranks<T: Scalar>(a: SpgemmArgs, ui: Ui, comm: &dyn Comm) -> Result
     let written = if npz {
         dist::npz::write(comm, &c, stats.nnz, opts.stage_entries, out)
     } else if a.output.is_some() {
-        let mut w =
-            out.map(|out| gmcl::output::RowWriter::start(out, c.blocks.n, c.ncols, stats.nnz));
+        // The format by the path as given: a standard stream's output is named `<stdout>`.
+        let mut w = out.map(|out| -> Result<_> {
+            let format = MatrixFormat::of(a.output.as_deref().unwrap_or(out.path()))?;
+            gmcl::output::RowWriter::start(out, format, c.blocks.n, c.ncols, stats.nnz)
+        });
         let sent =
             dist::spgemm::send_to_root(comm, &c, opts.stage_entries, |first, rows| match &mut w {
                 Some(Ok(w)) => w.rows(first, rows),

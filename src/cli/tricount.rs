@@ -293,6 +293,7 @@ fn run_across_ranks(
             "--repeat does not run across MPI ranks yet".into(),
         ));
     }
+    super::paths::refuse_stdin_across_ranks(&[&a.input])?;
     let reports = comm.rank() == 0;
     // Created before counting, so that a path that cannot be written fails at once.
     let per_vertex_out = dist::agree(
@@ -331,7 +332,7 @@ fn run_across_ranks(
                 names,
                 a.input_args
                     .format
-                    .or_else(|| io::Format::from_path(&a.input)),
+                    .or_else(|| io::Format::of_input(&a.input)),
             ) {
                 (Some(names), _) => names,
                 (None, Some(io::Format::Mtx)) => io::Labels::OneBased,

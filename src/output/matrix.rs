@@ -120,10 +120,16 @@ pub struct RowWriter {
 }
 
 impl RowWriter {
-    /// Starts writing a `nrows x ncols` matrix of `nnz` entries into `out`, in the format its
-    /// path names ([`MatrixFormat::of`]); `.npz` is refused.
-    pub fn start(mut out: AtomicOutput, nrows: usize, ncols: usize, nnz: u64) -> Result<Self> {
-        let base = match MatrixFormat::of(out.path())? {
+    /// Starts writing a `nrows x ncols` matrix of `nnz` entries into `out`, in `format` (what
+    /// [`MatrixFormat::of`] names for the output's path); `.npz` is refused.
+    pub fn start(
+        mut out: AtomicOutput,
+        format: MatrixFormat,
+        nrows: usize,
+        ncols: usize,
+        nnz: u64,
+    ) -> Result<Self> {
+        let base = match format {
             MatrixFormat::Mtx => {
                 out.write_all(super::mtx_header(nrows, ncols, nnz).as_bytes())?;
                 1
@@ -286,7 +292,9 @@ mod tests {
             let whole = dir.path().join(format!("whole-{name}"));
             write_matrix(&whole, &m).unwrap();
             let p = dir.path().join(name);
-            let mut w = RowWriter::start(AtomicOutput::create(&p).unwrap(), 3, 2, 3).unwrap();
+            let format = MatrixFormat::of(&p).unwrap();
+            let mut w =
+                RowWriter::start(AtomicOutput::create(&p).unwrap(), format, 3, 2, 3).unwrap();
             w.rows(0, &top).unwrap();
             // A piece out of order is refused, not written.
             let e = w.rows(0, &rest).unwrap_err().to_string();
@@ -296,10 +304,16 @@ mod tests {
             assert_eq!(std::fs::read(&p).unwrap(), std::fs::read(&whole).unwrap());
         }
         let npz = dir.path().join("c.npz");
-        let e = RowWriter::start(AtomicOutput::create(&npz).unwrap(), 3, 2, 3)
-            .err()
-            .unwrap()
-            .to_string();
+        let e = RowWriter::start(
+            AtomicOutput::create(&npz).unwrap(),
+            MatrixFormat::Npz,
+            3,
+            2,
+            3,
+        )
+        .err()
+        .unwrap()
+        .to_string();
         assert!(e.contains("not written piece by piece"), "{e}");
     }
 

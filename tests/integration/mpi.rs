@@ -512,6 +512,10 @@ fn spgemm_on_1_to_8_ranks_writes_the_single_process_file() {
         let (_, want) = assert_same_as_single(dir.path(), &args, CPU, ranks, &stages);
         assert!(want[0].len() > 400, "{args:?}");
     }
+    // C on stdout: Matrix Market, as in one process.
+    let args = ["spgemm", a.to_str().unwrap(), "-o", "-", "-q"];
+    let (stdout, _) = assert_same_as_single(dir.path(), &args, CPU, &[1, 2, 3], &["7"]);
+    assert!(stdout.starts_with("%%MatrixMarket matrix coordinate real general"));
 }
 
 /// The single-process product on the CPU engine, which the ranks' products equal.
@@ -794,8 +798,17 @@ fn matrix_market_across_ranks_equals_the_single_process_run() {
         args.extend(["-o", &out, "-q"]);
         assert_same_as_single(dir.path(), &args, CPU, RANKS, &["5"]);
     }
-    // Triangles of a Matrix Market graph, per vertex named from 1 as in the single-process file.
-    for (g, ranks) in [(repo("graphs/karate.mtx"), RANKS_TO_8), (s, RANKS)] {
+    // Triangles of a Matrix Market graph, per vertex named from 1 as in the single-process file;
+    // gzip-compressed too (`g.mtx.gz` is Matrix Market by the name under `.gz`).
+    let gz = dir.path().join("karate.mtx.gz");
+    let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+    std::io::Write::write_all(&mut e, &std::fs::read(repo("graphs/karate.mtx")).unwrap()).unwrap();
+    std::fs::write(&gz, e.finish().unwrap()).unwrap();
+    for (g, ranks) in [
+        (repo("graphs/karate.mtx"), RANKS_TO_8),
+        (s, RANKS),
+        (gz.clone(), &[1, 2][..]),
+    ] {
         let args = [
             "tricount",
             g.to_str().unwrap(),
@@ -805,4 +818,14 @@ fn matrix_market_across_ranks_equals_the_single_process_run() {
         ];
         assert_same_as_single(dir.path(), &args, &[], ranks, &["5"]);
     }
+    let (_, files) = assert_same_as_single(
+        dir.path(),
+        &["cluster", gz.to_str().unwrap(), "-o", "@k.clusters", "-q"],
+        &[],
+        &[1, 2],
+        &["5"],
+    );
+    let text = String::from_utf8_lossy(&files[0]);
+    assert!(text.split_ascii_whitespace().any(|v| v == "34"), "{text}");
+    assert!(!text.split_ascii_whitespace().any(|v| v == "0"), "{text}");
 }

@@ -134,6 +134,13 @@ fn convert_moves_a_graph_between_formats() {
     let (a, b) = (info(&repo("graphs/karate.el")), info(&el));
     let edges = |j: &str| serde_json::from_str::<serde_json::Value>(j).unwrap()["edges"].clone();
     assert_eq!(edges(&a), edges(&b));
+    // The report counts the entries the archive holds: repeated ones summed.
+    let twice = dir.path().join("twice.wel");
+    std::fs::write(&twice, "0 1 1\n0 1 2\n1 2 1\n").unwrap();
+    let v = crate::util::json(&["convert", s(&twice), s(&npz), "--json"]);
+    assert_eq!(v["entries"], 2, "{v}");
+    let v = crate::util::json(&["convert", s(&twice), s(&wel), "--json"]);
+    assert_eq!(v["entries"], 3, "{v}");
     // Names become ids, and the user is told.
     let out = gmcl(&["convert", s(&repo("graphs/lesmis.abc")), s(&wel)]);
     assert!(out.status.success());

@@ -181,14 +181,23 @@ fn a_failure_on_one_rank_stops_every_rank_with_no_output() {
 fn what_does_not_run_across_ranks_yet_is_refused_once() {
     let karate = repo("graphs/karate.el");
     let k = s(&karate);
-    let cases: [(Vec<&str>, &str, i32); 3] = [
+    let cases: [(Vec<&str>, &str, i32); 4] = [
         (
             vec!["cluster", k, "-o", "/nonexistent/c.txt"],
             "rank 0 of 2: /nonexistent/c.txt: cannot create output",
             2,
         ),
         (vec!["cluster", k, "--tf", "add(1)"], "--tf, --abc-tf", 2),
-        (vec!["cluster", "-", "--format", "el"], "not stdin", 2),
+        (
+            vec!["cluster", "-", "--format", "el"],
+            "cannot be read across ranks",
+            2,
+        ),
+        (
+            vec!["tricount", "-", "--format", "el"],
+            "cannot be read across ranks",
+            2,
+        ),
     ];
     for (args, message, code) in cases {
         let o = mpirun(2, &[], &args);
