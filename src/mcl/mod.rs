@@ -132,6 +132,14 @@ impl MclParams {
                 self.inflation
             )));
         }
+        // mcl reads -I as a 32-bit float: a positive value below its range is 0 there.
+        if self.inflation as f32 == 0.0 {
+            return Err(Error::Invalid(format!(
+                "inflation {} is out of range: mcl reads it as a 32-bit float, where it is 0; \
+                 mcl accepts values greater than 0 and at most 30",
+                self.inflation
+            )));
+        }
         if !(self.loop_gain >= 0.0 && self.loop_gain.is_finite()) {
             return Err(Error::Invalid(format!(
                 "loop gain {} must be a finite number, 0 or more",

@@ -279,6 +279,9 @@ fn cli_bad_options_and_input() {
     assert!(e.contains("unknown scheme 8"), "{e}");
     let e = fails(&["cluster", "graphs/karate.el", "-I", "0"], 2);
     assert!(e.contains("inflation 0 is out of range"), "{e}");
+    // 0 in mcl's 32-bit float, which then falls back to its default: refused alike.
+    let e = fails(&["cluster", "graphs/karate.el", "-I", "1e-300"], 2);
+    assert!(e.contains("where it is 0"), "{e}");
     let e = fails(&["cluster", "graphs/karate.el", "-I", "31"], 2);
     assert!(e.contains("out of range"), "{e}");
     let e = fails(&["cluster", "graphs/karate.el", "-I", "-2"], 2);
