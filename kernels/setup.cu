@@ -1,23 +1,46 @@
 // Setup phase (paper Alg. 3): intermediate products per row, and the partition of rows (or of
 // chunks) into bins by size: hash bins for light ones, one bin for heavy ones.
 
-// out[r] = intermediate products of row row0 + r of A·B. A warp takes 32 rows at a time, a
-// lane per row; rows of more than 32 entries (the hubs of a power-law A, which left one thread
-// walking thousands of entries while the rest had finished) are summed by the whole warp.
+// Rows of more than BLOCK_HUB entries are walked by the whole block, at most BLOCK_HUB_LIST of
+// them a block and round (others by their warp): R-MAT's largest hubs are rows 0, 1, 2, 4, ...,
+// so most of them fall to the first warp, which walked them one after another.
+#ifndef BLOCK_HUB
+#define BLOCK_HUB 1024
+#endif
+#define BLOCK_HUB_LIST 32
+
+// out[r] = intermediate products of row row0 + r of A·B. The blocks take blockDim rows at a
+// time, a lane per row; rows of more than 32 entries (the hubs of a power-law A, which left one
+// thread walking thousands of entries while the rest had finished) are summed by the whole
+// warp, and those of more than BLOCK_HUB by the whole block.
 extern "C" __global__ void row_products(const u64* a_ptr, const u32* a_col, const u64* b_ptr,
                                         u64 row0, u64 nrows, u64* out) {
+    __shared__ u32 nbig;
+    __shared__ u32 big[BLOCK_HUB_LIST];
+    __shared__ unsigned long long big_sum[BLOCK_HUB_LIST];
     const u32 lane = threadIdx.x & (WARP - 1);
     const u64 step = (u64)gridDim.x * blockDim.x;
-    for (u64 r0 = (blockIdx.x * (u64)blockDim.x + threadIdx.x) / WARP * WARP; r0 < nrows;
-         r0 += step) {
-        const u64 r = r0 + lane;
+    // Rounds are the same for every thread of a block (the barriers below need it).
+    for (u64 base = (u64)blockIdx.x * blockDim.x; base < nrows; base += step) {
+        if (threadIdx.x == 0) nbig = 0;
+        __syncthreads();
+        const u64 r = base + threadIdx.x;
         u64 e0 = 0, e1 = 0, s = 0;
         if (r < nrows) {
             e0 = a_ptr[row0 + r];
             e1 = a_ptr[row0 + r + 1];
         }
-        const bool hub = e1 - e0 > WARP;
-        if (!hub) {
+        u32 slot = BLOCK_HUB_LIST;
+        if (e1 - e0 > BLOCK_HUB) {
+            slot = atomicAdd(&nbig, 1u);
+            if (slot < BLOCK_HUB_LIST) {
+                big[slot] = threadIdx.x;
+                big_sum[slot] = 0;
+            }
+        }
+        const bool by_block = slot < BLOCK_HUB_LIST;
+        const bool hub = !by_block && e1 - e0 > WARP;
+        if (!hub && !by_block) {
             for (u64 e = e0; e < e1; ++e) {
                 const u32 k = a_col[e];
                 s += b_ptr[k + 1] - b_ptr[k];
@@ -34,6 +57,21 @@ extern "C" __global__ void row_products(const u64* a_ptr, const u32* a_col, cons
             part = __shfl_sync(0xffffffffu, warp_inclusive_scan_u64(part), WARP - 1);
             if (lane == l) s = part;
         }
+        __syncthreads();
+        const u32 n = min(nbig, (u32)BLOCK_HUB_LIST);
+        for (u32 h = 0; h < n; ++h) {
+            const u64 rr = row0 + base + big[h];
+            const u64 f0 = a_ptr[rr], f1 = a_ptr[rr + 1];
+            u64 part = 0;
+            for (u64 e = f0 + threadIdx.x; e < f1; e += blockDim.x) {
+                const u32 k = a_col[e];
+                part += b_ptr[k + 1] - b_ptr[k];
+            }
+            part = __shfl_sync(0xffffffffu, warp_inclusive_scan_u64(part), WARP - 1);
+            if (lane == 0 && part != 0) atomicAdd(&big_sum[h], (unsigned long long)part);
+        }
+        __syncthreads();
+        if (by_block) s = big_sum[slot];
         if (r < nrows) out[r] = s;
     }
 }
