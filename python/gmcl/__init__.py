@@ -247,6 +247,8 @@ def spgemm(
     if a_format and b_format and {a_format, b_format} & {"snap", "abc"}:
         raise ValueError(_gmcl.TWO_NUMBERINGS)  # the command line's refusal
     mask = load(mask) if _is_path(mask) else mask
+    if _is_networkx(mask):
+        mask, _ = _networkx_adjacency(mask)
     if _is_networkx(A):
         A, _ = _networkx_adjacency(A)
     if _is_networkx(B):

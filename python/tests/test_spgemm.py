@@ -89,6 +89,19 @@ def test_mask_keeps_only_its_positions():
     assert (stored - stored.multiply(mask != 0)).nnz == 0
 
 
+def test_a_networkx_mask_and_a_square_of_a_rectangle():
+    nx = pytest.importorskip("networkx")
+    g = nx.path_graph(6)
+    a = sp.csr_array(nx.to_scipy_sparse_array(g, nodelist=range(6), format="csr"))
+    mask = nx.Graph([(0, 2), (1, 3)])
+    mask.add_nodes_from(range(6))
+    c = gmcl.spgemm(a, mask=mask, engine="cpu")
+    ref = (a @ a).multiply(nx.to_scipy_sparse_array(mask, nodelist=range(6)) != 0)
+    assert_same(c, ref)
+    with pytest.raises(ValueError, match=r"A·A needs a square matrix, and A is 5 x 7"):
+        gmcl.spgemm(sp.random_array((5, 7), density=0.3, format="csr", rng=1), engine="cpu")
+
+
 def test_result_shares_the_librarys_memory():
     c = gmcl.spgemm(random((100, 100), 0.05, 10), engine="cpu")
     # The values and column indices are NumPy views of the library's vectors, not copies.

@@ -128,13 +128,11 @@ fn clustering_info(input: &Path, loaded: &GraphInput, path: &Path) -> Result<Clu
     for (k, &v) in ids.iter().enumerate() {
         compact[v as usize] = k as u32;
     }
-    let text = std::fs::read(path).map_err(|e| Error::io(path, "cannot read", e))?;
-    let native = String::from_utf8(text)
-        .ok()
-        .filter(|t| mcl::native::is_native(t));
+    // Read once: the file may be a pipe.
+    let text = mcl::measures::read_text(path)?;
     // Each cluster's members as vertex ids of the input.
-    let vertices: Vec<Vec<u32>> = match native {
-        Some(text) => {
+    let vertices: Vec<Vec<u32>> = match mcl::native::is_native(&text) {
+        true => {
             let (rows, clusters) = mcl::native::read_native(&text, path)?;
             if rows != n {
                 return Err(Error::Input {
@@ -147,10 +145,10 @@ fn clustering_info(input: &Path, loaded: &GraphInput, path: &Path) -> Result<Clu
             }
             clusters
         }
-        None => {
+        false => {
             let by_label: HashMap<String, u32> =
                 (0..n as u32).map(|v| (labels.label(v), v)).collect();
-            let clusters = mcl::measures::read_clusters(path)?;
+            let clusters = mcl::measures::parse_clusters(&text, path)?;
             let mut out = Vec::with_capacity(clusters.len());
             for c in clusters {
                 let mut members = Vec::with_capacity(c.len());

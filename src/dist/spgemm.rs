@@ -22,7 +22,7 @@ use super::matrix::MatrixBlock;
 use super::words::{from_words, to_words};
 use super::{agree, asked_entries_bound, Comm, MAX_MESSAGE};
 use crate::csr::Csr;
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::scalar::Scalar;
 use crate::spgemm::cpu::CpuEngine;
 use crate::spgemm::{EngineKind, SpgemmOptions};
@@ -83,10 +83,11 @@ pub fn multiply<T: Scalar>(
 ) -> Result<(MatrixBlock<T>, Stats)> {
     let start = Instant::now();
     if a.ncols != b.blocks.n {
-        return Err(Error::Invalid(format!(
-            "cannot multiply: A is {} x {} but B is {} x {} (A's columns must equal B's rows)",
-            a.blocks.n, a.ncols, b.blocks.n, b.ncols
-        )));
+        return Err(crate::spgemm::shapes_differ(
+            (a.blocks.n, a.ncols),
+            (b.blocks.n, b.ncols),
+            std::ptr::eq(a, b),
+        ));
     }
     let lengths: Vec<u64> = (0..b.rows.nrows())
         .map(|i| b.rows.row_len(i) as u64)
@@ -689,7 +690,7 @@ mod tests {
                         let mut calls = 0;
                         let r = send_to_root(comm, &c, 10, |_, _| {
                             calls += 1;
-                            Err(Error::Invalid(format!("disk full at call {calls}")))
+                            Err(crate::Error::Invalid(format!("disk full at call {calls}")))
                         });
                         assert!(calls <= 1);
                         // Every rank can still meet the others.

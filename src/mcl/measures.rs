@@ -340,13 +340,22 @@ pub fn distance(a: &[Vec<u32>], b: &[Vec<u32>], n: usize) -> Result<Distance> {
 /// an error naming the line. A file in mcl's native format ([`super::native`]) is read too, its
 /// nodes labelled by their indices.
 pub fn read_clusters(path: &Path) -> Result<Vec<Vec<String>>> {
+    parse_clusters(&read_text(path)?, path)
+}
+
+/// The text of a clustering file, read once (a pipe can be read only once).
+pub fn read_text(path: &Path) -> Result<String> {
     let text = std::fs::read(path).map_err(|e| Error::io(path, "cannot read", e))?;
-    let text = String::from_utf8(text).map_err(|_| Error::Input {
+    String::from_utf8(text).map_err(|_| Error::Input {
         path: path.to_path_buf(),
         message: "not UTF-8 text".into(),
-    })?;
-    if super::native::is_native(&text) {
-        let (_, clusters) = super::native::read_native(&text, path)?;
+    })
+}
+
+/// [`read_clusters`] of a file's text already read.
+pub fn parse_clusters(text: &str, path: &Path) -> Result<Vec<Vec<String>>> {
+    if super::native::is_native(text) {
+        let (_, clusters) = super::native::read_native(text, path)?;
         return Ok(clusters
             .into_iter()
             .map(|c| c.into_iter().map(|v| v.to_string()).collect())

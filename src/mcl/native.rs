@@ -133,7 +133,10 @@ pub fn read_native(text: &str, path: &Path) -> Result<(usize, Vec<Vec<u32>>)> {
         return Err(err(line, format!("expected begin, found '{t}'")));
     }
     let index = |line: usize, t: &str, bound: usize, what: &str| -> Result<u32> {
-        let i = t.split(':').next().unwrap_or("");
+        let (i, value) = t.split_once(':').unwrap_or((t, "0"));
+        if value.parse::<f64>().is_err() {
+            return Err(err(line, format!("the value in '{t}' is not a number")));
+        }
         match i.parse::<u64>() {
             Ok(i) if (i as usize) < bound && i <= u32::MAX as u64 => Ok(i as u32),
             Ok(i) => Err(err(
@@ -144,12 +147,19 @@ pub fn read_native(text: &str, path: &Path) -> Result<(usize, Vec<Vec<u32>>)> {
         }
     };
     let mut clusters = Vec::new();
+    let mut seen = vec![false; cols];
     loop {
         let (line, t) = next("the matrix's end ')'")?;
         if t == ")" {
             break;
         }
-        index(line, t, cols, "cluster index")?;
+        let c = index(line, t, cols, "cluster index")? as usize;
+        if std::mem::replace(&mut seen[c], true) {
+            return Err(err(
+                line,
+                format!("cluster {c} is listed twice (mcl would merge the two): list each once"),
+            ));
+        }
         let mut members = Vec::new();
         loop {
             let (line, t) = next("the end of a cluster '$'")?;
@@ -161,6 +171,12 @@ pub fn read_native(text: &str, path: &Path) -> Result<(usize, Vec<Vec<u32>>)> {
         if !members.is_empty() {
             clusters.push(members);
         }
+    }
+    if let Some((line, t)) = tokens.next() {
+        return Err(err(
+            line,
+            format!("'{t}' after the matrix's end: a clustering file holds one matrix"),
+        ));
     }
     Ok((rows, clusters))
 }
@@ -195,6 +211,25 @@ mod tests {
             (4, vec![vec![1, 3], vec![0, 2]])
         );
         assert!(!is_native("a\tb\n"));
+        // A cluster listed twice (mcl merges them; clm dist counts one), a value that is not a
+        // number, and a second matrix are errors naming their line.
+        for (bad, why) in [
+            (
+                text.replace("1 0 2:0.5 $", "0 0 2 $"),
+                "c:9: cluster 0 is listed twice",
+            ),
+            (
+                text.replace("2:0.5", "2:abc"),
+                "c:9: the value in '2:abc' is not a number",
+            ),
+            (
+                format!("{text}(mclmatrix\n"),
+                "c:11: '(mclmatrix' after the matrix's end",
+            ),
+        ] {
+            let e = read_native(&bad, Path::new("c")).unwrap_err().to_string();
+            assert!(e.starts_with(why), "{e}");
+        }
         let bad = text.replace("2:0.5", "9");
         let e = read_native(&bad, Path::new("c")).unwrap_err().to_string();
         assert!(e.starts_with("c:9:") && e.contains("node index 9"), "{e}");

@@ -162,6 +162,21 @@ impl ProductStats {
     }
 }
 
+/// The error of `A·B` whose shapes do not fit: `same` when B is A itself (a square asked of a
+/// matrix that is not square).
+pub(crate) fn shapes_differ(a: (usize, usize), b: (usize, usize), same: bool) -> Error {
+    Error::Invalid(match same {
+        true => format!(
+            "cannot square A: A·A needs a square matrix, and A is {} x {} (give B for A·B)",
+            a.0, a.1
+        ),
+        false => format!(
+            "cannot multiply: A is {} x {} but B is {} x {} (A's columns must equal B's rows)",
+            a.0, a.1, b.0, b.1
+        ),
+    })
+}
+
 /// Checks that `A·B` can be formed with these options; returns the rows of `A` to compute.
 pub(crate) fn check_operands<T: Scalar>(
     a: CsrRef<'_, T>,
@@ -169,13 +184,12 @@ pub(crate) fn check_operands<T: Scalar>(
     opts: &SpgemmOptions,
 ) -> Result<Range<usize>> {
     if a.ncols() != b.nrows() {
-        return Err(Error::Invalid(format!(
-            "cannot multiply: A is {} x {} but B is {} x {} (A's columns must equal B's rows)",
-            a.nrows(),
-            a.ncols(),
-            b.nrows(),
-            b.ncols()
-        )));
+        let same = std::ptr::eq(a.row_ptr().as_ptr(), b.row_ptr().as_ptr());
+        return Err(shapes_differ(
+            (a.nrows(), a.ncols()),
+            (b.nrows(), b.ncols()),
+            same,
+        ));
     }
     let rows = opts.rows.clone().unwrap_or(0..a.nrows());
     if rows.start > rows.end || rows.end > a.nrows() {
@@ -314,6 +328,11 @@ mod tests {
         );
         assert!(intermediate_products(&a, &b).is_err());
         assert!(intermediate_products_per_row(&a, &b).is_err());
+        // A square asked of a matrix that is not square is named so.
+        let err = multiply(EngineKind::Cpu, &a, &a, &SpgemmOptions::default())
+            .unwrap_err()
+            .to_string();
+        assert!(err.starts_with("cannot square A: A·A needs a square matrix, and A is 3 x 4"));
     }
 
     #[test]

@@ -519,6 +519,18 @@ fn mcl_native_clusterings_are_written_and_read_as_mcl_and_clm_do() {
         "graphs/karate.factions",
     ]);
     assert!(text.contains("efficiency      0.27652"), "{text}");
+    // From a pipe, which can be read once.
+    let mut child = crate::util::cmd()
+        .args(["info", "graphs/karate.el", "--clusters", "/dev/stdin"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let factions = std::fs::read(crate::util::repo("graphs/karate.factions")).unwrap();
+    std::io::Write::write_all(&mut child.stdin.take().unwrap(), &factions).unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success());
+    assert!(String::from_utf8_lossy(&out.stdout).contains("efficiency      0.27652"));
     // A clustering that misses a node, or names one the graph lacks, is refused.
     let partial = dir.path().join("partial.clusters");
     std::fs::write(&partial, "0\t1\n").unwrap();
