@@ -166,7 +166,7 @@ fn a_bad_line_on_a_later_rank_is_named_once_with_no_output() {
         dir.path(),
         "bad.abc",
         |i| format!("n{i}\tn{}\t1", (i * 7 + 1) % 400),
-        "a\tb\tc\td",
+        "a\tb\tx",
     );
     let out_dir = tempfile::tempdir().unwrap();
     let out = out_dir.path().join("out.txt");
@@ -181,7 +181,11 @@ fn a_bad_line_on_a_later_rank_is_named_once_with_no_output() {
             .strip_prefix("gmcl: error: ")
             .unwrap()
             .to_string();
-        assert!(want.contains(":401: expected 2"), "{want}");
+        // SNAP's line lacks a column; `.abc`'s weight is no number.
+        assert!(
+            want.contains(":401: expected 2") || want.contains(":401: weight is not a number"),
+            "{want}"
+        );
         for ranks in 2..=3 {
             for args in [
                 vec!["cluster", s(f), "-o", s(&out)],
