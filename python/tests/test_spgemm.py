@@ -93,8 +93,10 @@ def test_a_networkx_mask_and_a_square_of_a_rectangle():
     nx = pytest.importorskip("networkx")
     g = nx.path_graph(6)
     a = sp.csr_array(nx.to_scipy_sparse_array(g, nodelist=range(6), format="csr"))
-    mask = nx.Graph([(0, 2), (1, 3)])
+    # A graph's vertex i is its i-th node, as for A: the nodes added in order first.
+    mask = nx.Graph()
     mask.add_nodes_from(range(6))
+    mask.add_edges_from([(0, 2), (1, 3)])
     c = gmcl.spgemm(a, mask=mask, engine="cpu")
     ref = (a @ a).multiply(nx.to_scipy_sparse_array(mask, nodelist=range(6)) != 0)
     assert_same(c, ref)
