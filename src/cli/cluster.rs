@@ -312,10 +312,8 @@ fn emit_report(
     }
     if json {
         outln!("{text}")?;
-        std::io::Write::flush(&mut std::io::stdout())
-            .map_err(|e| gmcl::Error::io("<stdout>", "cannot write output", e))?;
     }
-    AtomicOutput::commit_all(commits)
+    super::ui::print_then_commit(commits)
 }
 
 /// What a progress bar or line shows of a run: the work done, its total, and the iteration's
