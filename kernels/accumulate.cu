@@ -22,18 +22,16 @@ __device__ __forceinline__ void set_insert(u32* keys, u32 size, u32 key, u32* co
     }
 }
 
-// Adds v to key's value in a hash map of `size` slots, summed as S sums.
-template <typename S, typename T>
-__device__ __forceinline__ void map_add(u32* keys, typename S::Acc* vals, u32 size, u32 key, T v) {
+// The slot of key in a hash map of `size` slots, claimed when key is new.
+__device__ __forceinline__ u32 map_slot(u32* keys, u32 size, u32 key) {
     u32 s = (key * HASH_SCALE) % size;
     while (true) {
         u32 k = keys[s];
         if (k == EMPTY_KEY) {
             u32 old = atomicCAS(&keys[s], EMPTY_KEY, key);
-            if (old == EMPTY_KEY || old == key) { S::add(&vals[s], v); return; }
+            if (old == EMPTY_KEY || old == key) return s;
         } else if (k == key) {
-            S::add(&vals[s], v);
-            return;
+            return s;
         }
         s = s + 1 == size ? 0 : s + 1;
     }
@@ -152,25 +150,27 @@ hash_rows_symbolic(const u64* a_ptr, const u32* a_col, const u64* b_ptr, const u
     if (threadIdx.x == 0) row_nnz[r] = count;
 }
 
+// Row r's products are prod[r + 1] - prod[r]; exact_below: see makes_exact.
 template <typename T, typename S>
 __device__ void hash_rows_numeric(const u64* a_ptr, const u32* a_col, const T* a_val,
                                   const u64* b_ptr, const u32* b_col, const T* b_val, u64 row0,
                                   const u32* rows, u32 table, const u64* m_ptr, const u32* m_col,
-                                  int has_mask, const u64* c_ptr, u32* c_col, T* c_val,
-                                  unsigned char* smem) {
+                                  int has_mask, const u64* prod, u64 exact_below,
+                                  const u64* c_ptr, u32* c_col, T* c_val, unsigned char* smem) {
     typedef typename S::Acc A;
     u32* keys = (u32*)smem;
     A* vals = (A*)(smem + (u64)table * sizeof(u32));
     __shared__ u32 cursor;
     const u32 r = rows[blockIdx.x];
     const u64 grow = row0 + r;
+    const bool exact = makes_exact(prod[r + 1] - prod[r], exact_below);
     for (u32 s = threadIdx.x; s < table; s += blockDim.x) { keys[s] = EMPTY_KEY; vals[s] = (A)0; }
     if (threadIdx.x == 0) cursor = 0;
     __syncthreads();
     for_each_product(a_ptr, a_col, b_ptr, grow, [&](u64 ae, u64 bj) {
         const u32 c = b_col[bj];
         if (mask_keeps(m_ptr, m_col, has_mask, grow, c))
-            map_add<S>(keys, vals, table, c, product_rn(a_val[ae], b_val[bj]));
+            S::add_product(&vals[map_slot(keys, table, c)], a_val[ae], b_val[bj], exact);
     });
     __syncthreads();
     const u32 n = compact_and_sort(keys, vals, table, &cursor);
@@ -218,7 +218,8 @@ hash_segs_symbolic(const u64* s_ptr, const u32* s_col, const u32* segs, const u3
 }
 
 template <typename T, typename S>
-__device__ void hash_segs_numeric(const u64* s_ptr, const u32* s_col, const T* s_val,
+__device__ void hash_segs_numeric(const u64* s_ptr, const u32* s_col,
+                                  const typename S::Heavy* s_val,
                                   const u32* segs, const u32* s_h, const u32* s_base, u32 table,
                                   u32 width_shift, u32 nchunks, const u32* heavy_rows, u64 row0,
                                   const u64* m_ptr, const u32* m_col, int has_mask,
@@ -236,7 +237,8 @@ __device__ void hash_segs_numeric(const u64* s_ptr, const u32* s_col, const T* s
     __syncthreads();
     for (u64 p = s_ptr[s] + threadIdx.x; p < s_ptr[s + 1]; p += blockDim.x) {
         const u32 c = s_col[p];
-        if (mask_keeps(m_ptr, m_col, has_mask, grow, base + c)) map_add<S>(keys, vals, table, c, s_val[p]);
+        if (mask_keeps(m_ptr, m_col, has_mask, grow, base + c))
+            S::add_heavy(&vals[map_slot(keys, table, c)], s_val[p]);
     }
     __syncthreads();
     const u32 n = compact_and_sort(keys, vals, table, &cursor);
@@ -283,8 +285,8 @@ dense_segs_symbolic(const u64* s_ptr, const u32* s_col, const u32* segs, const u
 }
 
 template <typename T, typename S>
-__device__ void dense_segs_numeric(const u64* s_ptr, const u32* s_col, const T* s_val,
-                                   const u32* segs, const u32* s_h, const u32* s_base, u32 width,
+__device__ void dense_segs_numeric(const u64* s_ptr, const u32* s_col,
+                                   const typename S::Heavy* s_val, const u32* segs, const u32* s_h, const u32* s_base, u32 width,
                                    u32 width_shift, u32 nchunks, const u32* heavy_rows, u64 row0,
                                    const u64* m_ptr, const u32* m_col, int has_mask,
                                    const u64* gs, const u64* c_ptr, u32* c_col, T* c_val,
@@ -303,7 +305,7 @@ __device__ void dense_segs_numeric(const u64* s_ptr, const u32* s_col, const T* 
     for (u64 p = s_ptr[s] + threadIdx.x; p < s_ptr[s + 1]; p += blockDim.x) {
         const u32 c = s_col[p];
         if (mask_keeps(m_ptr, m_col, has_mask, grow, base + c)) {
-            S::add(&vals[c], s_val[p]);
+            S::add_heavy(&vals[c], s_val[p]);
             flags[c] = 1;
         }
     }

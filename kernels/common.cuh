@@ -186,14 +186,35 @@ __device__ __forceinline__ u64 quanta_at(double x, int shift) {
 __device__ __forceinline__ float product_rn(float a, float b) { return __fmul_rn(a, b); }
 __device__ __forceinline__ double product_rn(double a, double b) { return __dmul_rn(a, b); }
 
+// The product a·b made in double: exact for two floats (48 significant bits).
+__device__ __forceinline__ double product_exact(float a, float b) {
+    return __dmul_rn((double)a, (double)b);
+}
+__device__ __forceinline__ double product_exact(double a, double b) { return __dmul_rn(a, b); }
+
+// Whether a row of `products` intermediate products makes them exactly: as mcl does, a column of
+// M² with fewer products than a tenth of its columns (src/quantized.rs's exact_products; the
+// caller passes exact_below = ceil(columns / 10) for MCL's sums, 0 otherwise).
+__device__ __forceinline__ bool makes_exact(u64 products, u64 exact_below) {
+    return products < exact_below;
+}
+
 // How the numeric kernels sum products into shared memory. PlainSum: in T, with atomic adds
 // whose order (and so rounding) varies from run to run: general SpGEMM. QuantaSum: MCL's
 // order-free sums, as integer quanta; a value is then its quanta times 2^-52, rounded to T.
+// Each adds a product a·b (`add_product`; `exact` as makes_exact says, which PlainSum is never
+// asked) or a value of Ĉ (`add_heavy`): the heavy rows' products as `heavy` made them, in the
+// type `Heavy` (for QuantaSum a double, which holds an exact product).
 template <typename T> struct PlainSum {
     typedef T Acc;
+    typedef T Heavy;
     // Sums may be made in C's own values (global atomics, in T).
     static constexpr bool IN_C = true;
-    static __device__ __forceinline__ void add(Acc* a, T p) { atomicAdd(a, p); }
+    static __device__ __forceinline__ Heavy heavy(T a, T b, bool) { return product_rn(a, b); }
+    static __device__ __forceinline__ void add_product(Acc* acc, T a, T b, bool) {
+        atomicAdd(acc, product_rn(a, b));
+    }
+    static __device__ __forceinline__ void add_heavy(Acc* acc, Heavy p) { atomicAdd(acc, p); }
     static __device__ __forceinline__ T value(Acc a) { return a; }
 };
 // A 64-bit add made of two 32-bit ones: a 64-bit atomicAdd in shared memory is a compare-and-
@@ -210,10 +231,31 @@ __device__ __forceinline__ void atomic_add_u64_split(u64* a, u64 q) {
 
 template <typename T> struct QuantaSum {
     typedef u64 Acc;
+    typedef double Heavy;
     // Sums are narrowed to T only once complete.
     static constexpr bool IN_C = false;
-    static __device__ __forceinline__ void add(Acc* a, T p) {
-        atomic_add_u64_split(a, quanta((double)p));
+    static __device__ __forceinline__ Heavy heavy(T a, T b, bool exact) {
+        return exact ? product_exact(a, b) : (double)product_rn(a, b);
+    }
+    static __device__ __forceinline__ void add_product(Acc* acc, T a, T b, bool exact) {
+        atomic_add_u64_split(acc, quanta(heavy(a, b, exact)));
+    }
+    static __device__ __forceinline__ void add_heavy(Acc* acc, Heavy p) {
+        atomic_add_u64_split(acc, quanta(p));
     }
     static __device__ __forceinline__ T value(Acc a) { return (T)((double)a * 0x1p-52); }
 };
+
+// Whether the row [a0, a1) of A makes its products exactly (makes_exact): its products are the
+// lengths of the rows of B its entries name. Every thread of the block must call; tmp: as
+// block_sum_u64 takes it.
+__device__ __forceinline__ bool block_row_exact(const u32* a_col, u64 a0, u64 a1,
+                                                const u64* b_ptr, u64 exact_below, double* tmp) {
+    if (exact_below == 0) return false;  // uniform
+    u64 mine = 0;
+    for (u64 e = a0 + threadIdx.x; e < a1; e += blockDim.x) {
+        const u32 k = a_col[e];
+        mine += b_ptr[k + 1] - b_ptr[k];
+    }
+    return makes_exact(block_sum_u64(mine, tmp), exact_below);
+}

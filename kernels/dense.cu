@@ -414,7 +414,7 @@ __device__ __forceinline__ u64 rank_window(u64 shared, u64 val_bytes, u64 ncols)
 template <typename T, typename S>
 __device__ void rank_row_numeric(u64 a0, u64 a1, const u32* a_col, const T* a_val,
                                  const u64* b_ptr, const u32* b_col, const T* b_val, u64 ncols,
-                                 u64 window, u64 shared, u64 out, u32* c_col, T* c_val,
+                                 bool exact, u64 window, u64 shared, u64 out, u32* c_col, T* c_val,
                                  unsigned char* smem, u64* tmp, u64* total, u32* list,
                                  Cursors cur) {
     const u32 lane = threadIdx.x & (WARP - 1), warp = threadIdx.x / WARP;
@@ -492,7 +492,7 @@ __device__ void rank_row_numeric(u64 a0, u64 a1, const u32* a_col, const T* a_va
                 return base[c / RANK_BLOCK] + rel[c >> 6] + __popcll(below) - lo;
             };
             const auto add = [&](T av, u32 at, T bv) {
-                S::add(&acc[rank(at)], product_rn(av, bv));
+                S::add_product(&acc[rank(at)], av, bv, exact);
             };
             // The block's zeros come before its atomics: row_entries starts with a barrier.
             const auto add_in_c = [&](T av, u32 at, T bv) {
@@ -550,15 +550,16 @@ __device__ void rank_row_numeric(u64 a0, u64 a1, const u32* a_col, const T* a_va
 }
 
 // Computes each listed row of C into its place c_ptr[r] (offsets of the batch's rows), columns
-// in order, summed as S sums. The shared memory after the cursors (`width` sums and their
+// in order, summed as S sums (exact_below: see makes_exact). The shared memory after the cursors (`width` sums and their
 // presence bits) holds rank windows (rank_row_numeric) unless it is too small for them (narrow
 // windows set for tests and tuning); then a window of `width` columns at a time, each cleared
 // and scanned whole.
 template <typename T, typename S>
 __device__ void dense_rows_numeric(const u64* a_ptr, const u32* a_col, const T* a_val,
                                    const u64* b_ptr, const u32* b_col, const T* b_val, u64 row0,
-                                   const u32* rows, u64 ncols, u32 width, const u64* c_ptr,
-                                   u32* c_col, T* c_val, unsigned char* smem_all) {
+                                   const u32* rows, u64 ncols, u64 exact_below, u32 width,
+                                   const u64* c_ptr, u32* c_col, T* c_val,
+                                   unsigned char* smem_all) {
     typedef typename S::Acc A;
     unsigned char* smem = smem_all + DENSE_CURSOR_BYTES;
     A* acc = (A*)smem;
@@ -571,12 +572,13 @@ __device__ void dense_rows_numeric(const u64* a_ptr, const u32* a_col, const T* 
     if (threadIdx.x == 0) walked = ~0ull;
     const u32 r = rows[blockIdx.x];
     const u64 a0 = a_ptr[row0 + r], a1 = a_ptr[row0 + r + 1];
+    const bool exact = block_row_exact(a_col, a0, a1, b_ptr, exact_below, (double*)tmp);
     u64 out = c_ptr[r];
     const u64 shared = (u64)width * sizeof(A) + width / 8;
     const u64 window = rank_window(shared, sizeof(A), ncols);
     if (window > 0) {
-        rank_row_numeric<T, S>(a0, a1, a_col, a_val, b_ptr, b_col, b_val, ncols, window, shared,
-                            out, c_col, c_val, smem, tmp, &total, list, cur);
+        rank_row_numeric<T, S>(a0, a1, a_col, a_val, b_ptr, b_col, b_val, ncols, exact, window,
+                               shared, out, c_col, c_val, smem, tmp, &total, list, cur);
         return;
     }
     for (u64 c0 = 0; c0 < ncols; c0 += width) {
@@ -587,7 +589,7 @@ __device__ void dense_rows_numeric(const u64* a_ptr, const u32* a_col, const T* 
         for (u32 c = threadIdx.x; c < span; c += blockDim.x) acc[c] = (A)0;
         row_entries<T, true>(a_col, a_val, a0, a1, b_ptr, b_col, b_val, c0, c1, ncols, list, cur,
                              [&](T av, u32 at, T bv) {
-                                 S::add(&acc[at], product_rn(av, bv));
+                                 S::add_product(&acc[at], av, bv, exact);
                                  atomicOr(&bits[at >> 5], 1u << (at & 31));
                              });
         // Ordered write: each thread takes a word; a block scan of the words' counts places them.
@@ -615,10 +617,10 @@ __device__ void dense_rows_numeric(const u64* a_ptr, const u32* a_col, const T* 
 extern "C" __global__ void __launch_bounds__(DENSE_ROW_THREADS)                                  \
 dense_rows_numeric_##S(const u64* a_ptr, const u32* a_col, const T* a_val, const u64* b_ptr,     \
                        const u32* b_col, const T* b_val, u64 row0, const u32* rows, u64 ncols,   \
-                       u32 width, const u64* c_ptr, u32* c_col, T* c_val) {                      \
+                       u64 exact_below, u32 width, const u64* c_ptr, u32* c_col, T* c_val) {     \
     extern __shared__ __align__(16) unsigned char smem_dense_##S[];                              \
     dense_rows_numeric<T, SUM<T> >(a_ptr, a_col, a_val, b_ptr, b_col, b_val, row0, rows, ncols,  \
-                                   width, c_ptr, c_col, c_val, smem_dense_##S);                  \
+                                   exact_below, width, c_ptr, c_col, c_val, smem_dense_##S);     \
 }
 
 GMCL_DENSE_ROW_KERNELS(float, PlainSum, f32)

@@ -41,23 +41,30 @@ extern "C" __global__ void slice_build(const u32* col_cnt, const u64* b_ptr, con
     }
 }
 
-// A warp per heavy row h: its entries go to their slice's column of Ã (heavy index, value).
+// The top bit of an entry of Ã's rows (a heavy index, below 2^31): the row makes its products
+// exactly (makes_exact).
+#define EXACT_ROW 0x80000000u
+
+// A warp per heavy row h: its entries go to their slice's column of Ã (heavy index, with
+// EXACT_ROW where the row's products, prod[r + 1] - prod[r], make it exact; value).
 template <typename T>
 __device__ void csc_scatter(const u64* a_ptr, const u32* a_col, const T* a_val,
                             const u32* heavy_rows, u64 nheavy, u64 row0, const u64* b_ptr,
-                            const u64* flag_scan, const u64* at_ptr, u32* fill, u32* at_row,
-                            T* at_val) {
+                            const u64* prod, u64 exact_below, const u64* flag_scan,
+                            const u64* at_ptr, u32* fill, u32* at_row, T* at_val) {
     const u64 warp = (blockIdx.x * (u64)blockDim.x + threadIdx.x) / WARP;
     const u64 nwarps = (u64)gridDim.x * blockDim.x / WARP;
     const u32 lane = threadIdx.x % WARP;
     for (u64 h = warp; h < nheavy; h += nwarps) {
-        const u64 grow = row0 + heavy_rows[h];
+        const u32 r = heavy_rows[h];
+        const u64 grow = row0 + r;
+        const u32 tag = makes_exact(prod[r + 1] - prod[r], exact_below) ? EXACT_ROW : 0u;
         for (u64 e = a_ptr[grow] + lane; e < a_ptr[grow + 1]; e += WARP) {
             const u32 k = a_col[e];
             if (b_ptr[k + 1] == b_ptr[k]) continue;
             const u64 s = flag_scan[k];
             const u64 pos = at_ptr[s] + atomicAdd(&fill[s], 1u);
-            at_row[pos] = (u32)h;
+            at_row[pos] = (u32)h | tag;
             at_val[pos] = a_val[e];
         }
     }
@@ -75,13 +82,14 @@ __device__ __forceinline__ u64 b_len(const u64* b_ptr, const u32* slice_k, u64 s
     return b_ptr[k + 1] - b_ptr[k];
 }
 
-template <typename T>
+// Products as S makes the heavy rows' ones (S::heavy, exact for rows tagged EXACT_ROW).
+template <typename T, typename S>
 __device__ void outer_product(const u64* at_ptr, const u32* at_row, const T* at_val,
                               const u32* slice_k, const u64* slice_off, u64 nslices,
                               const u32* group_first, const u32* group_last,
                               const u64* b_ptr, const u32* b_col, const T* b_val, u64* cursor,
-                              u32* out_col, T* out_val, u64 group_elems, u64 total,
-                              unsigned char* smem) {
+                              u32* out_col, typename S::Heavy* out_val, u64 group_elems,
+                              u64 total, unsigned char* smem) {
     u64* off_local = (u64*)smem;
     const u64 g0 = (u64)blockIdx.x * group_elems;
     const u64 g1 = min(g0 + group_elems, total);
@@ -98,7 +106,7 @@ __device__ void outer_product(const u64* at_ptr, const u32* at_row, const T* at_
         const u64 bl = b_len(b_ptr, slice_k, s);
         const u64 start = slice_off[s] + (e - at_ptr[s]) * bl;
         const u64 lo = max(start, g0), hi = min(start + bl, g1);
-        off_local[e - e_first] = atomicAdd(&cursor[at_row[e]], hi - lo);
+        off_local[e - e_first] = atomicAdd(&cursor[at_row[e] & ~EXACT_ROW], hi - lo);
     }
     __syncthreads();
     // Step 3: write the products. Each thread keeps its current slice in registers and divides
@@ -133,7 +141,7 @@ __device__ void outer_product(const u64* at_ptr, const u32* at_row, const T* at_
         const u64 dest = off_local[e - e_first] + eb - first_excess;
         const u64 bj = b0 + eb;
         out_col[dest] = b_col[bj];
-        out_val[dest] = product_rn(at_val[e], b_val[bj]);
+        out_val[dest] = S::heavy(at_val[e], b_val[bj], (at_row[e] & EXACT_ROW) != 0);
     }
 }
 

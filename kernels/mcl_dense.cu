@@ -59,9 +59,10 @@ __device__ void pool_column(const ColumnPlan<T>& plan, u32 r, u64 node0, u64 len
 }
 
 // Makes, prunes and writes rows `rows[blockIdx.x]` of the batch starting at row `row0` of A·B
-// (A: a_ptr, a_col, a_val; B: b_ptr, b_col, b_val; ncols columns; window: ncols quanta of dynamic
-// shared memory); row r of the batch is node `node0 + r` (in one process A = B = M and
-// node0 = row0; across ranks A holds a rank's rows and B the rows they need). Each row
+// (A: a_ptr, a_col, a_val; B: b_ptr, b_col, b_val; ncols columns; exact_below: see makes_exact;
+// window: ncols quanta of dynamic shared memory); row r of the batch is node `node0 + r` (in one
+// process A = B = M and node0 = row0; across ranks A holds a rank's rows and B the rows they
+// need). Each row
 // r gets fused_len[r] (its kept entries) and pool_at[r], where they start in the pool
 // (NOT_FUSED when the pool's pool_cap entries ran out: *pool_used then exceeds pool_cap and the
 // caller runs the kernel again with a pool of *pool_used entries). Entries made count into
@@ -69,7 +70,8 @@ __device__ void pool_column(const ColumnPlan<T>& plan, u32 r, u64 node0, u64 len
 template <typename T>
 __device__ void mcl_dense_prune(const u64* a_ptr, const u32* a_col, const T* a_val,
                                 const u64* b_ptr, const u32* b_col, const T* b_val, u64 row0,
-                                u64 node0, const u32* rows, u64 ncols, T cutoff, u32 select,
+                                u64 node0, const u32* rows, u64 ncols, u64 exact_below,
+                                T cutoff, u32 select,
                                 u32 recover, double pct, double inflation, u64 pool_cap,
                                 u64* pool_used, u64* fused_len, u64* pool_at, u32* pool_col,
                                 T* pool_val, u64* expanded, u64* chaos_bits, unsigned char* window) {
@@ -81,6 +83,7 @@ __device__ void mcl_dense_prune(const u64* a_ptr, const u32* a_col, const T* a_v
     __shared__ u64 claim;
     const u32 r = rows[blockIdx.x];
     const u64 a0 = a_ptr[row0 + r], a1 = a_ptr[row0 + r + 1];
+    const bool exact = block_row_exact(a_col, a0, a1, b_ptr, exact_below, dtmp);
     const u32 lane = threadIdx.x & (WARP - 1), warp = threadIdx.x / WARP;
     const u32 nwarps = blockDim.x / WARP;
     u64* sums = (u64*)window;
@@ -89,7 +92,7 @@ __device__ void mcl_dense_prune(const u64* a_ptr, const u32* a_col, const T* a_v
     for (u64 e = a0 + warp; e < a1; e += nwarps) {
         const T av = a_val[e];
         window_entries<T, true>(b_ptr, b_col, b_val, a_col[e], 0, ncols, lane, [&](u32 at, T bv) {
-            QuantaSum<T>::add(&sums[at], product_rn(av, bv));
+            QuantaSum<T>::add_product(&sums[at], av, bv, exact);
         });
     }
     __syncthreads();
@@ -170,7 +173,8 @@ __device__ u64 join_parts(u32* col, T* val, const u64* lens, u32 parts, u64 nwin
 template <typename T>
 __device__ void mcl_wide_prune(const u64* a_ptr, const u32* a_col, const T* a_val,
                                const u64* b_ptr, const u32* b_col, const T* b_val, u64 row0,
-                               u64 node0, const uint4* items, u64 nitems, u64 ncols, u32 window,
+                               u64 node0, const uint4* items, u64 nitems, u64 ncols,
+                               u64 exact_below, u32 window,
                                T cutoff, u32 select, u32 recover, double pct, double inflation,
                                u64 pool_cap, u64* pool_used, u64* fused_len, u64* pool_at,
                                u32* pool_col, T* pool_val, u64* expanded, u64* chaos_bits,
@@ -209,6 +213,7 @@ __device__ void mcl_wide_prune(const u64* a_ptr, const u32* a_col, const T* a_va
         const u64 last = (p + 1) * nwin / parts * window;
         const u64 end = last < ncols ? last : ncols;
         const u64 a0 = a_ptr[row0 + r], a1 = a_ptr[row0 + r + 1];
+        const bool exact = block_row_exact(a_col, a0, a1, b_ptr, exact_below, dtmp);
         u64 filled = first;
         for (u64 c0 = first; c0 < end; c0 += window) {
             const u32 span = (u32)(c0 + window < ncols ? window : ncols - c0);
@@ -216,7 +221,7 @@ __device__ void mcl_wide_prune(const u64* a_ptr, const u32* a_col, const T* a_va
             // row_entries starts and ends with barriers.
             row_entries<T, true, true>(a_col, a_val, a0, a1, b_ptr, b_col, b_val, c0, c0 + span,
                                        ncols, list, cur, [&](T av, u32 at, T bv) {
-                                           QuantaSum<T>::add(&sums[at], product_rn(av, bv));
+                                           QuantaSum<T>::add_product(&sums[at], av, bv, exact);
                                        });
             // The window's entries appended in column order: each warp counts a contiguous
             // stretch of the window, and one scan of the warps' counts places them (a scan of
@@ -272,18 +277,20 @@ __device__ void mcl_wide_prune(const u64* a_ptr, const u32* a_col, const T* a_va
 extern "C" __global__ void __launch_bounds__(DENSE_ROW_THREADS)                                  \
 mcl_dense_prune_##S(const u64* a_ptr, const u32* a_col, const T* a_val, const u64* b_ptr,        \
                     const u32* b_col, const T* b_val, u64 row0, u64 node0, const u32* rows,      \
-                    u64 ncols, T cutoff, u32 select, u32 recover, double pct, double inflation,  \
+                    u64 ncols, u64 exact_below, T cutoff, u32 select, u32 recover, double pct,   \
+                    double inflation,                                                            \
                     u64 pool_cap, u64* pool_used, u64* fused_len, u64* pool_at,                  \
                     u32* pool_col, T* pool_val, u64* expanded, u64* chaos_bits) {                \
     extern __shared__ __align__(16) unsigned char smem_mcl_dense_##S[];                          \
     mcl_dense_prune<T>(a_ptr, a_col, a_val, b_ptr, b_col, b_val, row0, node0, rows, ncols,       \
-                       cutoff, select, recover, pct, inflation, pool_cap, pool_used, fused_len,  \
+                       exact_below, cutoff, select, recover, pct, inflation, pool_cap, pool_used, fused_len,  \
                        pool_at, pool_col, pool_val, expanded, chaos_bits, smem_mcl_dense_##S);   \
 }                                                                                                \
 extern "C" __global__ void __launch_bounds__(DENSE_ROW_THREADS)                                  \
 mcl_wide_prune_##S(const u64* a_ptr, const u32* a_col, const T* a_val, const u64* b_ptr,         \
                    const u32* b_col, const T* b_val, u64 row0, u64 node0, const uint4* items,    \
-                   u64 nitems, u64 ncols, u32 window, T cutoff, u32 select, u32 recover,         \
+                   u64 nitems, u64 ncols, u64 exact_below, u32 window, T cutoff, u32 select,     \
+                   u32 recover,                                                                  \
                    double pct, double inflation, u64 pool_cap, u64* pool_used, u64* fused_len,   \
                    u64* pool_at, u32* pool_col, T* pool_val, u64* expanded, u64* chaos_bits,     \
                    u32* scratch_col, T* scratch_val, u32* split_col, T* split_val,               \
@@ -291,7 +298,7 @@ mcl_wide_prune_##S(const u64* a_ptr, const u32* a_col, const T* a_val, const u64
                    u64* next_item) {                                                             \
     extern __shared__ __align__(16) unsigned char smem_mcl_wide_##S[];                           \
     mcl_wide_prune<T>(a_ptr, a_col, a_val, b_ptr, b_col, b_val, row0, node0, items, nitems,      \
-                      ncols, window, cutoff, select, recover, pct, inflation, pool_cap,          \
+                      ncols, exact_below, window, cutoff, select, recover, pct, inflation, pool_cap,          \
                       pool_used, fused_len, pool_at, pool_col, pool_val, expanded, chaos_bits,   \
                       scratch_col, scratch_val, split_col, split_val, part_len, parts_done,      \
                       more_cursors, more_len, next_item, smem_mcl_wide_##S);                     \

@@ -53,6 +53,40 @@ pub fn count<T: Scalar>(p: T) -> f64 {
     p.ceil().to_f64()
 }
 
+/// Whether mcl makes the products of a column of `M²` exactly: when the column has fewer than
+/// a tenth as many intermediate products as the matrix has columns (`n`). mcl 22-282's
+/// `mclExpandVector1` (src/mcl/expand.c) then makes each product of two `float`s in `double`
+/// (`mclxVectorCompose`), and otherwise rounds each to `float` first (`matrix_vector_array`).
+/// Every engine follows the same rule per column, so its values are mcl's wherever an ulp of a
+/// product would decide a tie in pruning.
+#[inline(always)]
+pub fn exact_products(products: u64, n: usize) -> bool {
+    products < exact_below(n)
+}
+
+/// The product counts below which a column of `M²` (of `n` columns) makes its products
+/// exactly ([`exact_products`]): `⌈n / 10⌉`, as the GPU kernels take it (`makes_exact` in
+/// kernels/common.cuh).
+#[inline(always)]
+pub fn exact_below(n: usize) -> u64 {
+    (n as u64).div_ceil(10)
+}
+
+/// The quanta of the exact product of a [`scaled`] factor and `b`: `⌈(a·2⁵²)·b⌉`, made in
+/// `f64`, where the product of two `f32`s is exact (48 significant bits); for `f64` values it
+/// is [`count`]`(scaled·b)`. The quanta of [`exact_product`]`(a, b)`.
+#[inline(always)]
+pub fn count_exact<T: Scalar>(scaled: T, b: T) -> f64 {
+    (scaled.to_f64() * b.to_f64()).ceil()
+}
+
+/// The product `a·b` made in `f64` (exact for `f32` values), rounded up to a multiple of
+/// 2⁻⁵²: the term of a product where [`exact_products`] holds.
+#[inline(always)]
+pub fn exact_product<T: Scalar>(a: T, b: T) -> f64 {
+    quantum(a.to_f64() * b.to_f64())
+}
+
 /// The value, rounded to `T`, of a sum of `quanta`.
 #[inline(always)]
 pub fn value<T: Scalar>(quanta: f64) -> T {
@@ -201,6 +235,8 @@ mod tests {
                 let q = count(scaled(a) * b);
                 assert_eq!(q / PER_UNIT, product(a, b), "{a:?} {b:?}");
                 assert_eq!(value::<T>(q), T::from_f64(product(a, b)));
+                let e = count_exact(scaled(a), b);
+                assert_eq!(e / PER_UNIT, exact_product(a, b), "{a:?} {b:?}");
             }
         }
     }
@@ -229,6 +265,28 @@ mod tests {
         }
         counts_agree::<f32>(&pairs);
         counts_agree::<f64>(&pairs);
+    }
+
+    #[test]
+    fn exact_products_are_made_where_mcl_makes_them_and_differ_from_rounded_ones() {
+        // mcl's rule: products × 10 < N.
+        assert!(exact_products(9, 100));
+        assert!(!exact_products(10, 100));
+        assert!(!exact_products(0, 0));
+        assert!(!exact_products(u64::MAX, usize::MAX));
+        for n in 0..1000usize {
+            for p in 0..120u64 {
+                assert_eq!(exact_products(p, n), p * 10 < n as u64, "{p} {n}");
+            }
+        }
+        // 1/3 · 1/3 in f32 has bits below f32's precision: the exact product keeps them.
+        let (a, b) = (1.0f32 / 3.0, 1.0f32 / 3.0);
+        let exact = (a as f64) * (b as f64);
+        assert_eq!(exact_product(a, b), quantum(exact));
+        assert_ne!(exact_product(a, b), product(a, b));
+        // In f64 both are the f64 product.
+        let (a, b) = (1.0f64 / 3.0, 0.1f64);
+        assert_eq!(exact_product(a, b), product(a, b));
     }
 
     proptest! {

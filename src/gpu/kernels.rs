@@ -90,6 +90,7 @@ pub const TYPED: &[&str] = &[
 /// The typed kernels that sum products: also instantiated with MCL's order-free sums
 /// ([`crate::quantized`]), with the suffix `_f32q` / `_f64q`.
 pub const SUMMING: &[&str] = &[
+    "outer_product",
     "hash_rows_numeric",
     "hash_segs_numeric",
     "dense_segs_numeric",

@@ -15,7 +15,7 @@ use crate::error::Result;
 use crate::scalar::Scalar;
 use crate::spgemm::{
     self,
-    cpu::rows::{groups, is_dense, narrow_columns, PositiveRows, GROUP},
+    cpu::rows::{groupable, groups, narrow_columns, PositiveRows, GROUP},
 };
 use rayon::prelude::*;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -66,14 +66,15 @@ pub(super) fn iterate<T: Scalar>(
     let cutoff = T::from_f64(params.prune.cutoff());
     let (av, bv) = (a.view(), b.view());
     let narrow = narrow_columns(bv);
-    // Dense rows ordered by the column of their largest value (rows heading for the same
-    // attractor share more k, so their groups read fewer rows of M), then the sparse rows.
+    // Groupable rows (dense, products rounded) ordered by the column of their largest value
+    // (rows heading for the same attractor share more k, so their groups read fewer rows of
+    // M), then the others.
     let ncols = b.ncols();
     // The keys are made once: a sort calls its key function per comparison.
     let mut keys: Vec<(bool, u32, u32)> = (0..n as u32)
         .into_par_iter()
         .map(|i| {
-            if is_dense(per_row[i as usize], ncols) {
+            if groupable(per_row[i as usize], ncols) {
                 (false, largest_at(a, i as usize), i)
             } else {
                 (true, 0, i)
@@ -130,7 +131,7 @@ pub(super) fn iterate<T: Scalar>(
                     _ => Ok(()),
                 }
             };
-            // Runs of dense rows are made GROUP at a time.
+            // Runs of groupable rows are made GROUP at a time.
             let mut run: Vec<(usize, u64)> = Vec::with_capacity(GROUP);
             let mut at = 0;
             let mine = d.rows;
@@ -138,7 +139,7 @@ pub(super) fn iterate<T: Scalar>(
                 run.clear();
                 while at < mine.len() && run.len() < GROUP {
                     let i = mine[at] as usize;
-                    if !is_dense(per_row[i], ncols) {
+                    if !groupable(per_row[i], ncols) {
                         break;
                     }
                     run.push((i, per_row[i]));

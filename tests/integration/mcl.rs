@@ -94,6 +94,27 @@ fn label_input_gives_mcls_file_byte_for_byte() {
 }
 
 #[test]
+fn ties_decided_by_mcls_exact_products_give_mcls_file_byte_for_byte() {
+    // mcl makes the products of a column with few of them exactly (in double); there the
+    // S-th value of a column ties with the next one only when its products are rounded.
+    for (graph, options, gold) in [
+        (
+            "select_tie.abc",
+            &["-S", "5", "-R", "5"][..],
+            "select_tie.S5R5.mcl",
+        ),
+        ("resource5.abc", &["-resource", "5"][..], "resource5.r5.mcl"),
+    ] {
+        let path = format!("tests/golden/{graph}");
+        let mut args = vec!["cluster", &path, "--engine", "cpu", "-q"];
+        args.extend_from_slice(options);
+        let (stdout, _) = ok(&args);
+        let want = std::fs::read_to_string(Path::new("tests/golden").join(gold)).unwrap();
+        assert_eq!(stdout, want, "{graph} {options:?}");
+    }
+}
+
+#[test]
 fn tab_separated_labels_with_spaces_give_mcls_file_byte_for_byte() {
     // Labels with spaces, `#` and a leading `%`, TAB-separated: the binary's clusters file
     // equals mcl's (before, the first line was refused as five space-separated columns).

@@ -15,7 +15,7 @@ use gmcl::gpu::matrix::DeviceCsr;
 use gmcl::gpu::Gpu;
 use gmcl::mcl::{self, inflate, prune, MclParams, PruneParams};
 use gmcl::scalar::Scalar;
-use gmcl::spgemm::gpu::GpuTuning;
+use gmcl::spgemm::gpu::{GpuEngine, GpuTuning};
 use gmcl::spgemm::EngineKind;
 use proptest::prelude::*;
 use std::path::Path;
@@ -478,6 +478,57 @@ fn fused_dense_columns_match_the_cpu() {
     .unwrap();
     assert_eq!(it.kept, (n * n) as u64);
     assert!(next.values().iter().all(|&v| v == 1.0 / n as f32));
+}
+
+#[test]
+fn columns_with_few_products_make_them_exactly_on_every_path() {
+    if crate::util::gpu().is_none() {
+        return;
+    }
+    // As mcl does, a column of M² with fewer products than a tenth of the columns makes them
+    // exactly. At scale 18 a tenth of the nodes lies above the hash tables' τ, so columns of
+    // M² with products between the two are the outer product's heavy rows that make them
+    // exactly (in f64 there); from a tenth to an eighth they are heavy rows that round them.
+    // With the dense rows from τ on, the same columns are made by the fused dense kernels.
+    let g = rmat_graph(18, 16, 7);
+    let m = mcl::start_matrix(&g, 1.0);
+    let per_row = gmcl::spgemm::intermediate_products_per_row(&m, &m).unwrap();
+    let n = m.ncols();
+    let quanta = GpuTuning {
+        quantized_sums: true,
+        ..Default::default()
+    };
+    let tau = GpuEngine::open()
+        .unwrap()
+        .with_tuning(quanta)
+        .params::<f32>(n as u64)
+        .tau;
+    let past_tables = |exact: bool| {
+        per_row
+            .iter()
+            .filter(|&&p| {
+                p > tau && p < n as u64 / 8 && gmcl::quantized::exact_products(p, n) == exact
+            })
+            .count()
+    };
+    let (exact, rounded) = (past_tables(true), past_tables(false));
+    assert!(exact > 10 && rounded > 10, "{exact} {rounded} (τ {tau})");
+    for (what, gpu) in [
+        ("rmat s18, heavy rows", GpuTuning::default()),
+        (
+            "rmat s18, dense rows",
+            GpuTuning {
+                dense_from: Some(0),
+                ..Default::default()
+            },
+        ),
+    ] {
+        let p = MclParams {
+            gpu,
+            ..Default::default()
+        };
+        same_iteration(&m, &p, what);
+    }
 }
 
 #[test]

@@ -474,6 +474,8 @@ fn fused_rows<T: Scalar>(
         Some(m) => m.slice_mut(..1),
         None => expanded.slice_mut(..),
     };
+    // Rows with few products make them exactly, as mcl does.
+    let exact_below = crate::quantized::exact_below(ncols as usize);
     let wide = match work {
         Work::Wide(wide) => wide,
         Work::Whole(rows) => {
@@ -496,6 +498,7 @@ fn fused_rows<T: Scalar>(
                         .arg(&node0)
                         .arg(rows)
                         .arg(&ncols)
+                        .arg(&exact_below)
                         .arg(&cutoff)
                         .arg(&params.select)
                         .arg(&params.recover)
@@ -553,6 +556,7 @@ fn fused_rows<T: Scalar>(
                 .arg(&wide.items)
                 .arg(&wide.count)
                 .arg(&ncols)
+                .arg(&exact_below)
                 .arg(&window)
                 .arg(&cutoff)
                 .arg(&params.select)

@@ -110,13 +110,14 @@ impl<'a, T: Scalar> RowProduct<'a, T> {
 
     /// Calls `f` with the column and value of every product, in order.
     #[inline(always)]
-    pub(crate) fn for_each_product(&self, f: impl FnMut(u32, T)) {
-        self.for_each_scaled_product(T::ONE, f)
+    pub(crate) fn for_each_product(&self, mut f: impl FnMut(u32, T)) {
+        self.for_each_factors(T::ONE, |c, a, b| f(c, a * b))
     }
 
-    /// Calls `f` with the column and value `(a·scale)·b` of every product `a·b`, in order.
+    /// Calls `f` with the column and the factors `a·scale` and `b` of every product `a·b`, in
+    /// order (the caller makes the product, in `T` or wider).
     #[inline(always)]
-    pub(crate) fn for_each_scaled_product(&self, scale: T, mut f: impl FnMut(u32, T)) {
+    pub(crate) fn for_each_factors(&self, scale: T, mut f: impl FnMut(u32, T, T)) {
         let (ac, av) = (
             &self.a.col_idx()[self.s..self.e],
             &self.a.values()[self.s..self.e],
@@ -128,7 +129,7 @@ impl<'a, T: Scalar> RowProduct<'a, T> {
             let a = a * scale;
             let (s, e) = (bp[k] as usize, bp[k + 1] as usize);
             for (&c, &v) in bc[s..e].iter().zip(&bv[s..e]) {
-                f(c, a * v);
+                f(c, a, v);
             }
         }
     }

@@ -7,6 +7,8 @@
 //! the order of its products, and equal those of every other engine and rank count that sums
 //! the same quanta (the GPU's kernels, the batched path of [`crate::mcl`]). Since every product
 //! is positive here, sums count quanta: `⌈(a·2⁵²)·b⌉` per product ([`quantized::scaled`]).
+//! As mcl does, a row with few products ([`quantized::exact_products`]) makes them exactly, in
+//! `f64`, and the others round each to `T` first.
 //!
 //! Positive products make the value of an entry its mark: a column was touched exactly when its
 //! accumulated value is not zero (a positive product's quantum is positive). So the dense
@@ -43,6 +45,12 @@ pub(crate) const GROUP: usize = 4;
 /// (and may be made in a group).
 pub(crate) fn is_dense(products: u64, ncols: usize) -> bool {
     products.min(ncols as u64) * DENSE_RATIO >= ncols as u64
+}
+
+/// True when a row with `products` products over `ncols` columns may be made in a group by
+/// [`PositiveRows::rows_together`]: it takes the dense accumulator and rounds its products.
+pub(crate) fn groupable(products: u64, ncols: usize) -> bool {
+    is_dense(products, ncols) && !quantized::exact_products(products, ncols)
 }
 
 /// True when every intermediate product `A[i,k]·B[k,j]` is positive in `T`'s arithmetic: every
@@ -123,23 +131,41 @@ impl<T: Scalar> PositiveRows<T> {
         products: u64,
     ) -> (&[u32], &[T]) {
         debug_assert_eq!(b.ncols(), self.ncols);
-        let (ac, av) = a.row(i);
-        let len = if ac.len() == 1 {
-            // One row of B, scaled: already sorted.
-            let (bc, bv) = b.row(ac[0] as usize);
-            let x = av[0];
-            for (o, (&c, &v)) in bc.iter().zip(bv).enumerate() {
-                self.cols[o] = c;
-                self.sums[o] = quantized::count(quantized::scaled(x) * v);
-            }
-            bc.len()
-        } else if is_dense(products, self.ncols) {
-            self.dense(RowProduct::prefetching_whole_rows(a, b, i))
+        let len = if quantized::exact_products(products, self.ncols) {
+            self.row_counted(a, b, i, products, quantized::count_exact)
         } else {
-            self.sparse(RowProduct::new(a, b, i))
+            self.row_counted(a, b, i, products, |x, v| quantized::count(x * v))
         };
         values(&self.sums[..len], &mut self.vals[..len]);
         (&self.cols[..len], &self.vals[..len])
+    }
+
+    /// Makes row `i` into `cols` and `sums`, each product counted by `count` from its scaled
+    /// factor and its entry of `B`; returns its length.
+    #[inline(always)]
+    fn row_counted(
+        &mut self,
+        a: CsrRef<'_, T>,
+        b: CsrRef<'_, T>,
+        i: usize,
+        products: u64,
+        count: impl Fn(T, T) -> f64,
+    ) -> usize {
+        let (ac, av) = a.row(i);
+        if ac.len() == 1 {
+            // One row of B, scaled: already sorted.
+            let (bc, bv) = b.row(ac[0] as usize);
+            let x = quantized::scaled(av[0]);
+            for (o, (&c, &v)) in bc.iter().zip(bv).enumerate() {
+                self.cols[o] = c;
+                self.sums[o] = count(x, v);
+            }
+            bc.len()
+        } else if is_dense(products, self.ncols) {
+            self.dense(RowProduct::prefetching_whole_rows(a, b, i), count)
+        } else {
+            self.sparse(RowProduct::new(a, b, i), count)
+        }
     }
 
     /// Makes rows `rows` of `A·B` (at most [`GROUP`], with their product counts) together,
@@ -147,7 +173,8 @@ impl<T: Scalar> PositiveRows<T> {
     /// out, in order. Each is bitwise what [`PositiveRows::row`] makes. Rows are made together
     /// even when they share few `k`: on s16's MCL (Zen 5) that beat making rows sharing under
     /// 1.1 or 1.6 entries per distinct `k` one by one, whose scalar adds still read `B` once
-    /// per product and whose dense scans cover every column per row.
+    /// per product and whose dense scans cover every column per row. Rows made together must be
+    /// [`groupable`] (a lone row need not be).
     ///
     /// `narrow`, when given, is `B`'s column indices as `u16` (for `B` with at most 2¹⁶
     /// columns: [`narrow_columns`]), read instead of the `u32` ones: a quarter fewer bytes per
@@ -166,6 +193,8 @@ impl<T: Scalar> PositiveRows<T> {
         if !self.together() {
             return;
         }
+        // The group's products are rounded: a row whose products are exact would be wrong.
+        assert!(rows.iter().all(|&(_, p)| groupable(p, self.ncols)));
         let entries = &mut self.entries;
         entries.clear();
         for (g, &(i, _)) in rows.iter().enumerate() {
@@ -237,12 +266,13 @@ impl<T: Scalar> PositiveRows<T> {
     }
 
     /// Sums the row in the value array, then scans every column for nonzero values.
-    fn dense(&mut self, row: RowProduct<T>) -> usize {
+    #[inline(always)]
+    fn dense(&mut self, row: RowProduct<T>, count: impl Fn(T, T) -> f64) -> usize {
         let (acc, mask) = (&mut self.acc[..], self.mask);
         assert!(acc.len() > mask);
         // SAFETY: `c & mask <= mask < acc.len()`.
-        row.for_each_scaled_product(quantized::scaled(T::ONE), |c, p| unsafe {
-            *acc.get_unchecked_mut(c as usize & mask) += quantized::count(p)
+        row.for_each_factors(quantized::scaled(T::ONE), |c, x, v| unsafe {
+            *acc.get_unchecked_mut(c as usize & mask) += count(x, v)
         });
         let n = self.ncols;
         let o = compact::nonzero(&self.acc[..n], 0, &mut self.cols, &mut self.sums, 0);
@@ -252,16 +282,17 @@ impl<T: Scalar> PositiveRows<T> {
 
     /// Sums the row in the value array, listing each column when its value is still zero,
     /// then sorts the list and gathers it.
-    fn sparse(&mut self, row: RowProduct<T>) -> usize {
+    #[inline(always)]
+    fn sparse(&mut self, row: RowProduct<T>, count: impl Fn(T, T) -> f64) -> usize {
         let (acc, mask, touched) = (&mut self.acc[..], self.mask, &mut self.touched);
         touched.clear();
-        row.for_each_scaled_product(quantized::scaled(T::ONE), |c, p| {
+        row.for_each_factors(quantized::scaled(T::ONE), |c, x, v| {
             let j = c as usize & mask;
-            let x = acc[j];
-            if x == 0.0 {
+            let s = acc[j];
+            if s == 0.0 {
                 touched.push(c);
             }
-            acc[j] = x + quantized::count(p);
+            acc[j] = s + count(x, v);
         });
         touched.sort_unstable();
         for (o, &c) in touched.iter().enumerate() {
@@ -313,24 +344,30 @@ impl MarkedRows {
         }
     }
 
-    /// Appends row `i` of `a·b`, sorted by column, to `cols`/`vals`.
+    /// Appends row `i` of `a·b`, sorted by column, to `cols`/`vals`; its products are made
+    /// exactly when `exact` ([`quantized::exact_products`]).
     pub(crate) fn row<T: Scalar>(
         &mut self,
         a: CsrRef<'_, T>,
         b: CsrRef<'_, T>,
         i: usize,
+        exact: bool,
         cols: &mut Vec<u32>,
         vals: &mut Vec<T>,
     ) {
         let (acc, marked, touched) = (&mut self.acc, &mut self.marked, &mut self.touched);
         touched.clear();
-        RowProduct::new(a, b, i).for_each_product(|c, p| {
+        RowProduct::new(a, b, i).for_each_factors(T::ONE, |c, x, v| {
             let j = c as usize;
             if !marked[j] {
                 marked[j] = true;
                 touched.push(c);
             }
-            acc[j] += quantized::quantum(p.to_f64());
+            acc[j] += if exact {
+                quantized::exact_product(x, v)
+            } else {
+                quantized::product(x, v)
+            };
         });
         touched.sort_unstable();
         for &c in touched.iter() {
@@ -368,7 +405,8 @@ pub(crate) fn marked_product<T: Scalar>(
                 let (mut cols, mut vals) = (Vec::new(), Vec::new());
                 for i in run {
                     let before = cols.len();
-                    m.row(a, b, i, &mut cols, &mut vals);
+                    let exact = quantized::exact_products(products[i], b.ncols());
+                    m.row(a, b, i, exact, &mut cols, &mut vals);
                     lens.push((cols.len() - before) as u64);
                 }
                 (lens, cols, vals)
@@ -540,17 +578,23 @@ mod tests {
     use proptest::prelude::*;
     use std::collections::BTreeMap;
 
-    /// `a·b` summed naively: each row's quanta in a map, in the order of the loops.
+    /// `a·b` summed naively: each row's quanta in a map, in the order of the loops; a row's
+    /// products exact where mcl makes them so.
     fn reference<T: Scalar>(a: &Csr<T>, b: &Csr<T>) -> Csr<T> {
         let mut ptr = vec![0u64];
         let (mut cols, mut vals) = (Vec::new(), Vec::new());
         for i in 0..a.nrows() {
             let mut row = BTreeMap::new();
             let (ac, av) = a.row(i);
+            let exact = quantized::exact_products(row_products(a.view(), b.view(), i), b.ncols());
             for (&k, &x) in ac.iter().zip(av) {
                 let (bc, bv) = b.row(k as usize);
                 for (&c, &v) in bc.iter().zip(bv) {
-                    *row.entry(c).or_insert(0.0) += quantized::product(x, v);
+                    *row.entry(c).or_insert(0.0) += if exact {
+                        quantized::exact_product(x, v)
+                    } else {
+                        quantized::product(x, v)
+                    };
                 }
             }
             for (c, s) in row {
@@ -621,7 +665,7 @@ mod tests {
             (GROUP, None),
             (GROUP, narrow.as_deref()),
         ] {
-            for group in all.chunks(size) {
+            for group in runs(&all, size, b.ncols()) {
                 rows.rows_together(a, b, narrow, group);
                 together += rows.together() as usize;
                 for (g, &(i, _)) in group.iter().enumerate() {
@@ -634,6 +678,23 @@ mod tests {
             }
         }
         together
+    }
+
+    /// `all` cut as the MCL iteration cuts it: runs of up to `size` consecutive groupable rows,
+    /// each other row alone.
+    fn runs(all: &[(usize, u64)], size: usize, ncols: usize) -> Vec<&[(usize, u64)]> {
+        let mut out = Vec::new();
+        let mut at = 0;
+        while at < all.len() {
+            let mut end = at;
+            while end < all.len() && end - at < size && groupable(all[end].1, ncols) {
+                end += 1;
+            }
+            let end = end.max(at + 1);
+            out.push(&all[at..end]);
+            at = end;
+        }
+        out
     }
 
     #[test]
@@ -656,6 +717,27 @@ mod tests {
         let a = Csr::from_dense(3, 2, &[1f32, 0.5, 0.0, 0.0, 2.0, 0.0]);
         let b = Csr::from_dense(2, 3, &[0f32, 0.0, 0.0, 1.0, 0.0, 3.0]);
         check_groups(&a, &b);
+    }
+
+    #[test]
+    fn rows_with_few_products_make_them_exactly_as_mcl_does() {
+        // x·x = 1/4 + 2⁻²⁴ + 2⁻⁴⁸ rounds to 1/4 + 2⁻²⁴ in f32; plus 2⁻²⁶ the sum lies on a tie
+        // of f32 (to even: down) or, with the exact product, just above it (up).
+        let x = 0.5f32 + 2f32.powi(-24);
+        let a = Csr::from_parts(1, 2, vec![0, 2], vec![0, 1], vec![x, 0.5]).unwrap();
+        let rounded = 0.25f32 + 2f32.powi(-24);
+        let exact = 0.25f32 + 3.0 * 2f32.powi(-25);
+        // Two products: exact from 21 columns on (2 × 10 < 21).
+        for (ncols, want) in [(2, rounded), (20, rounded), (21, exact), (64, exact)] {
+            let b = Csr::from_parts(2, ncols, vec![0, 1, 2], vec![0, 0], vec![x, 2f32.powi(-25)])
+                .unwrap();
+            let mut rows = PositiveRows::new(ncols);
+            let (cols, vals) = rows.row(a.view(), b.view(), 0, 2);
+            assert_eq!((cols, vals), (&[0u32][..], &[want][..]), "{ncols} columns");
+            let m = marked_product(a.view(), b.view(), 0..1, &[2]);
+            assert_eq!(m.row(0).1, &[want], "{ncols} columns");
+            assert_eq!(reference(&a, &b).row(0).1, &[want], "{ncols} columns");
+        }
     }
 
     #[test]

@@ -86,7 +86,7 @@ pub(super) fn dense_lists<'a>(
 pub(super) struct HeavyChunks<T: Scalar> {
     pub(super) grid: CudaSlice<u64>,
     pub(super) finals: Vec<FinalChunks<T>>,
-    pub(super) bufs: Buffers<T>,
+    pub(super) bufs: Buffers,
 }
 
 impl GpuEngine {

@@ -94,10 +94,11 @@ impl<T: Scalar> FinalChunks<T> {
     }
 }
 
-/// The Ĉ buffers (double-buffered through the multisplit levels).
-pub(super) struct Buffers<T: Scalar> {
+/// The Ĉ buffers (double-buffered through the multisplit levels). Values are the products'
+/// bytes, `heavy_bytes` each: `T`s, or for MCL's sums `f64`s ([`super::heavy_bytes`]).
+pub(super) struct Buffers {
     pub(super) col: [Option<CudaSlice<u32>>; 2],
-    pub(super) val: [Option<CudaSlice<T>>; 2],
+    pub(super) val: [Option<CudaSlice<u8>>; 2],
 }
 
 /// For a static partition of the `total` elements laid out by `ptr[0..=n]` into groups of

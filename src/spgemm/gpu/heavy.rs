@@ -5,7 +5,7 @@
 use super::chunks::{buf, group_starts, some, some_mut, Buffers, FinalChunks};
 use super::operands::Operands;
 use super::plan::{final_bins, split_per_thread, table_limits, Bin, OUTER_THREADS, SPLIT_THREADS};
-use super::{typed, GpuEngine};
+use super::{heavy_bytes, moving_heavy, summing, typed, GpuEngine};
 use crate::error::{Error, Result};
 use crate::gpu::prims::{check, exclusive_scan, launch, read_at, shape, strided, uninit, zeros};
 use crate::gpu::profile::Profile;
@@ -68,7 +68,7 @@ impl GpuEngine {
         nheavy: u64,
         row0: u64,
         bins: &[Bin],
-        bufs: &mut Buffers<T>,
+        bufs: &mut Buffers,
         prof: &mut Profile,
     ) -> Result<Vec<FinalChunks<T>>> {
         let g = &*self.gpu;
@@ -81,7 +81,7 @@ impl GpuEngine {
         exclusive_scan(g, s, &mut c_hat_ptr, nheavy + 1, "Ĉ's row offsets")?;
         let total = read_at(s, &c_hat_ptr, nheavy as usize, "Ĉ's size")?;
 
-        let slices = self.heavy_slices(ops, heavy_rows, nheavy, row0, total)?;
+        let slices = self.heavy_slices(ops, prod, heavy_rows, nheavy, row0, total)?;
         prof.mark("heavy: CSR to CSC of A's rows")?;
         self.outer_product(ops, p, &c_hat_ptr, total, slices, bufs, prof)?;
 
@@ -114,11 +114,13 @@ impl GpuEngine {
         self.multisplit(p, bins, input, total, bufs, prof)
     }
 
-    /// Masked CSR->CSC of the heavy rows of A (`total` products), one slice per column k that
-    /// has entries.
+    /// Masked CSR->CSC of the heavy rows of A (`total` products, `prod` the prefix of the
+    /// batch's rows' products), one slice per column k that has entries; each entry's row is
+    /// tagged when the row makes its products exactly (`EXACT_ROW` in kernels/heavy.cu).
     fn heavy_slices<T: Scalar>(
         &self,
         ops: &Operands<T>,
+        prod: &CudaSlice<u64>,
         heavy_rows: &CudaView<'_, u32>,
         nheavy: u64,
         row0: u64,
@@ -128,6 +130,14 @@ impl GpuEngine {
         let s = &g.heavy;
         let poison = self.tuning.poison;
         let k = ops.k_cols;
+        // The tag takes the top bit of a heavy row's index.
+        if nheavy >= 1 << 31 {
+            return Err(Error::gpu(
+                "outer product setup",
+                format!("{nheavy} heavy rows in one batch (at most 2^31)"),
+            ));
+        }
+        let exact_below = self.exact_below(ops.c_cols);
         let mut col_cnt = zeros::<u32>(s, k as usize, "Ã's column counts")?;
         launch(
             g,
@@ -190,6 +200,8 @@ impl GpuEngine {
                     .arg(&nheavy)
                     .arg(&row0)
                     .arg(&ops.b().row_ptr)
+                    .arg(prod)
+                    .arg(&exact_below)
                     .arg(&flags)
                     .arg(&at_ptr)
                     .arg(&mut fill)
@@ -218,7 +230,7 @@ impl GpuEngine {
         c_hat_ptr: &CudaSlice<u64>,
         total: u64,
         slices: Slices<T>,
-        bufs: &mut Buffers<T>,
+        bufs: &mut Buffers,
         prof: &mut Profile,
     ) -> Result<()> {
         let g = &*self.gpu;
@@ -233,16 +245,18 @@ impl GpuEngine {
             offsets: slice_off,
             at_nnz,
         } = slices;
+        let quantized = self.tuning.quantized_sums;
+        let val_bytes = heavy_bytes::<T>(quantized);
         let mut cursor = check("copy Ĉ's row offsets", s.clone_dtod(c_hat_ptr))?;
         let mut col0 = uninit::<u32>(s, total as usize, poison, "Ĉ's columns")?;
-        let mut val0 = uninit::<T>(s, total as usize, poison, "Ĉ's values")?;
+        let mut val0 = uninit::<u8>(s, (total * val_bytes) as usize, poison, "Ĉ's values")?;
         let ge = p.outer_group_elems;
         let (first, last) = group_starts(g, s, &slice_off, nslices, ge, total)?;
         prof.mark("heavy: allocate Ĉ")?;
         launch(
             g,
             s,
-            &typed::<T>("outer_product"),
+            &summing::<T>("outer_product", quantized),
             shape(total.div_ceil(ge), OUTER_THREADS, ge * 8)?,
             |l| {
                 l.arg(&at_ptr)
@@ -263,11 +277,11 @@ impl GpuEngine {
                     .arg(&total);
             },
         )?;
-        let val_bytes = std::mem::size_of::<T>() as u64;
+        let t_bytes = std::mem::size_of::<T>() as u64;
         // Ĉ written, B's entries read once per product, Ã read once.
         prof.mark_bytes(
             "heavy: outer product",
-            2 * total * (4 + val_bytes) + at_nnz * (4 + val_bytes),
+            total * (4 + val_bytes) + total * (4 + t_bytes) + at_nnz * (4 + t_bytes),
         )?;
         drop((at_row, at_val, slice_k, at_ptr, slice_off, cursor));
         bufs.col[0] = Some(col0);
@@ -284,10 +298,10 @@ impl GpuEngine {
         bins: &[Bin],
         mut input: LevelInput,
         total: u64,
-        bufs: &mut Buffers<T>,
+        bufs: &mut Buffers,
         prof: &mut Profile,
     ) -> Result<Vec<FinalChunks<T>>> {
-        let entry = 4 + std::mem::size_of::<T>() as u64;
+        let entry = 4 + heavy_bytes::<T>(self.tuning.quantized_sums);
         let ms_elems = p.multisplit_group_elems;
         let split = SplitShape {
             elems: ms_elems,
@@ -333,7 +347,7 @@ impl GpuEngine {
         width: u64,
         last: bool,
         total: u64,
-        bufs: &mut Buffers<T>,
+        bufs: &mut Buffers,
         prof: &mut Profile,
     ) -> Result<(FinalChunks<T>, Option<LevelInput>)> {
         let g = &*self.gpu;
@@ -420,7 +434,13 @@ impl GpuEngine {
                 poison,
                 "Ĉ_reord's columns",
             )?);
-            bufs.val[out_buf] = Some(uninit::<T>(s, total as usize, poison, "Ĉ_reord's values")?);
+            let val_bytes = (entry - 4) * total;
+            bufs.val[out_buf] = Some(uninit::<u8>(
+                s,
+                val_bytes as usize,
+                poison,
+                "Ĉ_reord's values",
+            )?);
         }
         prof.mark("heavy: allocate Ĉ_reord")?;
         let local = max_rows as u64 * nch;
@@ -441,7 +461,7 @@ impl GpuEngine {
             launch(
                 g,
                 s,
-                &typed::<T>("multisplit"),
+                &moving_heavy::<T>("multisplit", self.tuning.quantized_sums),
                 shape(blocks, SPLIT_THREADS, shared)?,
                 |l| {
                     l.arg(in_ptr)

@@ -429,6 +429,18 @@ impl GpuEngine {
     }
 }
 
+impl GpuEngine {
+    /// The product counts below which a row of a product of `c_cols` columns makes its
+    /// products exactly: MCL's rule ([`crate::quantized::exact_below`]) when the engine sums
+    /// MCL's quanta, else none (0).
+    fn exact_below(&self, c_cols: u64) -> u64 {
+        match self.tuning.quantized_sums {
+            true => crate::quantized::exact_below(c_cols as usize),
+            false => 0,
+        }
+    }
+}
+
 /// The name of a typed kernel for values of type `T`.
 fn typed<T: Scalar>(kernel: &str) -> String {
     format!("{kernel}_{}", T::NAME)
@@ -438,6 +450,23 @@ fn typed<T: Scalar>(kernel: &str) -> String {
 fn summing<T: Scalar>(kernel: &str, quantized: bool) -> String {
     match quantized {
         true => format!("{kernel}_{}q", T::NAME),
+        false => typed::<T>(kernel),
+    }
+}
+
+/// Bytes of one of Ĉ's values (a heavy row's product): a `T`, or for MCL's sums an `f64`, which
+/// holds a product made exactly (`Heavy` of `QuantaSum` in kernels/common.cuh).
+fn heavy_bytes<T: Scalar>(quantized: bool) -> u64 {
+    match quantized {
+        true => 8,
+        false => std::mem::size_of::<T>() as u64,
+    }
+}
+
+/// The name of a kernel that moves Ĉ's values ([`heavy_bytes`] wide).
+fn moving_heavy<T: Scalar>(kernel: &str, quantized: bool) -> String {
+    match quantized {
+        true => format!("{kernel}_f64"),
         false => typed::<T>(kernel),
     }
 }

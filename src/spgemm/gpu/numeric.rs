@@ -46,6 +46,7 @@ impl GpuEngine {
         let row0 = batch.row0;
         let quantized = self.tuning.quantized_sums;
         let sum_bytes = sum_bytes::<T>(quantized);
+        let exact_below = self.exact_below(ops.c_cols);
         let mut dense = batch.dense_lists();
         if dense.len() > 1 {
             self.dense_numeric(ops, batch, &dense.remove(0), &g.main, c_col, c_val)?;
@@ -73,6 +74,8 @@ impl GpuEngine {
                         .arg(&ops.m_ptr)
                         .arg(&ops.m_col)
                         .arg(&ops.has_mask)
+                        .arg(&batch.prod)
+                        .arg(&exact_below)
                         .arg(&batch.row_nnz)
                         .arg(&mut *c_col)
                         .arg(&mut *c_val);
@@ -99,11 +102,13 @@ impl GpuEngine {
         let shared = blocks.numeric_shared(sum_bytes::<T>(quantized));
         let cfg = shape(*count, blocks.threads, shared)?;
         let kernel = summing::<T>("dense_rows_numeric", quantized);
+        let exact_below = self.exact_below(ops.c_cols);
         launch(&self.gpu, stream, &kernel, cfg, |l| {
             ops.push_operands(l);
             l.arg(&batch.row0)
                 .arg(rows)
                 .arg(&ops.c_cols)
+                .arg(&exact_below)
                 .arg(&blocks.numeric_width)
                 .arg(&batch.row_nnz)
                 .arg(c_col)

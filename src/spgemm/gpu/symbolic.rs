@@ -105,7 +105,7 @@ impl GpuEngine {
         let r_chunks = p.chunks_required;
         let width_shift = p.chunk_width.trailing_zeros();
         let mut grid = zeros::<u64>(heavy, (nheavy * r_chunks) as usize + 1, "the chunk grid")?;
-        let mut bufs = Buffers::<T> {
+        let mut bufs = Buffers {
             col: [None, None],
             val: [None, None],
         };
