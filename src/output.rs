@@ -287,16 +287,20 @@ fn temp_beside(target: &Path) -> std::io::Result<tempfile::NamedTempFile> {
     let prefix = format!(".{name}.");
     let mut builder = tempfile::Builder::new();
     builder.prefix(&prefix).suffix(".tmp");
+    let mut options = std::fs::OpenOptions::new();
+    options.read(true).write(true).create_new(true);
     #[cfg(unix)]
     {
-        use std::os::unix::fs::PermissionsExt;
+        use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
         let mode = std::fs::metadata(target)
             .ok()
             .filter(|m| m.is_file())
             .map_or(0o644, |m| m.permissions().mode() & 0o7777);
-        builder.permissions(std::fs::Permissions::from_mode(mode));
+        options.mode(mode);
     }
-    let file = builder.tempfile_in(dir)?;
+    // Opened here rather than by `tempfile_in`, whose errors name the temporary file: the user
+    // named the output, and the OS error (its number kept, for Python's `OSError`) is enough.
+    let file = builder.make_in(dir, |path| options.open(path))?;
     crate::tempfiles::remember(file.path());
     Ok(file)
 }
@@ -416,6 +420,23 @@ pub fn stage_mtx<T: Scalar>(path: &Path, m: &Csr<T>) -> Result<AtomicOutput> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_output_in_a_missing_directory_names_the_output_not_the_temporary_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("missing").join("x.npz");
+        let Err(e) = AtomicOutput::create(&p) else {
+            panic!("created in a missing directory")
+        };
+        let text = e.to_string();
+        assert!(text.starts_with(&p.display().to_string()), "{text}");
+        assert!(!text.contains(".x.npz."), "{text}");
+        let Error::Io { source, .. } = &e else {
+            panic!("{e:?}")
+        };
+        assert_eq!(source.kind(), std::io::ErrorKind::NotFound);
+        assert!(source.raw_os_error().is_some());
+    }
 
     #[test]
     fn uncommitted_output_leaves_old_file() {

@@ -15,7 +15,9 @@ message; an unusable engine ``EngineUnavailableError``; a GPU failure ``GpuError
 
 from __future__ import annotations
 
+import operator
 import os
+import re
 from dataclasses import dataclass, field
 from typing import Any, List, Optional, Sequence, Tuple, Union
 
@@ -42,6 +44,23 @@ __all__ = [
 ]
 
 _INT32_MAX = 2**31 - 1
+_U32_MAX = 2**32 - 1
+_U64_MAX = 2**64 - 1
+
+
+def _count(name: str, value: Any, top: int) -> Any:
+    """``value``, an integer option from 0 to ``top`` (or None), as an ``int``: a ValueError
+    naming the option when it is out of that range, a TypeError when it is no integer (the
+    extension would name a field of its own instead)."""
+    if value is None:
+        return None
+    try:
+        v = operator.index(value)
+    except TypeError:
+        raise TypeError(f"{name} must be an integer, not {type(value).__name__}") from None
+    if not 0 <= v <= top:
+        raise ValueError(f"{name} = {v} is out of range (0 to {top})")
+    return v
 
 
 def _is_path(x: Any) -> bool:
@@ -199,14 +218,14 @@ def generate(
     edges. An undirected graph's matrix is symmetric (a self loop appears once)."""
     parts = _gmcl.generate_rmat(
         dict(
-            scale=scale,
-            vertices=vertices,
-            edges=edges,
-            edge_factor=edge_factor,
+            scale=_count("scale", scale, _U32_MAX),
+            vertices=_count("vertices", vertices, _U64_MAX),
+            edges=_count("edges", edges, _U64_MAX),
+            edge_factor=_count("edge_factor", edge_factor, _U64_MAX),
             a=a,
             b=b,
             c=c,
-            seed=seed,
+            seed=_count("seed", seed, _U64_MAX),
             undirected=undirected,
             no_duplicates=no_duplicates,
             no_self_loops=no_self_loops,
@@ -343,12 +362,12 @@ def cluster(
     options = dict(
         inflation=inflation,
         loop_gain=loop_gain,
-        scheme=scheme,
-        prune=prune,
-        select=select,
-        recover=recover,
-        pct=pct,
-        max_iterations=max_iterations,
+        scheme=_count("scheme", scheme, _U32_MAX),
+        prune=_count("prune", prune, _U32_MAX),
+        select=_count("select", select, _U32_MAX),
+        recover=_count("recover", recover, _U32_MAX),
+        pct=_count("pct", pct, _U32_MAX),
+        max_iterations=_count("max_iterations", max_iterations, _U64_MAX),
         overlap=overlap,
         engine=engine,
         precision=precision,
@@ -357,7 +376,21 @@ def cluster(
         r = _gmcl.cluster_file(os.fspath(G), format, options)
         return _clustering(r, r["labels"])
     parts, nodes = _input(G, np.float64)
-    return _clustering(_gmcl.cluster_matrix(parts, options), nodes)
+    try:
+        r = _gmcl.cluster_matrix(parts, options)
+    except ValueError as e:
+        raise _named_edge(e, nodes) from None
+    return _clustering(r, nodes)
+
+
+def _named_edge(e: ValueError, nodes: Optional[list]) -> ValueError:
+    """``e``, whose message names an edge ``(i, j)`` by its vertices' positions, naming them by
+    the graph's nodes instead (NetworkX input: ``nodes``)."""
+    m = re.match(r"edge \((\d+), (\d+)\)(.*)", str(e), re.DOTALL)
+    if nodes is None or m is None:
+        return e
+    i, j = int(m.group(1)), int(m.group(2))
+    return ValueError(f"edge ({nodes[i]!r}, {nodes[j]!r}){m.group(3)}")
 
 
 def tricount(

@@ -100,6 +100,18 @@ def test_bad_input_raises_the_clis_messages(tmp_path):
         gmcl.cluster(sp.csr_array(np.array([[0, -1.0], [0, 0]])), engine="cpu")
     with pytest.raises(ValueError, match="unknown overlap mode"):
         gmcl.cluster(sp.eye_array(3, format="csr"), overlap="merge")
+    # Integer options out of range are ValueErrors naming the option, as the command line's.
+    for option, value in [("scheme", -1), ("select", 2**40), ("max_iterations", -5)]:
+        with pytest.raises(ValueError, match=f"{option} = {value} is out of range"):
+            gmcl.cluster(sp.eye_array(3, format="csr"), **{option: value})
+    with pytest.raises(TypeError, match="recover must be an integer, not float"):
+        gmcl.cluster(sp.eye_array(3, format="csr"), recover=2.5)
+    # A NetworkX graph's bad edge is named by its nodes, not their positions.
+    G = nx.Graph()
+    G.add_edge("alice", "bob", weight=1.0)
+    G.add_edge("bob", "carol", weight=-2.0)
+    with pytest.raises(ValueError, match=r"edge \('bob', 'carol'\) weighs -2: MCL needs"):
+        gmcl.cluster(G, engine="cpu")
     bad = tmp_path / "bad.abc"
     bad.write_text("a b 1\nc d x\n")
     with pytest.raises(ValueError, match=r"bad\.abc:2: "):

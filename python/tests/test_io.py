@@ -109,6 +109,10 @@ def test_generate_refuses_bad_parameters():
         gmcl.generate(40, 1)
     with pytest.raises(ValueError, match="give edges or edge_factor"):
         gmcl.generate(4)
+    with pytest.raises(ValueError, match="scale = -1 is out of range"):
+        gmcl.generate(-1, 4)
+    with pytest.raises(ValueError, match="seed = -1 is out of range"):
+        gmcl.generate(4, 4, seed=-1)
 
 
 SNAP = """# Directed graph (each unordered pair of nodes is saved once): example.txt
