@@ -297,6 +297,7 @@ pub fn graph_from_edges<T: Scalar>(el: &EdgeList) -> Result<(Csr<T>, Vec<u32>)> 
 /// `--abc-neg-log10`) on each weight as read, before duplicates and the mirror merge (an
 /// unweighted edge weighs 1); `matrix` (mcl's `-tf`) on the symmetric graph without loops,
 /// before the loops are added. An edge whose weight becomes 0 is removed (its nodes stay).
+/// A loop's weight is neither transformed nor checked: MCL replaces every loop, as mcl does.
 /// `name` gives a vertex id's name in messages.
 pub fn graph_from_edges_transformed<T: Scalar>(
     el: &EdgeList,
@@ -312,7 +313,9 @@ pub fn graph_from_edges_transformed<T: Scalar>(
                 .take()
                 .unwrap_or_else(|| vec![1.0; owned.edges.len()]);
             for (x, &(u, v)) in w.iter_mut().zip(&owned.edges) {
-                *x = weight_after(tf, *x, &name(u), &name(v))?;
+                if u != v {
+                    *x = weight_after(tf, *x, &name(u), &name(v))?;
+                }
             }
             owned.weights = Some(w);
             Some(owned)
@@ -328,12 +331,14 @@ pub fn graph_from_edges_transformed<T: Scalar>(
     Ok((g, ids))
 }
 
-/// Fails on the first edge of `el` whose weight MCL cannot take, naming its ends by `name`.
+/// Fails on the first edge of `el` whose weight MCL cannot take, naming its ends by `name`
+/// (a loop's weight is never used: MCL replaces every loop).
 fn refuse_weights(el: &EdgeList, name: &dyn Fn(u32) -> String) -> Result<()> {
     let Some(w) = &el.weights else {
         return Ok(());
     };
-    match w.iter().position(|&x| !(x >= 0.0 && x.is_finite())) {
+    let bad = |(&x, &(u, v)): (&f64, &(u32, u32))| u != v && !(x >= 0.0 && x.is_finite());
+    match w.iter().zip(&el.edges).position(bad) {
         Some(i) => Err(weight_refused(
             (&name(el.edges[i].0), &name(el.edges[i].1)),
             w[i],

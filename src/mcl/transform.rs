@@ -4,8 +4,15 @@
 //! in turn: `gq(0.3),mul(2)`. The steps and their arithmetic are mcl's value transforms; a
 //! result of 0 removes the edge, and once a threshold step (`gq gt lq lt`) gives 0 the later
 //! steps are skipped, as in mcl. mcl's graph transforms (`#knn(5)`, `#arcmax` ...) are refused,
-//! and so are results MCL cannot use in gmcl: negative or not finite weights, and the stand-in
-//! for infinity mcl gives the logarithm of 0.
+//! and so are results MCL cannot use in gmcl: negative or not finite weights.
+//!
+//! The arithmetic is mcl's to the bit (src/impala/ivp.c `mclpUnary`, pval.c): a step's
+//! argument is kept as a `float`, each step takes the weight as a `float` and computes in
+//! `double`, and the result is stored as a `float`, so `0.7` (a float) times 3 is `2.1` as a
+//! float and passes `gq(2.1)`. `--abc-neg-log10` works on the weight as read, in `double`
+//! (`-log(w) / log(10)`, mcl's stream reader), before the other steps. The logarithm of 0 is
+//! mcl's stand-in for infinity (`-FLT_MAX`, and `FLT_MAX / log(10)` for `--abc-neg-log10`),
+//! which a later `ceil` can cap, as BLAST e-values of 0 are.
 
 use crate::error::{Error, Result};
 
@@ -70,7 +77,7 @@ const VALUE_TRANSFORMS: &[&str] = &[
     "neglog", "acos",
 ];
 
-/// mcl's value for the logarithm of 0 (`-FLT_MAX`), which gmcl refuses.
+/// mcl's value for the logarithm of 0: `-FLT_MAX`.
 const LOG_OF_ZERO: f64 = -(f32::MAX as f64);
 
 impl Transform {
@@ -123,6 +130,13 @@ impl Transform {
                         .ok_or_else(|| bad(part, "expected a finite number"))?,
                 )
             };
+            // mcl keeps the argument as a float.
+            if value.is_some_and(|v| (v as f32).is_infinite()) {
+                return Err(bad(
+                    part,
+                    "the value is past 3.4e38, the largest of mcl's 32-bit values",
+                ));
+            }
             let needs = |v: Option<f64>| v.ok_or_else(|| bad(part, "this transform needs a value"));
             let or_zero = value.unwrap_or(0.0);
             let step = match name {
@@ -164,36 +178,40 @@ impl Transform {
     pub fn apply(&self, w: f64) -> Result<Outcome> {
         let mut v = w;
         for step in &self.steps {
+            // The weight and the argument as mcl holds them: floats.
+            let x = v as f32 as f64;
+            let arg = |a: f64| a as f32 as f64;
             v = match *step {
-                Step::Gq(x) => keep(v >= x, v),
-                Step::Gt(x) => keep(v > x, v),
-                Step::Lq(x) => keep(v <= x, v),
-                Step::Lt(x) => keep(v < x, v),
-                Step::Mul(x) => v * x,
-                Step::Scale(x) => {
-                    if x != 0.0 {
-                        v / x
+                Step::Gq(a) => keep(x >= arg(a), x),
+                Step::Gt(a) => keep(x > arg(a), x),
+                Step::Lq(a) => keep(x <= arg(a), x),
+                Step::Lt(a) => keep(x < arg(a), x),
+                Step::Mul(a) => x * arg(a),
+                Step::Scale(a) => {
+                    if arg(a) != 0.0 {
+                        x / arg(a)
                     } else {
                         0.0
                     }
                 }
-                Step::Add(x) => v + x,
-                Step::Abs => v.abs(),
-                Step::Ceil(x) => v.min(x),
-                Step::Floor(x) => v.max(x),
-                Step::Pow(x) => v.powf(x),
+                Step::Add(a) => x + arg(a),
+                Step::Abs => x.abs(),
+                Step::Ceil(a) => x.min(arg(a)),
+                Step::Floor(a) => x.max(arg(a)),
+                Step::Pow(a) => x.powf(arg(a)),
                 Step::Exp(b) => {
-                    if b == 0.0 {
-                        v.exp()
+                    if arg(b) == 0.0 {
+                        x.exp()
                     } else {
-                        b.powf(v)
+                        arg(b).powf(x)
                     }
                 }
-                Step::Log(b) => log(v, b)?,
-                Step::NegLog(b) => -log(v, b)?,
-                Step::Acos => v.clamp(-1.0, 1.0).acos(),
-                Step::NegLog10 if v <= 0.0 => return Err(stand_in(v)),
-                Step::NegLog10 => -log(v, 10.0)?,
+                Step::Log(b) => log(x, arg(b)),
+                Step::NegLog(b) => -log(x, arg(b)),
+                Step::Acos => x.clamp(-1.0, 1.0).acos(),
+                // On the weight as read, in double: mcl's stream reader.
+                Step::NegLog10 if v > 0.0 => -v.ln() / 10f64.ln(),
+                Step::NegLog10 => f32::MAX as f64 / 10f64.ln(),
             };
             let threshold = matches!(step, Step::Gq(_) | Step::Gt(_) | Step::Lq(_) | Step::Lt(_));
             if threshold && v == 0.0 {
@@ -236,24 +254,17 @@ fn keep(yes: bool, v: f64) -> f64 {
 }
 
 /// mcl's logarithm: in base `b` (natural for 0), 0 for a negative weight or base, and
-/// `-FLT_MAX` for 0, which gmcl refuses rather than cluster with a stand-in for infinity.
-fn log(v: f64, b: f64) -> Result<f64> {
+/// `-FLT_MAX` (mcl's stand-in for minus infinity) for 0.
+fn log(v: f64, b: f64) -> f64 {
     if v > 0.0 && b > 0.0 {
-        Ok(v.ln() / b.ln())
+        v.ln() / b.ln()
     } else if v > 0.0 && b == 0.0 {
-        Ok(v.ln())
+        v.ln()
     } else if v == 0.0 {
-        Err(stand_in(v))
+        LOG_OF_ZERO
     } else {
-        Ok(0.0)
+        0.0
     }
-}
-
-/// The refusal of a logarithm mcl makes its stand-in for infinity.
-fn stand_in(v: f64) -> Error {
-    Error::Invalid(format!(
-        "the logarithm of weight {v} is mcl's stand-in for infinity ({LOG_OF_ZERO:e}): gmcl does not cluster with it (drop the edge first, e.g. with gt(0))"
-    ))
 }
 
 #[cfg(test)]
@@ -322,10 +333,11 @@ mod tests {
             panic!()
         };
         assert!((v - 3.0).abs() < 1e-12);
+        // The weight as a float: 0.001f32 is 0.0010000000475.
         let Outcome::Weight(v) = out("neglog(10)", 0.001) else {
             panic!()
         };
-        assert!((v - 3.0).abs() < 1e-12);
+        assert_eq!(v, -(0.001f32 as f64).ln() / (10f64).ln());
         // A negative weight's log is 0 in mcl: the edge goes.
         assert_eq!(out("log(10)", -2.0), Outcome::Removed);
         assert_eq!(out("log(-2)", 8.0), Outcome::Removed);
@@ -335,23 +347,49 @@ mod tests {
     }
 
     #[test]
+    fn arithmetic_is_mcls_floats() {
+        // 0.7 as a float, times 3 in double, stored as a float: 2.1 as a float, which passes
+        // gq(2.1) (its argument a float too); in double throughout it would not.
+        assert_eq!(out("mul(3),gq(2.1)", 0.7), Outcome::Weight(2.1f32 as f64));
+        assert_eq!(out("mul(3),lt(2.1)", 0.7), Outcome::Removed);
+        // --abc-neg-log10 on the weight as read, in double, then as a float: 1e-3 gives 3.
+        let t = Transform::parse("gq(3)").unwrap();
+        let mut both = Transform::neg_log10();
+        both.steps.extend(t.steps);
+        assert_eq!(both.apply(1e-3).unwrap(), Outcome::Weight(3.0));
+        // An e-value of 0 is mcl's stand-in, FLT_MAX / log(10), which ceil(200) caps.
+        let Ok(Outcome::Weight(v)) = Transform::neg_log10().apply(0.0) else {
+            panic!()
+        };
+        assert_eq!(v, f32::MAX as f64 / 10f64.ln());
+        let mut capped = Transform::neg_log10();
+        capped.steps.push(Step::Ceil(200.0));
+        assert_eq!(capped.apply(0.0).unwrap(), Outcome::Weight(200.0));
+    }
+
+    #[test]
     fn results_mcl_cannot_use_in_gmcl_are_refused() {
         let t = Transform::parse("add(-2)").unwrap();
         assert!(t.apply(1.0).unwrap_err().to_string().contains("negative"));
+        // mcl's log of 0 is -FLT_MAX: a negative weight.
         let t = Transform::parse("log(10)").unwrap();
-        assert!(t.apply(0.0).unwrap_err().to_string().contains("stand-in"));
+        assert!(t.apply(0.0).unwrap_err().to_string().contains("negative"));
         let t = Transform::neg_log10();
-        assert!(t.apply(0.0).unwrap_err().to_string().contains("stand-in"));
-        assert!(t.apply(-1.0).unwrap_err().to_string().contains("stand-in"));
         let Ok(Outcome::Weight(v)) = t.apply(0.01) else {
             panic!()
         };
         assert!((v - 2.0).abs() < 1e-12);
         let t = Transform::parse("exp()").unwrap();
         assert!(t.apply(1000.0).unwrap_err().to_string().contains("finite"));
-        // Finite in f64, infinite in mcl's f32: named so, the number readable.
-        let t = Transform::parse("mul(1e40)").unwrap();
-        let e = t.apply(1.0).unwrap_err().to_string();
-        assert!(e.contains("makes weight 1 1e40, past 3.4e38"), "{e}");
+        // A result finite in f64, infinite in mcl's f32: named so, the number readable.
+        let t = Transform::parse("mul(1e30)").unwrap();
+        let e = t.apply(1e20).unwrap_err().to_string();
+        assert!(
+            e.contains("makes weight 100000000000000000000 1.0000000"),
+            "{e}"
+        );
+        assert!(e.contains("past 3.4e38"), "{e}");
+        // An argument past a float's range is refused as it is read.
+        assert!(err("mul(1e40)").contains("at 'mul(1e40)': the value is past 3.4e38"));
     }
 }

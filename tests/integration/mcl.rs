@@ -493,6 +493,48 @@ fn abc_neg_log10_clusters_as_mcl() {
 }
 
 #[test]
+fn transforms_compute_in_mcls_floats_and_stand_ins() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = |name: &str, text: &str| {
+        let p = dir.path().join(name);
+        std::fs::write(&p, text).unwrap();
+        p.to_string_lossy().into_owned()
+    };
+    // 0.7 (a float) times 3 is 2.1 as a float, and passes gq(2.1): one cluster, as in mcl.
+    let t07 = file("t07.abc", "a\tb\t0.7\nb\tc\t0.7\nc\ta\t0.7\nc\td\t0.7\n");
+    for option in ["-abc-tf", "-tf"] {
+        let (stdout, _) = ok(&["cluster", &t07, option, "mul(3),gq(2.1)", "-q"]);
+        assert_eq!(stdout, "a\tb\tc\td\n", "{option}");
+    }
+    // E-values 1e-w read back as w (in double, then a float): lesmis' w >= 3, as mcl.
+    let (stdout, _) = ok(&[
+        "cluster",
+        "tests/golden/lesmis_evalues.abc",
+        "--abc-neg-log10",
+        "-abc-tf",
+        "gq(3)",
+        "-q",
+    ]);
+    let want = std::fs::read_to_string("tests/golden/lesmis_evalues.gq3.mcl").unwrap();
+    assert_eq!(stdout, want);
+    // An e-value of 0 is mcl's stand-in for infinity, capped by ceil(200); a loop's weight
+    // (here negative) is never used. mcl gives these clusters.
+    let tl = file(
+        "tl.abc",
+        "a\ta\t-1\na\tb\t1\nb\tc\t1\nc\ta\t1\nd\te\t1e-300\ne\tf\t0\nd\tf\t1e-5\n",
+    );
+    let (stdout, _) = ok(&[
+        "cluster",
+        &tl,
+        "--abc-neg-log10",
+        "-abc-tf",
+        "ceil(200)",
+        "-q",
+    ]);
+    assert_eq!(stdout, "d\te\tf\na\nb\nc\n");
+}
+
+#[test]
 fn transforms_mcl_cannot_match_are_refused() {
     let refused = |args: &[&str], want: &str| {
         let out = gmcl(args);

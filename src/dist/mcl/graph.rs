@@ -189,8 +189,8 @@ fn numbered<T: Scalar>(
 }
 
 /// The single-process checks of a part's weights: finite and not negative (the message of
-/// [`crate::mcl::graph_from_edges`]), and within the value type's range.
-/// Edges are named by the file's ids or labels.
+/// [`crate::mcl::graph_from_edges`]), and within the value type's range; a loop's weight is
+/// never used (MCL replaces every loop). Edges are named by the file's ids or labels.
 fn check_weights<T: Scalar>(
     el: &crate::edges::EdgeList,
     labels: &io::Labels,
@@ -203,14 +203,15 @@ fn check_weights<T: Scalar>(
         path: path.to_path_buf(),
         message,
     };
-    if let Some(i) = w.iter().position(|&x| !(x >= 0.0 && x.is_finite())) {
+    let edge = |i: usize| el.edges[i].0 != el.edges[i].1;
+    if let Some(i) = (0..w.len()).position(|i| edge(i) && !(w[i] >= 0.0 && w[i].is_finite())) {
         let (u, v) = (labels.label(el.edges[i].0), labels.label(el.edges[i].1));
         return Err(bad(format!(
             "edge ({u}, {v}) weighs {}: MCL needs weights that are finite and not negative",
             w[i]
         )));
     }
-    if let Some(i) = w.iter().position(|&x| !T::from_f64(x).to_f64().is_finite()) {
+    if let Some(i) = (0..w.len()).position(|i| edge(i) && !T::from_f64(w[i]).to_f64().is_finite()) {
         let (u, v) = (labels.label(el.edges[i].0), labels.label(el.edges[i].1));
         return Err(bad(format!(
             "edge ({u}, {v}): weight {:e} does not fit the value type {} (it would become \
