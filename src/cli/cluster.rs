@@ -40,7 +40,8 @@ pub struct ClusterArgs {
         allow_negative_numbers = true
     )]
     loop_gain: f64,
-    /// mcl's pruning scheme 1..7 (P/S/R/pct presets); -P -S -R --pct override single values.
+    /// mcl's pruning scheme 1..7 (P/S/R/pct presets); -P -S -R --pct after it override single
+    /// values (in order, as in mcl: a later --scheme resets them).
     #[arg(long, default_value_t = 6)]
     scheme: u32,
     /// Drop entries under 1/P after expansion (0: no threshold).

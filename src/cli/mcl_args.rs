@@ -14,6 +14,7 @@ use std::ffi::OsString;
 /// value, passed on unchanged.
 const RENAMED: &[(&str, &str)] = &[
     ("-te", "--threads"),
+    // Taken with the other pruning options (`Pruning`); here for the hint at `-scheme7`.
     ("-scheme", "--scheme"),
     ("-pct", "--pct"),
     ("-overlap", "--overlap"),
@@ -164,12 +165,107 @@ pub fn rewrite(args: impl IntoIterator<Item = OsString>) -> Result<Vec<OsString>
     rewrite_with(args, &Shorts::of(&super::Cli::command()))
 }
 
+/// An option that sets pruning values, in any of its spellings.
+#[derive(Clone, Copy)]
+enum PruneOption {
+    Scheme,
+    P,
+    S,
+    R,
+    Pct,
+}
+
+/// The pruning options' spellings (mcl's and gmcl's; a short one may have its number
+/// attached, a long one `=VALUE`).
+const PRUNE_SPELLINGS: &[(&str, PruneOption)] = &[
+    ("-scheme", PruneOption::Scheme),
+    ("--scheme", PruneOption::Scheme),
+    ("-P", PruneOption::P),
+    ("--prune", PruneOption::P),
+    ("-S", PruneOption::S),
+    ("--select", PruneOption::S),
+    ("-R", PruneOption::R),
+    ("--recover", PruneOption::R),
+    ("-pct", PruneOption::Pct),
+    ("--pct", PruneOption::Pct),
+];
+
+/// The pruning option `s` names, with its value when attached (`-S5`, `--select=5`).
+fn prune_option(s: &str) -> Option<(PruneOption, Option<&str>)> {
+    PRUNE_SPELLINGS.iter().find_map(|&(name, which)| {
+        let rest = s.strip_prefix(name)?;
+        if rest.is_empty() {
+            return Some((which, None));
+        }
+        let attached = rest.strip_prefix('=').unwrap_or(rest);
+        let short = !name.starts_with("--") && name.len() == 2;
+        (rest.starts_with('=') || (short && attached.parse::<f64>().is_ok()))
+            .then_some((which, Some(attached)))
+    })
+}
+
+/// The pruning values as mcl sets them: its options apply in order (`-scheme` sets P, S, R and
+/// pct, undoing an earlier `-P`, `-S`, `-R` or `-pct`; `-resource N` sets S and R), and P is 10
+/// times the first `-resource` unless a `-scheme` or a `-P` is given anywhere. Repeated options
+/// take the last value, as mcl takes them.
+#[derive(Default)]
+struct Pruning {
+    scheme: Option<String>,
+    values: [Option<String>; 4],
+    first_resource: Option<u64>,
+    any_scheme: bool,
+    any_p: bool,
+}
+
+impl Pruning {
+    fn set(&mut self, which: PruneOption, value: &str) {
+        let slot = match which {
+            PruneOption::Scheme => {
+                self.scheme = Some(value.to_string());
+                self.values = Default::default();
+                self.any_scheme = true;
+                return;
+            }
+            PruneOption::P => {
+                self.any_p = true;
+                0
+            }
+            PruneOption::S => 1,
+            PruneOption::R => 2,
+            PruneOption::Pct => 3,
+        };
+        self.values[slot] = Some(value.to_string());
+    }
+
+    fn resource(&mut self, n: u64) {
+        self.values[1] = Some(n.to_string());
+        self.values[2] = Some(n.to_string());
+        self.first_resource.get_or_insert(n);
+    }
+
+    /// gmcl's options for the values (each at most once).
+    fn arguments(mut self) -> Vec<OsString> {
+        if let (Some(n), false, false) = (self.first_resource, self.any_scheme, self.any_p) {
+            self.values[0] = Some((10 * n).to_string());
+        }
+        let mut out = Vec::new();
+        if let Some(k) = self.scheme {
+            out.extend(["--scheme".into(), k.into()]);
+        }
+        for (name, value) in ["-P", "-S", "-R", "--pct"].into_iter().zip(self.values) {
+            if let Some(v) = value {
+                out.extend([name.into(), v.into()]);
+            }
+        }
+        out
+    }
+}
+
 fn rewrite_with(
     args: impl IntoIterator<Item = OsString>,
     shorts: &Shorts,
 ) -> Result<Vec<OsString>> {
     let args: Vec<OsString> = args.into_iter().collect();
-    let given = |name: &str| args.iter().any(|a| a.to_str().is_some_and(|s| s == name));
     let mut out = Vec::with_capacity(args.len() + 2);
     let mut iter = args.iter().enumerate();
     // The program name, then the arguments.
@@ -177,6 +273,7 @@ fn rewrite_with(
         out.push(prog.clone());
     }
     let mut value_next = false;
+    let mut pruning = Pruning::default();
     while let Some((i, arg)) = iter.next() {
         let Some(s) = arg.to_str() else {
             out.push(arg.clone());
@@ -184,13 +281,25 @@ fn rewrite_with(
             continue;
         };
         if s == "--" {
+            out.extend(std::mem::take(&mut pruning).arguments());
             out.extend(args[i..].iter().cloned());
-            break;
+            return Ok(out);
         }
         if value_next {
             // The value of the previous option, whatever it looks like (`-I -1`, `-o -`).
             value_next = false;
             out.push(arg.clone());
+            continue;
+        }
+        if let Some((which, attached)) = prune_option(s) {
+            let value = match attached {
+                Some(v) => v,
+                None => iter
+                    .next()
+                    .and_then(|(_, v)| v.to_str())
+                    .ok_or_else(|| Error::Invalid(format!("{s} needs a number")))?,
+            };
+            pruning.set(which, value);
             continue;
         }
         if let Some(&(_, gmcl)) = RENAMED.iter().find(|(m, _)| *m == s) {
@@ -232,20 +341,7 @@ fn rewrite_with(
                 let n: u32 = n.parse().ok().filter(|&n| n >= 1).ok_or_else(|| {
                     Error::Invalid(format!("-resource {n}: expected a whole number from 1"))
                 })?;
-                if ["-S", "-R", "--select", "--recover"]
-                    .iter()
-                    .any(|o| given(o))
-                {
-                    return Err(Error::Invalid(
-                        "-resource N sets -S and -R to N: give either -resource or -S/-R".into(),
-                    ));
-                }
-                out.extend(["-S".into(), n.to_string().into(), "-R".into()]);
-                out.push(n.to_string().into());
-                // As in mcl: -P becomes 10 N unless it is given.
-                if !given("-P") && !given("--prune") {
-                    out.extend(["-P".into(), (10 * u64::from(n)).to_string().into()]);
-                }
+                pruning.resource(u64::from(n));
                 continue;
             }
             _ => {}
@@ -271,6 +367,7 @@ fn rewrite_with(
         }
         out.push(arg.clone());
     }
+    out.extend(pruning.arguments());
     Ok(out)
 }
 
@@ -362,25 +459,65 @@ mod tests {
     fn mcl_spellings_become_gmcls() {
         assert_eq!(
             ok("cluster g.abc -te 2 -scheme 4 -pct 80 -overlap split -I 1.4 -o -"),
-            "cluster g.abc --threads 2 --scheme 4 --pct 80 --overlap split -I 1.4 -o -"
+            "cluster g.abc --threads 2 --overlap split -I 1.4 -o - --scheme 4 --pct 80"
         );
         assert_eq!(ok("cluster g.abc --abc"), "cluster g.abc --format abc");
         assert_eq!(
             ok("cluster g.abc -resource 50"),
-            "cluster g.abc -S 50 -R 50 -P 500"
+            "cluster g.abc -P 500 -S 50 -R 50"
         );
         assert_eq!(
             ok("cluster g.abc -P 99 -resource 50"),
             "cluster g.abc -P 99 -S 50 -R 50"
         );
-        assert!(err("cluster g.abc -resource 5 -S 4").contains("give either"));
+    }
+
+    #[test]
+    fn pruning_options_apply_in_order_as_in_mcl() {
+        // Each case's P S R pct as `mcl -z` shows them (mcl 22-282), the scheme's where not
+        // given here.
+        for (line, want) in [
+            ("-scheme 2 -resource 5", "--scheme 2 -S 5 -R 5"),
+            ("-resource 5 -scheme 2", "--scheme 2"),
+            ("-resource 5 -P 77", "-P 77 -S 5 -R 5"),
+            ("-P 77 -resource 5", "-P 77 -S 5 -R 5"),
+            ("-S 9 -resource 5", "-P 50 -S 5 -R 5"),
+            ("-resource 5 -S 9", "-P 50 -S 9 -R 5"),
+            ("-scheme 2 -S 9", "--scheme 2 -S 9"),
+            ("-S 9 -scheme 2", "--scheme 2"),
+            ("-P 77 -scheme 2", "--scheme 2"),
+            ("-scheme 2 -pct 50", "--scheme 2 --pct 50"),
+            ("-resource 5 -resource 8", "-P 50 -S 8 -R 8"),
+            ("-resource 8 -resource 5", "-P 80 -S 5 -R 5"),
+            ("-resource 5 -scheme 2 -resource 8", "--scheme 2 -S 8 -R 8"),
+            ("-P 77 -scheme 2 -resource 5", "--scheme 2 -S 5 -R 5"),
+            ("-scheme 2 -scheme 5", "--scheme 5"),
+            ("-S5 --select=7 -R 3", "-S 7 -R 3"),
+            ("--scheme=3 --prune 10", "--scheme 3 -P 10"),
+        ] {
+            assert_eq!(
+                ok(&format!("cluster g.abc {line}")),
+                format!("cluster g.abc {want}"),
+                "{line}"
+            );
+        }
+        // Before `--`, which ends the options.
+        assert_eq!(ok("cluster -S 5 -- g.abc"), "cluster -S 5 -- g.abc");
+        assert!(err("cluster g.abc -S").contains("-S needs a number"));
     }
 
     #[test]
     fn gmcls_own_spellings_pass_unchanged() {
+        // The pruning options go last, once each (see `Pruning`).
+        assert_eq!(
+            ok("cluster g.el -I 1.4 -c -1 -P 4000 -o out.txt --json r.json"),
+            "cluster g.el -I 1.4 -c -1 -o out.txt --json r.json -P 4000"
+        );
+        assert_eq!(
+            ok("cluster g.el -I1.4 -P4000 -q"),
+            "cluster g.el -I1.4 -q -P 4000"
+        );
         for a in [
-            "cluster g.el -I 1.4 -c -1 -P 4000 -o out.txt --json r.json",
-            "cluster g.el -I1.4 -P4000 -q",
             "generate -s 10 -e 4 -a 0.5 -o g.el",
             "cluster g.el -o - --overlap keep",
             "cluster g.el -I -1",
