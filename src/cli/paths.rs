@@ -5,6 +5,24 @@
 use gmcl::{Error, Result};
 use std::path::{Path, PathBuf};
 
+/// Refuses `--json` (the report on stdout) with an output `option` that also goes to stdout
+/// (`-` or /dev/stdout): the two would mix there.
+pub fn refuse_json_beside_stdout(
+    json: bool,
+    option: &str,
+    out: Option<&Path>,
+    what: &str,
+) -> Result<()> {
+    use gmcl::output::{standard_stream, StandardStream};
+    let on_stdout = out.is_some_and(|p| standard_stream(p) == Some(StandardStream::Stdout));
+    if json && on_stdout {
+        return Err(Error::Invalid(format!(
+            "--json and {option} - both write to stdout: write {what} to a file, or leave out --json"
+        )));
+    }
+    Ok(())
+}
+
 /// Fails (exit status 2) when an input is the standard input in a run across MPI ranks, where
 /// every rank reads its own part of a file.
 pub fn refuse_stdin_across_ranks(inputs: &[&Path]) -> Result<()> {

@@ -7,7 +7,7 @@ use super::{InputArgs, Precision, Ui};
 use clap::Args;
 use gmcl::dist::{self, Comm};
 use gmcl::io::{self, Format, LoadedMatrix, MatrixOptions};
-use gmcl::output::{standard_stream, AtomicOutput, MatrixFormat, StandardStream};
+use gmcl::output::{AtomicOutput, MatrixFormat};
 use gmcl::spgemm::repeat::multiply_repeatedly;
 use gmcl::spgemm::{self, EngineKind, SpgemmOptions};
 use gmcl::{engine, measure};
@@ -160,15 +160,7 @@ impl PhaseReport {
 
 fn run_typed<T: Scalar>(a: SpgemmArgs, ui: Ui) -> Result<()> {
     let mut sw = Stopwatch::start();
-    let c_on_stdout = a
-        .output
-        .as_deref()
-        .is_some_and(|p| standard_stream(p) == Some(StandardStream::Stdout));
-    if a.json && c_on_stdout {
-        return Err(Error::Invalid(
-            "--json and -o - both write to stdout: write C to a file, or leave out --json".into(),
-        ));
-    }
+    super::paths::refuse_json_beside_stdout(a.json, "-o", a.output.as_deref(), "C")?;
     if let Some(out) = &a.output {
         let inputs: Vec<&std::path::Path> = std::iter::once(a.a.as_path())
             .chain(a.b.as_deref())
@@ -342,15 +334,7 @@ fn run_across_ranks<T: Scalar>(a: SpgemmArgs, ui: Ui, comm: &dyn Comm) -> Result
         .chain(a.b.as_deref())
         .collect();
     super::paths::refuse_stdin_across_ranks(&inputs)?;
-    let c_on_stdout = a
-        .output
-        .as_deref()
-        .is_some_and(|p| standard_stream(p) == Some(StandardStream::Stdout));
-    if a.json && c_on_stdout {
-        return Err(Error::Invalid(
-            "--json and -o - both write to stdout: write C to a file, or leave out --json".into(),
-        ));
-    }
+    super::paths::refuse_json_beside_stdout(a.json, "-o", a.output.as_deref(), "C")?;
     let named = |p: &Path| {
         matches!(
             a.input_args.format.or_else(|| io::Format::of_input(p)),

@@ -29,7 +29,7 @@ pub struct TricountArgs {
     engine: EngineKind,
     /// auto (the merge kernel on the CPU, the fused kernel on the GPU), spgemm (a masked
     /// product on the engine), merge (the dedicated CPU kernel) or fused (the GPU kernel: the
-    /// masked product C<U> = U·U summed as it is formed). Across MPI ranks: auto (fused where
+    /// masked product C<L> = L·U summed as it is formed). Across MPI ranks: auto (fused where
     /// every rank is on its GPU and the rows fit), merge (rows intersected in rounds) or fused.
     #[arg(long, default_value = "auto", value_name = "auto|spgemm|merge|fused")]
     method: tricount::Method,
@@ -113,6 +113,12 @@ struct TricountReport {
 pub fn run(a: TricountArgs, ui: Ui, comm: Option<&dyn Comm>, exchange: Exchange) -> Result<()> {
     let start = Instant::now();
     let mut sw = Stopwatch::since(start);
+    super::paths::refuse_json_beside_stdout(
+        a.json,
+        "--per-vertex",
+        a.per_vertex.as_deref(),
+        "the counts",
+    )?;
     if let Some(comm) = comm {
         return run_across_ranks(a, ui, comm, exchange, sw);
     }

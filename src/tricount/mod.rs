@@ -12,9 +12,9 @@
 //! 3. **Count.** Either through the SpGEMM engine, as a masked product whose entries sum to the
 //!    count ([`Form`]: LAGraph's "Sandia" `C⟨L⟩ = L·L`, here as its transpose `C⟨U⟩ = U·U`, or a
 //!    dot-product form), or with a dedicated kernel that never stores a product matrix: on the
-//!    CPU [`Method::Merge`], on the GPU [`Method::Fused`] (the Sandia product with its entries
-//!    summed as they are formed, the graph oriented by degree on the device). All give the same
-//!    counts.
+//!    CPU [`Method::Merge`], on the GPU [`Method::Fused`] (the masked product `C⟨L⟩ = L·U` with
+//!    its entries summed as they are formed, the graph oriented by degree on the device). All
+//!    give the same counts.
 //!
 //! Counts are `u64`. The engine path multiplies `f64` matrices of ones: every entry of the
 //! product is a count of at most the number of vertices (< 2³²), far below 2⁵³, so it is exact.

@@ -858,6 +858,16 @@ fn dash_and_dev_stdout_are_the_inherited_stdout() {
     let both = run(&["spgemm", s(&karate), "-o", "-", "--json"]);
     assert_eq!(both.status.code(), Some(2));
     assert!(!dir.path().join("-").exists());
+    // tricount's counts and report would mix on stdout the same way.
+    for out in ["-", "/dev/stdout"] {
+        let both = run(&["tricount", s(&karate), "--per-vertex", out, "--json"]);
+        assert_eq!(both.status.code(), Some(2), "{out}");
+        assert!(both.stdout.is_empty(), "{out}");
+        assert!(
+            String::from_utf8_lossy(&both.stderr).contains("--json and --per-vertex - both"),
+            "{out}"
+        );
+    }
 }
 
 #[cfg(unix)]
