@@ -42,22 +42,42 @@ pub struct ClusterArgs {
     loop_gain: f64,
     /// mcl's pruning scheme 1..7 (P/S/R/pct presets); -P -S -R --pct after it override single
     /// values (in order, as in mcl: a later --scheme resets them).
-    #[arg(long, default_value_t = 6)]
+    #[arg(long, default_value_t = 6, allow_negative_numbers = true)]
     scheme: u32,
     /// Drop entries under 1/P after expansion (0: no threshold).
-    #[arg(short = 'P', long = "prune", value_name = "P")]
+    #[arg(
+        short = 'P',
+        long = "prune",
+        value_name = "P",
+        allow_negative_numbers = true
+    )]
     prune: Option<u32>,
     /// Keep at most S entries per column (0: no selection).
-    #[arg(short = 'S', long = "select", value_name = "S")]
+    #[arg(
+        short = 'S',
+        long = "select",
+        value_name = "S",
+        allow_negative_numbers = true
+    )]
     select: Option<u32>,
     /// Recover up to R entries per column when too much mass was pruned (0: no recovery).
-    #[arg(short = 'R', long = "recover", value_name = "R")]
+    #[arg(
+        short = 'R',
+        long = "recover",
+        value_name = "R",
+        allow_negative_numbers = true
+    )]
     recover: Option<u32>,
     /// Recover when the kept mass is under this percentage (0..99).
-    #[arg(long)]
+    #[arg(long, allow_negative_numbers = true)]
     pct: Option<u32>,
     /// At most this many iterations (mcl's -L).
-    #[arg(short = 'L', long = "max-iterations", default_value_t = 10000)]
+    #[arg(
+        short = 'L',
+        long = "max-iterations",
+        default_value_t = 10000,
+        allow_negative_numbers = true
+    )]
     max_iterations: usize,
     /// Nodes found in several clusters: keep them there, cut them (to the first, largest
     /// cluster) or split them off into clusters of their own.

@@ -334,6 +334,24 @@ fn rewrite_with(
                         .into(),
                 ))
             }
+            "--version" if i > 1 => {
+                return Err(Error::Invalid(
+                    "--version is an option of gmcl itself: gmcl --version".into(),
+                ))
+            }
+            // mcl's `-q SPEC` sets log levels (`-q x` silences mcl); gmcl's `-q` takes no value.
+            "-q" | "--quiet"
+                if args
+                    .get(i + 1)
+                    .and_then(|a| a.to_str())
+                    .is_some_and(|w| is_log_spec(w) && !std::path::Path::new(w).exists()) =>
+            {
+                return Err(Error::Invalid(format!(
+                    "{s} {}: gmcl's {s} takes no value (mcl's -q SPEC sets its log levels): \
+                     give {s} alone, which hides every notice",
+                    args[i + 1].to_string_lossy()
+                )))
+            }
             "-resource" => {
                 let n = iter.next().and_then(|(_, v)| v.to_str()).ok_or_else(|| {
                     Error::Invalid("-resource needs a number (mcl's -resource N)".into())
@@ -369,6 +387,12 @@ fn rewrite_with(
     }
     out.extend(pruning.arguments());
     Ok(out)
+}
+
+/// Whether `w` looks like mcl's log-level spec (`x`, `x9`, `2`, `+mcl`) rather than a file.
+fn is_log_spec(w: &str) -> bool {
+    let levels = !w.is_empty() && w.len() <= 4 && w.chars().all(|c| c == 'x' || c.is_ascii_digit());
+    levels || (w.starts_with('+') && w.len() > 1)
 }
 
 /// Checks `-word` (a single dash, not a number) is a cluster of gmcl's short options: flags,
@@ -470,6 +494,16 @@ mod tests {
             ok("cluster g.abc -P 99 -resource 50"),
             "cluster g.abc -P 99 -S 50 -R 50"
         );
+    }
+
+    #[test]
+    fn mcls_log_level_after_quiet_is_named() {
+        let e = err("cluster g.abc -q x");
+        assert!(e.contains("-q x: gmcl's -q takes no value"), "{e}");
+        assert!(err("cluster g.abc --quiet +mcl").contains("takes no value"));
+        assert!(err("cluster g.abc --version").contains("gmcl --version"));
+        // A file after -q is the input.
+        assert_eq!(ok("cluster -q g.abc"), "cluster -q g.abc");
     }
 
     #[test]
