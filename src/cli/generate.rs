@@ -149,7 +149,8 @@ pub fn run(a: GenerateArgs, ui: Ui) -> Result<()> {
     ui.notice(&format!(
         "wrote {} over {} to {} in {:.2} s",
         super::ui::count(el.len() as u64, "edge", "edges"),
-        super::ui::count(p.n_vertices(), "vertex", "vertices"),
+        // Ids the generator draws from; `info` counts the vertices the edges touch.
+        super::ui::count(p.n_vertices(), "vertex id", "vertex ids"),
         a.output.display(),
         wall.total
     ));

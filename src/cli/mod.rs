@@ -61,6 +61,12 @@ pub enum Command {
     /// Multiply sparse matrices: C = A·B, or A² when B is left out. Writes .mtx or .wel.
     Spgemm(spgemm::SpgemmArgs),
     /// Markov clustering (MCL, as mcl 22-282): one cluster per line, largest first.
+    #[command(
+        after_help = "mcl's spellings are taken too: -te N, -scheme N, -pct N, -resource N, \
+                            -overlap MODE, --abc, -tf SPEC, -abc-tf SPEC, -abc-neg-log10 (and -I, \
+                            -c, -P, -S, -R, -L, -o as in mcl; pruning options apply in order). \
+                            Without -o the clusters go to stdout."
+    )]
     Cluster(cluster::ClusterArgs),
     /// Distances between two clusterings: split/join, variation of information, adjusted Rand.
     Dist(dist::DistArgs),
