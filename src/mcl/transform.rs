@@ -107,10 +107,19 @@ impl Transform {
                 .split_once('(')
                 .ok_or_else(|| bad(part, "expected name(value) or name()"))?;
             let name = name.trim();
-            let arg = rest
-                .strip_suffix(')')
-                .ok_or_else(|| bad(part, "expected a closing ')'"))?
-                .trim();
+            let (arg, after) = rest
+                .split_once(')')
+                .ok_or_else(|| bad(part, "expected a closing ')'"))?;
+            if !after.trim().is_empty() {
+                return Err(bad(
+                    part,
+                    &format!(
+                        "'{}' follows the ')': steps are separated by ','",
+                        after.trim()
+                    ),
+                ));
+            }
+            let arg = arg.trim();
             if name.starts_with('#') || name.starts_with('@') {
                 return Err(bad(
                     part,
@@ -312,6 +321,11 @@ mod tests {
         assert!(err("gq(x)").contains("at 'gq(x)': expected a finite number"));
         assert!(err("gq(1").contains("closing"));
         assert!(err("gq(1),").contains("at '': expected"));
+        let e = err("gq(2);mul(3)");
+        assert!(
+            e.contains("at 'gq(2);mul(3)': ';mul(3)' follows the ')': steps are separated by ','"),
+            "{e}"
+        );
         assert!(err("rand(0.5)").contains("random"));
     }
 
