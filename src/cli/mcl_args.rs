@@ -210,49 +210,61 @@ fn prune_option(s: &str) -> Option<(PruneOption, Option<&str>)> {
 /// take the last value, as mcl takes them.
 #[derive(Default)]
 struct Pruning {
+    /// The last scheme given.
     scheme: Option<String>,
-    values: [Option<String>; 4],
+    /// The values given since it.
+    since: Overrides,
     first_resource: Option<u64>,
-    any_scheme: bool,
     any_p: bool,
+}
+
+/// Values of P, S, R and pct given after the last scheme.
+#[derive(Default)]
+struct Overrides {
+    p: Option<String>,
+    s: Option<String>,
+    r: Option<String>,
+    pct: Option<String>,
 }
 
 impl Pruning {
     fn set(&mut self, which: PruneOption, value: &str) {
-        let slot = match which {
+        let value = Some(value.to_string());
+        match which {
             PruneOption::Scheme => {
-                self.scheme = Some(value.to_string());
-                self.values = Default::default();
-                self.any_scheme = true;
-                return;
+                self.scheme = value;
+                self.since = Overrides::default();
             }
             PruneOption::P => {
                 self.any_p = true;
-                0
+                self.since.p = value;
             }
-            PruneOption::S => 1,
-            PruneOption::R => 2,
-            PruneOption::Pct => 3,
-        };
-        self.values[slot] = Some(value.to_string());
+            PruneOption::S => self.since.s = value,
+            PruneOption::R => self.since.r = value,
+            PruneOption::Pct => self.since.pct = value,
+        }
     }
 
     fn resource(&mut self, n: u64) {
-        self.values[1] = Some(n.to_string());
-        self.values[2] = Some(n.to_string());
+        self.since.s = Some(n.to_string());
+        self.since.r = Some(n.to_string());
         self.first_resource.get_or_insert(n);
     }
 
     /// gmcl's options for the values (each at most once).
     fn arguments(mut self) -> Vec<OsString> {
-        if let (Some(n), false, false) = (self.first_resource, self.any_scheme, self.any_p) {
-            self.values[0] = Some((10 * n).to_string());
+        if let (Some(n), None, false) = (self.first_resource, &self.scheme, self.any_p) {
+            self.since.p = Some((10 * n).to_string());
         }
         let mut out = Vec::new();
-        if let Some(k) = self.scheme {
-            out.extend(["--scheme".into(), k.into()]);
-        }
-        for (name, value) in ["-P", "-S", "-R", "--pct"].into_iter().zip(self.values) {
+        let Overrides { p, s, r, pct } = self.since;
+        for (name, value) in [
+            ("--scheme", self.scheme),
+            ("-P", p),
+            ("-S", s),
+            ("-R", r),
+            ("--pct", pct),
+        ] {
             if let Some(v) = value {
                 out.extend([name.into(), v.into()]);
             }

@@ -95,7 +95,7 @@ impl<T: Scalar> FinalChunks<T> {
 }
 
 /// The Ĉ buffers (double-buffered through the multisplit levels). Values are the products'
-/// bytes, `heavy_bytes` each: `T`s, or for MCL's sums `f64`s ([`super::heavy_bytes`]).
+/// bytes, as wide as the sums each ([`super::sum_bytes`]): `T`s, or for MCL's sums `f64`s.
 pub(super) struct Buffers {
     pub(super) col: [Option<CudaSlice<u32>>; 2],
     pub(super) val: [Option<CudaSlice<u8>>; 2],

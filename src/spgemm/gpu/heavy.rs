@@ -5,7 +5,7 @@
 use super::chunks::{buf, group_starts, some, some_mut, Buffers, FinalChunks};
 use super::operands::Operands;
 use super::plan::{final_bins, split_per_thread, table_limits, Bin, OUTER_THREADS, SPLIT_THREADS};
-use super::{heavy_bytes, moving_heavy, summing, typed, GpuEngine};
+use super::{moving_heavy, sum_bytes, summing, typed, GpuEngine};
 use crate::error::{Error, Result};
 use crate::gpu::prims::{check, exclusive_scan, launch, read_at, shape, strided, uninit, zeros};
 use crate::gpu::profile::Profile;
@@ -246,7 +246,7 @@ impl GpuEngine {
             at_nnz,
         } = slices;
         let quantized = self.tuning.quantized_sums;
-        let val_bytes = heavy_bytes::<T>(quantized);
+        let val_bytes = sum_bytes::<T>(quantized);
         let mut cursor = check("copy Ĉ's row offsets", s.clone_dtod(c_hat_ptr))?;
         let mut col0 = uninit::<u32>(s, total as usize, poison, "Ĉ's columns")?;
         let mut val0 = uninit::<u8>(s, (total * val_bytes) as usize, poison, "Ĉ's values")?;
@@ -301,7 +301,7 @@ impl GpuEngine {
         bufs: &mut Buffers,
         prof: &mut Profile,
     ) -> Result<Vec<FinalChunks<T>>> {
-        let entry = 4 + heavy_bytes::<T>(self.tuning.quantized_sums);
+        let entry = 4 + sum_bytes::<T>(self.tuning.quantized_sums);
         let ms_elems = p.multisplit_group_elems;
         let split = SplitShape {
             elems: ms_elems,

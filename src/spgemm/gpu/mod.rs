@@ -454,16 +454,10 @@ fn summing<T: Scalar>(kernel: &str, quantized: bool) -> String {
     }
 }
 
-/// Bytes of one of Ĉ's values (a heavy row's product): a `T`, or for MCL's sums an `f64`, which
-/// holds a product made exactly (`Heavy` of `QuantaSum` in kernels/common.cuh).
-fn heavy_bytes<T: Scalar>(quantized: bool) -> u64 {
-    match quantized {
-        true => 8,
-        false => std::mem::size_of::<T>() as u64,
-    }
-}
-
-/// The name of a kernel that moves Ĉ's values ([`heavy_bytes`] wide).
+/// The name of a kernel that moves Ĉ's values, which are as wide as the sums ([`sum_bytes`]:
+/// a `T`, or for MCL's sums an `f64`, which holds a product made exactly: `Heavy` of
+/// `QuantaSum` in kernels/common.cuh). The multisplit's blocks are sized by that width too
+/// (`engine_params`).
 fn moving_heavy<T: Scalar>(kernel: &str, quantized: bool) -> String {
     match quantized {
         true => format!("{kernel}_f64"),

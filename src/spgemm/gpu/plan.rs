@@ -225,7 +225,7 @@ impl GpuEngine {
             None => free / 10 * 8,
         };
         let entry = 4 + std::mem::size_of::<T>() as u64;
-        let heavy_entry = 4 + super::heavy_bytes::<T>(self.tuning.quantized_sums);
+        let heavy_entry = 4 + super::sum_bytes::<T>(self.tuning.quantized_sums);
         let copies = if p.levels.is_empty() { 1 } else { 2 };
         let entry_cap = self.tuning.max_batch_entries.unwrap_or(u64::MAX);
         let c_cols = ops.c_cols;
