@@ -4,13 +4,13 @@
 //! byte is `#` is a comment; `%` starts a label. A missing weight is 1. Vertices are numbered in
 //! the order their labels first appear in the file, whatever the number of threads.
 
+use super::intern::{self, Shortfall};
 use super::reader::{self, put, ChunkResult, Stats, Stop};
 use super::Labels;
 use super::{Format, Loaded};
 use crate::edges::EdgeList;
 use crate::error::{Error, Result};
-use std::collections::hash_map::RandomState;
-use std::collections::HashMap;
+use rayon::prelude::*;
 use std::mem::MaybeUninit;
 use std::path::Path;
 
@@ -35,35 +35,24 @@ fn parse_from(bytes: &[u8], start: usize, path: &Path, chunk: usize) -> Result<L
     let parsed = reader::parse_chunks(bytes, start, chunk, true, parse_chunk)
         .map_err(|s| reader::stop_error(path, bytes, s, diagnose))?;
 
-    // Intern the labels in file order: each new label gets the next id.
+    // Number the labels in file order: each new label gets the next id.
     let pairs = parsed.items;
-    let mut ids: Ids = HashMap::with_hasher(RandomState::new());
-    let mut names: Vec<String> = Vec::new();
-    let mut edges: Vec<(u32, u32)> = Vec::new();
-    edges
-        .try_reserve_exact(pairs.len())
-        .map_err(|_| Error::Input {
-            path: path.to_path_buf(),
-            message: format!("not enough memory to hold {} edges", pairs.len()),
-        })?;
-    for (k, &(a, b)) in pairs.iter().enumerate() {
-        // One thread interns every label: look at the interrupt flag now and then.
-        if k % (1 << 16) == 0 {
-            crate::interrupt::check()?;
-        }
-        match (
-            intern(&mut ids, &mut names, a),
-            intern(&mut ids, &mut names, b),
-        ) {
-            (Some(u), Some(v)) => edges.push((u, v)),
-            _ => {
-                return Err(Error::Input {
-                    path: path.to_path_buf(),
-                    message: format!("more than {} distinct labels", reader::MAX_ID + 1),
-                })
-            }
-        }
-    }
+    crate::interrupt::check()?;
+    let numbered = intern::number_pairs(&pairs, reader::MAX_ID).map_err(|e| Error::Input {
+        path: path.to_path_buf(),
+        message: match e {
+            Shortfall::TooMany => format!("more than {} distinct labels", reader::MAX_ID + 1),
+            Shortfall::NoMemory(n) => format!("not enough memory to number {n} labels"),
+        },
+    })?;
+    crate::interrupt::check()?;
+    // The chunk parser checked that every label is UTF-8, so nothing is replaced here.
+    let names: Vec<String> = numbered
+        .names
+        .par_iter()
+        .map(|l| String::from_utf8_lossy(l).into_owned())
+        .collect();
+    let edges = numbered.pairs;
     drop(pairs);
     let weights = parsed.stats.weighted.then_some(parsed.weights);
     Ok(Loaded {
@@ -72,26 +61,6 @@ fn parse_from(bytes: &[u8], start: usize, path: &Path, chunk: usize) -> Result<L
         format: Format::Abc,
         symmetric_storage: false,
     })
-}
-
-/// Label to id. The hash is keyed at random per process (std's SipHash `RandomState`): labels
-/// come from files gmcl does not control, and an unkeyed hash lets labels chosen to collide
-/// (differing only in a few bytes that the hash folds into its high bits) turn every lookup
-/// into a scan. Ids do not depend on the key: they follow the order of first appearance.
-type Ids<'a> = HashMap<&'a [u8], u32, RandomState>;
-
-/// The id of `label`, a new one (the next) if it is new; `None` past the largest id.
-fn intern<'a>(ids: &mut Ids<'a>, names: &mut Vec<String>, label: &'a [u8]) -> Option<u32> {
-    if let Some(&id) = ids.get(label) {
-        return Some(id);
-    }
-    let id = u32::try_from(names.len())
-        .ok()
-        .filter(|&id| id as u64 <= reader::MAX_ID)?;
-    // The chunk parser checked that the label is UTF-8, so nothing is replaced here.
-    names.push(String::from_utf8_lossy(label).into_owned());
-    ids.insert(label, id);
-    Some(id)
 }
 
 /// Reads one chunk's lines into label pairs and weights; a line that cannot be read stops the
@@ -234,36 +203,6 @@ mod tests {
 
     fn abc(text: &[u8]) -> Result<Loaded> {
         parse_bytes(text, Format::Abc, Path::new("l.abc"))
-    }
-
-    /// Labels of 16 bytes that differ only in bytes 12 to 15, as in a hash-flooding attack on
-    /// an unkeyed multiplicative hash.
-    fn colliding_labels(n: u32) -> Vec<Vec<u8>> {
-        (0..n)
-            .map(|i| {
-                let mut l = b"node-label-x".to_vec();
-                l.extend([1, 26, 676, 17576].map(|d| b'a' + (i / d % 26) as u8));
-                l
-            })
-            .collect()
-    }
-
-    #[test]
-    fn the_label_hash_is_keyed_and_spreads_colliding_labels() {
-        use std::hash::BuildHasher;
-        let ids: Ids = HashMap::with_hasher(RandomState::new());
-        let other: Ids = HashMap::with_hasher(RandomState::new());
-        let label: &[u8] = b"a label";
-        // Keyed: two maps hash one label differently (an unkeyed hash cannot).
-        assert_ne!(ids.hasher().hash_one(label), other.hasher().hash_one(label));
-        // Labels that an unkeyed multiplicative hash sends to one bucket spread over the low
-        // bits that pick a bucket (4096 labels into 4096 buckets fill about 2600).
-        let labels = colliding_labels(4096);
-        let buckets: std::collections::HashSet<u64> = labels
-            .iter()
-            .map(|l| ids.hasher().hash_one(&l[..]) & 4095)
-            .collect();
-        assert!(buckets.len() > 2000, "{} buckets", buckets.len());
     }
 
     #[test]

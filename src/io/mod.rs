@@ -24,6 +24,7 @@
 mod abc;
 mod checks;
 mod el;
+mod intern;
 mod labels;
 pub mod limits;
 mod mapguard;
