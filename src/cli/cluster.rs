@@ -42,14 +42,15 @@ pub struct ClusterArgs {
     loop_gain: f64,
     /// mcl's pruning scheme 1..7 (P/S/R/pct presets); -P -S -R --pct after it override single
     /// values (in order, as in mcl: a later --scheme resets them).
-    #[arg(long, default_value_t = 6, allow_negative_numbers = true)]
+    #[arg(long, default_value_t = 6, allow_negative_numbers = true, value_parser = crate::cli::whole_number::<u32>)]
     scheme: u32,
     /// Drop entries under 1/P after expansion (0: no threshold).
     #[arg(
         short = 'P',
         long = "prune",
         value_name = "P",
-        allow_negative_numbers = true
+        allow_negative_numbers = true,
+        value_parser = crate::cli::whole_number::<u32>
     )]
     prune: Option<u32>,
     /// Keep at most S entries per column (0: no selection).
@@ -57,7 +58,8 @@ pub struct ClusterArgs {
         short = 'S',
         long = "select",
         value_name = "S",
-        allow_negative_numbers = true
+        allow_negative_numbers = true,
+        value_parser = crate::cli::whole_number::<u32>
     )]
     select: Option<u32>,
     /// Recover up to R entries per column when too much mass was pruned (0: no recovery).
@@ -65,18 +67,20 @@ pub struct ClusterArgs {
         short = 'R',
         long = "recover",
         value_name = "R",
-        allow_negative_numbers = true
+        allow_negative_numbers = true,
+        value_parser = crate::cli::whole_number::<u32>
     )]
     recover: Option<u32>,
     /// Recover when the kept mass is under this percentage (0..99).
-    #[arg(long, allow_negative_numbers = true)]
+    #[arg(long, allow_negative_numbers = true, value_parser = crate::cli::whole_number::<u32>)]
     pct: Option<u32>,
     /// At most this many iterations (mcl's -L).
     #[arg(
         short = 'L',
         long = "max-iterations",
         default_value_t = 10000,
-        allow_negative_numbers = true
+        allow_negative_numbers = true,
+        value_parser = crate::cli::whole_number::<usize>
     )]
     max_iterations: usize,
     /// Nodes found in several clusters: keep them there, cut them (to the first, largest

@@ -33,6 +33,7 @@ pub use ui::Ui;
 pub struct Cli {
     /// Worker threads (default: all cores; at most 4 per core, more are capped with a notice).
     #[arg(long, global = true, value_name = "N")]
+    #[arg(value_parser = whole_number::<usize>)]
     pub threads: Option<usize>,
     /// Print no progress and no notices on stderr (errors still print).
     #[arg(long, short, global = true)]
@@ -118,8 +119,50 @@ pub fn repeat_parser() -> clap::builder::RangedU64ValueParser<usize> {
     clap::builder::RangedU64ValueParser::new().range(1..=MAX_REPEAT)
 }
 
+/// The parser of whole-number options (counts, percentages, threads): where clap's own says
+/// "invalid digit found in string" (`-pct 99.5`, `-P 1e4`, `-S -1`), this one says what to write
+/// instead (mcl reads `99.5` as 99 and `1e4` as 1 without a word).
+pub fn whole_number<T: TryFrom<u64>>(text: &str) -> Result<T, String> {
+    if let Ok(v) = text.parse::<u64>() {
+        return T::try_from(v).map_err(|_| "too large".to_string());
+    }
+    match text.trim().parse::<f64>() {
+        Ok(v) if v.is_finite() && v < 0.0 => Err("negative: give a whole number, 0 or more".into()),
+        Ok(v) if v.is_finite() && v.fract() == 0.0 && v < 1e19 => {
+            Err(format!("not written as a whole number: write {}", v as u64))
+        }
+        Ok(v) if v.is_finite() && v < 1e19 => Err(format!(
+            "not a whole number: write {} or {}",
+            v.floor() as u64,
+            v.ceil() as u64
+        )),
+        _ => Err("not a whole number".into()),
+    }
+}
+
 #[derive(Clone, Copy, ValueEnum)]
 pub enum Precision {
     F32,
     F64,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::whole_number;
+
+    #[test]
+    fn whole_numbers_and_what_to_write_instead() {
+        assert_eq!(whole_number::<u32>("1100"), Ok(1100));
+        assert_eq!(whole_number::<usize>("0"), Ok(0));
+        let e = |t: &str| whole_number::<u32>(t).unwrap_err();
+        assert_eq!(e("99.5"), "not a whole number: write 99 or 100");
+        assert_eq!(e("1e4"), "not written as a whole number: write 10000");
+        assert_eq!(e("100.0"), "not written as a whole number: write 100");
+        assert_eq!(e("-1"), "negative: give a whole number, 0 or more");
+        assert_eq!(e("4294967296"), "too large");
+        assert_eq!(e("1e30"), "not a whole number");
+        assert_eq!(e("x"), "not a whole number");
+        assert_eq!(e("nan"), "not a whole number");
+        assert_eq!(e(""), "not a whole number");
+    }
 }

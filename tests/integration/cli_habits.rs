@@ -65,6 +65,20 @@ fn mcl_single_dash_options_are_read_as_mcl_reads_them() {
         (vec!["-odir", "x"], "-o FILE"),
         (vec!["-engine", "cpu"], "--engine"),
         (vec!["-write-graph", "x"], "no mcl option"),
+        // mcl reads 99.5 as 99 and 1e4 as 1 without a word; gmcl says what to write.
+        (
+            vec!["-pct", "99.5"],
+            "'99.5' for '--pct <PCT>': not a whole number: write 99 or 100",
+        ),
+        (
+            vec!["-P", "1e4"],
+            "not written as a whole number: write 10000",
+        ),
+        (vec!["-S", "-5"], "negative: give a whole number, 0 or more"),
+        (
+            vec!["-te", "2.5"],
+            "'--threads <N>': not a whole number: write 2 or 3",
+        ),
     ] {
         let mut all = vec!["cluster", s(&g)];
         all.extend(args);
