@@ -151,12 +151,18 @@ fn pruning_kernels_match_the_host() {
     let lens = [
         0, 1, 2, 3, 5, 8, 40, 255, 256, 257, 600, 1100, 1101, 1500, 4000, 20000, 0, 7,
     ];
+    // Mostly rows of one entry with a few long ones: short on average, so pruned a warp a row
+    // (as MCL's late iterations are), the long rows' selection and recovery included.
+    let mut short = vec![1; 1000];
+    short.extend([1500, 20000, 257, 0, 7, 1101, 2, 3]);
     for (k, p) in schemes().iter().enumerate() {
         for inflation in [2.0, 1.4, 30.0] {
             let c = batch::<f32>(30000, &lens, k as u64 + 1);
             check_prune(&gpu, &c, p, inflation, "f32");
             let c = batch::<f64>(30000, &lens, k as u64 + 100);
             check_prune(&gpu, &c, p, inflation, "f64");
+            let c = batch::<f32>(30000, &short, k as u64 + 200);
+            check_prune(&gpu, &c, p, inflation, "f32, short rows");
         }
     }
     // A batch with no rows, and one whose values all underflow when inflated.

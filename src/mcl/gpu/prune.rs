@@ -14,8 +14,12 @@ use crate::scalar::Scalar;
 use crate::spgemm::gpu::{DeferredRows, DENSE_CURSORS, MCL_WIDE_HEAD_BYTES};
 use cudarc::driver::{CudaSlice, CudaView, PushKernelArg};
 
-/// Threads of the pruning blocks (PRUNE_THREADS in kernels/mcl.cu).
+/// Threads of the pruning blocks (PRUNE_THREADS in kernels/mcl.cu), at most.
 const PRUNE_THREADS: u32 = 256;
+/// A batch whose rows hold at most this many entries on average is pruned a warp a row.
+const SHORT_ROWS: u64 = 32;
+/// Threads of a warp.
+const WARP_THREADS: u32 = 32;
 /// Threads of the fused blocks (DENSE_ROW_THREADS in kernels/dense.cu).
 const FUSED_THREADS: u32 = 1024;
 
@@ -119,7 +123,7 @@ pub fn prune_expansion<T: Scalar>(
     let mut bar = zeros::<T>(s, batch.nrows, "pruning bars")?;
     let mut mass = zeros::<f64>(s, batch.nrows, "kept masses")?;
     let mut isum = zeros::<f64>(s, batch.nrows, "inflated sums")?;
-    let blocks = n.min(gpu.multiprocessors() as u64 * 16);
+    let (threads, blocks) = prune_shape(gpu, n, batch.nnz);
     let plan = format!("mcl_prune_plan_{}", T::NAME);
     // A pruned column keeps at most max(S, R) entries but for ties at the bar: the pool's first
     // size, unless an earlier batch's rows took more. When ties overfill it, the fused kernel
@@ -167,7 +171,7 @@ pub fn prune_expansion<T: Scalar>(
         )?;
     }
     let mut chaos = figures.slice_mut(CHAOS..CHAOS + 1);
-    launch(gpu, s, &plan, shape(blocks, PRUNE_THREADS, 0)?, |l| {
+    launch(gpu, s, &plan, shape(blocks, threads, 0)?, |l| {
         l.arg(&batch.row_ptr)
             .arg(&batch.values)
             .arg(&n)
@@ -201,7 +205,7 @@ pub fn prune_expansion<T: Scalar>(
     let mut val = uninit::<T>(s, nnz as usize, poison, "pruned values")?;
     let write = format!("mcl_prune_write_{}", T::NAME);
     let mut least = figures.slice_mut(LEAST..LEAST + 1);
-    launch(gpu, s, &write, shape(blocks, PRUNE_THREADS, 0)?, |l| {
+    launch(gpu, s, &write, shape(blocks, threads, 0)?, |l| {
         l.arg(&batch.row_ptr)
             .arg(&batch.col_idx)
             .arg(&batch.values)
@@ -304,6 +308,19 @@ struct WideOrder {
     parts: u64,
     longest: u64,
     blocks: u64,
+}
+
+/// Threads and blocks of the pruning kernels for a batch of `rows` rows holding `entries`: a
+/// block of PRUNE_THREADS a row, or of one warp where the rows are short on average (MCL's late
+/// iterations), whose reductions per row then cost a few shuffles rather than a block's
+/// barriers. The kernels' sums are order-free, so the shape changes no bit of the result.
+fn prune_shape(gpu: &Gpu, rows: u64, entries: u64) -> (u32, u64) {
+    let sms = gpu.multiprocessors() as u64;
+    match entries <= SHORT_ROWS.saturating_mul(rows) {
+        // As many one-warp blocks as a multiprocessor holds at once.
+        true => (WARP_THREADS, rows.min(sms * 32)),
+        false => (PRUNE_THREADS, rows.min(sms * 16)),
+    }
 }
 
 /// The wide rows `rows` (some or all of `f`'s) as [`wide_items`] lists them, for one block per
