@@ -116,6 +116,26 @@ __device__ __forceinline__ u64 block_exclusive_scan_u64(u64 v, u64* tmp, u64* to
     return r;
 }
 
+// Warp-aggregated counting (shared or global memory): the lanes that hit the same counter elect
+// one lane to add their number, instead of each lane contending for it (the multisplit's chunks,
+// the setup's bins, where consecutive items mostly share one).
+__device__ __forceinline__ void warp_count(u32* counter, u32 key) {
+    const u32 peers = __match_any_sync(__activemask(), key);
+    if ((threadIdx.x % WARP) == (u32)(__ffs(peers) - 1)) atomicAdd(counter, (u32)__popc(peers));
+}
+
+// As warp_count, returning each lane's own slot: the counter's old value plus the lane's rank
+// among its peers.
+__device__ __forceinline__ u32 warp_claim(u32* counter, u32 key) {
+    const u32 peers = __match_any_sync(__activemask(), key);
+    const u32 lane = threadIdx.x % WARP;
+    const u32 leader = __ffs(peers) - 1;
+    u32 first = 0;
+    if (lane == leader) first = atomicAdd(counter, (u32)__popc(peers));
+    first = __shfl_sync(peers, first, leader);
+    return first + __popc(peers & ((1u << lane) - 1));
+}
+
 // Next power of two of x (x >= 1).
 __device__ __forceinline__ u32 next_pow2_u32(u32 x) {
     return x <= 1 ? 1u : 1u << (32 - __clz(x - 1));

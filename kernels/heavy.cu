@@ -149,26 +149,6 @@ __device__ void outer_product(const u64* at_ptr, const u32* at_row, const T* at_
 // local to a range of width 2^(shift + log2 nchunks); each row splits into nchunks chunks of
 // 2^shift columns. Blocks take G consecutive elements, which span at most `max_rows` rows. ----
 
-// Warp-aggregated shared-memory counting: the lanes that hit the same chunk (consecutive
-// elements of one B row mostly do) elect one lane to add their number, instead of each lane
-// contending for the same counter.
-__device__ __forceinline__ void warp_count(u32* counter, u32 key) {
-    const u32 peers = __match_any_sync(__activemask(), key);
-    if ((threadIdx.x % WARP) == (u32)(__ffs(peers) - 1)) atomicAdd(counter, (u32)__popc(peers));
-}
-
-// As warp_count, returning each lane's own slot: the counter's old value plus the lane's rank
-// among its peers.
-__device__ __forceinline__ u32 warp_claim(u32* counter, u32 key) {
-    const u32 peers = __match_any_sync(__activemask(), key);
-    const u32 lane = threadIdx.x % WARP;
-    const u32 leader = __ffs(peers) - 1;
-    u32 first = 0;
-    if (lane == leader) first = atomicAdd(counter, (u32)__popc(peers));
-    first = __shfl_sync(peers, first, leader);
-    return first + __popc(peers & ((1u << lane) - 1));
-}
-
 // Histogram: counts[row * nchunks + chunk] += elements, through warp-private shared histograms.
 // Elements one thread of the histogram kernel holds in registers: a block of T threads takes at
 // most MS_PER_THREAD * T elements. The multisplit holds values too, so it takes a per-type count

@@ -90,7 +90,7 @@ extern "C" __global__ void classify_sizes(const u64* ptr, u64 n, const u64* limi
             for (u32 b = 0; b < nbins; ++b) {
                 if (size <= limits[b]) { bin = b; break; }
             }
-            atomicAdd(&counts[bin], 1u);
+            warp_count(&counts[bin], bin);
         }
         bin_of[i] = bin;
     }
@@ -101,7 +101,7 @@ extern "C" __global__ void scatter_bins(const u32* bin_of, u64 n, u32* cursor, u
     for (u64 i = blockIdx.x * (u64)blockDim.x + threadIdx.x; i < n;
          i += (u64)gridDim.x * blockDim.x) {
         u32 b = bin_of[i];
-        if (b != 0xffffffffu) lists[atomicAdd(&cursor[b], 1u)] = (u32)i;
+        if (b != 0xffffffffu) lists[warp_claim(&cursor[b], b)] = (u32)i;
     }
 }
 
