@@ -42,7 +42,10 @@ fn parse_from(bytes: &[u8], start: usize, path: &Path, chunk: usize) -> Result<L
         path: path.to_path_buf(),
         message: match e {
             Shortfall::TooMany => format!("more than {} distinct labels", reader::MAX_ID + 1),
-            Shortfall::NoMemory(n) => format!("not enough memory to number {n} labels"),
+            Shortfall::NoMemory => format!(
+                "not enough memory to number the labels of {} edges",
+                pairs.len()
+            ),
         },
     })?;
     crate::interrupt::check()?;

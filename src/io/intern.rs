@@ -14,8 +14,8 @@ use std::hash::{BuildHasher, BuildHasherDefault, Hash, Hasher};
 pub(crate) enum Shortfall {
     /// More distinct labels than ids up to the largest allowed.
     TooMany,
-    /// Not enough memory for the ids of this many pairs.
-    NoMemory(usize),
+    /// Not enough memory for the working arrays.
+    NoMemory,
 }
 
 /// Label pairs as ids: `pairs[k]` is the k-th pair's ids, `names[i]` the label with id `i`.
@@ -60,8 +60,12 @@ impl Hasher for PassHasher {
     fn finish(&self) -> u64 {
         self.0
     }
-    fn write(&mut self, _: &[u8]) {
-        unreachable!("a Key writes only its u64 hash")
+    /// Not used by a [`Key`] (which writes only its hash); folds the bytes in, so that any
+    /// other use still hashes.
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = self.0.rotate_left(8) ^ u64::from(b);
+        }
     }
     fn write_u64(&mut self, h: u64) {
         self.0 = h;
@@ -164,7 +168,7 @@ pub(crate) fn number_pairs<'a>(
     let mut order: Vec<(usize, u32, u32)> = Vec::new();
     order
         .try_reserve_exact(distinct)
-        .map_err(|_| Shortfall::NoMemory(distinct))?;
+        .map_err(|_| Shortfall::NoMemory)?;
     for (s, f) in firsts.iter().enumerate() {
         order.extend(
             f.iter()
@@ -217,8 +221,7 @@ fn label_hasher() -> RandomState {
 /// `len` default values, or [`Shortfall::NoMemory`].
 fn zeroed<T: Clone + Default>(len: usize) -> Result<Vec<T>, Shortfall> {
     let mut v = Vec::new();
-    v.try_reserve_exact(len)
-        .map_err(|_| Shortfall::NoMemory(len))?;
+    v.try_reserve_exact(len).map_err(|_| Shortfall::NoMemory)?;
     v.resize(len, T::default());
     Ok(v)
 }
