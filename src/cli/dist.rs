@@ -10,9 +10,10 @@ use std::path::PathBuf;
 
 #[derive(Args)]
 pub struct DistArgs {
-    /// A clustering: one cluster per line, labels separated by TABs (as `gmcl cluster` writes).
+    /// A clustering: one cluster per line, labels separated by TABs (as `gmcl cluster` writes);
+    /// `-`: the standard input.
     a: PathBuf,
-    /// Another clustering of the same nodes.
+    /// Another clustering of the same nodes (`-`: the standard input, when A is a file).
     b: PathBuf,
     /// Print one JSON object to stdout.
     #[arg(long)]
@@ -20,10 +21,12 @@ pub struct DistArgs {
 }
 
 pub fn run(a: DistArgs) -> Result<()> {
+    super::paths::refuse_stdin_twice(&[&a.a, &a.b])?;
     let mut sw = Stopwatch::start();
     let ca = mcl::measures::read_clusters(&a.a)?;
     let cb = mcl::measures::read_clusters(&a.b)?;
-    let (na, nb) = (a.a.display().to_string(), a.b.display().to_string());
+    let name = |p: &std::path::Path| gmcl::io::shown(p).display().to_string();
+    let (na, nb) = (name(&a.a), name(&a.b));
     let load = sw.lap();
     let d = mcl::measures::distance_by_label(&ca, &cb, (&na, &nb))?;
     let compute = sw.lap();

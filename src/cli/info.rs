@@ -21,7 +21,8 @@ pub struct InfoArgs {
     #[arg(long)]
     json: bool,
     /// Also report clm info's measures of this clustering of the graph (label lines as gmcl
-    /// cluster and mcl write them, or mcl's native format), over the nodes MCL clusters.
+    /// cluster and mcl write them, or mcl's native format), over the nodes MCL clusters; `-`:
+    /// the standard input.
     #[arg(long, value_name = "FILE")]
     clusters: Option<PathBuf>,
 }
@@ -34,6 +35,9 @@ struct InfoReport {
 }
 
 pub fn run(a: InfoArgs) -> Result<()> {
+    if let Some(c) = &a.clusters {
+        super::paths::refuse_stdin_twice(&[&a.input, c])?;
+    }
     let mut sw = Stopwatch::start();
     let loaded = io::load_graph(&a.input, a.input_args.format, &gmcl::info::FOOTPRINT)?;
     let load = sw.lap();
@@ -128,8 +132,9 @@ fn clustering_info(input: &Path, loaded: &GraphInput, path: &Path) -> Result<Clu
     for (k, &v) in ids.iter().enumerate() {
         compact[v as usize] = k as u32;
     }
-    // Read once: the file may be a pipe.
+    // Read once: the file may be a pipe (or `-`, the standard input).
     let text = mcl::measures::read_text(path)?;
+    let path = io::shown(path);
     // Each cluster's members as vertex ids of the input.
     let vertices: Vec<Vec<u32>> = match mcl::native::is_native(&text) {
         true => {

@@ -23,6 +23,17 @@ pub fn refuse_json_beside_stdout(
     Ok(())
 }
 
+/// Fails (exit status 2) when more than one of `inputs` is the standard input (`-`): it can be
+/// read once.
+pub fn refuse_stdin_twice(inputs: &[&Path]) -> Result<()> {
+    match inputs.iter().filter(|p| gmcl::io::is_stdin(p)).count() > 1 {
+        true => Err(Error::Invalid(
+            "only one input can be the standard input ('-'): it can be read once".into(),
+        )),
+        false => Ok(()),
+    }
+}
+
 /// Fails (exit status 2) when an input is the standard input in a run across MPI ranks, where
 /// every rank reads its own part of a file.
 pub fn refuse_stdin_across_ranks(inputs: &[&Path]) -> Result<()> {

@@ -278,6 +278,24 @@ fn check_loaded(
     limits::check(loaded, bytes, path, footprint)
 }
 
+/// The standard input's bytes, read into memory within the memory gmcl may use (errors call it
+/// [`STDIN_NAME`]).
+pub(crate) fn stdin_bytes() -> Result<Vec<u8>> {
+    let source = reader::Source::stdin(limits::memory_bytes(), Path::new(STDIN_NAME))?;
+    Ok(match source {
+        reader::Source::Owned(bytes) => bytes,
+        other => other.bytes().to_vec(),
+    })
+}
+
+/// What errors call `path`: [`STDIN_NAME`] for `-`, else the path.
+pub fn shown(path: &Path) -> &Path {
+    match is_stdin(path) {
+        true => Path::new(STDIN_NAME),
+        false => path,
+    }
+}
+
 /// [`load`] of the standard input.
 fn load_stdin(
     format: Option<Format>,

@@ -338,16 +338,20 @@ pub fn distance(a: &[Vec<u32>], b: &[Vec<u32>], n: usize) -> Result<Distance> {
 /// `gmcl cluster` and mcl write them: a label may hold spaces (and any other character but a
 /// TAB). Blank lines are skipped; an empty label (a TAB at an end of a line, or two in a row) is
 /// an error naming the line. A file in mcl's native format ([`super::native`]) is read too, its
-/// nodes labelled by their indices.
+/// nodes labelled by their indices. `-` is the standard input.
 pub fn read_clusters(path: &Path) -> Result<Vec<Vec<String>>> {
-    parse_clusters(&read_text(path)?, path)
+    parse_clusters(&read_text(path)?, crate::io::shown(path))
 }
 
-/// The text of a clustering file, read once (a pipe can be read only once).
+/// The text of a clustering file, read once (a pipe can be read only once); `-` is the
+/// standard input.
 pub fn read_text(path: &Path) -> Result<String> {
-    let text = std::fs::read(path).map_err(|e| Error::io(path, "cannot read", e))?;
+    let text = match crate::io::is_stdin(path) {
+        true => crate::io::stdin_bytes()?,
+        false => std::fs::read(path).map_err(|e| Error::io(path, "cannot read", e))?,
+    };
     String::from_utf8(text).map_err(|_| Error::Input {
-        path: path.to_path_buf(),
+        path: crate::io::shown(path).to_path_buf(),
         message: "not UTF-8 text".into(),
     })
 }

@@ -1,7 +1,7 @@
 //! Formats at the edges: what gmcl writes reads back as the format's owner reads it (Matrix
 //! Market as SciPy does, clusterings as `clm` does), in the file's own numbering.
 
-use crate::util::{fails, ok, s};
+use crate::util::{fails, ok, s, with_stdin};
 use std::path::Path;
 
 /// A Matrix Market coordinate file read as SciPy reads it: the header's field and symmetry,
@@ -332,24 +332,6 @@ fn dist_reads_labels_as_cluster_writes_them() {
     std::fs::write(&bad, "a\tb\n\nc\t\n").unwrap();
     let err = fails(&["dist", s(&bad), s(&bad)]);
     assert!(err.contains("bad.clusters:3:"), "{err}");
-}
-
-/// Runs `gmcl args` with `input` on its standard input.
-fn with_stdin(args: &[&str], input: &[u8], env: &[(&str, &str)]) -> std::process::Output {
-    use std::io::Write;
-    let mut child = crate::util::cmd()
-        .args(args)
-        .envs(env.iter().copied())
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut stdin = child.stdin.take().unwrap();
-    // A command refusing at once may close its end first: that is no failure of the test.
-    let _ = stdin.write_all(input);
-    drop(stdin);
-    child.wait_with_output().unwrap()
 }
 
 #[test]

@@ -388,6 +388,32 @@ fn cli_dist_compares_clusterings() {
     );
     assert!(e.contains("both must cluster the same nodes"), "{e}");
     fails(&["dist", "tests/golden/karate.mcl", "no/such.clusters"], 2);
+    // `-` is the standard input, for one of the two (it can be read once), named in errors.
+    let i3 = std::fs::read("tests/golden/karate.I3.mcl").unwrap();
+    let piped = crate::util::with_stdin(&["dist", "tests/golden/karate.mcl", "-"], &i3, &[]);
+    assert!(piped.status.success());
+    assert_eq!(String::from_utf8_lossy(&piped.stdout), text);
+    let twice = crate::util::with_stdin(&["dist", "-", "-"], &i3, &[]);
+    assert_eq!(twice.status.code(), Some(2));
+    let e = String::from_utf8_lossy(&twice.stderr);
+    assert!(
+        e.contains("only one input can be the standard input"),
+        "{e}"
+    );
+    let bad = crate::util::with_stdin(&["dist", "-", "tests/golden/karate.mcl"], b"a\t\tb\n", &[]);
+    let e = String::from_utf8_lossy(&bad.stderr);
+    assert!(e.contains("<stdin>:1: an empty label"), "{e}");
+    // So is `info --clusters -`, unless the graph is read from there too.
+    let mcl = std::fs::read("tests/golden/karate.mcl").unwrap();
+    let info = crate::util::with_stdin(&["info", "graphs/karate.el", "--clusters", "-"], &mcl, &[]);
+    assert!(
+        info.status.success(),
+        "{}",
+        String::from_utf8_lossy(&info.stderr)
+    );
+    assert!(String::from_utf8_lossy(&info.stdout).contains("clusters "));
+    let both = crate::util::with_stdin(&["info", "-", "--clusters", "-"], &mcl, &[]);
+    assert_eq!(both.status.code(), Some(2));
 }
 
 #[test]

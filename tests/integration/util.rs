@@ -92,3 +92,21 @@ pub fn gpu() -> Option<Arc<gmcl::gpu::Gpu>> {
         }
     }
 }
+
+/// Runs `gmcl args` with `input` on its standard input.
+pub fn with_stdin(args: &[&str], input: &[u8], env: &[(&str, &str)]) -> std::process::Output {
+    use std::io::Write;
+    let mut child = crate::util::cmd()
+        .args(args)
+        .envs(env.iter().copied())
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    // A command refusing at once may close its end first: that is no failure of the test.
+    let _ = stdin.write_all(input);
+    drop(stdin);
+    child.wait_with_output().unwrap()
+}
