@@ -136,6 +136,7 @@ pub fn whole_number<T: TryFrom<u64>>(text: &str) -> Result<T, String> {
             v.floor() as u64,
             v.ceil() as u64
         )),
+        Ok(v) if v.is_finite() => Err("too large".into()),
         _ => Err("not a whole number".into()),
     }
 }
@@ -160,7 +161,7 @@ mod tests {
         assert_eq!(e("100.0"), "not written as a whole number: write 100");
         assert_eq!(e("-1"), "negative: give a whole number, 0 or more");
         assert_eq!(e("4294967296"), "too large");
-        assert_eq!(e("1e30"), "not a whole number");
+        assert_eq!(e("1e30"), "too large");
         assert_eq!(e("x"), "not a whole number");
         assert_eq!(e("nan"), "not a whole number");
         assert_eq!(e(""), "not a whole number");
