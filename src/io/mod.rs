@@ -281,11 +281,7 @@ fn check_loaded(
 /// The standard input's bytes, read into memory within the memory gmcl may use (errors call it
 /// [`STDIN_NAME`]).
 pub(crate) fn stdin_bytes() -> Result<Vec<u8>> {
-    let source = reader::Source::stdin(limits::memory_bytes(), Path::new(STDIN_NAME))?;
-    Ok(match source {
-        reader::Source::Owned(bytes) => bytes,
-        other => other.bytes().to_vec(),
-    })
+    reader::read_stdin(limits::memory_bytes(), Path::new(STDIN_NAME))
 }
 
 /// What errors call `path`: [`STDIN_NAME`] for `-`, else the path.
@@ -311,10 +307,9 @@ fn load_stdin(
                 .into(),
         });
     };
-    let source = reader::Source::stdin(limits::memory_bytes(), name)?;
-    let bytes = source.bytes();
-    let loaded = parse_with(bytes, format, name, reader::default_chunk(bytes.len()))?;
-    check_loaded(&loaded, bytes, name, footprint, fits)?;
+    let bytes = stdin_bytes()?;
+    let loaded = parse_with(&bytes, format, name, reader::default_chunk(bytes.len()))?;
+    check_loaded(&loaded, &bytes, name, footprint, fits)?;
     crate::interrupt::check()?;
     Ok(loaded)
 }

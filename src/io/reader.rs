@@ -85,43 +85,6 @@ impl Source {
         Ok(Source::Owned(super::stream::read_all(&file, path, limit)?))
     }
 
-    /// Reads the standard input into memory, refusing more than `limit` bytes (the memory gmcl
-    /// may use, when known) before holding them; `name` is what errors call it.
-    pub(crate) fn stdin(limit: Option<u64>, name: &Path) -> Result<Source> {
-        const STEP: usize = 1 << 20;
-        let mut input = std::io::stdin().lock();
-        let mut bytes: Vec<u8> = Vec::new();
-        loop {
-            crate::interrupt::check()?;
-            if bytes.try_reserve(STEP).is_err() {
-                return Err(Error::Input {
-                    path: name.to_path_buf(),
-                    message: format!(
-                        "memory for more than {} bytes of input could not be had",
-                        bytes.len()
-                    ),
-                });
-            }
-            let read = (&mut input)
-                .take(STEP as u64)
-                .read_to_end(&mut bytes)
-                .map_err(|e| Error::io(name, "cannot read", e))?;
-            if read == 0 {
-                return Ok(Source::Owned(bytes));
-            }
-            if let Some(limit) = limit.filter(|&l| bytes.len() as u64 > l) {
-                return Err(Error::Input {
-                    path: name.to_path_buf(),
-                    message: format!(
-                        "holds more than the {limit} bytes of memory gmcl may use \
-                         (GMCL_MEMORY_LIMIT, else the machine's or the cgroup's): it is read \
-                         into memory; give a file instead"
-                    ),
-                });
-            }
-        }
-    }
-
     /// The file's bytes.
     pub(crate) fn bytes(&self) -> &[u8] {
         match self {
@@ -699,6 +662,43 @@ pub(crate) fn weight_token(tok: &[u8]) -> std::result::Result<f64, String> {
         Some(Ok(x)) if x.is_finite() => Ok(x),
         Some(Ok(_)) => Err(format!("weight is not a finite number: {}", quote(tok))),
         _ => Err(format!("weight is not a number: {}", quote(tok))),
+    }
+}
+
+/// Reads the standard input into memory, refusing more than `limit` bytes (the memory gmcl
+/// may use, when known) before holding them; `name` is what errors call it.
+pub(crate) fn read_stdin(limit: Option<u64>, name: &Path) -> Result<Vec<u8>> {
+    const STEP: usize = 1 << 20;
+    let mut input = std::io::stdin().lock();
+    let mut bytes: Vec<u8> = Vec::new();
+    loop {
+        crate::interrupt::check()?;
+        if bytes.try_reserve(STEP).is_err() {
+            return Err(Error::Input {
+                path: name.to_path_buf(),
+                message: format!(
+                    "memory for more than {} bytes of input could not be had",
+                    bytes.len()
+                ),
+            });
+        }
+        let read = (&mut input)
+            .take(STEP as u64)
+            .read_to_end(&mut bytes)
+            .map_err(|e| Error::io(name, "cannot read", e))?;
+        if read == 0 {
+            return Ok(bytes);
+        }
+        if let Some(limit) = limit.filter(|&l| bytes.len() as u64 > l) {
+            return Err(Error::Input {
+                path: name.to_path_buf(),
+                message: format!(
+                    "holds more than the {limit} bytes of memory gmcl may use \
+                     (GMCL_MEMORY_LIMIT, else the machine's or the cgroup's): it is read \
+                     into memory; give a file instead"
+                ),
+            });
+        }
     }
 }
 
