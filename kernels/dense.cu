@@ -320,16 +320,28 @@ __device__ void row_entries(const u32* a_col, const T* a_val, u64 a0, u64 a1, co
     }
     __syncthreads();
     const u32 total = list[4 * ROW_LIST + 1];
-    for (u32 q = warp; q < total; q += nwarps) {
-        u32 lo = 0, hi = n;  // the last listed row whose pieces start at or before q
-        while (hi - lo > 1) {
-            const u32 mid = (lo + hi) / 2;
-            if (pieces[mid] <= q) lo = mid; else hi = mid;
+    // The listed row of the warp's last piece, its first entry and A's value: a hub row's pieces
+    // mostly come to the same warp in turn, which then skips the two dependent loads.
+    u32 last = ~0u;
+    u64 row = 0;
+    T av = (T)0;
+    for (u32 q = warp; q < total; q += nwarps) {  // q is the same on every lane of a warp
+        // The last listed row whose pieces start at or before q: the starts ascend from 0, so
+        // it is the number of starts at or before q, less one. The lanes test 32 starts at once
+        // (a binary search paid a chain of shared loads per piece).
+        u32 at_or_before = 0;
+        for (u32 i0 = 0; i0 < n; i0 += WARP) {
+            const u32 i = i0 + lane;
+            at_or_before += __popc(__ballot_sync(0xffffffffu, i < n && pieces[i] <= q));
         }
-        const u64 e = a0 + listed[lo];
-        const u64 row = b_ptr[a_col[e]] + first[lo];
+        const u32 lo = at_or_before - 1;
+        if (lo != last) {
+            last = lo;
+            const u64 e = a0 + listed[lo];
+            row = b_ptr[a_col[e]] + first[lo];
+            av = VALUES ? a_val[e] : (T)0;
+        }
         const u64 j = row + (u64)(q - pieces[lo]) * piece, end = row + span[lo];
-        const T av = VALUES ? a_val[e] : (T)0;
         walk_b_row<T, VALUES>(b_col, b_val, j + lane, j + piece < end ? j + piece : end, piece,
                               c0, c1, [&](u32 at, T bv) { visit(av, at, bv); });
     }
