@@ -187,6 +187,17 @@ impl Gpu {
         let ordinal = ordinal % count as usize;
         let ctx = CudaContext::new(ordinal)
             .map_err(|e| Error::EngineUnavailable(format!("cannot open GPU {ordinal}: {e}")))?;
+        // cudarc would record an event and make the stream wait on another for every buffer
+        // a launch or copy takes, and so serialize the product's light and heavy streams, whose
+        // kernels write disjoint rows of the same arrays; for small products and MCL's late
+        // iterations those calls cost as much as the kernels.
+        // SAFETY: gmcl orders its streams itself, before any buffer exists. A buffer is used
+        // and freed on the stream that allocated it (`main` for all but the product's phases);
+        // `spgemm::gpu::batch` forks the light and heavy streams from `main` and joins them
+        // back around the phases that use them, and waits for every stream before a failed
+        // batch's buffers are freed; NCCL's stream and CUDA IPC wait for the whole context
+        // before they read other streams' buffers.
+        unsafe { ctx.disable_event_tracking() };
         let capability = driver("read the compute capability", ctx.compute_capability())?;
         let name = ctx.name().unwrap_or_else(|_| "unknown GPU".into());
         if capability < MIN_CAPABILITY {

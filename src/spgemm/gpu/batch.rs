@@ -11,6 +11,7 @@ use crate::error::{Error, Result};
 use crate::gpu::matrix::DeviceCsr;
 use crate::gpu::prims::{check, is_out_of_memory, zeros};
 use crate::gpu::profile::Profile;
+use crate::gpu::Gpu;
 use crate::scalar::Scalar;
 use crate::spgemm::params::MagnusParams;
 use crate::spgemm::ProductStats;
@@ -168,18 +169,26 @@ impl GpuEngine {
             };
             return Ok((c, None));
         }
-        let mut batch = self.setup(ops, p, &rows, prof)?;
+        // The batch's buffers are declared before the guard, so that a batch failing part-way
+        // (out of memory: split and retried) frees them only after the guard has waited for
+        // every stream: the light and heavy streams' queued kernels may still use them.
+        let mut batch: Batch;
+        let mut chunks: HeavyChunks<T>;
+        let (nnz, mut c_col, mut c_val): (u64, CudaSlice<u32>, CudaSlice<T>);
+        let settle = Settle::new(g);
+        batch = self.setup(ops, p, &rows, prof)?;
         fork(main, &[light, heavy])?;
-        let mut chunks = self.symbolic(ops, p, &mut batch, prof)?;
+        chunks = self.symbolic(ops, p, &mut batch, prof)?;
         join(main, &[light, heavy])?;
         prof.mark("symbolic: heavy chunks")?;
-        let (nnz, mut c_col, mut c_val) = self.offsets(p, &mut batch, &mut chunks)?;
+        (nnz, c_col, c_val) = self.offsets(p, &mut batch, &mut chunks)?;
         prof.mark("C's offsets, allocate C")?;
         fork(main, &[light, heavy])?;
         self.numeric(ops, p, &batch, &chunks, &mut c_col, &mut c_val, prof)?;
         join(main, &[light, heavy])?;
         prof.mark("numeric: heavy chunks")?;
         check("numeric", main.synchronize())?;
+        settle.done();
         stats.device_seconds += timer.elapsed().as_secs_f64();
 
         let c = DeviceCsr {
@@ -198,6 +207,35 @@ impl GpuEngine {
             products: products.to_vec(),
         });
         Ok((c, deferred))
+    }
+}
+
+/// Waits for every stream of the GPU when dropped before [`Settle::done`]. The streams order
+/// themselves (cudarc's per-buffer events are off: `gpu::Gpu`), so a batch that fails part-way
+/// must not free a buffer while another stream's queued kernels may still use it.
+struct Settle<'g> {
+    gpu: &'g Gpu,
+    pending: bool,
+}
+
+impl<'g> Settle<'g> {
+    fn new(gpu: &'g Gpu) -> Self {
+        Settle { gpu, pending: true }
+    }
+
+    /// Every stream is known to be done (the batch ended with `main` joined and synchronized).
+    fn done(mut self) {
+        self.pending = false;
+    }
+}
+
+impl Drop for Settle<'_> {
+    fn drop(&mut self) {
+        if self.pending {
+            // The batch's error is what the caller reports; a failed wait leaves nothing more
+            // to do here than free the buffers, as before.
+            let _ = self.gpu.ctx.synchronize();
+        }
     }
 }
 
