@@ -106,6 +106,7 @@ fn run(
             world.ranks()
         )));
     }
+    cli.command.notice_skipped_columns(ui);
     let on_gpus = input.is_some_and(|(engine, bytes)| gmcl::engine::gpu_may_pay(engine, bytes));
     let exchange = match &cli.command {
         Command::Tricount(_) => gmcl::dist::tricount::exchange_for(cli.exchange),

@@ -143,6 +143,10 @@ impl ClusterArgs {
     pub fn input(&self) -> &std::path::Path {
         &self.input
     }
+    /// The input format asked for (`--format`; `None`: from the file name).
+    pub fn format(&self) -> Option<gmcl::io::Format> {
+        self.input_args.format
+    }
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]

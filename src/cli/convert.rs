@@ -34,6 +34,17 @@ struct ConvertReport {
     output_format: String,
 }
 
+impl ConvertArgs {
+    /// The input file.
+    pub fn input(&self) -> &std::path::Path {
+        &self.input
+    }
+    /// The input format asked for (`--format`; `None`: from the file name).
+    pub fn format(&self) -> Option<gmcl::io::Format> {
+        self.input_args.format
+    }
+}
+
 pub fn run(a: ConvertArgs, ui: Ui) -> Result<()> {
     let mut sw = Stopwatch::start();
     super::paths::refuse_clobbering(&[&a.input], &[("OUTPUT", &a.output)])?;

@@ -34,6 +34,17 @@ struct InfoReport {
     clustering: ClusterInfo,
 }
 
+impl InfoArgs {
+    /// The input file.
+    pub fn input(&self) -> &std::path::Path {
+        &self.input
+    }
+    /// The input format asked for (`--format`; `None`: from the file name).
+    pub fn format(&self) -> Option<gmcl::io::Format> {
+        self.input_args.format
+    }
+}
+
 pub fn run(a: InfoArgs) -> Result<()> {
     if let Some(c) = &a.clusters {
         super::paths::refuse_stdin_twice(&[&a.input, c])?;

@@ -95,6 +95,37 @@ impl Command {
             inputs.into_iter().map(gmcl::engine::file_bytes).sum(),
         ))
     }
+
+    /// Says, once per input file, where a SNAP text input has columns past the source and
+    /// target that its loader skips ([`gmcl::io::snap_extra_columns`]). Nothing under --quiet
+    /// (nor on the ranks that do not report), where the files are not even looked at.
+    pub fn notice_skipped_columns(&self, ui: Ui) {
+        if ui.quiet {
+            return;
+        }
+        for (path, format) in self.graph_inputs() {
+            if let Some((line, columns)) = gmcl::io::snap_extra_columns(path, format) {
+                ui.notice(&format!(
+                    "{}: line {line} has {columns} columns; SNAP text is read as source and \
+                     target, the further columns skipped as SNAP's own loader skips them (for \
+                     weights in the third column, use --format wel)",
+                    path.display()
+                ));
+            }
+        }
+    }
+
+    /// The graph and matrix files the command reads, each with the format asked for.
+    fn graph_inputs(&self) -> Vec<(&std::path::Path, Option<Format>)> {
+        match self {
+            Command::Cluster(a) => vec![(a.input(), a.format())],
+            Command::Tricount(a) => vec![(a.input(), a.format())],
+            Command::Info(a) => vec![(a.input(), a.format())],
+            Command::Convert(a) => vec![(a.input(), a.format())],
+            Command::Spgemm(a) => a.inputs().into_iter().map(|p| (p, a.format())).collect(),
+            _ => Vec::new(),
+        }
+    }
 }
 
 // The `Args` structs here and in the subcommand modules carry no doc comments: clap may take a

@@ -58,6 +58,10 @@ impl SpgemmArgs {
             .chain(self.b.as_deref())
             .collect()
     }
+    /// The input format asked for (`--format`; `None`: from the file name).
+    pub fn format(&self) -> Option<gmcl::io::Format> {
+        self.input_args.format
+    }
 }
 pub fn run(a: SpgemmArgs, ui: Ui, comm: Option<&dyn Comm>) -> Result<()> {
     match (a.precision, comm) {

@@ -60,6 +60,10 @@ impl TricountArgs {
     pub fn input(&self) -> &std::path::Path {
         &self.input
     }
+    /// The input format asked for (`--format`; `None`: from the file name).
+    pub fn format(&self) -> Option<gmcl::io::Format> {
+        self.input_args.format
+    }
 }
 
 #[derive(serde::Serialize)]

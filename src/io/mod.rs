@@ -124,6 +124,35 @@ impl Format {
     }
 }
 
+/// Bytes of a file's start that [`snap_extra_columns`] reads.
+const SNAP_HEAD_BYTES: u64 = 1 << 20;
+
+/// Columns a SNAP text input holds past each line's source and target, which the loader skips
+/// as SNAP's own loader does (signs, times: no weights): the number of the file's first data
+/// line and its column count, so that the command line can say the columns were not read.
+/// Reads the start of the file (decompressed where it is `.gz`). `None` where the input is not
+/// read as SNAP text (`format`, else the name), is no regular file (a pipe's bytes would be
+/// taken from the loader), cannot be read (the loader then says why), or holds two columns.
+pub fn snap_extra_columns(path: &Path, format: Option<Format>) -> Option<(u64, usize)> {
+    use std::io::Read;
+    if is_stdin(path) || format.or_else(|| Format::of_input(path)) != Some(Format::Snap) {
+        return None;
+    }
+    if !std::fs::metadata(path).ok()?.is_file() {
+        return None;
+    }
+    let file = std::fs::File::open(path).ok()?;
+    let mut head = Vec::new();
+    let read = match is_gzip(path) {
+        true => flate2::read::MultiGzDecoder::new(file)
+            .take(SNAP_HEAD_BYTES)
+            .read_to_end(&mut head),
+        false => file.take(SNAP_HEAD_BYTES).read_to_end(&mut head),
+    };
+    read.ok()?;
+    snap::extra_columns(&head, (head.len() as u64) < SNAP_HEAD_BYTES)
+}
+
 /// Whether an input path names a gzip-compressed file: its name ends in `.gz` (any case). Such a
 /// file is decompressed into memory as it is read (no further than the memory limit), and its
 /// format is the one the name before `.gz` says.

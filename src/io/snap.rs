@@ -43,6 +43,25 @@ fn parse_from(bytes: &[u8], start: usize, path: &Path, chunk: usize) -> Result<L
     })
 }
 
+/// The first data line of SNAP text whose columns past the source and target the loader skips:
+/// its 1-based number and its column count, when it has more than two. `head` is the file's
+/// start; `whole` says it is the whole file (else a first data line that runs past `head` is
+/// not judged).
+pub(crate) fn extra_columns(head: &[u8], whole: bool) -> Option<(u64, usize)> {
+    let start = reader::skip_leading_comments(head, 0);
+    let rest = &head[start..];
+    let end = match memchr::memchr(b'\n', rest) {
+        Some(e) => e,
+        None if whole => rest.len(),
+        None => return None,
+    };
+    let columns = rest[..end]
+        .split(|b| b.is_ascii_whitespace())
+        .filter(|t| !t.is_empty())
+        .count();
+    (columns > 2).then(|| (reader::line_number(head, start), columns))
+}
+
 /// Renumbers the ids in use to `0..k` in increasing order and returns the original of each new
 /// id. Dense id ranges use [`EdgeList::compact_ids`] (a flag and a new id per possible id);
 /// sparse ones (a few edges among ids up to 4e9) sort the ids instead, which needs memory in
@@ -75,6 +94,19 @@ pub(crate) fn compact(edges: &mut EdgeList) -> Vec<u32> {
 mod tests {
     use super::super::parse_bytes;
     use super::*;
+
+    #[test]
+    fn extra_columns_are_found_on_the_first_data_line() {
+        let t = b"# Directed graph\n# FromNodeId\tToNodeId\tSign\n\n30\t1\t-1\n2 3 1\n";
+        assert_eq!(extra_columns(t, true), Some((4, 3)));
+        assert_eq!(extra_columns(b"1 2\n3 4 5\n", true), None);
+        assert_eq!(extra_columns(b"1 2 \t \r\n", true), None);
+        assert_eq!(extra_columns(b"% c\n1 2 3 4", true), Some((2, 4)));
+        // A first data line cut by the end of what was read is not judged.
+        assert_eq!(extra_columns(b"# c\n1 2 3", false), None);
+        assert_eq!(extra_columns(b"# only comments\n", true), None);
+        assert_eq!(extra_columns(b"", true), None);
+    }
 
     fn snap(text: &str) -> Loaded {
         parse_bytes(text.as_bytes(), Format::Snap, Path::new("g.txt")).unwrap()

@@ -211,3 +211,49 @@ fn labels_chosen_to_collide_are_read_fast() {
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(v["vertices"], 300_000);
 }
+
+#[test]
+fn snap_columns_past_the_target_are_skipped_and_said_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let signed = "# Directed graph\n# FromNodeId\tToNodeId\tSign\n30\t1\t-1\n1\t2\t1\n2\t30\t1\n";
+    let g = write(dir.path(), "signed.txt", signed);
+    let g = g.to_str().unwrap();
+    let said = "signed.txt: line 3 has 3 columns; SNAP text is read as source and target";
+    let out = gmcl(&["info", g, "--json"]);
+    let err = stderr(&out);
+    assert!(out.status.success(), "{err}");
+    assert_eq!(err.matches(said).count(), 1, "{err}");
+    assert!(err.contains("--format wel"), "{err}");
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["edges"], 3, "{v}");
+    // Each file read says it, under every command; --quiet says nothing.
+    let out = gmcl(&["spgemm", g, g, "--engine", "cpu", "-o", "-"]);
+    assert_eq!(stderr(&out).matches(said).count(), 2, "{}", stderr(&out));
+    let out = gmcl(&["cluster", g, "--engine", "cpu", "-q"]);
+    assert!(
+        out.status.success() && out.stderr.is_empty(),
+        "{}",
+        stderr(&out)
+    );
+    // Compressed SNAP text is looked at decompressed.
+    let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+    std::io::Write::write_all(&mut e, signed.as_bytes()).unwrap();
+    let gz = dir.path().join("signed.txt.gz");
+    std::fs::write(&gz, e.finish().unwrap()).unwrap();
+    let out = gmcl(&["tricount", gz.to_str().unwrap(), "--engine", "cpu"]);
+    assert!(
+        stderr(&out).contains("signed.txt.gz: line 3 has 3 columns"),
+        "{}",
+        stderr(&out)
+    );
+    // Two columns, or the columns read as weights: nothing to say.
+    let plain = write(dir.path(), "plain.txt", "# c\n30 1\n1 2\n");
+    let out = gmcl(&["info", plain.to_str().unwrap()]);
+    assert!(!stderr(&out).contains("columns"), "{}", stderr(&out));
+    let out = gmcl(&["info", g, "--format", "wel"]);
+    assert!(
+        out.status.success() && !stderr(&out).contains("columns"),
+        "{}",
+        stderr(&out)
+    );
+}
