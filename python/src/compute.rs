@@ -281,6 +281,7 @@ pub fn cluster_file<'py>(
     let f32 = options.is_f32()?;
     let fmt = self::format(format)?;
     let notices = Notices::default();
+    notices.skipped_columns(&path, fmt);
     let (c, labels) = interruptible(py, || {
         let (c, labels) = if f32 {
             let loaded = io::load_as::<f32>(&path, fmt, &mcl::FOOTPRINT)?;
@@ -400,6 +401,7 @@ pub fn tricount_file<'py>(
     let kind = engine_kind(engine)?;
     let fmt = self::format(format)?;
     let notices = Notices::default();
+    notices.skipped_columns(&path, fmt);
     let (r, labels) = interruptible(py, || {
         let loaded = io::load_for(&path, fmt, &tricount::FOOTPRINT)?;
         let n = loaded.edges.nrows.max(loaded.edges.ncols);

@@ -4,7 +4,7 @@
 use crate::arrays::{csr_out, edges_of, CsrArg, CsrOut, Parts};
 use crate::compute::{format, names};
 use crate::errors::to_py;
-use crate::run::interruptible;
+use crate::run::{interruptible, Notices};
 use gmcl::generate::{self, RmatParams};
 use gmcl::io::{self, Format};
 use gmcl::{BuildOptions, Csr, Duplicates, EdgeList, Error, Scalar};
@@ -34,6 +34,8 @@ pub fn load<'py>(
     f32: bool,
 ) -> PyResult<Loaded<'py>> {
     let fmt = self::format(format)?;
+    let notices = Notices::default();
+    notices.skipped_columns(&path, fmt);
     let (m, labels, read_as) = interruptible(py, || {
         let footprint = &gmcl::spgemm::FOOTPRINT;
         // The weights stay f64 either way: only the check differs.
@@ -52,6 +54,7 @@ pub fn load<'py>(
         let labels = names(&loaded.labels, loaded.edges.nrows.max(loaded.edges.ncols));
         Ok((m, labels, loaded.format.name()))
     })?;
+    notices.emit(py)?;
     Ok((csr_out(py, m), labels, read_as))
 }
 

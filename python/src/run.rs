@@ -75,6 +75,17 @@ impl Notices {
         }
     }
 
+    /// Keeps the notice of a SNAP text file's columns past its source and target, which the
+    /// loader skips ([`gmcl::io::snap_extra_columns`]), as the command line says it.
+    pub fn skipped_columns(&self, path: &std::path::Path, format: Option<gmcl::io::Format>) {
+        if let Some(extra) = gmcl::io::snap_extra_columns(path, format) {
+            self.push(&format!(
+                "{} (for weights in the third column, read it with format=\"wel\")",
+                extra.describe(path)
+            ));
+        }
+    }
+
     /// Writes the notices to `sys.stderr`.
     pub fn emit(self, py: Python<'_>) -> PyResult<()> {
         let msgs = self.0.into_inner().unwrap_or_default();

@@ -269,3 +269,21 @@ def test_64_bit_indices_come_back_when_a_result_has_more_than_2_31_columns(tmp_p
     back = sp.load_npz(tmp_path / "wide.npz")
     assert back.shape == (2, n) and back.indices.dtype == np.int64
     assert list(back.indices) == [n - 1, 0] and list(back.data) == [7.5, 3.0]
+
+
+def test_snap_columns_past_the_target_are_skipped_and_said(tmp_path, capsys):
+    p = tmp_path / "signed.txt"
+    p.write_text("# FromNodeId\tToNodeId\tSign\n30\t1\t-1\n1\t2\t1\n2\t30\t1\n")
+    a, names = gmcl.load(p, labels=True)
+    # Ids in increasing order, the signs not read: 30 -> 1, 1 -> 2, 2 -> 30, all ones.
+    assert names == ["1", "2", "30"] and a.shape == (3, 3)
+    assert a.nnz == 3 and (a.data == 1).all()
+    err = capsys.readouterr().err
+    assert err.count("signed.txt: line 2 has 3 columns; SNAP text is read as source") == 1, err
+    assert 'format="wel"' in err, err
+    assert gmcl.tricount(p) == 1
+    assert "signed.txt: line 2 has 3 columns" in capsys.readouterr().err
+    q = tmp_path / "plain.txt"
+    q.write_text("# c\n30 1\n1 2\n")
+    gmcl.load(q)
+    assert "columns" not in capsys.readouterr().err

@@ -104,12 +104,10 @@ impl Command {
             return;
         }
         for (path, format) in self.graph_inputs() {
-            if let Some((line, columns)) = gmcl::io::snap_extra_columns(path, format) {
+            if let Some(extra) = gmcl::io::snap_extra_columns(path, format) {
                 ui.notice(&format!(
-                    "{}: line {line} has {columns} columns; SNAP text is read as source and \
-                     target, the further columns skipped as SNAP's own loader skips them (for \
-                     weights in the third column, use --format wel)",
-                    path.display()
+                    "{} (for weights in the third column, use --format wel)",
+                    extra.describe(path)
                 ));
             }
         }

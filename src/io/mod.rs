@@ -128,12 +128,35 @@ impl Format {
 const SNAP_HEAD_BYTES: u64 = 1 << 20;
 
 /// Columns a SNAP text input holds past each line's source and target, which the loader skips
-/// as SNAP's own loader does (signs, times: no weights): the number of the file's first data
-/// line and its column count, so that the command line can say the columns were not read.
-/// Reads the start of the file (decompressed where it is `.gz`). `None` where the input is not
-/// read as SNAP text (`format`, else the name), is no regular file (a pipe's bytes would be
-/// taken from the loader), cannot be read (the loader then says why), or holds two columns.
-pub fn snap_extra_columns(path: &Path, format: Option<Format>) -> Option<(u64, usize)> {
+/// as SNAP's own loader does (signs, times: no weights), as its first data line shows them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ExtraColumns {
+    /// The line's number (from 1).
+    pub line: u64,
+    /// Its columns.
+    pub columns: usize,
+}
+
+impl ExtraColumns {
+    /// What they mean for the file at `path`, for a front end's notice, which then says how to
+    /// read a column of weights instead.
+    pub fn describe(&self, path: &Path) -> String {
+        format!(
+            "{}: line {} has {} columns; SNAP text is read as source and target, the further \
+             columns skipped as SNAP's own loader skips them",
+            path.display(),
+            self.line,
+            self.columns
+        )
+    }
+}
+
+/// The columns past the source and target of a SNAP text input ([`ExtraColumns`]), so that a
+/// front end can say they were not read. Reads the start of the file (decompressed where it is
+/// `.gz`). `None` where the input is not read as SNAP text (`format`, else the name), is no
+/// regular file (a pipe's bytes would be taken from the loader), cannot be read (the loader
+/// then says why), or holds two columns.
+pub fn snap_extra_columns(path: &Path, format: Option<Format>) -> Option<ExtraColumns> {
     use std::io::Read;
     if is_stdin(path) || format.or_else(|| Format::of_input(path)) != Some(Format::Snap) {
         return None;
@@ -150,7 +173,8 @@ pub fn snap_extra_columns(path: &Path, format: Option<Format>) -> Option<(u64, u
         false => file.take(SNAP_HEAD_BYTES).read_to_end(&mut head),
     };
     read.ok()?;
-    snap::extra_columns(&head, (head.len() as u64) < SNAP_HEAD_BYTES)
+    let (line, columns) = snap::extra_columns(&head, (head.len() as u64) < SNAP_HEAD_BYTES)?;
+    Some(ExtraColumns { line, columns })
 }
 
 /// Whether an input path names a gzip-compressed file: its name ends in `.gz` (any case). Such a
