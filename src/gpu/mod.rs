@@ -189,8 +189,8 @@ impl Gpu {
             .map_err(|e| Error::EngineUnavailable(format!("cannot open GPU {ordinal}: {e}")))?;
         // cudarc would record an event and make the stream wait on another for every buffer
         // a launch or copy takes, and so serialize the product's light and heavy streams, whose
-        // kernels write disjoint rows of the same arrays; for small products and MCL's late
-        // iterations those calls cost as much as the kernels.
+        // kernels write disjoint rows of the same arrays; small products and MCL's late
+        // iterations, made of many short launches, paid for those calls.
         // SAFETY: gmcl orders its streams itself, before any buffer exists. A buffer is used
         // and freed on the stream that allocated it (`main` for all but the product's phases);
         // `spgemm::gpu::batch` forks the light and heavy streams from `main` and joins them
