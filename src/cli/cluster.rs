@@ -23,7 +23,7 @@ pub struct ClusterArgs {
     /// without edges left out).
     input: PathBuf,
     #[command(flatten)]
-    input_args: InputArgs,
+    pub(super) input_args: InputArgs,
     /// Inflation (mcl's -I): greater than 0, at most 30; larger gives finer clusters.
     #[arg(
         short = 'I',
@@ -142,10 +142,6 @@ impl ClusterArgs {
     /// The input file.
     pub fn input(&self) -> &std::path::Path {
         &self.input
-    }
-    /// The input format asked for (`--format`; `None`: from the file name).
-    pub fn format(&self) -> Option<gmcl::io::Format> {
-        self.input_args.format
     }
 }
 

@@ -17,7 +17,7 @@ pub struct ConvertArgs {
     /// save_npz layout, CSR, repeated entries summed).
     output: PathBuf,
     #[command(flatten)]
-    input_args: InputArgs,
+    pub(super) input_args: InputArgs,
     /// Print one JSON object to stdout: the matrix's size and where the time went.
     #[arg(long)]
     json: bool,
@@ -38,10 +38,6 @@ impl ConvertArgs {
     /// The input file.
     pub fn input(&self) -> &std::path::Path {
         &self.input
-    }
-    /// The input format asked for (`--format`; `None`: from the file name).
-    pub fn format(&self) -> Option<gmcl::io::Format> {
-        self.input_args.format
     }
 }
 

@@ -16,7 +16,7 @@ pub struct InfoArgs {
     /// The graph file (`-`: the standard input, with --format).
     input: PathBuf,
     #[command(flatten)]
-    input_args: InputArgs,
+    pub(super) input_args: InputArgs,
     /// Print one JSON object to stdout.
     #[arg(long)]
     json: bool,
@@ -38,10 +38,6 @@ impl InfoArgs {
     /// The input file.
     pub fn input(&self) -> &std::path::Path {
         &self.input
-    }
-    /// The input format asked for (`--format`; `None`: from the file name).
-    pub fn format(&self) -> Option<gmcl::io::Format> {
-        self.input_args.format
     }
 }
 

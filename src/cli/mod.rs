@@ -116,11 +116,14 @@ impl Command {
     /// The graph and matrix files the command reads, each with the format asked for.
     fn graph_inputs(&self) -> Vec<(&std::path::Path, Option<Format>)> {
         match self {
-            Command::Cluster(a) => vec![(a.input(), a.format())],
-            Command::Tricount(a) => vec![(a.input(), a.format())],
-            Command::Info(a) => vec![(a.input(), a.format())],
-            Command::Convert(a) => vec![(a.input(), a.format())],
-            Command::Spgemm(a) => a.inputs().into_iter().map(|p| (p, a.format())).collect(),
+            Command::Cluster(a) => vec![(a.input(), a.input_args.format)],
+            Command::Tricount(a) => vec![(a.input(), a.input_args.format)],
+            Command::Info(a) => vec![(a.input(), a.input_args.format)],
+            Command::Convert(a) => vec![(a.input(), a.input_args.format)],
+            Command::Spgemm(a) => {
+                let format = a.input_args.format;
+                a.inputs().into_iter().map(|p| (p, format)).collect()
+            }
             _ => Vec::new(),
         }
     }

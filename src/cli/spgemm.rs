@@ -22,7 +22,7 @@ pub struct SpgemmArgs {
     /// Matrix B (default: A, giving A²).
     b: Option<PathBuf>,
     #[command(flatten)]
-    input_args: InputArgs,
+    pub(super) input_args: InputArgs,
     /// Write C here, in the format the extension names: .mtx (Matrix Market, 1-based), .wel
     /// ("u v w" lines, 0-based) or .npz (SciPy); `-` is stdout, as Matrix Market.
     #[arg(long, short = 'o')]
@@ -57,10 +57,6 @@ impl SpgemmArgs {
         std::iter::once(self.a.as_path())
             .chain(self.b.as_deref())
             .collect()
-    }
-    /// The input format asked for (`--format`; `None`: from the file name).
-    pub fn format(&self) -> Option<gmcl::io::Format> {
-        self.input_args.format
     }
 }
 pub fn run(a: SpgemmArgs, ui: Ui, comm: Option<&dyn Comm>) -> Result<()> {

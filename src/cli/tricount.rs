@@ -19,7 +19,7 @@ pub struct TricountArgs {
     /// weights are ignored).
     input: PathBuf,
     #[command(flatten)]
-    input_args: InputArgs,
+    pub(super) input_args: InputArgs,
     /// Write each vertex's triangle count here: `label<TAB>count` per vertex, in vertex order
     /// (labels as in the input).
     #[arg(long, value_name = "FILE")]
@@ -59,10 +59,6 @@ impl TricountArgs {
     /// The input file.
     pub fn input(&self) -> &std::path::Path {
         &self.input
-    }
-    /// The input format asked for (`--format`; `None`: from the file name).
-    pub fn format(&self) -> Option<gmcl::io::Format> {
-        self.input_args.format
     }
 }
 

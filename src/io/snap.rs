@@ -55,10 +55,7 @@ pub(crate) fn extra_columns(head: &[u8], whole: bool) -> Option<(u64, usize)> {
         None if whole => rest.len(),
         None => return None,
     };
-    let columns = rest[..end]
-        .split(|b| b.is_ascii_whitespace())
-        .filter(|t| !t.is_empty())
-        .count();
+    let columns = reader::tokens(&rest[..end]).len();
     (columns > 2).then(|| (reader::line_number(head, start), columns))
 }
 
