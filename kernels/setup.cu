@@ -79,8 +79,17 @@ extern "C" __global__ void row_products(const u64* a_ptr, const u32* a_col, cons
 // Bins items [0, n) whose sizes are ptr[i+1] - ptr[i]: empty items get no bin (0xffffffff);
 // sizes up to limits[b] go to the first such bin b < nbins; larger ones to bin nbins (heavy).
 // Counts per bin are added to counts[].
-extern "C" __global__ void classify_sizes(const u64* ptr, u64 n, const u64* limits, u32 nbins,
-                                          u32* bin_of, u32* counts) {
+// The most bins a sorting into bins has (MAX_BINS in src/spgemm/gpu/bins.rs): the limits travel
+// by value, with the launch, rather than in a buffer of their own.
+#define MAX_BINS 16
+struct BinLimits {
+    u64 limit[MAX_BINS - 1];
+};
+
+// bin_of[i] = the first bin b < nbins whose limit the item's size is within, nbins past them
+// all, none (all ones) for an empty item; tallies[b] counts bin b's items.
+extern "C" __global__ void classify_sizes(const u64* ptr, u64 n, BinLimits limits, u32 nbins,
+                                          u32* bin_of, u32* tallies) {
     for (u64 i = blockIdx.x * (u64)blockDim.x + threadIdx.x; i < n;
          i += (u64)gridDim.x * blockDim.x) {
         u64 size = ptr[i + 1] - ptr[i];
@@ -88,20 +97,33 @@ extern "C" __global__ void classify_sizes(const u64* ptr, u64 n, const u64* limi
         if (size > 0) {
             bin = nbins;
             for (u32 b = 0; b < nbins; ++b) {
-                if (size <= limits[b]) { bin = b; break; }
+                if (size <= limits.limit[b]) { bin = b; break; }
             }
-            warp_count(&counts[bin], bin);
+            warp_count(&tallies[bin], bin);
         }
         bin_of[i] = bin;
     }
 }
 
-// Places each binned item in its bin's list: cursor[b] starts at the bin's offset in `lists`.
-extern "C" __global__ void scatter_bins(const u32* bin_of, u64 n, u32* cursor, u32* lists) {
+// Places each binned item in its bin's list, the bins one after another in `lists`: each block
+// finds the bins' offsets from their counts (tallies[0..=nbins]); tallies[nbins + 1 + b], from
+// 0, claims places within bin b.
+extern "C" __global__ void scatter_bins(const u32* bin_of, u64 n, u32 nbins, u32* tallies,
+                                        u32* lists) {
+    __shared__ u32 offset[MAX_BINS];
+    if (threadIdx.x == 0) {
+        u32 run = 0;
+        for (u32 b = 0; b <= nbins; ++b) {
+            offset[b] = run;
+            run += tallies[b];
+        }
+    }
+    __syncthreads();
+    u32* cursor = tallies + nbins + 1;
     for (u64 i = blockIdx.x * (u64)blockDim.x + threadIdx.x; i < n;
          i += (u64)gridDim.x * blockDim.x) {
         u32 b = bin_of[i];
-        if (b != 0xffffffffu) lists[warp_claim(&cursor[b], b)] = (u32)i;
+        if (b != 0xffffffffu) lists[offset[b] + warp_claim(&cursor[b], b)] = (u32)i;
     }
 }
 

@@ -113,6 +113,9 @@ impl GpuEngine {
         };
         let mut pending = self.plan_batches(products, &rows, &p, ops)?;
         pending.reverse();
+        // The batches' device time starts once the operands are on the device (their copies
+        // overlapped the host's planning): a product's time is the product's, as cuSPARSE's is.
+        check("upload the operands", self.gpu.main.synchronize())?;
         while let Some(batch) = pending.pop() {
             let at = batch.start - rows.start;
             let batch_products = &products[at..=at + batch.len()];
