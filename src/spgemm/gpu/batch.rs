@@ -91,13 +91,16 @@ pub(super) struct HeavyChunks<T: Scalar> {
 }
 
 impl GpuEngine {
-    /// Runs the batches of `rows` (`products`: the prefix of their intermediate products),
-    /// splitting a batch that runs out of memory, and hands each product to `consume` in order.
+    /// Runs the batches of `rows` (`products`: the prefix of their intermediate products;
+    /// `counted`: that prefix on the device, where it is there already, for the first batch to
+    /// take), splitting a batch that runs out of memory, and hands each product to `consume`
+    /// in order.
     pub(super) fn run_batches<T: Scalar>(
         &self,
         ops: &Operands<T>,
         rows: Range<usize>,
         products: &[u64],
+        mut counted: Option<CudaSlice<u64>>,
         prof: &mut Profile,
         mut consume: impl FnMut(
             Range<usize>,
@@ -119,7 +122,17 @@ impl GpuEngine {
         while let Some(batch) = pending.pop() {
             let at = batch.start - rows.start;
             let batch_products = &products[at..=at + batch.len()];
-            match self.run_batch(ops, &p, batch.clone(), batch_products, prof, &mut stats) {
+            // The prefix of every row serves the batch of the first rows (its values from 0).
+            let counted = counted.take().filter(|_| at == 0);
+            match self.run_batch(
+                ops,
+                &p,
+                batch.clone(),
+                batch_products,
+                counted,
+                prof,
+                &mut stats,
+            ) {
                 Ok((c, deferred)) => {
                     stats.nnz += c.nnz;
                     consume(batch, c, deferred, prof)?;
@@ -148,13 +161,16 @@ impl GpuEngine {
 
     /// One batch of rows, start to finish: setup, symbolic, C's offsets, numeric. Its rows of C
     /// stay on the device; deferred dense rows are left out of C and listed, with `products`
-    /// (the prefix of the batch's intermediate products).
+    /// (the prefix of the batch's intermediate products; on the device in `counted`, where
+    /// it is there already).
+    #[allow(clippy::too_many_arguments)]
     fn run_batch<T: Scalar>(
         &self,
         ops: &Operands<T>,
         p: &MagnusParams,
         rows: Range<usize>,
         products: &[u64],
+        counted: Option<CudaSlice<u64>>,
         prof: &mut Profile,
         stats: &mut ProductStats,
     ) -> Result<(DeviceCsr<T>, Option<DeferredRows>)> {
@@ -179,7 +195,7 @@ impl GpuEngine {
         let mut chunks: HeavyChunks<T>;
         let (nnz, mut c_col, mut c_val): (u64, CudaSlice<u32>, CudaSlice<T>);
         let settle = Settle::new(g);
-        batch = self.setup(ops, p, &rows, prof)?;
+        batch = self.setup(ops, p, &rows, counted, prof)?;
         fork(main, &[light, heavy])?;
         chunks = self.symbolic(ops, p, &mut batch, prof)?;
         join(main, &[light, heavy])?;

@@ -40,6 +40,7 @@ use crate::error::{Error, Result};
 use crate::gpu::matrix::{DeviceCsr, HostRows};
 use crate::gpu::prims::{check, zeros};
 use crate::gpu::profile::{Phase, Profile};
+use crate::gpu::transfer::upload;
 use crate::gpu::{self, Gpu};
 use crate::scalar::Scalar;
 use bins::BinLists;
@@ -253,10 +254,17 @@ impl GpuEngine {
         let mut prof = Profile::new(&self.gpu.ctx, self.tuning.profile);
         let ops = self.upload_operands(a, b, opts.mask.as_ref())?;
         let products = host_products(a, b, &rows);
+        // Copied beside the operands, for the first batch rather than counted again.
+        let counted = upload(&self.gpu, &self.gpu.main, &products, "products per row")?;
         prof.mark("upload A, B; plan batches")?;
-        let stats = self.run_batches(&ops, rows, &products, &mut prof, |batch, c, _, prof| {
-            consume(batch, &c, prof)
-        })?;
+        let stats = self.run_batches(
+            &ops,
+            rows,
+            &products,
+            Some(counted),
+            &mut prof,
+            |batch, c, _, prof| consume(batch, &c, prof),
+        )?;
         self.finish(
             stats,
             start,
@@ -384,13 +392,14 @@ impl GpuEngine {
     ) -> Result<ProductStats> {
         let start = Instant::now();
         let mut prof = Profile::new(&self.gpu.ctx, self.tuning.profile);
-        let products = self.device_products(ops)?;
+        let (products, counted) = self.device_products(ops)?;
         prof.mark("products per row; plan batches")?;
         let rows = ops.a.nrows;
         let stats = self.run_batches(
             ops,
             0..rows,
             &products,
+            Some(counted),
             &mut prof,
             |batch, c, deferred, _| consume(batch, c, deferred, ops),
         )?;

@@ -112,12 +112,16 @@ impl GpuEngine {
     }
 
     /// The prefix of the intermediate products of A·B's rows (`n + 1` values from 0), counted on
-    /// the device.
-    pub(super) fn device_products<T: Scalar>(&self, ops: &Operands<T>) -> Result<Vec<u64>> {
+    /// the device: on the host, and kept there for the first batch.
+    pub(super) fn device_products<T: Scalar>(
+        &self,
+        ops: &Operands<T>,
+    ) -> Result<(Vec<u64>, CudaSlice<u64>)> {
         let g = &*self.gpu;
         let n = ops.a.nrows as u64;
         let prod = self.products_prefix(ops, 0, n)?;
-        download(g, &g.main, &prod, n as usize + 1, "products per row")
+        let host = download(g, &g.main, &prod, n as usize + 1, "products per row")?;
+        Ok((host, prod))
     }
 
     /// The intermediate products of each row of `a` times a matrix whose rows hold

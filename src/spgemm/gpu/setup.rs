@@ -11,15 +11,18 @@ use crate::gpu::prims::zeros;
 use crate::gpu::profile::Profile;
 use crate::scalar::Scalar;
 use crate::spgemm::params::MagnusParams;
+use cudarc::driver::CudaSlice;
 use std::ops::Range;
 
 impl GpuEngine {
-    /// Counts and bins the rows of the batch `rows` on the main stream.
+    /// Counts and bins the rows of the batch `rows` on the main stream; `counted`, where given,
+    /// holds the rows' products already (a prefix from 0 of at least `rows.len() + 1` values).
     pub(super) fn setup<T: Scalar>(
         &self,
         ops: &Operands<T>,
         p: &MagnusParams,
         rows: &Range<usize>,
+        counted: Option<CudaSlice<u64>>,
         prof: &mut Profile,
     ) -> Result<Batch> {
         let g = &*self.gpu;
@@ -27,7 +30,10 @@ impl GpuEngine {
         let n = rows.len() as u64;
         let row0 = rows.start as u64;
         // Products per row and their prefix (Ĉ.rowPtr of the whole batch).
-        let prod = self.products_prefix(ops, row0, n)?;
+        let prod = match counted {
+            Some(prod) if prod.len() > n as usize => prod,
+            _ => self.products_prefix(ops, row0, n)?,
+        };
         // The hash bins of C's rows (all of them for the heavy rows' chunks).
         let all_bins = hash_bins(p.tau);
         let bins = self.row_bins(ops, p);
