@@ -76,9 +76,6 @@ extern "C" __global__ void row_products(const u64* a_ptr, const u32* a_col, cons
     }
 }
 
-// Bins items [0, n) whose sizes are ptr[i+1] - ptr[i]: empty items get no bin (0xffffffff);
-// sizes up to limits[b] go to the first such bin b < nbins; larger ones to bin nbins (heavy).
-// Counts per bin are added to counts[].
 // The most bins a sorting into bins has (MAX_BINS in src/spgemm/gpu/bins.rs): the limits travel
 // by value, with the launch, rather than in a buffer of their own.
 #define MAX_BINS 16
@@ -86,8 +83,9 @@ struct BinLimits {
     u64 limit[MAX_BINS - 1];
 };
 
-// bin_of[i] = the first bin b < nbins whose limit the item's size is within, nbins past them
-// all, none (all ones) for an empty item; tallies[b] counts bin b's items.
+// Bins items [0, n) whose sizes are ptr[i+1] - ptr[i]: bin_of[i] = the first bin b < nbins whose
+// limit the size is within, nbins (heavy) past them all, none (0xffffffff) for an empty item;
+// tallies[b] counts bin b's items.
 extern "C" __global__ void classify_sizes(const u64* ptr, u64 n, BinLimits limits, u32 nbins,
                                           u32* bin_of, u32* tallies) {
     for (u64 i = blockIdx.x * (u64)blockDim.x + threadIdx.x; i < n;

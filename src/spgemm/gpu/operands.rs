@@ -112,7 +112,8 @@ impl GpuEngine {
     }
 
     /// The prefix of the intermediate products of A·B's rows (`n + 1` values from 0), counted on
-    /// the device: on the host, and kept there for the first batch.
+    /// the device: a copy on the host (to plan the batches) and the device's own (for the first
+    /// batch).
     pub(super) fn device_products<T: Scalar>(
         &self,
         ops: &Operands<T>,
