@@ -31,8 +31,14 @@ impl GpuEngine {
         let row0 = rows.start as u64;
         // Products per row and their prefix (Ĉ.rowPtr of the whole batch).
         let prod = match counted {
-            Some(prod) if prod.len() > n as usize => prod,
-            _ => self.products_prefix(ops, row0, n)?,
+            Some(prod) => {
+                debug_assert!(
+                    prod.len() > n as usize,
+                    "a prefix of every row of the batch"
+                );
+                prod
+            }
+            None => self.products_prefix(ops, row0, n)?,
         };
         // The hash bins of C's rows (all of them for the heavy rows' chunks).
         let all_bins = hash_bins(p.tau);
