@@ -13,6 +13,6 @@ out=${OUT:-/tmp/ncu-lines}
 mkdir -p "$out"
 kernel=${KERNEL:?KERNEL: a regex of the kernel name}
 ncu --section SourceCounters --section WarpStateStats -k "regex:$kernel" \
-    --launch-skip "${LAUNCH:-0}" --launch-count 1 -f -o "$out/launch" "$@" > "$out/run.log" 2>&1
+    --launch-skip "${LAUNCH:-0}" --launch-count 1 --force-overwrite -o "$out/launch" "$@" > "$out/run.log" 2>&1
 ncu --import "$out/launch.ncu-rep" --page source --csv --print-source cuda,sass > "$out/source.csv"
 python3 "$here/ncu_lines.py" "$out/source.csv" "$here/../kernels" "${TOP:-40}"
