@@ -43,7 +43,7 @@ def by_line(rows):
     """{(file, line): (samples, {reason: samples})} over the CUDA source rows of the export."""
     lines = {}
     path = None
-    header = None
+    width = None
     for row in rows:
         if not row:
             continue
@@ -51,20 +51,21 @@ def by_line(rows):
             path = os.path.basename(row[1])
             continue
         if row[0] == "Line No":
-            header = row
+            # The columns read, found once per file's header.
+            width = len(row)
+            at_samples = row.index("Warp Stall Sampling (All Samples)")
+            at_reasons = [(r, row.index(r)) for r in REASONS if r in row]
             continue
-        if header is None or path is None or len(row) < len(header):
+        if width is None or path is None or len(row) < width:
             continue
         try:
             line = int(row[0])
         except ValueError:
             continue  # a SASS row, or a blank line number
-        samples = number(row[header.index("Warp Stall Sampling (All Samples)")])
         total, reasons = lines.get((path, line), (0.0, {}))
-        for r in REASONS:
-            if r in header:
-                reasons[r] = reasons.get(r, 0.0) + number(row[header.index(r)])
-        lines[(path, line)] = (total + samples, reasons)
+        for r, at in at_reasons:
+            reasons[r] = reasons.get(r, 0.0) + number(row[at])
+        lines[(path, line)] = (total + number(row[at_samples]), reasons)
     return lines
 
 
