@@ -249,6 +249,21 @@ __device__ __forceinline__ void atomic_add_u64_split(u64* a, u64 q) {
     if (high != 0) atomicAdd(&w[1], high);
 }
 
+// A factor of MCL's positive products scaled to count in quanta (src/quantized.rs's scaled):
+// a·2^52, exact in T.
+template <typename T> __device__ __forceinline__ T scaled(T a) { return a * (T)0x1p52; }
+
+// The quanta of the positive product a·b from s = scaled(a) (src/quantized.rs's count and
+// count_exact): ceil(s·b) in T, or made exactly in double. Rounding commutes with the scaling
+// by 2^52 where a·b is normal in T, and where it is subnormal both count one quantum, so this is
+// quanta(QuantaSum<T>::heavy(a, b, exact)) with one multiply and one conversion.
+__device__ __forceinline__ u64 quanta_scaled(float s, float b, bool exact) {
+    return exact ? (u64)ceil(__dmul_rn((double)s, (double)b)) : (u64)ceilf(__fmul_rn(s, b));
+}
+__device__ __forceinline__ u64 quanta_scaled(double s, double b, bool) {
+    return (u64)ceil(__dmul_rn(s, b));
+}
+
 template <typename T> struct QuantaSum {
     typedef u64 Acc;
     typedef double Heavy;
@@ -264,6 +279,10 @@ template <typename T> struct QuantaSum {
         atomic_add_u64_split(acc, quanta(p));
     }
     static __device__ __forceinline__ T value(Acc a) { return (T)((double)a * 0x1p-52); }
+    // add_product for a product known to be positive in T, from s = scaled(a).
+    static __device__ __forceinline__ void add_positive(Acc* acc, T s, T b, bool exact) {
+        atomic_add_u64_split(acc, quanta_scaled(s, b, exact));
+    }
 };
 
 // Whether the row [a0, a1) of A makes its products exactly (makes_exact): its products are the

@@ -90,9 +90,9 @@ __device__ void mcl_dense_prune(const u64* a_ptr, const u32* a_col, const T* a_v
     for (u64 c = threadIdx.x; c < ncols; c += blockDim.x) sums[c] = 0;
     __syncthreads();
     for (u64 e = a0 + warp; e < a1; e += nwarps) {
-        const T av = a_val[e];
+        const T s = scaled(a_val[e]);  // every product is positive here
         window_entries<T, true>(b_ptr, b_col, b_val, a_col[e], 0, ncols, lane, [&](u32 at, T bv) {
-            QuantaSum<T>::add_product(&sums[at], av, bv, exact);
+            QuantaSum<T>::add_positive(&sums[at], s, bv, exact);
         });
     }
     __syncthreads();
@@ -221,7 +221,9 @@ __device__ void mcl_wide_prune(const u64* a_ptr, const u32* a_col, const T* a_va
             // row_entries starts and ends with barriers.
             row_entries<T, true, true>(a_col, a_val, a0, a1, b_ptr, b_col, b_val, c0, c0 + span,
                                        ncols, list, cur, [&](T av, u32 at, T bv) {
-                                           QuantaSum<T>::add_product(&sums[at], av, bv, exact);
+                                           // Every product is positive here.
+                                           QuantaSum<T>::add_positive(&sums[at], scaled(av),
+                                                                      bv, exact);
                                        });
             // The window's entries appended in column order: each warp counts a contiguous
             // stretch of the window, and one scan of the warps' counts places them (a scan of
