@@ -4,7 +4,8 @@
 //! system headers and no include path to the source tree at run time).
 
 use crate::error::{Error, Result};
-use cudarc::nvrtc::{CompileOptions, Ptx};
+use cudarc::nvrtc::{self, Ptx};
+use std::ffi::{CStr, CString};
 
 /// The kernel files, in the order they are concatenated.
 const SOURCES: [(&str, &str); 12] = [
@@ -188,9 +189,28 @@ fn options(arch: &str, defines: &[String]) -> Vec<String> {
     o
 }
 
-/// Compiles every kernel to PTX for `arch` (such as `sm_90`) with NVRTC, with the macro
-/// definitions `defines` (`NAME=VALUE`; none for the kernels as shipped).
-pub fn compile(arch: &str, defines: &[String]) -> Result<Ptx> {
+/// The kernels compiled for one architecture: the PTX NVRTC made (for reading) and the CUBIN its
+/// assembler made from it, which the driver loads as it is, with no compile of its own.
+pub struct Compiled {
+    /// The PTX text.
+    pub ptx: String,
+    /// The machine code, an ELF image.
+    pub cubin: Vec<u8>,
+}
+
+/// An NVRTC program, destroyed when dropped.
+struct Program(nvrtc::sys::nvrtcProgram);
+
+impl Drop for Program {
+    fn drop(&mut self) {
+        // SAFETY: the program was created by create_program and is destroyed only here.
+        let _ = unsafe { nvrtc::result::destroy_program(self.0) };
+    }
+}
+
+/// Compiles every kernel for `arch` (a real architecture such as `sm_90`) with NVRTC, with the
+/// macro definitions `defines` (`NAME=VALUE`; none for the kernels as shipped).
+pub fn compile(arch: &str, defines: &[String]) -> Result<Compiled> {
     if !nvrtc_present() {
         return Err(Error::EngineUnavailable(
             "NVRTC (libnvrtc.so.13) was not found: install the CUDA 13 toolkit or \
@@ -198,19 +218,43 @@ pub fn compile(arch: &str, defines: &[String]) -> Result<Ptx> {
                 .into(),
         ));
     }
-    let opts = CompileOptions {
-        options: options(arch, defines),
-        name: Some("gmagnus.cu".into()),
-        ..Default::default()
-    };
-    cudarc::nvrtc::compile_ptx_with_opts(source(), opts)
-        .map_err(|e| Error::gpu(format!("compile kernels for {arch}"), e))
+    let stage = || format!("compile kernels for {arch}");
+    let src = CString::new(source()).map_err(|e| Error::gpu(stage(), e))?;
+    let prog = Program(
+        nvrtc::result::create_program(&src, Some(c"gmagnus.cu"))
+            .map_err(|e| Error::gpu(stage(), e))?,
+    );
+    // SAFETY: `prog` is a live program (destroyed only by its Drop); `src` outlives it.
+    unsafe {
+        if let Err(e) = nvrtc::result::compile_program(prog.0, &options(arch, defines)) {
+            let log = nvrtc::result::get_program_log(prog.0)
+                .map(|l| CStr::from_ptr(l.as_ptr()).to_string_lossy().into_owned())
+                .unwrap_or_default();
+            return Err(Error::gpu(stage(), format!("{e}\n{log}")));
+        }
+        let ptx = nvrtc::result::get_ptx(prog.0).map_err(|e| Error::gpu(stage(), e))?;
+        let ptx = CStr::from_ptr(ptx.as_ptr()).to_string_lossy().into_owned();
+        let mut size = 0usize;
+        nvrtc::sys::nvrtcGetCUBINSize(prog.0, &mut size)
+            .result()
+            .map_err(|e| Error::gpu(stage(), e))?;
+        let mut cubin = vec![0u8; size];
+        nvrtc::sys::nvrtcGetCUBIN(prog.0, cubin.as_mut_ptr().cast())
+            .result()
+            .map_err(|e| Error::gpu(stage(), e))?;
+        Ok(Compiled { ptx, cubin })
+    }
 }
 
-/// The PTX for `arch` with the macro definitions `defines`: read from the folder `cache` when
-/// an earlier run compiled the same source with the same options (unless `refresh`), else
-/// compiled (a quarter to a half second) and stored there. A cache that cannot be read or
-/// written only costs the compile; without one, every call compiles.
+/// Whether `bytes` can be a CUBIN (an ELF image).
+fn is_cubin(bytes: &[u8]) -> bool {
+    bytes.starts_with(b"\x7fELF")
+}
+
+/// The kernels for `arch` with the macro definitions `defines`, as the CUBIN the driver loads:
+/// read from the folder `cache` when an earlier run compiled the same source with the same
+/// options (unless `refresh`), else compiled (seconds) and stored there. A cache that cannot be
+/// read or written only costs the compile; without one, every call compiles.
 pub fn compile_cached(
     arch: &str,
     defines: &[String],
@@ -218,18 +262,18 @@ pub fn compile_cached(
     refresh: bool,
 ) -> Result<Ptx> {
     let Some(path) = cache.map(|d| d.join(cache_name(arch, defines))) else {
-        return compile(arch, defines);
+        return Ok(Ptx::from_binary(compile(arch, defines)?.cubin));
     };
     if !refresh {
-        if let Ok(text) = std::fs::read_to_string(&path) {
-            if text.contains(".entry") {
-                return Ok(Ptx::from_src(text));
+        if let Ok(bytes) = std::fs::read(&path) {
+            if is_cubin(&bytes) {
+                return Ok(Ptx::from_binary(bytes));
             }
         }
     }
-    let ptx = compile(arch, defines)?;
-    let _ = store(&path, &ptx.to_src());
-    Ok(ptx)
+    let cubin = compile(arch, defines)?.cubin;
+    let _ = store(&path, &cubin);
+    Ok(Ptx::from_binary(cubin))
 }
 
 /// The cache file of `arch`: named by an FNV-1a hash of the source and the options, so that a
@@ -241,16 +285,16 @@ fn cache_name(arch: &str, defines: &[String]) -> String {
         h ^= b as u64;
         h = h.wrapping_mul(0x0000_0100_0000_01b3);
     }
-    format!("kernels-{arch}-{h:016x}.ptx")
+    format!("kernels-{arch}-{h:016x}.cubin")
 }
 
-/// Writes `text` to `path` through a temporary file and a rename, so that a reader never sees
+/// Writes `bytes` to `path` through a temporary file and a rename, so that a reader never sees
 /// half a file.
-fn store(path: &std::path::Path, text: &str) -> std::io::Result<()> {
+fn store(path: &std::path::Path, bytes: &[u8]) -> std::io::Result<()> {
     let dir = path.parent().unwrap_or(std::path::Path::new("."));
     std::fs::create_dir_all(dir)?;
     let tmp = dir.join(format!(".kernels.{}.tmp", std::process::id()));
-    std::fs::write(&tmp, text)?;
+    std::fs::write(&tmp, bytes)?;
     std::fs::rename(&tmp, path).inspect_err(|_| {
         let _ = std::fs::remove_file(&tmp);
     })
@@ -266,9 +310,13 @@ mod tests {
         assert_eq!(cache_name("sm_90", &[]), cache_name("sm_90", &[]));
         assert!(cache_name("sm_90", &[]).starts_with("kernels-sm_90-"));
         let dir = std::env::temp_dir().join(format!("gmcl-cache-test-{}", std::process::id()));
-        let path = dir.join("a.ptx");
-        store(&path, ".entry x(").unwrap();
-        assert_eq!(std::fs::read_to_string(&path).unwrap(), ".entry x(");
+        let path = dir.join("a.cubin");
+        store(&path, b"\x7fELF\x02").unwrap();
+        assert!(is_cubin(&std::fs::read(&path).unwrap()));
+        assert!(
+            !is_cubin(b".version 9.0"),
+            "a PTX file is not loaded as a CUBIN"
+        );
         std::fs::remove_dir_all(&dir).unwrap();
     }
 

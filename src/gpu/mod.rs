@@ -216,8 +216,8 @@ impl Gpu {
         )? as u32;
         let arch = format!("sm_{}{}", capability.0, capability.1);
         let (defines, cache) = (&options.kernel_defines, options.kernel_cache.as_deref());
-        let ptx = kernels::compile_cached(&arch, defines, cache, false)?;
-        let module = match ctx.load_module(ptx) {
+        let cubin = kernels::compile_cached(&arch, defines, cache, false)?;
+        let module = match ctx.load_module(cubin) {
             Ok(m) => m,
             // A cached file the driver refuses (damaged, or from an older driver): compile again.
             Err(_) => driver(

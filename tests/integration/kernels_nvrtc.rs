@@ -1,6 +1,6 @@
-//! Every CUDA kernel compiles with NVRTC for the architectures gmcl supports. No GPU is needed,
-//! only the NVRTC library; CI installs it (`.ci/run`) and sets `GMCL_REQUIRE_NVRTC=1`, so that a
-//! missing library fails there instead of skipping.
+//! Every CUDA kernel compiles with NVRTC, to PTX and a CUBIN, for the architectures gmcl
+//! supports. No GPU is needed, only the NVRTC library; CI installs it (`.ci/run`) and sets
+//! `GMCL_REQUIRE_NVRTC=1`, so that a missing library fails there instead of skipping.
 
 use gmcl::gpu::kernels;
 
@@ -15,11 +15,13 @@ fn kernels_compile_for_hopper_and_ampere() {
         return;
     }
     for arch in ["sm_90", "sm_80"] {
-        let ptx = match kernels::compile(arch, &[]) {
+        let compiled = match kernels::compile(arch, &[]) {
             Ok(p) => p,
             Err(e) => panic!("{e}"),
         };
-        let text = ptx.to_src();
+        // The image the driver loads: an ELF file, for this architecture.
+        assert!(compiled.cubin.starts_with(b"\x7fELF"), "{arch}: no CUBIN");
+        let text = &compiled.ptx;
         for k in kernels::UNTYPED {
             assert!(
                 text.contains(&format!(".entry {k}(")),
