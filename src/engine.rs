@@ -132,7 +132,8 @@ pub fn open_gpu_early(kind: EngineKind, input_bytes: Option<u64>) {
 
 /// Starts opening the GPU on a thread of its own where `kind` may use it for an input of
 /// `input_bytes` ([`gpu_may_pay`]), as [`open_gpu_early`] does, pinning nothing: for a caller
-/// that has more to do before it knows what it will upload (an MPI rank, before MPI starts).
+/// that has more to do before it knows what it will upload (an MPI rank, once MPI has started:
+/// never while it starts, when Open MPI changes the environment the driver reads).
 pub fn start_opening_gpu(kind: EngineKind, input_bytes: Option<u64>) {
     open_on_thread(kind, input_bytes, None);
 }

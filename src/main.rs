@@ -26,13 +26,13 @@ fn main() {
         (Ok(Ok(cli)), Ok(())) => cli.command.engine_and_input_bytes(),
         _ => None,
     };
-    open_gpu_while_mpi_starts(input);
     // Under an MPI launcher (feature `mpi`) every rank joins first, so that a usage error is
     // printed once, by rank 0, and every rank leaves MPI before it exits.
     let world = match World::start() {
         Ok(w) => w,
         Err(e) => exit_with(&e, true),
     };
+    open_gpu_once_mpi_started(input);
     let cli = match parsed {
         Ok(Ok(c)) => c,
         Ok(Err(e)) => {
@@ -65,11 +65,13 @@ fn main() {
 }
 
 /// Under an MPI launcher, a rank whose command may compute on its GPU starts opening it (the
-/// launcher's local rank names which) before MPI starts: each takes a good part of a second, and
-/// the GPU is wanted as soon as the rank has read its share of the input. One process opens it
-/// in its command, while the input loads. `input`: the command's engine and input bytes
+/// launcher's local rank names which) on a thread as soon as MPI has started, before it reads
+/// its share of the input; one process opens it in its command, while the input loads. Not
+/// while MPI starts: Open MPI's start adds variables to the environment (`setenv` may move and
+/// free glibc's array of them) while the driver, opening the GPU, reads it (`getenv`) on the
+/// other thread, which can crash the rank. `input`: the command's engine and input bytes
 /// ([`Command::engine_and_input_bytes`]).
-fn open_gpu_while_mpi_starts(input: Option<(EngineKind, Option<u64>)>) {
+fn open_gpu_once_mpi_started(input: Option<(EngineKind, Option<u64>)>) {
     #[cfg(feature = "mpi")]
     if let (true, Some((engine, bytes))) = (cli::env::launched_by_mpi(), input) {
         gmcl::engine::start_opening_gpu(engine, bytes);
