@@ -246,9 +246,24 @@ pub fn compile(arch: &str, defines: &[String]) -> Result<Compiled> {
     }
 }
 
-/// Whether `bytes` can be a CUBIN (an ELF image).
+/// Whether `bytes` is a whole CUBIN: a 64-bit little-endian ELF image for CUDA whose program
+/// and section header tables lie inside it. A cached file failing this (another program's, cut
+/// short, or PTX) is compiled again: the driver is not asked to load a broken image.
 fn is_cubin(bytes: &[u8]) -> bool {
-    bytes.starts_with(b"\x7fELF")
+    const EM_CUDA: u16 = 190;
+    let u16_at = |at: usize| u16::from_le_bytes([bytes[at], bytes[at + 1]]) as u64;
+    let u64_at = |at: usize| u64::from_le_bytes(bytes[at..at + 8].try_into().unwrap());
+    let table_inside = |offset: u64, entries: u64, size: u64| {
+        entries == 0
+            || offset
+                .checked_add(entries * size)
+                .is_some_and(|end| end <= bytes.len() as u64)
+    };
+    bytes.len() >= 64
+        && bytes.starts_with(b"\x7fELF\x02\x01")
+        && u16_at(18) == EM_CUDA as u64
+        && table_inside(u64_at(0x20), u16_at(0x38), u16_at(0x36))
+        && table_inside(u64_at(0x28), u16_at(0x3c), u16_at(0x3a))
 }
 
 /// The kernels for `arch` with the macro definitions `defines`, as the CUBIN the driver loads:
@@ -293,7 +308,10 @@ fn cache_name(arch: &str, defines: &[String]) -> String {
 fn store(path: &std::path::Path, bytes: &[u8]) -> std::io::Result<()> {
     let dir = path.parent().unwrap_or(std::path::Path::new("."));
     std::fs::create_dir_all(dir)?;
-    let tmp = dir.join(format!(".kernels.{}.tmp", std::process::id()));
+    // Unique to the call, not just the process: threads of one process may store at once.
+    static STORES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let n = STORES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let tmp = dir.join(format!(".kernels.{}.{n}.tmp", std::process::id()));
     std::fs::write(&tmp, bytes)?;
     std::fs::rename(&tmp, path).inspect_err(|_| {
         let _ = std::fs::remove_file(&tmp);
@@ -311,13 +329,35 @@ mod tests {
         assert!(cache_name("sm_90", &[]).starts_with("kernels-sm_90-"));
         let dir = std::env::temp_dir().join(format!("gmcl-cache-test-{}", std::process::id()));
         let path = dir.join("a.cubin");
-        store(&path, b"\x7fELF\x02").unwrap();
+        let image = elf_image(190, 128);
+        store(&path, &image).unwrap();
         assert!(is_cubin(&std::fs::read(&path).unwrap()));
-        assert!(
-            !is_cubin(b".version 9.0"),
-            "a PTX file is not loaded as a CUBIN"
-        );
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// An ELF header for `machine` of a file of `len` bytes whose one section header (64 bytes)
+    /// starts at byte 64.
+    fn elf_image(machine: u16, len: usize) -> Vec<u8> {
+        let mut b = vec![0u8; len.max(64)];
+        b[..6].copy_from_slice(b"\x7fELF\x02\x01");
+        b[18..20].copy_from_slice(&machine.to_le_bytes());
+        b[0x28..0x30].copy_from_slice(&64u64.to_le_bytes());
+        b[0x3a..0x3c].copy_from_slice(&64u16.to_le_bytes());
+        b[0x3c..0x3e].copy_from_slice(&1u16.to_le_bytes());
+        b.truncate(len);
+        b
+    }
+
+    #[test]
+    fn only_whole_cuda_images_are_loaded_from_the_cache() {
+        assert!(is_cubin(&elf_image(190, 128)));
+        assert!(!is_cubin(&elf_image(190, 127)), "cut short");
+        assert!(!is_cubin(&elf_image(62, 128)), "an x86-64 image");
+        assert!(!is_cubin(&elf_image(190, 40)), "shorter than a header");
+        assert!(!is_cubin(b".version 9.0"), "PTX");
+        let mut far = elf_image(190, 128);
+        far[0x28..0x30].copy_from_slice(&u64::MAX.to_le_bytes());
+        assert!(!is_cubin(&far), "a table past the end of the file");
     }
 
     #[test]

@@ -38,3 +38,49 @@ fn kernels_compile_for_hopper_and_ampere() {
         }
     }
 }
+
+#[test]
+fn a_cached_cubin_is_loaded_not_compiled_again() {
+    use std::os::unix::fs::MetadataExt;
+    if !kernels::nvrtc_present() {
+        assert!(
+            std::env::var_os("GMCL_REQUIRE_NVRTC").is_none(),
+            "GMCL_REQUIRE_NVRTC is set but libnvrtc.so.13 cannot be loaded (LD_LIBRARY_PATH?)"
+        );
+        eprintln!("skipped: NVRTC is not installed here");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let files = || -> Vec<_> {
+        std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .collect()
+    };
+    kernels::compile_cached("sm_90", &[], Some(dir.path()), false).unwrap();
+    let stored = files();
+    assert_eq!(
+        stored.len(),
+        1,
+        "one cache file, no temporary left: {stored:?}"
+    );
+    let inode = std::fs::metadata(&stored[0]).unwrap().ino();
+    // A compile stores a new file (a new inode, renamed over the old); a read leaves it.
+    kernels::compile_cached("sm_90", &[], Some(dir.path()), false).unwrap();
+    assert_eq!(
+        std::fs::metadata(&stored[0]).unwrap().ino(),
+        inode,
+        "compiled again"
+    );
+    kernels::compile_cached("sm_90", &[], Some(dir.path()), true).unwrap();
+    assert_ne!(
+        std::fs::metadata(&stored[0]).unwrap().ino(),
+        inode,
+        "refresh kept the file"
+    );
+    // A file cut short is not loaded: compiled again and replaced.
+    let bytes = std::fs::read(&stored[0]).unwrap();
+    std::fs::write(&stored[0], &bytes[..bytes.len() / 2]).unwrap();
+    kernels::compile_cached("sm_90", &[], Some(dir.path()), false).unwrap();
+    assert_eq!(std::fs::read(&stored[0]).unwrap(), bytes);
+}
