@@ -6,6 +6,8 @@
 
 use crate::error::{Error, Result};
 use crate::spgemm::{self, EngineKind};
+use std::sync::{Mutex, PoisonError};
+use std::thread::JoinHandle;
 
 /// The work of a run, in the unit `auto` weighs it by: what the run's time grows with.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -138,16 +140,34 @@ pub fn start_opening_gpu(kind: EngineKind, input_bytes: Option<u64>) {
     open_on_thread(kind, input_bytes, None);
 }
 
+/// The threads [`open_on_thread`] started, until [`finish_opening_gpu`] waits for them.
+static OPENING: Mutex<Vec<JoinHandle<()>>> = Mutex::new(Vec::new());
+
 /// Opens the GPU on a thread of its own where `kind` may use it for `input_bytes`, then pins
 /// the staging pair an upload of `pin_for` bytes takes. A failure is kept by the device, or met
 /// again by the copy, and reported there.
 fn open_on_thread(kind: EngineKind, input_bytes: Option<u64>, pin_for: Option<u64>) {
     if gpu_may_pay(kind, input_bytes) {
-        std::thread::spawn(move || {
+        let opening = std::thread::spawn(move || {
             if let (Ok(gpu), Some(bytes)) = (crate::gpu::device(), pin_for) {
                 let _ = gpu.prepare_upload(bytes);
             }
         });
+        OPENING
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .push(opening);
+    }
+}
+
+/// Waits until no thread started by [`open_gpu_early`] or [`start_opening_gpu`] is still
+/// opening the GPU or pinning for it. A process calls it before it exits: a command that ended
+/// early (bad input, the CPU engine chosen) may leave the opening inside the driver, and the
+/// process's exit tears down the driver's state under that thread.
+pub fn finish_opening_gpu() {
+    let opening = std::mem::take(&mut *OPENING.lock().unwrap_or_else(PoisonError::into_inner));
+    for thread in opening {
+        let _ = thread.join();
     }
 }
 
@@ -162,6 +182,20 @@ pub fn file_bytes(path: &std::path::Path) -> Option<u64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_process_waits_for_the_gpus_opening_before_it_exits() {
+        open_gpu_early(EngineKind::Gpu, Some(1 << 30));
+        start_opening_gpu(EngineKind::Gpu, None);
+        open_gpu_early(EngineKind::Cpu, Some(1 << 30));
+        let started = OPENING.lock().unwrap().len();
+        assert!(
+            started >= 2,
+            "the GPU engine opens early; the CPU engine does not"
+        );
+        finish_opening_gpu();
+        assert!(OPENING.lock().unwrap().is_empty(), "every opening joined");
+    }
 
     #[test]
     fn small_work_runs_on_the_cpu_and_large_work_on_the_gpu() {

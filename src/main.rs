@@ -55,6 +55,7 @@ fn main() {
             Ok(status) => status,
             Err(e) => report(&e, world.reports()),
         });
+    gmcl::engine::finish_opening_gpu();
     // Leaves MPI (every rank reached here with the same outcome) only once rank 0 has printed
     // the error: a rank that exited first would have mpirun end the job, rank 0's message
     // possibly unprinted.
