@@ -4,14 +4,23 @@
 
 use gmcl::gpu::kernels;
 
+/// Whether NVRTC can be loaded here; says the test is skipped where not, and fails where
+/// `GMCL_REQUIRE_NVRTC` asks for it.
+fn nvrtc_here() -> bool {
+    if kernels::nvrtc_present() {
+        return true;
+    }
+    assert!(
+        std::env::var_os("GMCL_REQUIRE_NVRTC").is_none(),
+        "GMCL_REQUIRE_NVRTC is set but libnvrtc.so.13 cannot be loaded (LD_LIBRARY_PATH?)"
+    );
+    eprintln!("skipped: NVRTC is not installed here");
+    false
+}
+
 #[test]
 fn kernels_compile_for_hopper_and_ampere() {
-    if !kernels::nvrtc_present() {
-        assert!(
-            std::env::var_os("GMCL_REQUIRE_NVRTC").is_none(),
-            "GMCL_REQUIRE_NVRTC is set but libnvrtc.so.13 cannot be loaded (LD_LIBRARY_PATH?)"
-        );
-        eprintln!("skipped: NVRTC is not installed here");
+    if !nvrtc_here() {
         return;
     }
     for arch in ["sm_90", "sm_80"] {
@@ -42,12 +51,7 @@ fn kernels_compile_for_hopper_and_ampere() {
 #[test]
 fn a_cached_cubin_is_loaded_not_compiled_again() {
     use std::os::unix::fs::MetadataExt;
-    if !kernels::nvrtc_present() {
-        assert!(
-            std::env::var_os("GMCL_REQUIRE_NVRTC").is_none(),
-            "GMCL_REQUIRE_NVRTC is set but libnvrtc.so.13 cannot be loaded (LD_LIBRARY_PATH?)"
-        );
-        eprintln!("skipped: NVRTC is not installed here");
+    if !nvrtc_here() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
