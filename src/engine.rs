@@ -185,7 +185,7 @@ mod tests {
 
     #[test]
     fn the_process_waits_for_the_gpus_opening_before_it_exits() {
-        open_gpu_early(EngineKind::Gpu, Some(1 << 30));
+        open_gpu_early(EngineKind::Gpu, Some(1 << 20));
         start_opening_gpu(EngineKind::Gpu, None);
         open_gpu_early(EngineKind::Cpu, Some(1 << 30));
         let started = OPENING.lock().unwrap().len();
