@@ -250,7 +250,8 @@ pub fn compile(arch: &str, defines: &[String]) -> Result<Compiled> {
 /// and section header tables lie inside it. A cached file failing this (another program's, cut
 /// short, or PTX) is compiled again: the driver is not asked to load a broken image.
 fn is_cubin(bytes: &[u8]) -> bool {
-    const EM_CUDA: u16 = 190;
+    const EM_CUDA: u64 = 190;
+    // Header fields widened to u64, so that a table's end is computed without overflow.
     let u16_at = |at: usize| u16::from_le_bytes([bytes[at], bytes[at + 1]]) as u64;
     let u64_at = |at: usize| u64::from_le_bytes(bytes[at..at + 8].try_into().unwrap());
     let table_inside = |offset: u64, entries: u64, size: u64| {
@@ -261,7 +262,7 @@ fn is_cubin(bytes: &[u8]) -> bool {
     };
     bytes.len() >= 64
         && bytes.starts_with(b"\x7fELF\x02\x01")
-        && u16_at(18) == EM_CUDA as u64
+        && u16_at(18) == EM_CUDA
         && table_inside(u64_at(0x20), u16_at(0x38), u16_at(0x36))
         && table_inside(u64_at(0x28), u16_at(0x3c), u16_at(0x3a))
 }
