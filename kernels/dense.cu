@@ -105,17 +105,42 @@ __device__ __forceinline__ u64 warp_window_end(const u32* col, u64 j0, u64 end, 
 // first DENSE_CURSORS entries' cursors in shared memory; `more` (the block's own, in global
 // memory; null when `more_len` is 0) the next `more_len` entries'; an entry past both is searched
 // for in every walk. *at is in shared memory, block-uniform, ~0 before the row's first walk.
+// `bounds` (null when not made; see window_bounds) gives, for every B row k and every window
+// boundary w·window inside C's columns, the first entry at or past it, so that a walk that
+// cannot resume reads its start, and a long row its end, instead of searching for them.
 struct Cursors {
     u32* pos;
     u64* at;
     u32* more;
     u64 more_len;
+    const u32* bounds = nullptr;
+    u32 per_row = 0;
+    u32 window = 0;
     // The cursor of the row's A entry `i` (from the row's first), null when it has none.
     __device__ __forceinline__ u32* of(u64 i) const {
         if (i < DENSE_CURSORS) return pos + i;
         return i - DENSE_CURSORS < more_len ? more + (i - DENSE_CURSORS) : nullptr;
     }
+    // The first entry of B's row k (starting at rb) at or past column c: c a window boundary
+    // strictly inside C's columns. Only where `bounds` is made.
+    __device__ __forceinline__ u64 bound(u64 rb, u32 k, u64 c) const {
+        return rb + bounds[(u64)k * per_row + c / window - 1];
+    }
 };
+
+// bounds[k * per_row + w - 1] = the entries of B's row k below column w·window, for w in
+// [1, per_row] (the window boundaries inside C's columns): a thread per row and boundary, each a
+// binary search of the row.
+extern "C" __global__ void window_bounds(const u64* b_ptr, const u32* b_col, u64 nrows,
+                                         u32 window, u32 per_row, u32* bounds) {
+    const u64 total = nrows * per_row;
+    for (u64 i = blockIdx.x * (u64)blockDim.x + threadIdx.x; i < total;
+         i += (u64)gridDim.x * blockDim.x) {
+        const u64 k = i / per_row, w = i % per_row + 1;
+        const u64 rb = b_ptr[k];
+        bounds[i] = (u32)(lane_first_at_least(b_col, rb, b_ptr[k + 1], w * window) - rb);
+    }
+}
 
 // Calls visit(at, value) for each entry of B's row k whose column lies in the window [c0, c1),
 // `at` being the column's place in the window (value 0 unless VALUES). The warp's lanes share the
@@ -168,6 +193,7 @@ __device__ __forceinline__ void entries_probed(const u32* a_col, const T* a_val,
             re = b_ptr[k + 1];
             j0 = c0 == 0          ? rb
                  : resume && kept ? rb + at
+                 : cur.bounds     ? cur.bound(rb, k, c0)
                                   : lane_first_at_least(b_col, rb, re, c0);
             if (VALUES) av = a_val[e];
         }
@@ -206,7 +232,11 @@ __device__ __forceinline__ void entries_probed(const u32* a_col, const T* a_val,
             const u64 end = __shfl_sync(0xffffffffu, re, l);
             const u64 row = __shfl_sync(0xffffffffu, rb, l);
             const T a = VALUES ? __shfl_sync(0xffffffffu, av, l) : (T)0;
-            const u64 stop = c1 >= ncols ? end : warp_window_end(b_col, start + WARP, end, c1, lane);
+            // Lane l's B row read again (an L1 hit) rather than kept in a register for it.
+            const u64 stop = c1 >= ncols ? end
+                             : cur.bounds
+                                 ? cur.bound(row, a_col[a0 + warp + (g + l) * nwarps], c1)
+                                 : warp_window_end(b_col, start + WARP, end, c1, lane);
             if (lane == l) j1 = stop;
             take(warp + (g + l) * nwarps, row, PROBE_KEEPS_HEAD ? start + WARP : start, stop, a);
         }
@@ -281,8 +311,11 @@ __device__ void row_entries(const u32* a_col, const T* a_val, u64 a0, u64 a1, co
             u32* const kept = cur.of(e - a0);
             const u64 j0 = c0 == 0          ? rb
                            : resume && kept ? rb + *kept
+                           : cur.bounds     ? cur.bound(rb, k, c0)
                                             : warp_first_at_least(b_col, rb, re, c0, lane);
-            const u64 j1 = c1 >= ncols ? re : warp_window_end(b_col, j0, re, c1, lane);
+            const u64 j1 = c1 >= ncols   ? re
+                           : cur.bounds ? cur.bound(rb, k, c1)
+                                        : warp_window_end(b_col, j0, re, c1, lane);
             __syncwarp();  // every lane has read the cursor before lane 0 moves it
             if (kept && lane == 0) *kept = (u32)(j1 - rb);
             take(e - a0, rb, j0, j1, VALUES ? a_val[e] : (T)0);

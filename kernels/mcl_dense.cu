@@ -155,7 +155,9 @@ __device__ u64 join_parts(u32* col, T* val, const u64* lens, u32 parts, u64 nwin
 // mcl_dense_prune for columns wider than one window of shared memory: a row of the batch is made
 // a window of `window` columns at a time (its quanta in shared memory; each A entry's place in
 // its B row kept from one window to the next, as the dense-row kernels keep it: past the shared
-// cursors, in the block's `more_len` cursors at more_cursors + blockIdx.x * more_len), and each
+// cursors, in the block's `more_len` cursors at more_cursors + blockIdx.x * more_len; where a
+// walk cannot resume, and at the end of a long B row's share of a window, read from `bounds`,
+// window_bounds' table of B, when it is made, else searched for), and each
 // window's entries are narrowed to T and appended, in column order, to a scratch row. The whole
 // column is then pruned, inflated and written from there exactly as mcl_dense_prune does it from
 // its window: an entry is a column with products (every product is positive), so the plan sees
@@ -180,7 +182,8 @@ __device__ void mcl_wide_prune(const u64* a_ptr, const u32* a_col, const T* a_va
                                u32* pool_col, T* pool_val, u64* expanded, u64* chaos_bits,
                                u32* scratch_col, T* scratch_val, u32* split_col, T* split_val,
                                u64* part_len, u32* parts_done, u32* more_cursors, u64 more_len,
-                               u64* next_item, unsigned char* smem) {
+                               const u32* bounds, u32 per_row, u64* next_item,
+                               unsigned char* smem) {
     __shared__ double dtmp[WARP];
     __shared__ u32 hist[256];
     __shared__ u64 sel[2];
@@ -190,7 +193,8 @@ __device__ void mcl_wide_prune(const u64* a_ptr, const u32* a_col, const T* a_va
     __shared__ u64 walked;
     __shared__ u64 claimed;
     __shared__ u32 last_part;
-    const Cursors cur = {(u32*)smem, &walked, more_cursors + blockIdx.x * more_len, more_len};
+    const Cursors cur = {(u32*)smem, &walked, more_cursors + blockIdx.x * more_len, more_len,
+                         bounds, per_row, window};
     u32* list = (u32*)(smem + DENSE_CURSOR_BYTES);
     u64* sums = (u64*)(smem + MCL_WIDE_HEAD_BYTES);
     const u32 lane = threadIdx.x & (WARP - 1), warp = threadIdx.x / WARP;
@@ -297,13 +301,13 @@ mcl_wide_prune_##S(const u64* a_ptr, const u32* a_col, const T* a_val, const u64
                    u64* pool_at, u32* pool_col, T* pool_val, u64* expanded, u64* chaos_bits,     \
                    u32* scratch_col, T* scratch_val, u32* split_col, T* split_val,               \
                    u64* part_len, u32* parts_done, u32* more_cursors, u64 more_len,              \
-                   u64* next_item) {                                                             \
+                   const u32* bounds, u32 per_row, u64* next_item) {                             \
     extern __shared__ __align__(16) unsigned char smem_mcl_wide_##S[];                           \
     mcl_wide_prune<T>(a_ptr, a_col, a_val, b_ptr, b_col, b_val, row0, node0, items, nitems,      \
                       ncols, exact_below, window, cutoff, select, recover, pct, inflation, pool_cap,          \
                       pool_used, fused_len, pool_at, pool_col, pool_val, expanded, chaos_bits,   \
                       scratch_col, scratch_val, split_col, split_val, part_len, parts_done,      \
-                      more_cursors, more_len, next_item, smem_mcl_wide_##S);                     \
+                      more_cursors, more_len, bounds, per_row, next_item, smem_mcl_wide_##S);    \
 }
 
 GMCL_MCL_DENSE_KERNELS(float, f32)

@@ -67,6 +67,7 @@ pub const UNTYPED: &[&str] = &[
     "gather_by_rank",
     "triangles_rows",
     "dense_rows_symbolic",
+    "window_bounds",
     "flag_columns",
     "place_pattern",
     "mirror_check",

@@ -6,7 +6,7 @@
 
 use crate::error::{Error, Result};
 use crate::gpu::matrix::DeviceCsr;
-use crate::gpu::prims::{check, exclusive_scan, launch, read_at, shape, uninit, zeros};
+use crate::gpu::prims::{check, exclusive_scan, launch, read_at, shape, strided, uninit, zeros};
 use crate::gpu::transfer::{download, upload, upload_into};
 use crate::gpu::Gpu;
 use crate::mcl::PruneParams;
@@ -553,6 +553,7 @@ fn fused_rows<T: Scalar>(
         run.poison,
         "the wide rows' cursors",
     )?;
+    let bounds = window_bounds(gpu, f.b, window)?;
     // The head (cursors, list), then the window's sums as quanta, 8 bytes each.
     let shared = MCL_WIDE_HEAD_BYTES + window as u64 * 8;
     let kernel = format!("mcl_wide_prune_{}", T::NAME);
@@ -595,16 +596,93 @@ fn fused_rows<T: Scalar>(
                 .arg(&mut part_len)
                 .arg(&mut parts_done)
                 .arg(&mut more_cursors)
-                .arg(&more_len)
-                .arg(&mut next_item);
+                .arg(&more_len);
+            match &bounds {
+                Some(b) => l.arg(&b.table).arg(&b.per_row),
+                None => l.arg(&NULL).arg(&0u32),
+            };
+            l.arg(&mut next_item);
         },
     )
+}
+
+/// A null device pointer, for the kernels' optional arguments.
+const NULL: u64 = 0;
+
+/// Most bytes the window boundaries of B may take beyond B's own size.
+const BOUNDS_EXTRA_BYTES: u64 = 64 << 20;
+
+/// The boundaries between windows of B's columns, for each of B's rows: its entries before
+/// each boundary (kernels/dense.cu's `window_bounds`).
+struct WindowBounds {
+    table: CudaSlice<u32>,
+    /// Boundaries a row (inside C's columns).
+    per_row: u32,
+}
+
+/// How many boundaries a row of `ncols` columns has between windows of `window` columns, where
+/// a table of them for `nrows` rows is worth keeping beside a B of `b_bytes`: `None` for rows of
+/// one window, or where the table would outgrow B by more than [`BOUNDS_EXTRA_BYTES`] (very
+/// narrow windows: the walks then search).
+fn bounds_per_row(ncols: u64, nrows: u64, window: u32, b_bytes: u64) -> Option<u32> {
+    let per_row = ncols.saturating_sub(1) / u64::from(window.max(1));
+    let bytes = per_row.saturating_mul(nrows).saturating_mul(4);
+    (per_row > 0 && bytes <= b_bytes.saturating_add(BOUNDS_EXTRA_BYTES))
+        .then(|| u32::try_from(per_row).ok())
+        .flatten()
+}
+
+/// For each row of `b` and each boundary between windows of `window` columns, the row's entries
+/// before it: the wide rows' walks read where each B row enters and leaves a window instead of
+/// searching for it. `None` where [`bounds_per_row`] says no table is kept.
+fn window_bounds<T: Scalar>(
+    gpu: &Gpu,
+    b: &DeviceCsr<T>,
+    window: u32,
+) -> Result<Option<WindowBounds>> {
+    let (ncols, nrows) = (b.ncols as u64, b.nrows as u64);
+    let b_bytes = b.nnz * (4 + std::mem::size_of::<T>() as u64);
+    let Some(per_row) = bounds_per_row(ncols, nrows, window, b_bytes) else {
+        return Ok(None);
+    };
+    let s = &gpu.main;
+    let len = nrows * u64::from(per_row);
+    let mut table = uninit::<u32>(s, len as usize, false, "the B rows' window boundaries")?;
+    launch(gpu, s, "window_bounds", strided(gpu, len, 256), |l| {
+        l.arg(&b.row_ptr)
+            .arg(&b.col_idx)
+            .arg(&nrows)
+            .arg(&window)
+            .arg(&per_row)
+            .arg(&mut table);
+    })?;
+    Ok(Some(WindowBounds { table, per_row }))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::gpu::kernels::defined;
+
+    #[test]
+    fn window_bounds_are_kept_for_rows_of_several_windows_and_no_larger_than_b() {
+        // One window: nothing to look up.
+        assert_eq!(bounds_per_row(1000, 1000, 1000, 0), None);
+        assert_eq!(bounds_per_row(0, 1000, 1000, 0), None);
+        // The boundaries strictly inside the columns: 1001 columns in windows of 1000 have one,
+        // 2000 columns too, 2001 two.
+        assert_eq!(bounds_per_row(1001, 10, 1000, 0), Some(1));
+        assert_eq!(bounds_per_row(2000, 10, 1000, 0), Some(1));
+        assert_eq!(bounds_per_row(2001, 10, 1000, 0), Some(2));
+        // A table past B's bytes and the allowance is not made.
+        let rows = (BOUNDS_EXTRA_BYTES / 4) + 1;
+        assert_eq!(bounds_per_row(2001, rows / 2, 1000, 0), Some(2));
+        assert_eq!(bounds_per_row(2001, rows, 1000, 0), None);
+        assert_eq!(
+            bounds_per_row(2001, rows, 1000, BOUNDS_EXTRA_BYTES + 8),
+            Some(2)
+        );
+    }
 
     /// Every window of every row made exactly once, by whole rows or by the parts of a split.
     fn check_cover(rows: &[u32], w: &WideItems, windows: u64) {
