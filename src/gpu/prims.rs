@@ -55,6 +55,9 @@ pub(crate) fn strided(gpu: &Gpu, n: u64, threads: u32) -> LaunchConfig {
     }
 }
 
+/// A null device pointer, for the kernels' optional arguments.
+pub(crate) const NULL: u64 = 0;
+
 /// A buffer of `n` zeros.
 pub(crate) fn zeros<T: DeviceRepr + ValidAsZeroBits>(
     stream: &Arc<CudaStream>,

@@ -5,7 +5,9 @@
 
 use super::{Method, Options, SimpleGraph, Triangles};
 use crate::error::{Error, Result};
-use crate::gpu::prims::{check, exclusive_scan, launch, read_at, shape, strided, uninit, zeros};
+use crate::gpu::prims::{
+    check, exclusive_scan, launch, read_at, shape, strided, uninit, zeros, NULL,
+};
 use crate::gpu::profile::{Phase, Profile};
 use crate::gpu::transfer::upload;
 use crate::gpu::Gpu;
@@ -13,8 +15,6 @@ use crate::spgemm::EngineKind;
 use cudarc::driver::{CudaSlice, LaunchConfig, PushKernelArg};
 use std::time::Instant;
 
-/// A null device pointer, for the kernels' optional arguments.
-pub(super) const NULL: u64 = 0;
 /// Threads of the setup and light-row kernels (TRI_THREADS in kernels/triangles.cu).
 const THREADS: u32 = 256;
 /// Hash slots of one warp of the light kernel (TRI_WARP_SLOTS): rows of more than half as

@@ -6,7 +6,9 @@
 
 use crate::error::{Error, Result};
 use crate::gpu::matrix::DeviceCsr;
-use crate::gpu::prims::{check, exclusive_scan, launch, read_at, shape, strided, uninit, zeros};
+use crate::gpu::prims::{
+    check, exclusive_scan, launch, read_at, shape, strided, uninit, zeros, NULL,
+};
 use crate::gpu::transfer::{download, upload, upload_into};
 use crate::gpu::Gpu;
 use crate::mcl::PruneParams;
@@ -605,9 +607,6 @@ fn fused_rows<T: Scalar>(
         },
     )
 }
-
-/// A null device pointer, for the kernels' optional arguments.
-const NULL: u64 = 0;
 
 /// Most bytes the window boundaries of B may take beyond B's own size.
 const BOUNDS_EXTRA_BYTES: u64 = 64 << 20;
