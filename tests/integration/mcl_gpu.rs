@@ -550,7 +550,7 @@ fn wide_dense_columns_match_the_cpu() {
     let (m32, m64) = (iterated(&g, 1), iterated(&g64, 1));
     let tuned = |window: u32| GpuTuning {
         dense_window: Some(window),
-        ..Default::default()
+        ..poisoned()
     };
     for window in [256, 1024] {
         for (i, prune) in schemes().into_iter().enumerate() {
@@ -609,7 +609,7 @@ fn wide_columns_with_more_entries_than_shared_cursors_match_the_cpu() {
         let p = MclParams {
             gpu: GpuTuning {
                 dense_window: Some(window),
-                ..Default::default()
+                ..poisoned()
             },
             ..Default::default()
         };

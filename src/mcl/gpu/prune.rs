@@ -555,7 +555,7 @@ fn fused_rows<T: Scalar>(
         run.poison,
         "the wide rows' cursors",
     )?;
-    let bounds = window_bounds(gpu, f.b, window)?;
+    let bounds = window_bounds(gpu, f.b, window, run.poison)?;
     // The head (cursors, list), then the window's sums as quanta, 8 bytes each.
     let shared = MCL_WIDE_HEAD_BYTES + window as u64 * 8;
     let kernel = format!("mcl_wide_prune_{}", T::NAME);
@@ -633,11 +633,13 @@ fn bounds_per_row(ncols: u64, nrows: u64, window: u32, b_bytes: u64) -> Option<u
 
 /// For each row of `b` and each boundary between windows of `window` columns, the row's entries
 /// before it: the wide rows' walks read where each B row enters and leaves a window instead of
-/// searching for it. `None` where [`bounds_per_row`] says no table is kept.
+/// searching for it. `None` where [`bounds_per_row`] says no table is kept. With `poison`, the
+/// table is filled with 0xFF before the kernel writes every entry of it.
 fn window_bounds<T: Scalar>(
     gpu: &Gpu,
     b: &DeviceCsr<T>,
     window: u32,
+    poison: bool,
 ) -> Result<Option<WindowBounds>> {
     let (ncols, nrows) = (b.ncols as u64, b.nrows as u64);
     let b_bytes = b.nnz * (4 + std::mem::size_of::<T>() as u64);
@@ -646,7 +648,7 @@ fn window_bounds<T: Scalar>(
     };
     let s = &gpu.main;
     let len = nrows * u64::from(per_row);
-    let mut table = uninit::<u32>(s, len as usize, false, "the B rows' window boundaries")?;
+    let mut table = uninit::<u32>(s, len as usize, poison, "the B rows' window boundaries")?;
     launch(gpu, s, "window_bounds", strided(gpu, len, 256), |l| {
         l.arg(&b.row_ptr)
             .arg(&b.col_idx)
