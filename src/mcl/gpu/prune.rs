@@ -140,11 +140,17 @@ pub fn prune_expansion<T: Scalar>(
         * fused_count;
     let mut pool = Pool::<T>::new(gpu, pool_cap, poison)?;
     let mut out_ptr = zeros::<u64>(s, batch.nrows + 1, "pruned row sizes")?;
+    // The wide rows' table of B is made once for the batch: its remake reads it too.
+    let bounds = match &fused {
+        Some(f) if f.rows.window() > 0 => window_bounds(gpu, f.b, f.rows.window(), poison)?,
+        _ => None,
+    };
     let fused_run = FusedRun {
         node0,
         params,
         inflation,
         poison,
+        bounds,
     };
     if let Some(f) = &fused {
         let work = match f.rows.window() {
@@ -369,6 +375,8 @@ struct FusedRun<'a> {
     params: &'a PruneParams,
     inflation: f64,
     poison: bool,
+    /// B's window boundaries for the wide rows ([`window_bounds`]).
+    bounds: Option<WindowBounds>,
 }
 
 /// Per row of the batch, what the fused kernels write: the kept entries' count and their
@@ -555,7 +563,6 @@ fn fused_rows<T: Scalar>(
         run.poison,
         "the wide rows' cursors",
     )?;
-    let bounds = window_bounds(gpu, f.b, window, run.poison)?;
     // The head (cursors, list), then the window's sums as quanta, 8 bytes each.
     let shared = MCL_WIDE_HEAD_BYTES + window as u64 * 8;
     let kernel = format!("mcl_wide_prune_{}", T::NAME);
@@ -599,7 +606,7 @@ fn fused_rows<T: Scalar>(
                 .arg(&mut parts_done)
                 .arg(&mut more_cursors)
                 .arg(&more_len);
-            match &bounds {
+            match &run.bounds {
                 Some(b) => l.arg(&b.table).arg(&b.per_row),
                 None => l.arg(&NULL).arg(&0u32),
             };
@@ -626,9 +633,10 @@ struct WindowBounds {
 fn bounds_per_row(ncols: u64, nrows: u64, window: u32, b_bytes: u64) -> Option<u32> {
     let per_row = ncols.saturating_sub(1) / u64::from(window.max(1));
     let bytes = per_row.saturating_mul(nrows).saturating_mul(4);
-    (per_row > 0 && bytes <= b_bytes.saturating_add(BOUNDS_EXTRA_BYTES))
-        .then(|| u32::try_from(per_row).ok())
-        .flatten()
+    if per_row == 0 || bytes > b_bytes.saturating_add(BOUNDS_EXTRA_BYTES) {
+        return None;
+    }
+    u32::try_from(per_row).ok()
 }
 
 /// For each row of `b` and each boundary between windows of `window` columns, the row's entries
